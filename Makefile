@@ -1,0 +1,40 @@
+# One task runner. `make help` lists the targets.
+UV ?= uv
+export UV_COMPILE_BYTECODE := 1
+export DO_NOT_TRACK := 1
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+RUN := $(UV) run --frozen
+
+.PHONY: help install test lint format demo bench serve clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+install:  ## create .venv from the lock file (uv is bootstrapped with pip when missing)
+	@command -v $(UV) >/dev/null || python3 -m pip install --quiet uv
+	$(UV) sync --frozen --compile-bytecode
+
+test: install  ## the whole test suite against a real embedded PostgreSQL + pgvector
+	$(RUN) pytest
+
+lint: install  ## ruff (check and format) and mypy on the package
+	$(RUN) ruff check .
+	$(RUN) ruff format --check .
+	$(RUN) mypy
+
+format: install  ## apply ruff's formatting and fixes
+	$(RUN) ruff format .
+	$(RUN) ruff check --fix .
+
+demo: install  ## the main job end to end on the embedded defaults
+	$(RUN) hag demo
+
+bench: install  ## benchmarks: figures and ratios against a baseline measured in the same run
+	$(RUN) python -m bench
+
+serve: install  ## Prefect server + work pool + deployments + worker, in one step
+	$(RUN) hag serve
+
+clean:  ## stop the embedded database and remove local state
+	-$(RUN) hag db stop
+	rm -rf .hag reports

@@ -1,0 +1,70 @@
+"""`hag`: the operator's command line.
+
+Sub-commands are imported only when called (a lazy click group), so `hag retrieve` never
+pays for Prefect or Great Expectations. Every failure that the project foresees is a
+HagError: printed as one line, exit code 1.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+# name -> "module:attribute"; each module owns its commands.
+COMMANDS: dict[str, str] = {
+    "db": "hag.cli.db_cmd:db",
+    "migrate": "hag.cli.db_cmd:migrate",
+    "load-corpus": "hag.cli.corpus_cmd:load_corpus",
+    "export": "hag.cli.corpus_cmd:export",
+    "settings": "hag.cli.settings_cmd:settings",
+    "demo": "hag.cli.demo_cmd:demo",
+    "retrieve": "hag.cli.retrieve_cmd:retrieve",
+    "ingest": "hag.cli.session_cmd:ingest",
+    "process-sessions": "hag.cli.session_cmd:process_sessions",
+    "nightly": "hag.cli.nightly_cmd:nightly",
+    "audit": "hag.cli.nightly_cmd:audit",
+    "check": "hag.cli.check_cmd:check",
+    "enrich": "hag.cli.enrich_cmd:enrich",
+    "serve": "hag.cli.serve_cmd:serve",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="hag-memory")
+def cli() -> None:
+    """HAG memory: the long-term, learning memory of an AI tutor."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    from hag.errors import HagError  # noqa: PLC0415
+
+    try:
+        return cli.main(args=argv, prog_name="hag", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("hag: aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except HagError as exc:
+        click.echo(f"hag: {exc}", err=True)
+        sys.exit(1)
+    finally:
+        from hag import db  # noqa: PLC0415
+
+        db.close_all()

@@ -1,0 +1,78 @@
+"""`hag db start|stop|status|url` and `hag migrate`."""
+
+from __future__ import annotations
+
+import click
+
+from hag.cli._common import echo_json, json_option, note
+
+
+@click.group()
+def db() -> None:
+    """Run the embedded PostgreSQL + pgvector (ignored when DATABASE_URL is set)."""
+
+
+@db.command()
+def start() -> None:
+    """Start the embedded server (data in .hag/pgdata) and print its URL."""
+    from hag import db as hdb  # noqa: PLC0415
+
+    if not hdb.is_embedded():
+        note("DATABASE_URL is set: nothing to start")
+        click.echo(hdb.database_url())
+        return
+    click.echo(hdb.start_embedded())
+
+
+@db.command()
+def stop() -> None:
+    """Stop the embedded server."""
+    from hag import db as hdb  # noqa: PLC0415
+
+    if not hdb.is_embedded():
+        note("DATABASE_URL is set: nothing to stop")
+        return
+    click.echo("stopped" if hdb.stop_embedded() else "not running")
+
+
+@db.command()
+@json_option
+def status(as_json: bool) -> None:
+    """Say whether the database runs, where, and how far it is migrated."""
+    from hag import db as hdb  # noqa: PLC0415
+    from hag.migrate import applied, migrations, stored_dimension  # noqa: PLC0415
+
+    st = hdb.status()
+    info: dict[str, object] = {
+        "embedded": st.embedded, "running": st.running, "url": st.url, "data_dir": st.data_dir,
+    }
+    if st.running:
+        with hdb.connect() as conn:
+            ledger = applied(conn)
+            info["migrations_applied"] = len(ledger)
+            info["migrations_on_disk"] = len(migrations())
+            info["embedding_dim"] = stored_dimension(conn)
+    if as_json:
+        echo_json(info)
+    else:
+        for key, value in info.items():
+            click.echo(f"{key}: {value}")
+
+
+@db.command()
+def url() -> None:
+    """Print the database URL (starting the embedded server if needed)."""
+    from hag import db as hdb  # noqa: PLC0415
+
+    click.echo(hdb.database_url())
+
+
+@click.command()
+def migrate() -> None:
+    """Apply pending migrations, refresh the SQL functions and the settings registry."""
+    from hag.embeddings import announce  # noqa: PLC0415
+    from hag.migrate import migrate_database  # noqa: PLC0415
+
+    announce()
+    done = migrate_database()
+    click.echo(f"applied {len(done)} migration(s)" + (": " + ", ".join(done) if done else ""))

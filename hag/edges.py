@@ -1,0 +1,104 @@
+"""The one edge upsert every writer uses (session discovery, prerequisites, enrichment).
+
+The rule itself is set-based SQL (`sql/queries/edges.sql: upsert_edges`); this module binds
+the dials and the provenance, and says why in the transaction so the confidence history
+(a trigger, migration 003) records it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from hag.settings import EDGE_TYPES
+from hag.sqlfiles import query
+
+
+@dataclass(frozen=True)
+class EdgeObservation:
+    source_entry_id: UUID
+    target_entry_id: UUID
+    edge_type: str
+    condition: str | None = None
+
+    @property
+    def identity(self) -> tuple[UUID, UUID, str]:
+        return (self.source_entry_id, self.target_entry_id, self.edge_type)
+
+
+@dataclass(frozen=True)
+class UpsertResult:
+    id: UUID
+    identity: tuple[UUID, UUID, str]
+    confidence: float
+    hit_count: int
+    inserted: bool
+
+
+def say_why(conn: Any, reason: str, *, session_id: str | None = None, run_id: UUID | str | None = None,
+            at: datetime | None = None) -> None:
+    """Tell the history trigger (and the audit trigger) why the next writes happen."""
+    conn.execute(
+        "SELECT set_config('hag.change_reason', %s, true), set_config('hag.session_id', %s, true), "
+        "set_config('hag.run_id', %s, true), set_config('hag.event_at', %s, true)",
+        (reason, session_id or "", str(run_id) if run_id else "", at.isoformat() if at else ""),
+    )
+
+
+def upsert_edges(
+    conn: Any,
+    observations: Iterable[EdgeObservation],
+    dials: Mapping[str, Any],
+    *,
+    source_type: str,
+    at: datetime,
+    session_id: str | None = None,
+    run_id: UUID | str | None = None,
+    new_confidence: float | None = None,
+    reason: str | None = None,
+) -> list[UpsertResult]:
+    """Insert new edges or reinforce seen ones; one observation per identity counts once.
+
+    `new_confidence` overrides the learned-edge entry confidence (enrichment enters at its
+    own dial); everything else comes from the dials.
+    """
+    unique: dict[tuple[UUID, UUID, str], EdgeObservation] = {}
+    for o in observations:
+        if o.edge_type not in EDGE_TYPES:
+            raise ValueError(f"unknown edge type {o.edge_type!r}")
+        if o.source_entry_id == o.target_entry_id:
+            raise ValueError(f"self-loop on {o.source_entry_id}")
+        unique.setdefault(o.identity, o)
+    if not unique:
+        return []
+    rows = sorted(unique.values(), key=lambda o: (str(o.source_entry_id), str(o.target_entry_id), o.edge_type))
+    say_why(conn, reason or f"{source_type} edge observed", session_id=session_id, run_id=run_id, at=at)
+    result = conn.execute(
+        query("edges", "upsert_edges"),
+        {
+            "source_ids": [o.source_entry_id for o in rows],
+            "target_ids": [o.target_entry_id for o in rows],
+            "edge_types": [o.edge_type for o in rows],
+            "conditions": [o.condition for o in rows],
+            "new_confidence": dials["edge_new_confidence"] if new_confidence is None else new_confidence,
+            "new_hit_count": dials["edge_new_hit_count"],
+            "min_hits": dials["edge_reinforce_min_hits"],
+            "high_confidence": dials["edge_reinforce_confidence_high"],
+            "low_confidence": dials["edge_reinforce_confidence_low"],
+            "source_type": source_type,
+            "session_id": session_id,
+            "at": at,
+        },
+    ).fetchall()
+    return [
+        UpsertResult(r["id"], (r["source_entry_id"], r["target_entry_id"], r["edge_type"]),
+                     r["confidence"], r["hit_count"], r["inserted"])
+        for r in rows_as_dicts(result)
+    ]
+
+
+def rows_as_dicts(rows: list[Any]) -> list[Mapping[str, Any]]:
+    return [r if isinstance(r, Mapping) else r._asdict() for r in rows]

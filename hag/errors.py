@@ -1,0 +1,29 @@
+"""The project's exceptions: every one carries a one-line reason fit for an operator."""
+
+
+class HagError(Exception):
+    """Base class: the CLI prints the message on one line and exits non-zero."""
+
+
+class ConfigError(HagError):
+    """Process configuration (DSN, provider keys, dimensions) is missing or inconsistent."""
+
+
+class MigrationError(HagError):
+    """The migration ledger disagrees with the files on disk, or a migration failed."""
+
+
+class SettingsError(HagError):
+    """A dial is unknown, or a value has the wrong type or is out of range."""
+
+
+class CorpusError(HagError):
+    """A corpus file breaks the contract; nothing from it was written."""
+
+
+class ValidationError(HagError):
+    """A payload breaks the contract; the message names the field (and the turn)."""
+
+
+class NotFoundError(HagError):
+    """A named thing (entry, edge, run, topic) does not exist."""

@@ -1,0 +1,170 @@
+"""Numbered plain-SQL migrations, each applied in one transaction with its ledger row.
+
+`sql/migrations/NNN_name.sql` run in order; the ledger (`hag_schema_migrations`) keeps each
+file's SHA-256, and a file that changed after it was applied stops everything: a database
+is never migrated from a history it did not live through. After the migrations, the SQL
+functions in `sql/functions/` (all `CREATE OR REPLACE`) are re-applied and the settings
+registry is synchronised (new dials get their defaults; edited values are kept).
+
+The embedding dimension is fixed at migration time: the runner sets `hag.embedding_dim`
+for the transaction and migration 001 records it in `hag_meta`; later runs refuse an
+embedder whose dimension differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from hag import SQL_DIR
+from hag.errors import MigrationError
+
+_FILE = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+# One lock id for "someone is migrating this database"; any constant works.
+_MIGRATION_LOCK = 0x4A47_0001
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    path: Path
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+def migrations(directory: Path = SQL_DIR / "migrations") -> list[Migration]:
+    found: dict[int, Migration] = {}
+    for path in sorted(directory.glob("*.sql")):
+        match = _FILE.match(path.name)
+        if match is None:
+            raise MigrationError(f"{path.name}: migration files are named NNN_snake_case.sql")
+        version = int(match.group(1))
+        if version in found:
+            raise MigrationError(f"{path.name}: version {version} is used twice")
+        found[version] = Migration(version, path)
+    return [found[v] for v in sorted(found)]
+
+
+def function_files() -> list[Path]:
+    return sorted((SQL_DIR / "functions").glob("*.sql"))
+
+
+_LEDGER = """
+CREATE TABLE IF NOT EXISTS hag_schema_migrations (
+    version     integer PRIMARY KEY,
+    filename    text        NOT NULL,
+    checksum    text        NOT NULL,
+    applied_at  timestamptz NOT NULL DEFAULT now()
+)"""
+
+
+def applied(conn: psycopg.Connection[Any]) -> dict[int, dict[str, Any]]:
+    exists = conn.execute("SELECT to_regclass('hag_schema_migrations') AS t").fetchone()
+    if exists is None or _value(exists, "t") is None:
+        return {}
+    rows = conn.execute("SELECT version, filename, checksum FROM hag_schema_migrations").fetchall()
+    return {_value(r, "version"): dict(zip(("version", "filename", "checksum"), _values(r), strict=True)) for r in rows}
+
+
+def _value(row: Any, key: str) -> Any:
+    return row[key] if isinstance(row, dict) else row[0]
+
+
+def _values(row: Any) -> tuple[Any, ...]:
+    return tuple(row.values()) if isinstance(row, dict) else tuple(row)
+
+
+def stored_dimension(conn: psycopg.Connection[Any]) -> int | None:
+    exists = conn.execute("SELECT to_regclass('hag_meta') AS t").fetchone()
+    if exists is None or _value(exists, "t") is None:
+        return None
+    row = conn.execute("SELECT value FROM hag_meta WHERE key = 'embedding_dim'").fetchone()
+    return int(_value(row, "value")) if row else None
+
+
+def migrate(conn: psycopg.Connection[Any], embedding_dim: int) -> list[str]:
+    """Bring the database up to date; return the file names applied now (idempotent)."""
+    done: list[str] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute(_LEDGER)
+        ledger = applied(conn)
+        files = migrations()
+        on_disk = {m.version: m for m in files}
+        for version, row in sorted(ledger.items()):
+            m = on_disk.get(version)
+            if m is None:
+                raise MigrationError(
+                    f"the database has migration {row['filename']} that is not on disk: "
+                    "this checkout is older than the database"
+                )
+            if m.checksum != row["checksum"]:
+                raise MigrationError(
+                    f"{m.path.name} changed after it was applied (ledger sha256 "
+                    f"{row['checksum'][:12]}…, file {m.checksum[:12]}…): write a new "
+                    "migration instead of editing an applied one"
+                )
+        stored = stored_dimension(conn)
+        if stored is not None and stored != embedding_dim:
+            raise MigrationError(
+                f"this database stores {stored}-dimension embeddings but the configured "
+                f"embedder gives {embedding_dim}: set HAG_EMBEDDING_DIM={stored}, choose the "
+                "embedder it was built with, or use a new database"
+            )
+        conn.execute("SELECT set_config('hag.embedding_dim', %s, true)", (str(embedding_dim),))
+        for m in files:
+            if m.version in ledger:
+                continue
+            try:
+                conn.execute(m.path.read_text())  # type: ignore[arg-type]
+            except psycopg.Error as exc:
+                raise MigrationError(f"{m.path.name} failed: {exc}".splitlines()[0]) from exc
+            conn.execute(
+                "INSERT INTO hag_schema_migrations (version, filename, checksum) VALUES (%s, %s, %s)",
+                (m.version, m.path.name, m.checksum),
+            )
+            done.append(m.path.name)
+        for path in function_files():
+            try:
+                conn.execute(path.read_text())  # type: ignore[arg-type]
+            except psycopg.Error as exc:
+                raise MigrationError(f"{path.name} failed: {exc}".splitlines()[0]) from exc
+        from hag.settings import sync_registry  # noqa: PLC0415 - avoids an import cycle
+
+        sync_registry(conn)
+    return done
+
+
+def migrate_database() -> list[str]:
+    """`hag migrate`: migrate the configured database for the configured embedder."""
+    from hag import db  # noqa: PLC0415
+    from hag.embeddings import get_embedder  # noqa: PLC0415
+
+    with db.connect() as conn:
+        result = migrate(conn, get_embedder().dim)
+    db.close_all()  # pools made before the extension existed lack the vector type
+    return result
+
+
+def ensure_migrated() -> None:
+    """Migrate once per process when the ledger is behind (commands call this first)."""
+    global _checked
+    if _checked:
+        return
+    from hag import db  # noqa: PLC0415
+
+    with db.connect() as conn:
+        ledger = applied(conn)
+    if set(ledger) != {m.version for m in migrations()}:
+        migrate_database()
+    _checked = True
+
+
+_checked = False

@@ -1,0 +1,367 @@
+"""The registry of every dial, and the 60-second cache through which code reads them.
+
+Each dial is a row in `hag_settings` (SPEC §7): key, type, default, bounds, a one-line
+description and the part of the system that reads it. `hag migrate` writes new keys with
+their defaults and keeps edited values; `hag settings set` validates type and range before
+writing. Nothing outside this registry hard-codes a threshold, and a test proves every key
+has a reader (tests/test_settings.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hag.errors import SettingsError
+
+EDGE_TYPES = ("prerequisite", "fallback", "leads_to", "related", "supersedes")
+KNOWN_SOURCE_TYPES = ("seed", "learned", "enriched")
+
+
+@dataclass(frozen=True)
+class Dial:
+    key: str
+    type: str  # float | int | bool | str | list
+    default: Any
+    description: str
+    consumer: str  # the module (path) that reads it
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] = ()  # allowed items of a list dial (or values of a str dial)
+    forbidden: tuple[str, ...] = field(default=())  # items a list dial may never hold
+
+
+def _f(key: str, default: float, lo: float, hi: float, desc: str, consumer: str) -> Dial:
+    return Dial(key, "float", default, desc, consumer, lo, hi)
+
+
+def _i(key: str, default: int, lo: int, hi: int, desc: str, consumer: str) -> Dial:
+    return Dial(key, "int", default, desc, consumer, lo, hi)
+
+
+R, S, W, E, C = (
+    "hag/retrieval",
+    "hag/session",
+    "hag/sweeps",
+    "hag/enrichment",
+    "hag/settings.py",
+)
+
+# The seed's numbers are kept exactly (SPEC marks them *seed*); the rest are ours and say so.
+_DIALS: tuple[Dial, ...] = (
+    # --- retrieval (SPEC §3) ---
+    _f("retrieval_min_confidence", 0.4, 0, 1, "seed: p_min_confidence, the global floor of every pass", R),
+    _f("floor_proven", 0.30, 0, 1, "seed: confidence floor for proven entries", R),
+    _f("floor_pattern", 0.40, 0, 1, "seed: confidence floor for pattern entries", R),
+    _f("floor_candidate", 0.70, 0, 1, "seed: confidence floor for candidate entries", R),
+    _f("boost_proven", 1.1, 0.5, 3, "seed: maturity boost/weight of proven entries in ranking", R),
+    _f("boost_pattern", 1.05, 0.5, 3, "seed: maturity boost/weight of pattern entries in ranking", R),
+    _f("boost_candidate", 1.0, 0.5, 3, "seed: maturity boost/weight of other entries (1.0)", R),
+    _i("match_count", 5, 1, 100, "seed: rows each semantic pass returns (LIMIT 5)", R),
+    _i("concept_match_count", 5, 1, 100, "ours: rows the by-concept pass returns", R),
+    _i("topic_top_k", 5, 1, 100, "seed: topic advisories that survive the merge and re-rank", R),
+    _i("tutor_match_count", 5, 0, 100, "seed: rows of the tutor pass (same RPC, LIMIT 5)", R),
+    _i("student_match_count", 5, 0, 100, "seed: rows of the student pass (same RPC, LIMIT 5)", R),
+    _f("concept_match_bonus", 1.30, 1, 5, "seed: ranking bonus when the slug is in the expected set", R),
+    _i("recent_concept_turns", 3, 1, 50, "seed: turns whose concept slugs feed the by-concept pass", R),
+    _i("query_message_max_chars", 500, 1, 100000, "seed: student message characters in the query context", R),
+    _i("embed_max_chars", 2000, 1, 100000, "seed: every embedded text is cut to this many characters", "hag/embeddings"),
+    _i("advisory_max_chars", 400, 20, 100000, "seed: advisory text clipped at a sentence boundary", R),
+    Dial("topic_scopes", "list", ["public"], "ours: visibility scopes the topic passes read", R),
+    _f("band_high_min", 0.75, 0, 1, "ours: confidence at or above which the band label is 'high'", R),
+    _f("band_medium_min", 0.5, 0, 1, "ours: confidence at or above which the band label is 'medium'", R),
+    _i("edge_walk_top_k", 2, 0, 20, "seed: top entries that get a decision tree", R),
+    _f("edge_min_confidence", 0.3, 0, 1, "seed: edges below this are not walked", R),
+    Dial("edge_include_candidate_targets", "bool", True, "seed: walk edges into candidate entries (on)", R),
+    _i("edge_target_max_chars", 100, 10, 10000, "seed: target instruction characters on an edge line", R),
+    _i("edge_walk_max_edges_per_entry", 3, 1, 50, "ours: edge lines rendered per walked entry", R),
+    _i("retrieval_cache_ttl_seconds", 30, 0, 86400, "ours: result cache lifetime (0 disables it)", R),
+    _i("retrieval_cache_size", 1024, 0, 1000000, "ours: result cache entries (0 disables it)", R),
+    _i("embedding_cache_size", 4096, 0, 1000000, "ours: cached query embeddings by context string", R),
+    _i("ann_candidates", 40, 5, 10000, "ours: nearest rows fetched before the maturity re-rank", R),
+    _i("hnsw_ef_search", 40, 1, 1000, "ours: hnsw.ef_search on the approximate path", R),
+    _i("exact_scan_max_rows", 50000, 0, 100000000, "ours: below this many rows in a topic, scan exactly", R),
+    # --- session-end processing (SPEC §4) ---
+    _f("observation_base_confidence", 0.5, 0, 1, "ours: initial confidence of a new entry before the ladder quality", S),
+    _f("student_pattern_dedup_threshold", 0.72, 0, 1, "seed: cosine at which a student pattern reinforces an existing one", S),
+    _f("ladder_quality_exact", 1.0, 0, 1, "ours: ladder step 1 (exact canonical slug) quality", S),
+    _f("ladder_quality_near", 0.8, 0, 1, "ours: ladder step 2 (alias / normalised / embedding) quality", S),
+    _f("ladder_quality_minted", 0.6, 0, 1, "ours: ladder step 3 (new slug minted in the topic) quality", S),
+    _f("ladder_quality_unanchored", 0.25, 0, 1, "ours: ladder step 4 (_unanchored_) quality", S),
+    _f("ladder_near_similarity", 0.85, 0, 1, "ours: embedding cosine for a step-2 near match", S),
+    _i("ladder_mint_min_chars", 3, 1, 100, "ours: shorter names are not minted but left _unanchored_", S),
+    _f("edge_new_confidence", 0.3, 0.05, 1, "seed: confidence of a newly learned edge", S),
+    _i("edge_new_hit_count", 1, 0, 100, "seed: hit_count of a newly learned edge", S),
+    _i("edge_reinforce_min_hits", 3, 1, 1000, "seed: hit_count at which re-observation lifts to the high floor", S),
+    _f("edge_reinforce_confidence_high", 0.6, 0.05, 1, "seed: floor after edge_reinforce_min_hits observations", S),
+    _f("edge_reinforce_confidence_low", 0.3, 0.05, 1, "seed: floor of a re-observed edge below that", S),
+    _f("edge_grade_step_success", 0.05, 0, 1, "seed: edge confidence added when its turn succeeded", S),
+    _f("edge_grade_step_failure", 0.05, 0, 1, "seed: edge confidence removed when its turn failed", S),
+    _f("edge_confidence_floor", 0.05, 0.001, 1, "seed: edges never grade below this", S),
+    _f("edge_confidence_ceiling", 1.0, 0.05, 1, "seed: edges never grade above this", S),
+    _f("entry_learning_rate_proven", 0.10, 0, 1, "seed: entry learning rate when proven", S),
+    _f("entry_learning_rate_default", 0.20, 0, 1, "seed: entry learning rate otherwise", S),
+    _f("outcome_strength_default", 1.0, 0, 1, "ours: outcome strength when a turn reports none", S),
+    _i("session_batch_size", 200, 1, 100000, "ours: pending sessions taken per flow batch", S),
+    _i("session_max_payload_bytes", 5_000_000, 1000, 1_000_000_000, "ours: larger payloads are refused", S),
+    _i("session_max_turns", 1000, 1, 1_000_000, "ours: sessions with more turns are refused", S),
+    # --- daily sweeps (SPEC §5) ---
+    _i("promotion_min_age_days", 14, 0, 3650, "seed: candidate age before promotion to pattern", W),
+    _f("promotion_min_confidence", 0.50, 0, 1, "seed: candidate confidence for promotion to pattern", W),
+    _i("promotion_max_failures", 0, 0, 1000000, "seed: failure_count allowed for promotion (0)", W),
+    _i("proven_min_age_days", 30, 0, 3650, "ours: pattern age before promotion to proven", W),
+    _f("proven_min_confidence", 0.80, 0, 1, "ours: pattern confidence for promotion to proven", W),
+    _i("proven_min_successes", 5, 0, 1000000, "ours: success_count for promotion to proven", W),
+    _f("proven_max_failure_ratio", 0.2, 0, 1, "ours: failures/(successes+failures) allowed for proven", W),
+    _f("archive_max_confidence", 0.15, 0, 1, "ours: non-proven entries below this confidence are archived", W),
+    _i("archive_min_failures", 3, 0, 1000000, "ours: ...and with at least this many failures", W),
+    _f("cull_max_confidence", 0.35, 0, 1, "seed: edges below this confidence may be culled", W),
+    _i("cull_min_age_days", 90, 0, 36500, "seed: edges younger than this are never culled", W),
+    _i("cull_max_traversals", 0, 0, 1000000, "seed: only edges traversed at most this often (never) are culled", W),
+    Dial(
+        "cull_source_types", "list", ["learned", "enriched"],
+        "seed: positive allowlist of provenance classes the cull may delete", W,
+        forbidden=("seed",),
+    ),
+    # --- enrichment (SPEC §6) ---
+    _f("enrichment_confidence", 0.4, 0.05, 1, "seed (value ours): confidence of an enriched edge, below authored ones", E),
+    _i("enrichment_candidate_count", 12, 1, 200, "ours: candidate concepts offered to the model per orphan", E),
+    _i("enrichment_max_proposals_per_orphan", 3, 1, 50, "ours: proposals accepted per orphan", E),
+    _i("enrichment_default_limit", 50, 1, 100000, "ours: orphans per run when no --limit is given", E),
+    _i("enrichment_max_attempts", 3, 1, 20, "ours: calls per orphan before it is reported failed", E),
+    _f("enrichment_timeout_seconds", 30.0, 0.1, 600, "ours: one model call's timeout", E),
+    Dial(
+        "enrichment_allowed_types", "list", ["prerequisite", "related"],
+        "ours: edge types a model may propose", E, choices=EDGE_TYPES,
+    ),
+    _f("enrichment_temperature", 0.0, 0, 2, "ours: sampling temperature of the proposer", E),
+    _i("enrichment_max_description_chars", 1000, 50, 100000, "ours: concept description characters in a prompt", E),
+    # --- the cache itself ---
+    _i("settings_cache_ttl_seconds", 60, 0, 3600, "seed: how long a process trusts its copy of the dials", C),
+)
+
+REGISTRY: dict[str, Dial] = {d.key: d for d in _DIALS}
+assert len(REGISTRY) == len(_DIALS), "a dial key is registered twice"
+
+
+# --- validation -------------------------------------------------------------------------
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def dial(key: str) -> Dial:
+    try:
+        return REGISTRY[key]
+    except KeyError:
+        raise SettingsError(f"unknown setting {key!r} (see `hag settings list`)") from None
+
+
+def validate(key: str, value: Any) -> Any:
+    """The value coerced to the dial's type, or a SettingsError naming what is wrong."""
+    d = dial(key)
+    if d.type in ("float", "int"):
+        if isinstance(value, bool):
+            raise SettingsError(f"{key} takes a number, not {value!r}")
+        try:
+            number = float(value) if d.type == "float" else _as_int(value)
+        except (TypeError, ValueError):
+            raise SettingsError(f"{key} takes {'a number' if d.type == 'float' else 'a whole number'}, not {value!r}") from None
+        if isinstance(number, float) and not math.isfinite(number):
+            raise SettingsError(f"{key} must be finite, not {value!r}")
+        if (d.min is not None and number < d.min) or (d.max is not None and number > d.max):
+            raise SettingsError(f"{key} must be between {_fmt(d.min)} and {_fmt(d.max)}, not {value!r}")
+        return number
+    if d.type == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        raise SettingsError(f"{key} takes true or false, not {value!r}")
+    if d.type == "list":
+        items = _as_list(key, value)
+        bad = [i for i in items if d.choices and i not in d.choices]
+        if bad:
+            raise SettingsError(f"{key} items must be among {', '.join(d.choices)}; not {', '.join(bad)}")
+        banned = [i for i in items if i in d.forbidden]
+        if banned:
+            raise SettingsError(f"{key} may never contain {', '.join(banned)}")
+        return items
+    text = str(value)
+    if d.choices and text not in d.choices:
+        raise SettingsError(f"{key} must be one of {', '.join(d.choices)}, not {value!r}")
+    return text
+
+
+def _as_int(value: Any) -> int:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(value)
+        return int(value)
+    return int(str(value).strip())
+
+
+def _as_list(key: str, value: Any) -> list[str]:
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                raise SettingsError(f"{key} takes a JSON list or comma-separated words, not {value!r}") from None
+        else:
+            value = [part.strip() for part in text.split(",") if part.strip()]
+    if not isinstance(value, list | tuple) or not all(isinstance(i, str) and i for i in value):
+        raise SettingsError(f"{key} takes a list of words, not {value!r}")
+    return list(dict.fromkeys(value))
+
+
+def _fmt(x: float | None) -> str:
+    return "-inf" if x is None else (str(int(x)) if float(x).is_integer() else str(x))
+
+
+# --- database side ----------------------------------------------------------------------
+
+def sync_registry(conn: Any) -> None:
+    """Write every registry dial into hag_settings: new keys get defaults, values are kept.
+
+    Descriptions, bounds and consumers always follow the registry. A stored value that the
+    registry's new bounds no longer admit is reset to the default, and says so in updated_by.
+    """
+    rows = [
+        (d.key, json.dumps(d.default), d.type, json.dumps(d.default), d.min, d.max, d.description, d.consumer)
+        for d in _DIALS
+    ]
+    with conn.cursor() as cur:
+        cur.executemany(
+            """
+            INSERT INTO hag_settings (key, value, value_type, default_value, min_value, max_value, description, consumer)
+            VALUES (%s, %s::jsonb, %s, %s::jsonb, %s, %s, %s, %s)
+            ON CONFLICT (key) DO UPDATE SET
+                value_type = EXCLUDED.value_type, default_value = EXCLUDED.default_value,
+                min_value = EXCLUDED.min_value, max_value = EXCLUDED.max_value,
+                description = EXCLUDED.description, consumer = EXCLUDED.consumer
+            """,
+            rows,
+        )
+        stored = cur.execute("SELECT key, value FROM hag_settings").fetchall()
+    for row in stored:
+        key, value = (row["key"], row["value"]) if isinstance(row, dict) else row
+        if key not in REGISTRY:
+            continue  # a retired dial stays visible until a migration removes it
+        try:
+            validate(key, value)
+        except SettingsError:
+            conn.execute(
+                "UPDATE hag_settings SET value = default_value, updated_by = 'registry (out of range)', "
+                "updated_at = now() WHERE key = %s",
+                (key,),
+            )
+
+
+class Settings(Mapping[str, Any]):
+    """A snapshot of every dial: `s["floor_proven"]`. Unknown keys raise SettingsError."""
+
+    def __init__(self, values: dict[str, Any]):
+        self._values = values
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return self._values[key]
+        except KeyError:
+            raise SettingsError(f"unknown setting {key!r}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        """A copy with some dials changed (validated): for dry runs, tests and what-ifs."""
+        values = dict(self._values)
+        for key, value in overrides.items():
+            values[key] = validate(key, value)
+        return Settings(values)
+
+
+def defaults() -> Settings:
+    """Every dial at its registry default, with no database (for pure-rule tests)."""
+    return Settings({d.key: d.default for d in _DIALS})
+
+
+_cache_lock = threading.Lock()
+_cache: tuple[float, Settings] | None = None
+
+
+def load(conn: Any) -> Settings:
+    """Read every dial from the database now, falling back to defaults for missing keys."""
+    values = {d.key: d.default for d in _DIALS}
+    for row in conn.execute("SELECT key, value FROM hag_settings").fetchall():
+        key, value = (row["key"], row["value"]) if isinstance(row, dict) else row
+        if key in REGISTRY:
+            values[key] = validate(key, value)
+    return Settings(values)
+
+
+def current() -> Settings:
+    """The dials through the process cache (TTL: the dial settings_cache_ttl_seconds, 60 s)."""
+    global _cache
+    now = time.monotonic()
+    with _cache_lock:
+        if _cache is not None:
+            loaded_at, snapshot = _cache
+            if now - loaded_at < snapshot["settings_cache_ttl_seconds"]:
+                return snapshot
+    from hag import db  # noqa: PLC0415
+
+    with db.pool().connection() as conn:
+        snapshot = load(conn)
+    with _cache_lock:
+        _cache = (now, snapshot)
+    return snapshot
+
+
+def invalidate() -> None:
+    """Drop the cached snapshot (after `set`, and between tests)."""
+    global _cache
+    with _cache_lock:
+        _cache = None
+
+
+def get(key: str) -> Any:
+    dial(key)
+    return current()[key]
+
+
+def set_value(conn: Any, key: str, raw: Any, by: str = "cli") -> Any:
+    """Validate and store one dial; returns the stored value."""
+    value = validate(key, raw)
+    conn.execute(
+        "UPDATE hag_settings SET value = %s::jsonb, updated_at = now(), updated_by = %s WHERE key = %s",
+        (json.dumps(value), by, key),
+    )
+    invalidate()
+    return value
+
+
+def reset_value(conn: Any, key: str, by: str = "cli") -> Any:
+    return set_value(conn, key, dial(key).default, by)
+
+
+def listing(conn: Any) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT key, value, value_type, default_value, min_value, max_value, description, consumer, "
+        "updated_at, updated_by FROM hag_settings ORDER BY key"
+    ).fetchall()
+    return [dict(r) for r in rows]

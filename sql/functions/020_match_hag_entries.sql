@@ -1,0 +1,46 @@
+-- match_hag_entries: the semantic pass (SPEC §3, seed). No similarity threshold: the filter
+-- is confidence per maturity tier, topic and scope; the order is similarity times the
+-- maturity boost. Every NULL parameter is read from hag_settings.
+CREATE OR REPLACE FUNCTION match_hag_entries(
+    p_query_embedding   vector,
+    p_topic_id          text,
+    p_visibility_scopes text[],
+    p_min_confidence    double precision DEFAULT NULL,
+    p_floor_proven      double precision DEFAULT NULL,
+    p_floor_pattern     double precision DEFAULT NULL,
+    p_floor_candidate   double precision DEFAULT NULL,
+    p_match_count       integer DEFAULT NULL,
+    p_boost_proven      double precision DEFAULT NULL,
+    p_boost_pattern     double precision DEFAULT NULL,
+    p_boost_other       double precision DEFAULT NULL
+)
+RETURNS TABLE (
+    id uuid, topic_id text, concept_slug text, visibility_scope text, maturity text,
+    confidence double precision, concept_match_quality double precision, instruction text,
+    last_matched_at timestamptz, similarity double precision
+)
+LANGUAGE sql STABLE AS $$
+    SELECT e.id, e.topic_id, e.concept_slug, e.visibility_scope, e.maturity, e.confidence,
+           e.concept_match_quality, e.instruction, e.last_matched_at,
+           1 - (e.embedding <=> p_query_embedding) AS similarity
+    FROM hag_entries e
+    WHERE e.maturity <> 'archived'
+      AND e.confidence >= GREATEST(
+            COALESCE(p_min_confidence, hag_setting_float('retrieval_min_confidence')),
+            CASE e.maturity
+                WHEN 'proven'    THEN COALESCE(p_floor_proven, hag_setting_float('floor_proven'))
+                WHEN 'pattern'   THEN COALESCE(p_floor_pattern, hag_setting_float('floor_pattern'))
+                WHEN 'candidate' THEN COALESCE(p_floor_candidate, hag_setting_float('floor_candidate'))
+                ELSE 1.0 -- unknown maturity locked out (seed)
+            END)
+      AND (p_topic_id IS NULL OR e.topic_id = p_topic_id)
+      AND e.visibility_scope = ANY (p_visibility_scopes)
+    ORDER BY (1 - (e.embedding <=> p_query_embedding))
+             * CASE e.maturity
+                   WHEN 'proven'  THEN COALESCE(p_boost_proven, hag_setting_float('boost_proven'))
+                   WHEN 'pattern' THEN COALESCE(p_boost_pattern, hag_setting_float('boost_pattern'))
+                   ELSE COALESCE(p_boost_other, hag_setting_float('boost_candidate'))
+               END DESC,
+             e.id
+    LIMIT COALESCE(p_match_count, (hag_setting_float('match_count'))::integer)
+$$;

