@@ -89,14 +89,16 @@ def stored_dimension(conn: psycopg.Connection[Any]) -> int | None:
     return int(_value(row, "value")) if row else None
 
 
-def migrate(conn: psycopg.Connection[Any], embedding_dim: int) -> list[str]:
+def migrate(
+    conn: psycopg.Connection[Any], embedding_dim: int, directory: Path = SQL_DIR / "migrations"
+) -> list[str]:
     """Bring the database up to date; return the file names applied now (idempotent)."""
     done: list[str] = []
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
         conn.execute(_LEDGER)
         ledger = applied(conn)
-        files = migrations()
+        files = migrations(directory)
         on_disk = {m.version: m for m in files}
         for version, row in sorted(ledger.items()):
             m = on_disk.get(version)

@@ -19,6 +19,7 @@ request and shutdown is clean.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import itertools
 import json
@@ -45,7 +46,7 @@ def count_tokens(text: str) -> int:
 
 
 def _f32(x: float) -> float:
-    return struct.unpack("<f", struct.pack("<f", x))[0]
+    return float(struct.unpack("<f", struct.pack("<f", x))[0])
 
 
 def hash_embedding(text: str, dim: int = DEFAULT_DIM) -> list[float]:
@@ -155,10 +156,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def finish(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             super().finish()
-        except OSError:
-            pass
 
     def do_GET(self) -> None:
         self.server.stub._dispatch(self, "GET")
@@ -202,8 +201,10 @@ class OpenAIStub:
         server.stub = self
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05},
-            name="openai-stub", daemon=True,
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="openai-stub",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -239,7 +240,7 @@ class OpenAIStub:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def wait_idle(self, timeout: float = 5.0) -> bool:
-        """Block until no request is being handled (e.g. a delayed reply noticed its client left)."""
+        """Block until no request is in flight (e.g. a delayed reply noticed its client left)."""
         deadline = time.monotonic() + timeout
         with self._idle:
             while self._active_handlers:
@@ -272,28 +273,40 @@ class OpenAIStub:
             return list(explicit)
         return hash_embedding(text, dim or self.dim)
 
-    def queue_embedding_error(self, status: int = 500, body: Any = None,
-                              headers: dict[str, str] | None = None) -> None:
+    def queue_embedding_error(
+        self, status: int = 500, body: Any = None, headers: dict[str, str] | None = None
+    ) -> None:
         """Next /v1/embeddings request fails with ``status`` (FIFO)."""
         with self._lock:
             self._embedding_errors.append(_ErrorReply(status, body, dict(headers or {})))
 
-    def queue_chat(self, content: str, prompt_tokens: int | None = None,
-                   completion_tokens: int | None = None, finish_reason: str = "stop") -> None:
+    def queue_chat(
+        self,
+        content: str,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        finish_reason: str = "stop",
+    ) -> None:
         """Next chat completion answers ``content``; token counts default to word counts."""
         with self._lock:
             self._chat_queue.append(
                 _ChatReply(content, prompt_tokens, completion_tokens, finish_reason)
             )
 
-    def queue_error(self, status: int = 500, body: Any = None,
-                    headers: dict[str, str] | None = None) -> None:
+    def queue_error(
+        self, status: int = 500, body: Any = None, headers: dict[str, str] | None = None
+    ) -> None:
         """Next chat completion fails with ``status``; ``body`` is a dict (JSON) or str."""
         with self._lock:
             self._chat_queue.append(_ErrorReply(status, body, dict(headers or {})))
 
-    def queue_delay(self, seconds: float, content: str, prompt_tokens: int | None = None,
-                    completion_tokens: int | None = None) -> None:
+    def queue_delay(
+        self,
+        seconds: float,
+        content: str,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+    ) -> None:
         """Next chat completion waits ``seconds`` before answering ``content``.
 
         If the client gives up first (timeout), the reply is dropped and its usage is NOT
@@ -321,7 +334,7 @@ class OpenAIStub:
         return [r for r in self.requests if r.path.endswith(path)]
 
     def usage_totals(self) -> dict[str, int]:
-        """Summed chat usage the stub sent: prompt/completion/total tokens (dropped replies excluded)."""
+        """Summed chat usage the stub sent (prompt/completion/total); dropped replies excluded."""
         with self._lock:
             return dict(self._usage)
 
@@ -360,9 +373,15 @@ class OpenAIStub:
         auth = headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            self._send_json(h, 401, _error_json(
-                "You didn't provide an API key (stub: missing bearer).",
-                "invalid_request_error", "missing_api_key"))
+            self._send_json(
+                h,
+                401,
+                _error_json(
+                    "You didn't provide an API key (stub: missing bearer).",
+                    "invalid_request_error",
+                    "missing_api_key",
+                ),
+            )
             return
 
         route = (method, path.rstrip("/"))
@@ -371,18 +390,24 @@ class OpenAIStub:
         elif route == ("POST", "/v1/chat/completions"):
             handler = self._chat_endpoint
         else:
-            self._send_json(h, 404, _error_json(
-                f"Unknown request URL: {method} {path}", "invalid_request_error",
-                "unknown_url"))
+            self._send_json(
+                h,
+                404,
+                _error_json(
+                    f"Unknown request URL: {method} {path}", "invalid_request_error", "unknown_url"
+                ),
+            )
             return
         if bad_json or not isinstance(body, dict):
-            self._send_json(h, 400, _error_json(
-                "Request body must be a JSON object.", "invalid_request_error"))
+            self._send_json(
+                h, 400, _error_json("Request body must be a JSON object.", "invalid_request_error")
+            )
             return
         handler(h, body)
 
-    def _send_json(self, h: _Handler, status: int, payload: Any,
-                   extra_headers: dict[str, str] | None = None) -> bool:
+    def _send_json(
+        self, h: _Handler, status: int, payload: Any, extra_headers: dict[str, str] | None = None
+    ) -> bool:
         if isinstance(payload, (bytes, str)):
             data = payload.encode() if isinstance(payload, str) else payload
             ctype = "text/plain; charset=utf-8"
@@ -406,8 +431,10 @@ class OpenAIStub:
     def _send_error_reply(self, h: _Handler, err: _ErrorReply) -> None:
         body = err.body
         if body is None:
-            body = _error_json(f"stub scripted error {err.status}",
-                               "server_error" if err.status >= 500 else "invalid_request_error")
+            body = _error_json(
+                f"stub scripted error {err.status}",
+                "server_error" if err.status >= 500 else "invalid_request_error",
+            )
         self._send_json(h, err.status, body, err.headers)
 
     def _bad_request(self, h: _Handler, message: str) -> None:
@@ -430,7 +457,7 @@ class OpenAIStub:
         else:
             self._bad_request(h, "'input' must be a non-empty string or array")
             return
-        dim = body.get("dimensions", None)
+        dim = body.get("dimensions")
         if dim is None:
             dim = self.dim
         elif not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0:
@@ -449,12 +476,16 @@ class OpenAIStub:
             if fmt == "base64":
                 emb = base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode("ascii")
             data.append({"object": "embedding", "index": i, "embedding": emb})
-        self._send_json(h, 200, {
-            "object": "list",
-            "data": data,
-            "model": body.get("model", ""),
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        })
+        self._send_json(
+            h,
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", ""),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     def _client_gone_during(self, h: _Handler, seconds: float) -> bool:
         """Wait ``seconds``; True if the client disconnected or the stub is stopping."""
@@ -501,19 +532,24 @@ class OpenAIStub:
         completion = item.completion_tokens
         if completion is None:
             completion = count_tokens(content)
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-                 "total_tokens": prompt + completion}
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
         payload = {
             "id": f"chatcmpl-stub-{next(self._ids)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", ""),
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None},
-                "logprobs": None,
-                "finish_reason": item.finish_reason,
-            }],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content, "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": item.finish_reason,
+                }
+            ],
             "usage": usage,
             "system_fingerprint": None,
         }

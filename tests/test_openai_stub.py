@@ -9,6 +9,7 @@ import struct
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import openai
 import pytest
@@ -102,21 +103,26 @@ def test_chat_completion_with_usage(openai_stub: OpenAIStub, client: openai.Open
     assert r1.choices[0].finish_reason == "stop"
     assert r1.usage is not None
     assert (r1.usage.prompt_tokens, r1.usage.completion_tokens, r1.usage.total_tokens) == (
-        11, 7, 18)
+        11,
+        7,
+        18,
+    )
     assert r2.choices[0].message.content == "second"
     assert r2.usage is not None
     assert (r2.usage.prompt_tokens, r2.usage.completion_tokens) == (4, 1)  # word counts
     assert r1.model == "gpt-4o-mini"
     assert openai_stub.usage_totals() == {
-        "prompt_tokens": 15, "completion_tokens": 8, "total_tokens": 23}
+        "prompt_tokens": 15,
+        "completion_tokens": 8,
+        "total_tokens": 23,
+    }
     assert openai_stub.pending() == 0
 
 
 def test_chat_default_responder(openai_stub: OpenAIStub, client: openai.OpenAI) -> None:
     """With an empty queue, chat_responder(request_json) supplies the content."""
     openai_stub.chat_responder = lambda req: "echo: " + req["messages"][-1]["content"]
-    r = client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "ping"}])
+    r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "ping"}])
     assert r.choices[0].message.content == "echo: ping"
 
 
@@ -132,10 +138,11 @@ def test_scripted_500_raises(openai_stub: OpenAIStub, client: openai.OpenAI) -> 
 def test_delay_beyond_timeout_raises(openai_stub: OpenAIStub) -> None:
     """A delay longer than the client timeout raises APITimeoutError; the reply is dropped."""
     openai_stub.queue_delay(5.0, "too late", prompt_tokens=3, completion_tokens=3)
-    with openai.OpenAI(base_url=openai_stub.base_url, api_key="k", max_retries=0,
-                       timeout=0.3) as c:
-        with pytest.raises(openai.APITimeoutError):
-            c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    with (
+        openai.OpenAI(base_url=openai_stub.base_url, api_key="k", max_retries=0, timeout=0.3) as c,
+        pytest.raises(openai.APITimeoutError),
+    ):
+        c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert openai_stub.wait_idle(3.0)  # the stub noticed the disconnect, well before 5 s
     assert openai_stub.dropped_replies == 1
     assert openai_stub.usage_totals()["total_tokens"] == 0
@@ -150,13 +157,20 @@ def test_short_delay_answers(openai_stub: OpenAIStub, client: openai.OpenAI) -> 
 
 def test_json_schema_request_recorded(openai_stub: OpenAIStub, client: openai.OpenAI) -> None:
     """response_format json_schema is accepted and recorded verbatim with the request."""
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}},
-              "required": ["n"], "additionalProperties": False}
-    rf = {"type": "json_schema", "json_schema": {"name": "N", "schema": schema, "strict": True}}
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": False,
+    }
+    rf: Any = {
+        "type": "json_schema",
+        "json_schema": {"name": "N", "schema": schema, "strict": True},
+    }
     openai_stub.queue_chat(json.dumps({"n": 3}))
     r = client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "three"}],
-        response_format=rf)  # type: ignore[arg-type]
+        model="m", messages=[{"role": "user", "content": "three"}], response_format=rf
+    )
     assert json.loads(r.choices[0].message.content or "") == {"n": 3}
     path, body, headers = openai_stub.requests[-1]
     assert path == "/v1/chat/completions"
@@ -164,12 +178,16 @@ def test_json_schema_request_recorded(openai_stub: OpenAIStub, client: openai.Op
     assert headers["authorization"] == "Bearer k"
 
 
-def test_missing_bearer_is_401_and_unknown_path_404(openai_stub: OpenAIStub,
-                                                     client: openai.OpenAI) -> None:
+def test_missing_bearer_is_401_and_unknown_path_404(
+    openai_stub: OpenAIStub, client: openai.OpenAI
+) -> None:
     """No Authorization -> 401; unknown path -> 404 (NotFoundError in the client)."""
     req = urllib.request.Request(
-        openai_stub.base_url + "/embeddings", data=b'{"model":"m","input":"x"}',
-        headers={"Content-Type": "application/json"}, method="POST")
+        openai_stub.base_url + "/embeddings",
+        data=b'{"model":"m","input":"x"}',
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     with pytest.raises(urllib.error.HTTPError) as exc:
         urllib.request.urlopen(req, timeout=5)
     assert exc.value.code == 401

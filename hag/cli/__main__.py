@@ -1,0 +1,5 @@
+"""`python -m hag.cli` is `hag`."""
+
+from hag.cli import main
+
+main()

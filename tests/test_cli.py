@@ -1,0 +1,75 @@
+"""The `hag` command line: help everywhere, one-line failures, JSON where machines read."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from hag import PROJECT_ROOT
+from hag.cli import COMMANDS, cli
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_help(name):
+    """`hag NAME --help` (and each sub-command's) exits 0 and shows its usage."""
+    cmd = cli.get_command(click.Context(cli), name)
+    assert cmd is not None, name
+    paths = [[name]]
+    if isinstance(cmd, click.Group):
+        paths.extend([name, sub] for sub in sorted(cmd.commands))
+    for path in paths:
+        result = CliRunner().invoke(cli, [*path, "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        assert "Usage: " in result.output
+
+
+def test_every_command_is_in_the_readme():
+    """The README documents every top-level command."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert [name for name in COMMANDS if f"hag {name}" not in readme] == []
+
+
+def _hag(database_url, *args, **env):
+    full_env = {**os.environ, "DATABASE_URL": database_url, **env}
+    return subprocess.run([sys.executable, "-m", "hag.cli", *args], capture_output=True, text=True,
+                          env=full_env, cwd=PROJECT_ROOT, timeout=120)
+
+
+def test_a_refused_setting_exits_non_zero_with_one_line(db, database_url):
+    """A bad value: exit 1, exactly one line on stderr naming the dial and the bound."""
+    result = _hag(database_url, "settings", "set", "floor_proven", "1.7")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == ["hag: floor_proven must be between 0 and 1, not '1.7'"]
+
+
+def test_settings_set_then_get_round_trips(db, database_url):
+    """`settings set` stores a validated value that `settings get --json` reads back."""
+    assert _hag(database_url, "settings", "set", "floor_pattern", "0.45").returncode == 0
+    result = _hag(database_url, "settings", "get", "floor_pattern", "--json")
+    assert json.loads(result.stdout) == {"key": "floor_pattern", "value": 0.45}
+
+
+def test_load_corpus_and_export_use_column_names(db, database_url, tmp_path):
+    """Exported edges are a JSON array of objects keyed by hag_edges' column names."""
+    loaded = _hag(database_url, "load-corpus", str(PROJECT_ROOT / "hag/data/demo_corpus.json"), "--json")
+    assert loaded.returncode == 0, loaded.stderr
+    assert "embedder: offline-hash-1536" in loaded.stderr
+    result = _hag(database_url, "export", "edges")
+    rows = json.loads(result.stdout)
+    columns = {r["column_name"] for r in db.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'hag_edges'").fetchall()}
+    assert len(rows) == json.loads(loaded.stdout)["edges"]
+    assert set(rows[0]) == columns
+
+
+def test_a_missing_corpus_file_is_one_line(db, database_url):
+    """Bad input names the file and exits 1."""
+    result = _hag(database_url, "load-corpus", "/nonexistent/corpus.json")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == "hag: /nonexistent/corpus.json: no such file"

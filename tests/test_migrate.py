@@ -1,0 +1,69 @@
+"""Migrations: numbered, one transaction each, idempotent, and refusing edited history."""
+
+from __future__ import annotations
+
+import shutil
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from hag import SQL_DIR, migrate
+from hag.errors import MigrationError
+
+
+@pytest.fixture
+def fresh(database_url):
+    """An empty database on the test server, dropped afterwards."""
+    name = "hag_migrate_test"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.execute(f"CREATE DATABASE {name}")
+    conn = psycopg.connect(make_conninfo(database_url, dbname=name))
+    yield conn
+    conn.close()
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+
+
+def test_migrate_is_idempotent(fresh):
+    """The first run applies every file; the second applies none and changes nothing."""
+    first = migrate.migrate(fresh, 8)
+    assert first == [m.path.name for m in migrate.migrations()]
+    assert migrate.migrate(fresh, 8) == []
+    assert migrate.stored_dimension(fresh) == 8
+
+
+def test_refuses_a_migration_edited_after_it_was_applied(fresh, tmp_path):
+    """A changed applied file stops the run with its name; nothing else is applied."""
+    copy = tmp_path / "migrations"
+    shutil.copytree(SQL_DIR / "migrations", copy)
+    migrate.migrate(fresh, 8, copy)
+    target = sorted(copy.glob("002_*.sql"))[0]
+    target.write_text(target.read_text() + "\n-- an innocent-looking edit\n")
+    with pytest.raises(MigrationError, match=f"{target.name} changed after it was applied"):
+        migrate.migrate(fresh, 8, copy)
+
+
+def test_refuses_a_database_migrated_for_another_dimension(fresh):
+    """The embedding dimension is fixed at migration time and checked afterwards."""
+    migrate.migrate(fresh, 8)
+    with pytest.raises(MigrationError, match="stores 8-dimension embeddings but the configured embedder gives 16"):
+        migrate.migrate(fresh, 16)
+
+
+def test_a_failing_migration_leaves_nothing_behind(fresh, tmp_path):
+    """Each run is one transaction: a broken file rolls back the files before it too."""
+    copy = tmp_path / "migrations"
+    shutil.copytree(SQL_DIR / "migrations", copy)
+    (copy / "999_broken.sql").write_text("-- Why: to fail.\nCREATE TABLE oops (;\n")
+    with pytest.raises(MigrationError, match="999_broken.sql failed"):
+        migrate.migrate(fresh, 8, copy)
+    fresh.rollback()
+    assert fresh.execute("SELECT to_regclass('hag_entries')").fetchone()[0] is None
+
+
+def test_every_migration_starts_with_a_why_comment():
+    """Each migration file says why it exists before any statement."""
+    for m in migrate.migrations():
+        assert m.path.read_text().startswith("-- Why:"), m.path.name

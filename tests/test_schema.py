@@ -1,0 +1,173 @@
+"""The schema's promises (SPEC §2), tested against the real database."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+from pgvector import Vector
+
+from tests import factories as f
+
+
+def _unique_violation(db, **kwargs) -> str:
+    with pytest.raises(psycopg.errors.UniqueViolation) as info:
+        f.entry(db, **kwargs)
+    db.rollback()
+    return info.value.diag.constraint_name
+
+
+def test_topic_identity_rejects_duplicate_and_allows_other_topic_or_scope(db):
+    """(topic, concept, scope) is a topic fact's identity: same concept elsewhere is another row."""
+    f.entry(db, topic_id="cryptography", concept_slug="rsa", scope="public")
+    f.entry(db, topic_id="math", concept_slug="rsa", scope="public")
+    f.entry(db, topic_id="cryptography", concept_slug="rsa", scope="tutor")
+    db.commit()
+    assert _unique_violation(db, topic_id="cryptography", concept_slug="rsa", scope="public") == (
+        "hag_entries_topic_concept_slug_uniq"
+    )
+
+
+def test_student_identity_drops_the_topic(db):
+    """One row per trait per learner across topics; another learner may hold the same trait."""
+    f.entry(db, topic_id="cryptography", concept_slug="visual-learner", scope="student:ada")
+    f.entry(db, topic_id="cryptography", concept_slug="visual-learner", scope="student:grace")
+    db.commit()
+    assert _unique_violation(db, topic_id="linux", concept_slug="visual-learner", scope="student:ada") == (
+        "hag_entries_student_pattern_uniq"
+    )
+
+
+def test_visual_identity_is_the_concept_alone(db):
+    """One curated drawing per concept, platform-wide; a public fact on the same slug is fine."""
+    f.entry(db, topic_id="cryptography", concept_slug="aes", scope="visual")
+    f.entry(db, topic_id="cryptography", concept_slug="aes", scope="public")
+    db.commit()
+    assert _unique_violation(db, topic_id="other", concept_slug="aes", scope="visual") == (
+        "hag_entries_visual_concept_uniq"
+    )
+
+
+@pytest.mark.parametrize("scope", ["public", "tutor", "student:ada"])
+def test_unanchored_rows_never_dedupe(db, scope):
+    """`_unanchored_` rows are exempt from the topic and student identities."""
+    f.entry(db, concept_slug="_unanchored_", scope=scope)
+    f.entry(db, concept_slug="_unanchored_", scope=scope)
+    db.commit()
+    n = db.execute("SELECT count(*) AS n FROM hag_entries WHERE concept_slug = '_unanchored_'").fetchone()["n"]
+    assert n == 2
+
+
+ENTRY_SQL = (
+    "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, confidence, "
+    "concept_match_quality, instruction, embedding, success_count, failure_count) "
+    "VALUES (%(topic_id)s, %(concept_slug)s, %(scope)s, %(maturity)s, %(confidence)s, %(quality)s, "
+    "%(instruction)s, %(embedding)s, %(success)s, %(failure)s)"
+)
+GOOD_ENTRY = dict(topic_id="cryptography", concept_slug="rsa", scope="public", maturity="pattern",
+                  confidence=0.5, quality=1.0, instruction="Teach RSA after modular arithmetic.",
+                  success=0, failure=0)
+
+
+@pytest.mark.parametrize(
+    ("change", "constraint"),
+    [
+        ({"maturity": "retired"}, "hag_entries_maturity_check"),
+        ({"confidence": 1.01}, "hag_entries_confidence_check"),
+        ({"confidence": -0.01}, "hag_entries_confidence_check"),
+        ({"quality": 1.5}, "hag_entries_concept_match_quality_check"),
+        ({"instruction": "   "}, "hag_entries_instruction_check"),
+        ({"concept_slug": "Not A Slug"}, "hag_entries_concept_slug_check"),
+        ({"scope": "student:"}, "hag_entries_visibility_scope_check"),
+        ({"scope": "student:ada lovelace"}, "hag_entries_visibility_scope_check"),
+        ({"scope": "students"}, "hag_entries_visibility_scope_check"),
+        ({"scope": "Public"}, "hag_entries_visibility_scope_check"),
+        ({"success": -1}, "hag_entries_success_count_check"),
+        ({"failure": -1}, "hag_entries_failure_count_check"),
+    ],
+)
+def test_entry_checks_refuse_bad_values(db, change, constraint):
+    """Every enum and bound on hag_entries is a CHECK that names itself when it refuses."""
+    f.topic(db, "cryptography")
+    params = {**GOOD_ENTRY, "embedding": Vector(f.vec(0.5)), **change}
+    with pytest.raises(psycopg.errors.CheckViolation) as info:
+        db.execute(ENTRY_SQL, params)
+    assert info.value.diag.constraint_name == constraint
+
+
+def test_good_entry_passes_the_same_checks(db):
+    """The baseline row of the CHECK tests is itself valid (so each refusal is the change's)."""
+    f.topic(db, "cryptography")
+    db.execute(ENTRY_SQL, {**GOOD_ENTRY, "embedding": Vector(f.vec(0.5))})
+
+
+def test_wrong_dimension_embedding_is_refused(db):
+    """The vector column is fixed at the migrated dimension."""
+    f.topic(db, "cryptography")
+    with pytest.raises(psycopg.errors.DataException, match="expected 1536 dimensions"):
+        db.execute(ENTRY_SQL, {**GOOD_ENTRY, "embedding": Vector([0.1, 0.2, 0.3])})
+
+
+EDGE_SQL = (
+    "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, hit_count, "
+    "source_type, traversal_count) VALUES (%(s)s, %(t)s, %(edge_type)s, %(confidence)s, %(hits)s, "
+    "%(source_type)s, %(traversals)s)"
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "constraint"),
+    [
+        ({"edge_type": "causes"}, "hag_edges_edge_type_check"),
+        ({"confidence": 0.0}, "hag_edges_confidence_check"),
+        ({"confidence": 1.2}, "hag_edges_confidence_check"),
+        ({"hits": -1}, "hag_edges_hit_count_check"),
+        ({"traversals": -1}, "hag_edges_traversal_count_check"),
+        ({"source_type": "Seed!"}, "hag_edges_source_type_check"),
+        ({"self_loop": True}, "hag_edges_no_self_loop"),
+    ],
+)
+def test_edge_checks_refuse_bad_values(db, change, constraint):
+    """Edge enums, bounds and the no-self-loop rule are CHECKs."""
+    a = f.entry(db, concept_slug="a")
+    b = f.entry(db, concept_slug="b")
+    params = {"s": a, "t": b, "edge_type": "related", "confidence": 0.5, "hits": 0,
+              "source_type": "seed", "traversals": 0, **change}
+    if params.pop("self_loop", False):
+        params["t"] = a
+    with pytest.raises(psycopg.errors.CheckViolation) as info:
+        db.execute(EDGE_SQL, params)
+    assert info.value.diag.constraint_name == constraint
+
+
+def test_edge_identity_and_foreign_keys(db):
+    """(source, target, type) is unique; an edge may not dangle."""
+    a = f.entry(db, concept_slug="a")
+    b = f.entry(db, concept_slug="b")
+    f.edge(db, a, b, "prerequisite")
+    f.edge(db, a, b, "related")  # another type between the same pair is another edge
+    db.commit()
+    with pytest.raises(psycopg.errors.UniqueViolation) as info:
+        f.edge(db, a, b, "prerequisite")
+    assert info.value.diag.constraint_name == "hag_edges_identity"
+    db.rollback()
+    with pytest.raises(psycopg.errors.ForeignKeyViolation):
+        f.edge(db, a, uuid.uuid4(), "related")
+
+
+def test_any_edge_delete_is_audited_in_the_same_transaction(db):
+    """A hand-typed DELETE leaves a full audit row; a rolled-back DELETE leaves none."""
+    a = f.entry(db, concept_slug="a")
+    b = f.entry(db, concept_slug="b")
+    e = f.edge(db, a, b, "leads_to", confidence=0.42, condition="after a win", source_type="learned")
+    db.commit()
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (e,))
+    db.rollback()
+    assert db.execute("SELECT count(*) AS n FROM hag_edge_audit").fetchone()["n"] == 0
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (e,))
+    db.commit()
+    row = db.execute("SELECT * FROM hag_edge_audit").fetchone()
+    assert (row["edge_id"], row["edge_type"], row["confidence"], row["condition"], row["reason"]) == (
+        e, "leads_to", 0.42, "after a win", "manual delete"
+    )

@@ -1,0 +1,163 @@
+"""The dials: registry, validation, the 60-second cache, and the promise that each is read."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from hag import PROJECT_ROOT, settings
+from hag.errors import SettingsError
+from hag.settings import REGISTRY, Dial
+
+SEARCHED = ("hag", "flows", "tasks", "sql", "expectations")
+
+
+def _code_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if path.with_suffix(".py").is_file():
+        return [path.with_suffix(".py")]
+    if path.is_dir():
+        return [p for p in path.rglob("*") if p.suffix in (".py", ".sql")]
+    return []
+
+
+def _without_registry(text: str) -> str:
+    """settings.py minus the `_DIALS = (...)` block: the registry does not count as a reader."""
+    return re.sub(r"^_DIALS: .*?^\)\n", "", text, flags=re.DOTALL | re.MULTILINE)
+
+
+def unread_dials(registry: dict[str, Dial], root: Path = PROJECT_ROOT) -> list[str]:
+    """Keys with no quoted mention in code under their consumer path (the call-site check)."""
+    missing = []
+    for key, d in registry.items():
+        files = _code_files(root / d.consumer)
+        pattern = re.compile(rf"""["']{re.escape(key)}["']""")
+        found = False
+        for path in files:
+            text = path.read_text()
+            if path.name == "settings.py" and path.parent.name == "hag":
+                text = _without_registry(text)
+            if pattern.search(text):
+                found = True
+                break
+        if not found:
+            missing.append(f"{key} (consumer {d.consumer})")
+    return missing
+
+
+def test_registry_holds_at_least_the_seeds_51_dials():
+    """The seed has 51 dials; the registry covers at least as many."""
+    assert len(REGISTRY) >= 51
+
+
+def test_every_dial_has_a_reader_in_its_consumer():
+    """A dial without a consumer fails the build (SPEC §7)."""
+    assert unread_dials(REGISTRY) == []
+
+
+def test_the_call_site_check_catches_a_dial_without_a_reader():
+    """Adding a key that no code reads is reported by the same check."""
+    fake = {**REGISTRY, "made_up_threshold": Dial("made_up_threshold", "float", 0.5, "nobody reads me", "hag/retrieval")}
+    new = set(unread_dials(fake)) - set(unread_dials(REGISTRY))
+    assert new == {"made_up_threshold (consumer hag/retrieval)"}
+
+
+def test_every_consumer_path_exists():
+    """Each dial names a real module or package as its reader."""
+    assert [k for k, d in REGISTRY.items() if not _code_files(PROJECT_ROOT / d.consumer)] == []
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("floor_proven", "1.5", "between 0 and 1"),
+        ("floor_proven", "abc", "takes a number"),
+        ("floor_proven", "nan", "finite"),
+        ("match_count", "2.5", "whole number"),
+        ("match_count", "0", "between 1 and 100"),
+        ("edge_include_candidate_targets", "maybe", "true or false"),
+        ("cull_source_types", "learned,seed", "may never contain seed"),
+        ("enrichment_allowed_types", "prerequisite,causes", "not causes"),
+        ("no_such_dial", "1", "unknown setting"),
+    ],
+)
+def test_validation_refuses_bad_values_with_a_reason(key, value, message):
+    """Type, range, allowlists and unknown keys are each refused with a clear message."""
+    with pytest.raises(SettingsError, match=message):
+        settings.validate(key, value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("floor_proven", "0.25", 0.25),
+        ("match_count", "7", 7),
+        ("edge_include_candidate_targets", "off", False),
+        ("cull_source_types", "learned, enriched, imported", ["learned", "enriched", "imported"]),
+        ("topic_scopes", '["public", "course"]', ["public", "course"]),
+    ],
+)
+def test_validation_coerces_good_values(key, value, expected):
+    """CLI text becomes the dial's type."""
+    assert settings.validate(key, value) == expected
+
+
+def test_defaults_pass_their_own_validation():
+    """No registry default is out of its own bounds."""
+    for key, d in REGISTRY.items():
+        assert settings.validate(key, d.default) == d.default
+
+
+def test_set_value_persists_and_is_seen_after_invalidation(db):
+    """set_value writes the row and drops the cache, so current() sees the new value."""
+    settings.set_value(db, "floor_pattern", "0.45")
+    db.commit()
+    assert settings.current()["floor_pattern"] == 0.45
+    row = db.execute("SELECT value, updated_by FROM hag_settings WHERE key = 'floor_pattern'").fetchone()
+    assert (row["value"], row["updated_by"]) == (0.45, "cli")
+
+
+def test_cache_serves_the_old_value_until_the_ttl_passes(db, monkeypatch):
+    """A change made behind the cache's back is seen only after settings_cache_ttl_seconds."""
+    clock = [1000.0]
+    monkeypatch.setattr(settings.time, "monotonic", lambda: clock[0])
+    assert settings.current()["floor_pattern"] == 0.40
+    db.execute("UPDATE hag_settings SET value = '0.55' WHERE key = 'floor_pattern'")
+    db.commit()
+    clock[0] += 59
+    assert settings.current()["floor_pattern"] == 0.40
+    clock[0] += 2
+    assert settings.current()["floor_pattern"] == 0.55
+
+
+def test_cache_ttl_is_itself_a_dial(db, monkeypatch):
+    """With settings_cache_ttl_seconds = 5 a change is seen after five seconds, not sixty."""
+    clock = [1000.0]
+    monkeypatch.setattr(settings.time, "monotonic", lambda: clock[0])
+    settings.set_value(db, "settings_cache_ttl_seconds", 5)
+    db.commit()
+    assert settings.current()["floor_pattern"] == 0.40
+    db.execute("UPDATE hag_settings SET value = '0.55' WHERE key = 'floor_pattern'")
+    db.commit()
+    clock[0] += 6
+    assert settings.current()["floor_pattern"] == 0.55
+
+
+def test_sync_keeps_edited_values_and_resets_out_of_range_ones(db):
+    """Re-running the registry sync keeps an operator's edit but repairs an impossible value."""
+    db.execute("UPDATE hag_settings SET value = '0.33' WHERE key = 'floor_proven'")
+    db.execute("UPDATE hag_settings SET value = '7' WHERE key = 'floor_pattern'")
+    settings.sync_registry(db)
+    db.commit()
+    values = {r["key"]: r["value"] for r in db.execute(
+        "SELECT key, value FROM hag_settings WHERE key IN ('floor_proven', 'floor_pattern')").fetchall()}
+    assert values == {"floor_proven": 0.33, "floor_pattern": 0.40}
+
+
+def test_every_registry_key_is_a_row(db):
+    """The migration seeded one hag_settings row per dial, with its consumer recorded."""
+    rows = {r["key"]: r["consumer"] for r in db.execute("SELECT key, consumer FROM hag_settings").fetchall()}
+    assert rows == {k: d.consumer for k, d in REGISTRY.items()}
