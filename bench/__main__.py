@@ -10,7 +10,11 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     wanted = set(argv)
-    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("bench_"))
+    names = sorted(
+        m.name
+        for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+        if m.name.startswith("bench_")
+    )
     for name in names:
         if wanted and name not in wanted and name.removeprefix("bench_") not in wanted:
             continue

@@ -123,7 +123,9 @@ def derived_entry_id(e: Entry) -> uuid.UUID:
 
 def parse(data: Any, source: str = "corpus") -> Corpus:
     if not isinstance(data, dict):
-        raise CorpusError(f"{source}: a corpus is a JSON object with topics, concepts, entries, edges")
+        raise CorpusError(
+            f"{source}: a corpus is a JSON object with topics, concepts, entries, edges"
+        )
     try:
         return Corpus.model_validate(data)
     except ValidationError as exc:
@@ -149,7 +151,9 @@ def _check(corpus: Corpus, dim: int) -> None:
     for i, e in enumerate(corpus.entries):
         label = f"entries[{i}] ({e.topic_id}/{e.concept_slug}, {e.visibility_scope})"
         if e.embedding is not None and len(e.embedding) != dim:
-            raise CorpusError(f"{label}: embedding has {len(e.embedding)} dimensions, the database takes {dim}")
+            raise CorpusError(
+                f"{label}: embedding has {len(e.embedding)} dimensions, the database takes {dim}"
+            )
         ident = entry_identity(e)
         if ident in seen_identity:
             raise CorpusError(f"{label}: duplicate identity of entries[{seen_identity[ident]}]")
@@ -161,7 +165,9 @@ def _check(corpus: Corpus, dim: int) -> None:
         seen_ids.add(e.id)
     for i, c in enumerate(corpus.concepts):
         if c.embedding is not None and len(c.embedding) != dim:
-            raise CorpusError(f"concepts[{i}] ({c.topic_id}/{c.slug}): embedding has {len(c.embedding)} dimensions, the database takes {dim}")
+            raise CorpusError(
+                f"concepts[{i}] ({c.topic_id}/{c.slug}): embedding has {len(c.embedding)} dimensions, the database takes {dim}"
+            )
     seen_edges: set[tuple[uuid.UUID, uuid.UUID, str]] = set()
     for i, edge in enumerate(corpus.edges):
         label = f"edges[{i}] ({edge.edge_type} {edge.source_entry_id} -> {edge.target_entry_id})"
@@ -188,6 +194,11 @@ def _fill_embeddings(corpus: Corpus, report: LoadReport) -> None:
         for c, v in zip(missing_c, vectors, strict=True):
             c.embedding = v.tolist()
         report.embedded += len(missing_c)
+
+
+def _filled(embedding: list[float] | None) -> list[float]:
+    assert embedding is not None, "embeddings are filled before any write"
+    return embedding
 
 
 def _db_error(label: str, exc: psycopg.Error) -> CorpusError:
@@ -221,8 +232,16 @@ def load(conn: psycopg.Connection[Any], corpus: Corpus, dim: int) -> LoadReport:
                 cur = conn.execute(
                     "INSERT INTO hag_concepts (topic_id, slug, title, description, aliases, origin, embedding, created_at) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (topic_id, slug) DO NOTHING",
-                    (c.topic_id, c.slug, c.title, c.description, c.aliases, c.origin,
-                     Vector(c.embedding), c.created_at or now),
+                    (
+                        c.topic_id,
+                        c.slug,
+                        c.title,
+                        c.description,
+                        c.aliases,
+                        c.origin,
+                        Vector(_filled(c.embedding)),
+                        c.created_at or now,
+                    ),
                 )
             except psycopg.Error as exc:
                 raise _db_error(f"concepts[{i}] ({c.topic_id}/{c.slug})", exc) from None
@@ -235,16 +254,32 @@ def load(conn: psycopg.Connection[Any], corpus: Corpus, dim: int) -> LoadReport:
                     "last_matched_at, created_at, updated_at) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                     "ON CONFLICT (id) DO NOTHING",
-                    (e.id, e.topic_id, e.concept_slug, e.visibility_scope, e.maturity, e.confidence,
-                     e.concept_match_quality, e.instruction, Vector(e.embedding), e.success_count,
-                     e.failure_count, e.last_matched_at, e.created_at or now,
-                     e.updated_at or e.created_at or now),
+                    (
+                        e.id,
+                        e.topic_id,
+                        e.concept_slug,
+                        e.visibility_scope,
+                        e.maturity,
+                        e.confidence,
+                        e.concept_match_quality,
+                        e.instruction,
+                        Vector(_filled(e.embedding)),
+                        e.success_count,
+                        e.failure_count,
+                        e.last_matched_at,
+                        e.created_at or now,
+                        e.updated_at or e.created_at or now,
+                    ),
                 )
             except psycopg.Error as exc:
-                raise _db_error(f"entries[{i}] ({e.topic_id}/{e.concept_slug}, {e.visibility_scope})", exc) from None
+                raise _db_error(
+                    f"entries[{i}] ({e.topic_id}/{e.concept_slug}, {e.visibility_scope})", exc
+                ) from None
             report.entries += cur.rowcount
         for i, edge in enumerate(corpus.edges):
-            label = f"edges[{i}] ({edge.edge_type} {edge.source_entry_id} -> {edge.target_entry_id})"
+            label = (
+                f"edges[{i}] ({edge.edge_type} {edge.source_entry_id} -> {edge.target_entry_id})"
+            )
             try:
                 cur = conn.execute(
                     "INSERT INTO hag_edges (id, source_entry_id, target_entry_id, edge_type, condition, confidence, "
@@ -252,13 +287,26 @@ def load(conn: psycopg.Connection[Any], corpus: Corpus, dim: int) -> LoadReport:
                     "created_at, updated_at) "
                     "VALUES (COALESCE(%s, gen_random_uuid()), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                     "ON CONFLICT ON CONSTRAINT hag_edges_identity DO NOTHING",
-                    (edge.id, edge.source_entry_id, edge.target_entry_id, edge.edge_type, edge.condition,
-                     edge.confidence, edge.hit_count, edge.source_type, edge.source_session_id,
-                     edge.traversal_count, edge.last_traversed_at, edge.created_at or now,
-                     edge.updated_at or edge.created_at or now),
+                    (
+                        edge.id,
+                        edge.source_entry_id,
+                        edge.target_entry_id,
+                        edge.edge_type,
+                        edge.condition,
+                        edge.confidence,
+                        edge.hit_count,
+                        edge.source_type,
+                        edge.source_session_id,
+                        edge.traversal_count,
+                        edge.last_traversed_at,
+                        edge.created_at or now,
+                        edge.updated_at or edge.created_at or now,
+                    ),
                 )
             except psycopg.errors.ForeignKeyViolation:
-                raise CorpusError(f"{label}: dangling edge: an endpoint names no entry in the file or the database") from None
+                raise CorpusError(
+                    f"{label}: dangling edge: an endpoint names no entry in the file or the database"
+                ) from None
             except psycopg.Error as exc:
                 raise _db_error(label, exc) from None
             report.edges += cur.rowcount

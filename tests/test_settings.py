@@ -60,7 +60,12 @@ def test_every_dial_has_a_reader_in_its_consumer():
 
 def test_the_call_site_check_catches_a_dial_without_a_reader():
     """Adding a key that no code reads is reported by the same check."""
-    fake = {**REGISTRY, "made_up_threshold": Dial("made_up_threshold", "float", 0.5, "nobody reads me", "hag/retrieval")}
+    fake = {
+        **REGISTRY,
+        "made_up_threshold": Dial(
+            "made_up_threshold", "float", 0.5, "nobody reads me", "hag/retrieval"
+        ),
+    }
     new = set(unread_dials(fake)) - set(unread_dials(REGISTRY))
     assert new == {"made_up_threshold (consumer hag/retrieval)"}
 
@@ -116,7 +121,9 @@ def test_set_value_persists_and_is_seen_after_invalidation(db):
     settings.set_value(db, "floor_pattern", "0.45")
     db.commit()
     assert settings.current()["floor_pattern"] == 0.45
-    row = db.execute("SELECT value, updated_by FROM hag_settings WHERE key = 'floor_pattern'").fetchone()
+    row = db.execute(
+        "SELECT value, updated_by FROM hag_settings WHERE key = 'floor_pattern'"
+    ).fetchone()
     assert (row["value"], row["updated_by"]) == (0.45, "cli")
 
 
@@ -152,12 +159,19 @@ def test_sync_keeps_edited_values_and_resets_out_of_range_ones(db):
     db.execute("UPDATE hag_settings SET value = '7' WHERE key = 'floor_pattern'")
     settings.sync_registry(db)
     db.commit()
-    values = {r["key"]: r["value"] for r in db.execute(
-        "SELECT key, value FROM hag_settings WHERE key IN ('floor_proven', 'floor_pattern')").fetchall()}
+    values = {
+        r["key"]: r["value"]
+        for r in db.execute(
+            "SELECT key, value FROM hag_settings WHERE key IN ('floor_proven', 'floor_pattern')"
+        ).fetchall()
+    }
     assert values == {"floor_proven": 0.33, "floor_pattern": 0.40}
 
 
 def test_every_registry_key_is_a_row(db):
     """The migration seeded one hag_settings row per dial, with its consumer recorded."""
-    rows = {r["key"]: r["consumer"] for r in db.execute("SELECT key, consumer FROM hag_settings").fetchall()}
+    rows = {
+        r["key"]: r["consumer"]
+        for r in db.execute("SELECT key, consumer FROM hag_settings").fetchall()
+    }
     assert rows == {k: d.consumer for k, d in REGISTRY.items()}

@@ -13,26 +13,36 @@ from pgvector import Vector
 
 from tests import factories as f
 
-MATCH = (
-    "SELECT * FROM match_hag_entries(%(q)s, %(topic)s, %(scopes)s, p_min_confidence => %(min)s)"
-)
+MATCH = "SELECT * FROM match_hag_entries(%(q)s, %(topic)s, %(scopes)s, p_min_confidence => %(min)s)"
 
 
 def _match(db, topic="cryptography", scopes=("public",), min_conf=None):
-    rows = db.execute(MATCH, {"q": Vector(f.QUERY), "topic": topic, "scopes": list(scopes),
-                              "min": min_conf}).fetchall()
+    rows = db.execute(
+        MATCH, {"q": Vector(f.QUERY), "topic": topic, "scopes": list(scopes), "min": min_conf}
+    ).fetchall()
     return [r["concept_slug"] for r in rows]
 
 
 @pytest.fixture
 def tiers(db):
     """One entry just above and one just below each maturity floor."""
-    specs = [("proven-32", "proven", 0.32), ("proven-28", "proven", 0.28),
-             ("pattern-42", "pattern", 0.42), ("pattern-38", "pattern", 0.38),
-             ("candidate-71", "candidate", 0.71), ("candidate-69", "candidate", 0.69),
-             ("archived-99", "archived", 0.99)]
+    specs = [
+        ("proven-32", "proven", 0.32),
+        ("proven-28", "proven", 0.28),
+        ("pattern-42", "pattern", 0.42),
+        ("pattern-38", "pattern", 0.38),
+        ("candidate-71", "candidate", 0.71),
+        ("candidate-69", "candidate", 0.69),
+        ("archived-99", "archived", 0.99),
+    ]
     for i, (slug, maturity, conf) in enumerate(specs):
-        f.entry(db, concept_slug=slug, maturity=maturity, confidence=conf, embedding=f.vec(0.9 - i * 0.01, axis=i + 1))
+        f.entry(
+            db,
+            concept_slug=slug,
+            maturity=maturity,
+            confidence=conf,
+            embedding=f.vec(0.9 - i * 0.01, axis=i + 1),
+        )
     db.commit()
 
 
@@ -57,7 +67,9 @@ def test_topic_and_scope_filters(db):
     f.entry(db, topic_id="cryptography", concept_slug="a", embedding=f.vec(0.9, 1))
     f.entry(db, topic_id="linux", concept_slug="b", embedding=f.vec(0.9, 2))
     f.entry(db, topic_id="cryptography", concept_slug="c", scope="tutor", embedding=f.vec(0.9, 3))
-    f.entry(db, topic_id="cryptography", concept_slug="d", scope="student:ada", embedding=f.vec(0.9, 4))
+    f.entry(
+        db, topic_id="cryptography", concept_slug="d", scope="student:ada", embedding=f.vec(0.9, 4)
+    )
     db.commit()
     assert _match(db) == ["a"]
     assert _match(db, topic=None, scopes=("tutor",)) == ["c"]
@@ -68,10 +80,22 @@ def test_topic_and_scope_filters(db):
 
 def test_maturity_boost_orders_the_results(db):
     """proven 0.80×1.1 > candidate 0.85×1.0 > pattern 0.80×1.05 > pattern 0.79×1.05."""
-    f.entry(db, concept_slug="pattern-80", maturity="pattern", confidence=0.9, embedding=f.vec(0.80, 1))
-    f.entry(db, concept_slug="candidate-85", maturity="candidate", confidence=0.9, embedding=f.vec(0.85, 2))
-    f.entry(db, concept_slug="proven-80", maturity="proven", confidence=0.9, embedding=f.vec(0.80, 3))
-    f.entry(db, concept_slug="pattern-79", maturity="pattern", confidence=0.9, embedding=f.vec(0.79, 4))
+    f.entry(
+        db, concept_slug="pattern-80", maturity="pattern", confidence=0.9, embedding=f.vec(0.80, 1)
+    )
+    f.entry(
+        db,
+        concept_slug="candidate-85",
+        maturity="candidate",
+        confidence=0.9,
+        embedding=f.vec(0.85, 2),
+    )
+    f.entry(
+        db, concept_slug="proven-80", maturity="proven", confidence=0.9, embedding=f.vec(0.80, 3)
+    )
+    f.entry(
+        db, concept_slug="pattern-79", maturity="pattern", confidence=0.9, embedding=f.vec(0.79, 4)
+    )
     db.commit()
     assert _match(db) == ["proven-80", "candidate-85", "pattern-80", "pattern-79"]
 
@@ -81,13 +105,15 @@ def test_similarity_is_cosine_and_limit_is_the_dial(db, dials):
     for i in range(7):
         f.entry(db, concept_slug=f"e{i}", embedding=f.vec(0.9 - 0.1 * i, axis=i + 1))
     db.commit()
-    rows = db.execute("SELECT * FROM match_hag_entries(%s, 'cryptography', ARRAY['public'])",
-                      (Vector(f.QUERY),)).fetchall()
+    rows = db.execute(
+        "SELECT * FROM match_hag_entries(%s, 'cryptography', ARRAY['public'])", (Vector(f.QUERY),)
+    ).fetchall()
     assert [r["concept_slug"] for r in rows] == ["e0", "e1", "e2", "e3", "e4"]
     assert [round(r["similarity"], 5) for r in rows] == [0.9, 0.8, 0.7, 0.6, 0.5]
     dials(match_count=2)
-    rows = db.execute("SELECT * FROM match_hag_entries(%s, 'cryptography', ARRAY['public'])",
-                      (Vector(f.QUERY),)).fetchall()
+    rows = db.execute(
+        "SELECT * FROM match_hag_entries(%s, 'cryptography', ARRAY['public'])", (Vector(f.QUERY),)
+    ).fetchall()
     assert len(rows) == 2
 
 
@@ -96,11 +122,31 @@ def test_by_concept_pass_has_similarity_one_and_the_seed_order(db):
     t = f.NOW
     f.entry(db, concept_slug="rsa", maturity="pattern", confidence=0.80)  # 0.84
     f.entry(db, concept_slug="rsa", maturity="proven", confidence=0.77, scope="tutor")  # 0.847
-    f.entry(db, concept_slug="aes", maturity="candidate", confidence=0.75, last_matched_at=None, scope="public")
-    f.entry(db, concept_slug="aes", maturity="candidate", confidence=0.75, scope="tutor",
-            last_matched_at=t - timedelta(days=1), topic_id="cryptography")
-    f.entry(db, concept_slug="aes", maturity="candidate", confidence=0.75, scope="student:ada",
-            last_matched_at=t)
+    f.entry(
+        db,
+        concept_slug="aes",
+        maturity="candidate",
+        confidence=0.75,
+        last_matched_at=None,
+        scope="public",
+    )
+    f.entry(
+        db,
+        concept_slug="aes",
+        maturity="candidate",
+        confidence=0.75,
+        scope="tutor",
+        last_matched_at=t - timedelta(days=1),
+        topic_id="cryptography",
+    )
+    f.entry(
+        db,
+        concept_slug="aes",
+        maturity="candidate",
+        confidence=0.75,
+        scope="student:ada",
+        last_matched_at=t,
+    )
     f.entry(db, concept_slug="xor", maturity="proven", confidence=0.99)  # not asked for
     db.commit()
     rows = db.execute(
@@ -109,8 +155,11 @@ def test_by_concept_pass_has_similarity_one_and_the_seed_order(db):
     ).fetchall()
     assert {r["similarity"] for r in rows} == {1.0}
     assert [(r["concept_slug"], r["visibility_scope"]) for r in rows] == [
-        ("rsa", "tutor"), ("rsa", "public"),
-        ("aes", "student:ada"), ("aes", "tutor"), ("aes", "public"),
+        ("rsa", "tutor"),
+        ("rsa", "public"),
+        ("aes", "student:ada"),
+        ("aes", "tutor"),
+        ("aes", "public"),
     ]
 
 
@@ -119,7 +168,9 @@ def test_by_concept_pass_applies_the_same_floors(db):
     f.entry(db, concept_slug="rsa", maturity="candidate", confidence=0.69)
     f.entry(db, concept_slug="rsa", maturity="archived", confidence=0.9, scope="tutor")
     db.commit()
-    rows = db.execute("SELECT * FROM match_hag_entries_by_concept(ARRAY['rsa'], NULL, ARRAY['public','tutor'])").fetchall()
+    rows = db.execute(
+        "SELECT * FROM match_hag_entries_by_concept(ARRAY['rsa'], NULL, ARRAY['public','tutor'])"
+    ).fetchall()
     assert rows == []
 
 
@@ -127,9 +178,20 @@ def test_by_concept_pass_applies_the_same_floors(db):
 def walk(db):
     """An entry with one outgoing edge of every type, plus edges the walk must skip."""
     src = f.entry(db, concept_slug="src")
-    t = {name: f.entry(db, concept_slug=name, maturity=m) for name, m in [
-        ("pre", "pattern"), ("fb", "proven"), ("next", "pattern"), ("rel", "pattern"), ("sup", "proven"),
-        ("pre2", "pattern"), ("cand", "candidate"), ("arch", "archived"), ("weak", "pattern")]}
+    t = {
+        name: f.entry(db, concept_slug=name, maturity=m)
+        for name, m in [
+            ("pre", "pattern"),
+            ("fb", "proven"),
+            ("next", "pattern"),
+            ("rel", "pattern"),
+            ("sup", "proven"),
+            ("pre2", "pattern"),
+            ("cand", "candidate"),
+            ("arch", "archived"),
+            ("weak", "pattern"),
+        ]
+    }
     f.edge(db, src, t["sup"], "supersedes", confidence=0.99)
     f.edge(db, src, t["rel"], "related", confidence=0.9)
     f.edge(db, src, t["next"], "leads_to", confidence=0.8, condition="after a correct answer")
@@ -144,7 +206,9 @@ def walk(db):
 
 
 def _walk(db, src, include=None):
-    rows = db.execute("SELECT * FROM traverse_hag_edges(%s, p_include_candidates => %s)", (src, include)).fetchall()
+    rows = db.execute(
+        "SELECT * FROM traverse_hag_edges(%s, p_include_candidates => %s)", (src, include)
+    ).fetchall()
     return [r["target_concept_slug"] for r in rows]
 
 

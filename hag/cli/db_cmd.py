@@ -44,7 +44,10 @@ def status(as_json: bool) -> None:
 
     st = hdb.status()
     info: dict[str, object] = {
-        "embedded": st.embedded, "running": st.running, "url": st.url, "data_dir": st.data_dir,
+        "embedded": st.embedded,
+        "running": st.running,
+        "url": st.url,
+        "data_dir": st.data_dir,
     }
     if st.running:
         with hdb.connect() as conn:

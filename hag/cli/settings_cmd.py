@@ -29,7 +29,11 @@ def list_(as_json: bool) -> None:
         return
     width = max(len(r["key"]) for r in rows)
     for r in rows:
-        marker = "" if r["value"] == r["default_value"] else f"   (default {json.dumps(r['default_value'])})"
+        marker = (
+            ""
+            if r["value"] == r["default_value"]
+            else f"   (default {json.dumps(r['default_value'])})"
+        )
         click.echo(f"{r['key']:<{width}}  {json.dumps(r['value']):<22} {r['description']}{marker}")
 
 

@@ -1,0 +1,144 @@
+"""The pure rules of the read path: query context, re-rank, merge, bands and clipping.
+
+No database here: every function takes rows (dicts as the SQL returns them) and a snapshot
+of the dials, so each rule is tested on worked numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Row = Mapping[str, Any]
+
+
+def query_context(topic_title: str, level: str | None, focus: str | None, message: str,
+                  dials: Mapping[str, Any]) -> str:
+    """The seed's one context string per turn, embedded once and reused by every pass."""
+    limit = int(dials["query_message_max_chars"])
+    return (f"topic:{topic_title} level:{level or 'none'} focus:{focus or 'none'} "
+            f"student:{message[:limit]}")
+
+
+def recent_slugs(recent: Iterable[str | Sequence[str]], dials: Mapping[str, Any]) -> list[str]:
+    """The concept slugs of the last `recent_concept_turns` turns, newest first, once each.
+
+    `recent` is either one slug per item (already the recent turns' slugs) or one sequence
+    of slugs per turn, oldest turn first; only the last `recent_concept_turns` turns count.
+    """
+    items = list(recent)
+    if any(not isinstance(i, str) for i in items):
+        turns = [[i] if isinstance(i, str) else list(i) for i in items]
+        turns = turns[-int(dials["recent_concept_turns"]):]
+        items = [slug for turn in reversed(turns) for slug in turn]
+    return list(dict.fromkeys(s.strip() for s in items if s and s.strip()))
+
+
+def maturity_boost(maturity: str, dials: Mapping[str, Any]) -> float:
+    """The seed's maturity boost (= maturity weight): proven 1.1, pattern 1.05, else 1.0."""
+    if maturity == "proven":
+        return float(dials["boost_proven"])
+    if maturity == "pattern":
+        return float(dials["boost_pattern"])
+    return float(dials["boost_candidate"])
+
+
+def boosted_similarity(row: Row, dials: Mapping[str, Any]) -> float:
+    """The seed's semantic ORDER BY key: similarity times the maturity boost."""
+    return float(row["similarity"]) * maturity_boost(row["maturity"], dials)
+
+
+@dataclass(frozen=True)
+class Reranked:
+    rows: list[Row]
+    proven: bool  # True when these rows are certainly the exact query's top rows
+
+
+def rerank_candidates(candidates: Sequence[Row], k: int, requested: int,
+                      dials: Mapping[str, Any]) -> Reranked:
+    """Top `k` of nearest-first candidates by the seed's boosted order, and whether that is exact.
+
+    The candidates are the `requested` rows nearest the query (cosine), in that order. A row
+    outside them has similarity at most the last candidate's, so its boosted score is at
+    most that times the largest boost (the smallest, when the similarity is negative). When
+    the k-th re-ranked score beats that bound, no outside row can enter the top k, and the
+    answer equals the seed's ORDER BY over the whole eligible set. Fewer rows than requested
+    prove nothing here (an approximate scan may stop early): the caller asks the exact query.
+    """
+    ranked = sorted(candidates, key=lambda r: (-boosted_similarity(r, dials), r["id"]))[:k]
+    if len(candidates) < requested or len(ranked) < k:
+        return Reranked(ranked, False)
+    last = float(candidates[-1]["similarity"])
+    boosts = [float(dials[key]) for key in ("boost_proven", "boost_pattern", "boost_candidate")]
+    bound = last * (max(boosts) if last >= 0 else min(boosts))
+    return Reranked(ranked, boosted_similarity(ranked[-1], dials) > bound)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    row: Row
+    source: str  # semantic | concept
+    score: float  # seed: similarity x confidence x maturity weight x concept bonus
+
+
+def merge_topic(semantic: Sequence[Row], by_concept: Sequence[Row], expected: Iterable[str],
+                dials: Mapping[str, Any]) -> list[Ranked]:
+    """The seed's merge of the two topic passes: dedupe (semantic wins), re-rank, keep top k."""
+    expected_slugs = set(expected)
+    bonus = float(dials["concept_match_bonus"])
+    merged: dict[Any, Ranked] = {}
+    for source, rows in (("semantic", semantic), ("concept", by_concept)):
+        for row in rows:
+            if row["id"] in merged:
+                continue  # semantic wins a collision: only it carries the geometry
+            score = (float(row["similarity"]) * float(row["confidence"])
+                     * maturity_boost(row["maturity"], dials)
+                     * (bonus if row["concept_slug"] in expected_slugs else 1.0))
+            merged[row["id"]] = Ranked(row, source, score)
+    ranked = sorted(merged.values(), key=lambda r: (-r.score, r.source != "semantic", r.row["id"]))
+    return ranked[: int(dials["topic_top_k"])]
+
+
+def routing_score(row: Row) -> float:
+    """Seed: the score the orchestrator routes on is plain confidence x similarity."""
+    return float(row["confidence"]) * float(row["similarity"])
+
+
+def band(confidence: float, dials: Mapping[str, Any]) -> str:
+    """The confidence band label of an advisory: high, medium or low (never a filter)."""
+    if confidence >= float(dials["band_high_min"]):
+        return "high"
+    if confidence >= float(dials["band_medium_min"]):
+        return "medium"
+    return "low"
+
+
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s|$)")
+
+
+def one_line(text: str) -> str:
+    """The text with every run of whitespace (newlines too) made one space."""
+    return " ".join(text.split())
+
+
+def clip_advisory(text: str, limit: int) -> str:
+    """The text cut to at most `limit` characters at the last sentence end that fits.
+
+    With no sentence end inside the limit, it is cut at the last word that fits and marked
+    with an ellipsis (the mark counts towards the limit).
+    """
+    text = one_line(text)
+    if len(text) <= limit:
+        return text
+    end = 0
+    for match in _SENTENCE_END.finditer(text):
+        if match.end() > limit:
+            break
+        end = match.end()
+    if end:
+        return text[:end]
+    head = text[: limit - 1]
+    cut = head.rfind(" ")
+    return (head[:cut] if cut > 0 else head).rstrip() + "…"

@@ -1,0 +1,296 @@
+"""The simulated tutor: one session of turns, each one read from the memory through `retrieve`.
+
+Every turn the tutor calls the project's own `hag.retrieval.retrieve` (a read; it writes
+nothing), acts on the top topic advisory (its concept is what gets taught; its id is the
+turn's `decision_entry_id`), and walks the edges the memory rendered: after a failure it
+retreats along the decision entry's first rendered `prerequisite` or `fallback` edge, after
+a finished goal it follows a rendered `leads_to`. The learner model decides the outcome, the
+noisy extractor decides which struggles get reported, and the whole turn is written down in
+the ingest contract (SPEC §2). The tutor also keeps, for the report, the confidence of every
+entry and edge it was shown next to the outcome that followed (calibration at time of use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from hag.simulate.learners import Learner, OutcomeModel
+from hag.simulate.world import World
+
+Retrieve = Callable[..., Any]
+
+MESSAGES = (
+    "How does {title} work?",
+    "I'm working on {title} and I'm not sure I get it.",
+    "Can you explain {title} again, slowly?",
+    "What is the point of {title}?",
+    "Could we do an exercise on {title}?",
+)
+TRUE_EVIDENCE = (
+    "I don't really know what {missing} is, so I'm lost here.",
+    "Wait, this needs {missing}? I never understood {missing}.",
+    "I can't follow the {concept} step because I don't get {missing}.",
+)
+FALSE_EVIDENCE = (
+    "Is this like {missing}? I'm not sure about {missing}.",
+    "Hmm, {missing} always confused me too.",
+)
+# Things learners bring up that the catalogue does not have: drift for the ladder to mint,
+# and orphans for enrichment to wire in (crypto only; other worlds have none).
+CRYPTO_DRIFT = (
+    ("quantum key distribution", "Learner asked whether quantum key distribution makes the "
+     "one-time pad practical; photons carry the key and eavesdropping disturbs them."),
+    ("side-channel attacks", "Learner asked how timing and power measurements can leak a key "
+     "even when the cipher itself is sound."),
+    ("zero-knowledge proofs", "Learner wanted to know how you can prove you know a password "
+     "without revealing anything about it."),
+    ("HMAC", "Learner noticed HMAC hashes the key twice and asked why a single hash is unsafe."),
+)
+TUTOR_MOVES = (
+    ("predict-then-check", "Asking the learner to predict the output before computing it "
+     "surfaced the misconception immediately."),
+    ("toy-numbers-first", "Working the scheme with tiny numbers first made the general rule "
+     "easy to accept afterwards."),
+)
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """The session-end extractor's errors: true struggles dropped, false ones invented."""
+
+    p_miss: float = 0.0  # a true struggle goes unreported
+    p_false: float = 0.0  # per turn: a struggle naming a concept that is not a prerequisite
+
+
+@dataclass(frozen=True)
+class TutorPolicy:
+    min_turns: int = 4
+    max_turns: int = 8
+    p_notice_struggle: float = 0.5  # with no edge to walk, the tutor spots the missing concept
+    p_student_observation: float = 0.3  # per session
+    p_topic_observation: float = 0.05  # per session (only worlds with drift)
+    p_tutor_observation: float = 0.03  # per session
+
+
+@dataclass(frozen=True)
+class Use:
+    """One thing the tutor was shown in a turn, its confidence then, and the turn's outcome."""
+
+    day: int
+    session_id: str
+    turn_index: int
+    kind: str  # decision | entry | edge
+    id: str
+    edge_type: str | None
+    source_type: str | None
+    confidence: float
+    success: bool
+
+
+@dataclass
+class SessionRecord:
+    payload: dict[str, Any]
+    uses: list[Use] = field(default_factory=list)
+    true_struggles: list[tuple[str, str]] = field(default_factory=list)  # before the extractor
+    reported_struggles: list[tuple[str, str, bool]] = field(default_factory=list)  # (c, m, true?)
+    turns: int = 0
+    successes: int = 0
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _pick(rng: np.random.Generator, items: Sequence[Any]) -> Any:
+    return items[int(rng.integers(len(items)))]
+
+
+def run_session(
+    *,
+    retrieve: Retrieve,
+    world: World,
+    learner: Learner,
+    model: OutcomeModel,
+    extractor: Extractor,
+    policy: TutorPolicy,
+    rng: np.random.Generator,
+    session_id: str,
+    ended_at: datetime,
+    day: int,
+    entry_concepts: Mapping[str, str],
+    edge_info: Callable[[Sequence[str]], Mapping[str, tuple[float, str]]],
+    drift: Sequence[tuple[str, str]] = (),
+) -> SessionRecord:
+    """Play one session and return its ingest payload and what the report needs from it.
+
+    `entry_concepts` maps entry ids of the topic to concept slugs (to follow an edge);
+    `edge_info` gives (confidence, source_type) of edge ids the retrieval result did not
+    describe fully (a read).
+    """
+    n_turns = int(rng.integers(policy.min_turns, policy.max_turns + 1))
+    student_turn = int(rng.integers(n_turns)) if rng.random() < policy.p_student_observation else -1
+    topic_turn = (int(rng.integers(n_turns))
+                  if drift and rng.random() < policy.p_topic_observation else -1)
+    tutor_turn = int(rng.integers(n_turns)) if rng.random() < policy.p_tutor_observation else -1
+
+    record = SessionRecord(payload={})
+    plan = [learner.pick_goal(world, rng)]
+    recent: list[list[str]] = []
+    turns: list[dict[str, Any]] = []
+    for t in range(n_turns):
+        focus = plan[-1]
+        title = world.concepts[focus].title
+        message = _pick(rng, MESSAGES).format(title=title)
+        recent_slugs = list(dict.fromkeys([focus] + [s for turn in recent[-3:] for s in turn]))
+        result = retrieve(
+            world.topic_id, learner.learner_id, message, level=learner.level(world), focus=focus,
+            recent_concepts=tuple(recent_slugs), expected_concepts=(focus,),
+        )
+        # act on the best-ranked advisory for the concept being taught (normally the top one:
+        # it is the expected concept); with none, teach from scratch (no decision entry)
+        taught = focus
+        top = next((a for a in _get(result, "topic_advisories", ()) or ()
+                    if _get(a, "concept_slug") == focus), None)
+        decision = str(_get(top, "entry_id")) if top is not None else None
+
+        student_adv = list(_get(result, "student_advisories", ()) or ())
+        trait_in_prompt = any(
+            _get(a, "concept_slug") == learner.trait.slug for a in student_adv
+        )
+        p = model.success_probability(learner, taught, world, trait_in_prompt)
+        success = bool(rng.random() < p)
+
+        # the extractor: one visible struggle per failed, unready turn; plus invented ones
+        struggles: list[dict[str, str]] = []
+        missing = learner.missing_prerequisites(taught, world)
+        struggled_on: str | None = None
+        if not success and missing:
+            struggled_on = _pick(rng, missing)
+            record.true_struggles.append((taught, struggled_on))
+            if rng.random() >= extractor.p_miss:
+                evidence = _pick(rng, TRUE_EVIDENCE).format(
+                    missing=world.concepts[struggled_on].title, concept=world.concepts[taught].title)
+                struggles.append({"concept_slug": taught, "missing_slug": struggled_on,
+                                  "evidence": evidence})
+                record.reported_struggles.append((taught, struggled_on, True))
+        if rng.random() < extractor.p_false:
+            wrong = [s for s in world.slugs
+                     if s != taught and s not in world.prerequisites_of(taught)]
+            if wrong:
+                named = _pick(rng, wrong)
+                evidence = _pick(rng, FALSE_EVIDENCE).format(missing=world.concepts[named].title)
+                struggles.append({"concept_slug": taught, "missing_slug": named, "evidence": evidence})
+                record.reported_struggles.append((taught, named, False))
+
+        observations: list[dict[str, str]] = []
+        if t == student_turn:
+            observations.append({"graph": "student", "concept": learner.trait.name,
+                                 "text": _pick(rng, learner.trait.phrasings)})
+        if t == topic_turn:
+            name, text = _pick(rng, drift)
+            observations.append({"graph": "topic", "concept": name, "text": text})
+        if t == tutor_turn:
+            name, text = _pick(rng, TUTOR_MOVES)
+            observations.append({"graph": "tutor", "concept": name, "text": text})
+
+        used = [str(u) for u in (_get(result, "used_entry_ids", ()) or ())]
+        rendered = [str(e) for e in (_get(result, "rendered_edge_ids", ()) or ())]
+        turns.append({
+            "turn_index": t,
+            "student_message": message,
+            "concept_slugs": [taught],
+            "decision_entry_id": decision,
+            "used_entry_ids": used,
+            "rendered_edge_ids": rendered,
+            "outcome": "success" if success else "failure",
+            "outcome_strength": 1.0,
+            "struggles": struggles,
+            "observations": observations,
+        })
+        recent.append([taught])
+        _record_uses(record, result, decision, used, rendered, edge_info, day, session_id, t, success)
+        record.turns += 1
+        record.successes += int(success)
+
+        # learning, then where the tutor goes next
+        if success and rng.random() < model.p_learn:
+            learner.mastered.add(taught)
+        plan = _next_plan(plan, taught, success, decision, result, entry_concepts, world,
+                          struggled_on, policy, rng, learner)
+
+    record.payload = {
+        "session_id": session_id,
+        "learner_id": learner.learner_id,
+        "topic_id": world.topic_id,
+        "ended_at": ended_at.isoformat().replace("+00:00", "Z"),
+        "turns": turns,
+    }
+    return record
+
+
+def _next_plan(plan: list[str], taught: str, success: bool, decision: str | None, result: Any,
+               entry_concepts: Mapping[str, str], world: World, struggled_on: str | None,
+               policy: TutorPolicy, rng: np.random.Generator, learner: Learner) -> list[str]:
+    """The tutor's stack of concepts: retreat on failure, return to the goal on success."""
+    walked = [e for e in (_get(result, "edges", ()) or ())
+              if decision is not None and str(_get(e, "source_entry_id")) == decision]
+
+    def target_of(kinds: tuple[str, ...]) -> str | None:
+        for e in walked:
+            if _get(e, "edge_type") in kinds:
+                slug = entry_concepts.get(str(_get(e, "target_entry_id")))
+                if slug in world.concepts and slug not in plan:
+                    return slug
+        return None
+
+    noticed = rng.random() < policy.p_notice_struggle  # drawn every turn: a stable stream
+    plan = list(plan)
+    if success:
+        if taught in plan:
+            plan.remove(taught)
+        if not plan:
+            nxt = target_of(("leads_to",))
+            plan = [nxt if nxt is not None else learner.pick_goal(world, rng)]
+        return plan
+    retreat = target_of(("prerequisite", "fallback"))
+    if retreat is None and noticed and struggled_on is not None and struggled_on not in plan:
+        retreat = struggled_on
+    if retreat is not None and len(plan) < 6:
+        plan.append(retreat)
+    return plan
+
+
+def _record_uses(record: SessionRecord, result: Any, decision: str | None, used: list[str],
+                 rendered: list[str], edge_info: Callable[[Sequence[str]], Mapping[str, tuple[float, str]]],
+                 day: int, session_id: str, turn: int, success: bool) -> None:
+    advisories = {}
+    for group in ("topic_advisories", "tutor_advisories", "student_advisories"):
+        for a in _get(result, group, ()) or ():
+            advisories[str(_get(a, "entry_id"))] = a
+    for entry_id in used:
+        a = advisories.get(entry_id)
+        if a is None:
+            continue
+        conf = float(_get(a, "confidence"))
+        record.uses.append(Use(day, session_id, turn, "entry", entry_id, None, None, conf, success))
+        if entry_id == decision:
+            record.uses.append(Use(day, session_id, turn, "decision", entry_id, None, None, conf, success))
+    described = {str(_get(e, "edge_id")): e for e in _get(result, "edges", ()) or ()}
+    unknown = [i for i in rendered
+               if _get(described.get(i), "confidence") is None or _get(described.get(i), "source_type") is None]
+    looked_up = edge_info(unknown) if unknown else {}
+    for edge_id in rendered:
+        e = described.get(edge_id)
+        if edge_id in looked_up:
+            conf, source_type = looked_up[edge_id]
+        else:
+            conf, source_type = float(_get(e, "confidence")), str(_get(e, "source_type"))
+        record.uses.append(Use(day, session_id, turn, "edge", edge_id,
+                               _get(e, "edge_type"), source_type, float(conf), success))

@@ -1,0 +1,115 @@
+-- name: topic_title
+-- The title of one topic: it goes into the query context string (SPEC §3). No row means
+-- the topic is unknown.
+SELECT title FROM hag_topics WHERE topic_id = %(topic_id)s
+
+-- name: semantic_exact
+-- The seed's semantic pass exactly (match_hag_entries with every dial bound): the filter is
+-- confidence per maturity tier, topic and scope; the order is similarity times the maturity
+-- boost. It can use no vector index (the order is not a distance), so it runs where the
+-- eligible set is small enough to scan (a btree narrows it to the topic or the learner) and
+-- as the fallback of the approximate query below.
+SELECT id, topic_id, concept_slug, visibility_scope, maturity, confidence, instruction,
+       similarity
+FROM match_hag_entries(
+    %(query)b, %(topic_id)s, %(scopes)s::text[],
+    p_min_confidence => %(min_confidence)s, p_floor_proven => %(floor_proven)s,
+    p_floor_pattern => %(floor_pattern)s, p_floor_candidate => %(floor_candidate)s,
+    p_match_count => %(match_count)s, p_boost_proven => %(boost_proven)s,
+    p_boost_pattern => %(boost_pattern)s, p_boost_other => %(boost_other)s)
+
+-- name: semantic_candidates
+-- The approximate form of the semantic pass: the same filter, ordered by plain cosine
+-- distance so that an HNSW index (partial per topic, or on the tutor scope) drives it with an
+-- iterative scan, limited to `candidates` rows; the caller re-ranks them by the maturity
+-- boost and proves the re-ranked top rows equal the exact answer's (or falls back to it).
+-- `similarity` is computed exactly as match_hag_entries computes it.
+SELECT c.id, c.topic_id, c.concept_slug, c.visibility_scope, c.maturity, c.confidence,
+       c.instruction, 1 - c.distance AS similarity
+FROM (
+    SELECT e.id, e.topic_id, e.concept_slug, e.visibility_scope, e.maturity, e.confidence,
+           e.instruction, e.embedding <=> %(query)b AS distance
+    FROM hag_entries e
+    WHERE e.maturity <> 'archived'
+      AND e.confidence >= GREATEST(
+            %(min_confidence)s,
+            CASE e.maturity
+                WHEN 'proven'    THEN %(floor_proven)s
+                WHEN 'pattern'   THEN %(floor_pattern)s
+                WHEN 'candidate' THEN %(floor_candidate)s
+                ELSE 1.0 -- unknown maturity locked out (seed)
+            END)
+      AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
+      AND e.visibility_scope = ANY (%(scopes)s::text[])
+    ORDER BY e.embedding <=> %(query)b
+    LIMIT %(candidates)s
+) c
+
+-- name: concept_pass
+-- The seed's by-name pass (match_hag_entries_by_concept with every dial bound): entries
+-- whose concept slug is among the recent turns' slugs, similarity 1.0 by fiat, ordered by
+-- maturity boost times confidence, then most recently matched.
+SELECT id, topic_id, concept_slug, visibility_scope, maturity, confidence, instruction,
+       similarity
+FROM match_hag_entries_by_concept(
+    %(slugs)s::text[], %(topic_id)s, %(scopes)s::text[],
+    p_min_confidence => %(min_confidence)s, p_floor_proven => %(floor_proven)s,
+    p_floor_pattern => %(floor_pattern)s, p_floor_candidate => %(floor_candidate)s,
+    p_match_count => %(match_count)s, p_boost_proven => %(boost_proven)s,
+    p_boost_pattern => %(boost_pattern)s, p_boost_other => %(boost_other)s)
+
+-- name: edge_walk
+-- The seed's deterministic edge walk (traverse_hag_edges) for several entries in one round
+-- trip: outgoing edges at or above the walk floor, into targets that are not archived (and
+-- not candidates unless include_candidates), ordered per source entry as a teaching policy
+-- (prerequisite, fallback, leads_to, related, supersedes, then confidence), at most
+-- `per_entry` edges each. `rank` is the source's position in the ranking (1 = top match).
+SELECT w.rank, w.edge_id, w.source_entry_id, w.target_entry_id, w.edge_type, w.condition,
+       w.confidence, w.target_instruction
+FROM (
+    SELECT s.rank, e.id AS edge_id, e.source_entry_id, e.target_entry_id, e.edge_type,
+           e.condition, e.confidence, he.instruction AS target_instruction,
+           row_number() OVER (
+               PARTITION BY s.rank
+               ORDER BY CASE e.edge_type
+                            WHEN 'prerequisite' THEN 1 WHEN 'fallback' THEN 2
+                            WHEN 'leads_to' THEN 3 WHEN 'related' THEN 4
+                            WHEN 'supersedes' THEN 5
+                        END,
+                        e.confidence DESC,
+                        e.id) AS position
+    FROM unnest(%(entry_ids)s::uuid[]) WITH ORDINALITY AS s (entry_id, rank)
+    JOIN hag_edges e ON e.source_entry_id = s.entry_id
+    JOIN hag_entries he ON he.id = e.target_entry_id
+    WHERE e.confidence >= %(min_confidence)s
+      AND he.maturity <> 'archived'
+      AND (%(include_candidates)s OR he.maturity <> 'candidate')
+) w
+WHERE w.position <= %(per_entry)s
+ORDER BY w.rank, w.position
+
+-- name: visual_for
+-- The visual bucket's own read (get_hag_visual): the curated drawing for a concept.
+SELECT id, concept_slug, maturity, confidence, instruction
+FROM get_hag_visual(%(concept_slug)s)
+
+-- name: ann_indexes
+-- The approximate-search indexes on hag_entries, found by the comment the index builder
+-- (and migration 010) leaves on each: 'hag-ann topic:<topic_id>' or 'hag-ann scope:tutor'.
+-- Only valid (fully built) indexes count.
+SELECT c.relname AS index_name, obj_description(c.oid, 'pg_class') AS label
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'hag_entries'::regclass
+  AND i.indisvalid
+  AND obj_description(c.oid, 'pg_class') LIKE 'hag-ann %%'
+
+-- name: topic_sizes
+-- Rows per topic in the topic scopes (not archived): the index builder gives a topic its
+-- own HNSW index when this passes the exact_scan_max_rows dial.
+SELECT topic_id, count(*) AS n
+FROM hag_entries
+WHERE visibility_scope = ANY (%(scopes)s::text[])
+  AND maturity <> 'archived'
+GROUP BY topic_id
+ORDER BY topic_id
