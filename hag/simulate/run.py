@@ -1,0 +1,286 @@
+"""The simulation driver: days pass, learners hold sessions, the memory's own jobs run.
+
+Each simulated day: every session of the day is played against the memory as it stood that
+morning (the tutor only reads), its payload is ingested; then session-end processing runs
+(directly, or through the Prefect flow once per day), then the nightly sweeps with
+`as_of` = the end of that day, and enrichment every few days. A read-only snapshot of the
+topic graph and the lifecycle counts is taken after each day for the report.
+
+Nothing here writes to the memory except `ingest_payload` and those jobs. Everything random
+comes from one `numpy.random.Generator` seeded from `SimulationConfig.seed`, drawn in a fixed
+order, so a seed reproduces the sessions (and, on the same starting memory, the figures).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from hag.simulate.learners import Learner, OutcomeModel, make_learners
+from hag.simulate.tutor import CRYPTO_DRIFT, Extractor, TutorPolicy, Use, run_session
+from hag.simulate.world import CRYPTOGRAPHY, World
+from hag.sqlfiles import query
+
+DEFAULT_START = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    learners: int = 40
+    sessions: int = 2000
+    days: int = 42
+    p_miss: float = 0.1
+    p_false: float = 0.05
+    seed: int = 7
+    start: datetime = DEFAULT_START
+    model: OutcomeModel = field(default_factory=OutcomeModel)
+    policy: TutorPolicy = field(default_factory=TutorPolicy)
+    nightly: bool = True
+    enrich_every_days: int = 0  # 0: never
+    use_flows: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["start"] = self.start.isoformat()
+        return d
+
+
+@dataclass
+class DaySnapshot:
+    day: int
+    at: datetime
+    sessions: int
+    edges: list[dict[str, Any]]
+    maturity: dict[str, dict[str, int]]
+    audit: list[dict[str, Any]]
+    enrichment: dict[str, int]
+    process: dict[str, Any] = field(default_factory=dict)
+    nightly: dict[str, Any] = field(default_factory=dict)
+    enrich: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SimulationRun:
+    config: SimulationConfig
+    world: World
+    learners: list[Learner]
+    before: DaySnapshot
+    days: list[DaySnapshot] = field(default_factory=list)
+    uses: list[Use] = field(default_factory=list)
+    struggles: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (c, m, kind)
+    sessions: int = 0
+    turns: int = 0
+    successes: int = 0
+    quarantined: int = 0
+    seconds: dict[str, float] = field(default_factory=lambda: Counter())
+
+    @property
+    def end(self) -> DaySnapshot:
+        return self.days[-1] if self.days else self.before
+
+    def struggle_table(self) -> list[dict[str, Any]]:
+        """Per (concept, missing): true struggles, reported true ones, invented ones."""
+        pairs = sorted({(c, m) for c, m, _ in self.struggles})
+        return [
+            {"concept": c, "missing": m, "true": self.struggles[(c, m, "true")],
+             "reported_true": self.struggles[(c, m, "reported_true")],
+             "reported_false": self.struggles[(c, m, "reported_false")]}
+            for c, m in pairs
+        ]
+
+
+class Progress:
+    """A one-line progress bar on stderr (no dependency); silent when `enabled` is false."""
+
+    def __init__(self, label: str, total: int, enabled: bool = True):
+        self.label, self.total, self.enabled = label, max(1, total), enabled
+        self.started = time.monotonic()
+        self.last = 0.0
+
+    def update(self, done: int, note: str = "") -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < 0.2 and done < self.total):
+            return
+        self.last = now
+        width = 28
+        filled = int(width * done / self.total)
+        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
+                         f"{done}/{self.total} {note} {now - self.started:5.0f}s ")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    """A job's summary object as a plain dict (dataclass, pydantic, to_dict or mapping)."""
+    if value is None:
+        return {}
+    for attr in ("to_dict", "as_dict", "model_dump"):
+        fn = getattr(value, attr, None)
+        if callable(fn):
+            out = fn()
+            if isinstance(out, Mapping):
+                return dict(out)
+    if isinstance(value, Mapping):
+        return dict(value)
+    try:
+        return asdict(value)
+    except TypeError:
+        return {"value": repr(value)}
+
+
+def snapshot(conn: Any, world: World, day: int, at: datetime, sessions: int) -> DaySnapshot:
+    """A read of the topic graph and the lifecycle counts as they stand."""
+    edges = [dict(r) for r in conn.execute(query("simulate", "topic_edges"), {"topic_id": world.topic_id})]
+    maturity: dict[str, dict[str, int]] = {}
+    for r in conn.execute(query("simulate", "maturity_counts")):
+        maturity.setdefault(r["graph"], {})[r["maturity"]] = int(r["n"])
+    audit = [dict(r) for r in conn.execute(query("simulate", "audit_counts"))]
+    enrichment = {k: int(v) for k, v in conn.execute(query("simulate", "enrichment_totals")).fetchone().items()}
+    conn.rollback()
+    return DaySnapshot(day, at, sessions, edges, maturity, audit, enrichment)
+
+
+def _schedule(config: SimulationConfig, rng: np.random.Generator) -> list[list[tuple[int, datetime]]]:
+    """Per day: (learner index, ended_at) of each session, in time order, times unique."""
+    per_day = [config.sessions // config.days + (1 if d < config.sessions % config.days else 0)
+               for d in range(config.days)]
+    out = []
+    for d, n in enumerate(per_day):
+        day_start = config.start + timedelta(days=d, hours=8)
+        who = rng.integers(config.learners, size=n)
+        # spread over 14 hours, one second apart at least, so ended_at orders them exactly
+        offsets = np.sort(rng.choice(14 * 3600, size=n, replace=False))
+        out.append([(int(w), day_start + timedelta(seconds=int(s))) for w, s in zip(who, offsets, strict=True)])
+    return out
+
+
+class _Memory:
+    """The memory's entry points the simulator may use, imported lazily (other modules)."""
+
+    def __init__(self, use_flows: bool):
+        from hag.retrieval import retrieve  # noqa: PLC0415
+        from hag.session.ingest import ingest_payload  # noqa: PLC0415
+
+        self.retrieve = retrieve
+        self.ingest_payload = ingest_payload
+        self.use_flows = use_flows
+
+    def process(self) -> Any:
+        if self.use_flows:
+            from flows.session_end import session_end_flow  # noqa: PLC0415
+
+            return session_end_flow()
+        from hag.session.process import process_pending  # noqa: PLC0415
+
+        return process_pending()
+
+    def nightly(self, as_of: datetime) -> Any:
+        if self.use_flows:
+            from flows.nightly import nightly_flow  # noqa: PLC0415
+
+            return nightly_flow(as_of=as_of)
+        from hag.sweeps import run_nightly  # noqa: PLC0415
+
+        return run_nightly(as_of=as_of)
+
+    def enrich(self, topic: str) -> Any:
+        if self.use_flows:
+            from flows.enrichment import enrichment_flow  # noqa: PLC0415
+
+            return enrichment_flow(topic=topic)
+        from hag.enrichment import enrich  # noqa: PLC0415
+
+        return enrich(topic=topic)
+
+    def forget_cached_reads(self) -> None:
+        """The memory changed overnight: yesterday's cached retrieval answers are stale."""
+        from hag import retrieval  # noqa: PLC0415
+
+        for name in ("clear_cache", "clear_caches", "invalidate", "reset_cache"):
+            fn = getattr(retrieval, name, None)
+            if callable(fn):
+                fn()
+                return
+
+
+def simulate(world: World, config: SimulationConfig, *, progress: bool = True,
+             on_day: Callable[[DaySnapshot], None] | None = None) -> SimulationRun:
+    """Run the whole simulation against the configured database and return what happened."""
+    from hag import db  # noqa: PLC0415
+
+    rng = np.random.default_rng(config.seed)
+    learners = make_learners(world, config.learners, rng, config.model)
+    schedule = _schedule(config, rng)
+    memory = _Memory(config.use_flows)
+    extractor = Extractor(config.p_miss, config.p_false)
+    drift = CRYPTO_DRIFT if world.topic_id == CRYPTOGRAPHY else ()
+
+    with db.connect() as conn:
+        before = snapshot(conn, world, -1, config.start, 0)
+        run = SimulationRun(config, world, learners, before)
+
+        def edge_info(ids: Sequence[str]) -> dict[str, tuple[float, str]]:
+            rows = conn.execute(query("simulate", "edge_info"), {"ids": list(ids)}).fetchall()
+            conn.rollback()
+            return {str(r["id"]): (float(r["confidence"]), r["source_type"]) for r in rows}
+
+        bar = Progress("simulating", config.sessions, progress)
+        for day, sessions in enumerate(schedule):
+            t0 = time.monotonic()
+            memory.forget_cached_reads()
+            entry_concepts = {
+                str(r["id"]): r["concept_slug"]
+                for r in conn.execute(query("simulate", "topic_entry_concepts"), {"topic_id": world.topic_id})
+            }
+            conn.rollback()
+            for k, (who, ended_at) in enumerate(sessions):
+                record = run_session(
+                    retrieve=memory.retrieve, world=world, learner=learners[who],
+                    model=config.model, extractor=extractor, policy=config.policy, rng=rng,
+                    session_id=f"sim{config.seed}-d{day:03d}-s{k:03d}", ended_at=ended_at,
+                    day=day, entry_concepts=entry_concepts, edge_info=edge_info, drift=drift,
+                )
+                result = memory.ingest_payload(conn, record.payload, source="simulator")
+                conn.commit()
+                if getattr(result, "quarantined", False) or getattr(result, "accepted", True) is False:
+                    run.quarantined += 1
+                run.uses.extend(record.uses)
+                for c, m in record.true_struggles:
+                    run.struggles[(c, m, "true")] += 1
+                for c, m, is_true in record.reported_struggles:
+                    run.struggles[(c, m, "reported_true" if is_true else "reported_false")] += 1
+                run.sessions += 1
+                run.turns += record.turns
+                run.successes += record.successes
+                bar.update(run.sessions, f"day {day + 1}/{config.days}")
+            t1 = time.monotonic()
+            processed = memory.process()
+            t2 = time.monotonic()
+            day_end = config.start + timedelta(days=day + 1)
+            nightly = memory.nightly(day_end) if config.nightly else None
+            t3 = time.monotonic()
+            enriched = None
+            if config.enrich_every_days and (day + 1) % config.enrich_every_days == 0:
+                enriched = memory.enrich(world.topic_id)
+            t4 = time.monotonic()
+            snap = snapshot(conn, world, day, day_end, len(sessions))
+            snap.process, snap.nightly, snap.enrich = _plain(processed), _plain(nightly), _plain(enriched)
+            run.days.append(snap)
+            for key, seconds in (("sessions", t1 - t0), ("processing", t2 - t1),
+                                 ("nightly", t3 - t2), ("enrichment", t4 - t3)):
+                run.seconds[key] += seconds
+            if on_day is not None:
+                on_day(snap)
+        bar.close()
+    return run

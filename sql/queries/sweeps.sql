@@ -1,0 +1,160 @@
+-- name: lock_nightly
+-- Two nightly runs never interleave: the second waits for the first to commit, then finds
+-- nothing left to do (the sweeps are idempotent). Held until the transaction ends.
+SELECT pg_advisory_xact_lock(%(lock_id)s)
+
+-- name: database_now
+-- "Now" for a run without --as-of: the database's clock, the one created_at defaults use.
+SELECT now() AS now
+
+-- name: start_run
+-- A run is recorded before it works, in its own transaction, so a crashed run stays visible.
+INSERT INTO hag_runs (run_id, kind, as_of, dry_run, params)
+VALUES (%(run_id)s, 'nightly', %(as_of)s, false, %(params)s)
+
+-- name: finish_run
+-- Written in the sweep's own transaction: a run is 'done' exactly when its changes are.
+UPDATE hag_runs
+SET finished_at = clock_timestamp(), status = 'done', summary = %(summary)s
+WHERE run_id = %(run_id)s
+
+-- name: fail_run
+UPDATE hag_runs
+SET finished_at = clock_timestamp(), status = 'failed', summary = %(summary)s
+WHERE run_id = %(run_id)s AND status = 'running'
+
+-- name: set_delete_context
+-- What the audit trigger (migration 001) copies into every audit row of this transaction.
+SELECT set_config('hag.run_id', %(run_id)s, true),
+       set_config('hag.delete_reason', %(reason)s, true),
+       set_config('hag.rule_values', %(rule_values)s, true),
+       set_config('hag.deleted_at', %(deleted_at)s, true)
+
+-- name: promote_to_pattern
+-- Seed step: candidate -> pattern, with a history row for each entry moved.
+WITH moved AS (
+    UPDATE hag_entries e
+    SET maturity = 'pattern', updated_at = GREATEST(e.updated_at, %(as_of)s)
+    WHERE e.maturity = 'candidate'
+      AND hag_entry_promotes_to_pattern(e, %(as_of)s, %(promotion_min_age_days)s,
+                                        %(promotion_min_confidence)s, %(promotion_max_failures)s)
+    RETURNING e.id
+), noted AS (
+    INSERT INTO hag_maturity_history (entry_id, old_maturity, new_maturity, rule, run_id, at)
+    SELECT id, 'candidate', 'pattern', 'promotion', %(run_id)s, %(as_of)s FROM moved
+)
+SELECT count(*) AS n FROM moved
+
+-- name: promote_to_proven
+-- Our step: pattern -> proven (runs after promote_to_pattern in the same transaction, so one
+-- run reaches the fixed point and a second run changes nothing).
+WITH moved AS (
+    UPDATE hag_entries e
+    SET maturity = 'proven', updated_at = GREATEST(e.updated_at, %(as_of)s)
+    WHERE e.maturity = 'pattern'
+      AND hag_entry_promotes_to_proven(e, %(as_of)s, %(proven_min_age_days)s,
+                                       %(proven_min_confidence)s, %(proven_min_successes)s,
+                                       %(proven_max_failure_ratio)s)
+    RETURNING e.id
+), noted AS (
+    INSERT INTO hag_maturity_history (entry_id, old_maturity, new_maturity, rule, run_id, at)
+    SELECT id, 'pattern', 'proven', 'proven', %(run_id)s, %(as_of)s FROM moved
+)
+SELECT count(*) AS n FROM moved
+
+-- name: archive_sunk
+-- Our step: a candidate or pattern that sank is archived (last, after the promotions).
+WITH moved AS (
+    UPDATE hag_entries e
+    SET maturity = 'archived', updated_at = GREATEST(e.updated_at, %(as_of)s)
+    FROM (SELECT id, maturity FROM hag_entries
+          WHERE maturity IN ('candidate', 'pattern')) AS before
+    WHERE e.id = before.id
+      AND e.maturity IN ('candidate', 'pattern')
+      AND hag_entry_sinks_to_archive(e, %(archive_max_confidence)s, %(archive_min_failures)s)
+    RETURNING e.id, before.maturity AS old_maturity
+), noted AS (
+    INSERT INTO hag_maturity_history (entry_id, old_maturity, new_maturity, rule, run_id, at)
+    SELECT id, old_maturity, 'archived', 'archive', %(run_id)s, %(as_of)s FROM moved
+)
+SELECT count(*) AS n FROM moved
+
+-- name: maturity_forecast
+-- Dry run: the same three steps chained over a snapshot, changing nothing. Each entry's
+-- maturity after step 1 feeds step 2, whose result feeds step 3, as in the real run.
+SELECT count(*) FILTER (WHERE s1.to_pattern) AS promoted_to_pattern,
+       count(*) FILTER (WHERE s2.to_proven) AS promoted_to_proven,
+       count(*) FILTER (WHERE s3.to_archive) AS archived
+FROM hag_entries e
+CROSS JOIN LATERAL (
+    SELECT e.maturity = 'candidate'
+           AND hag_entry_promotes_to_pattern(e, %(as_of)s, %(promotion_min_age_days)s,
+                                             %(promotion_min_confidence)s,
+                                             %(promotion_max_failures)s) AS to_pattern
+) s1
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN s1.to_pattern THEN 'pattern' ELSE e.maturity END AS maturity
+) m1
+CROSS JOIN LATERAL (
+    SELECT m1.maturity = 'pattern'
+           AND hag_entry_promotes_to_proven(e, %(as_of)s, %(proven_min_age_days)s,
+                                            %(proven_min_confidence)s, %(proven_min_successes)s,
+                                            %(proven_max_failure_ratio)s) AS to_proven
+) s2
+CROSS JOIN LATERAL (
+    SELECT (CASE WHEN s2.to_proven THEN 'proven' ELSE m1.maturity END) IN ('candidate', 'pattern')
+           AND hag_entry_sinks_to_archive(e, %(archive_max_confidence)s,
+                                          %(archive_min_failures)s) AS to_archive
+) s3
+WHERE e.maturity IN ('candidate', 'pattern')
+
+-- name: cull_edges
+-- The seed's cull, set-based: one DELETE of every edge the rule allows (never seed, only the
+-- allowlist, never an edge an operator restored). The AFTER DELETE statement trigger copies
+-- the deleted rows into hag_edge_audit in this same statement and transaction.
+WITH gone AS (
+    DELETE FROM hag_edges e
+    WHERE hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
+                               %(cull_max_traversals)s, %(cull_source_types)s)
+      AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
+                      WHERE a.edge_id = e.id AND a.restored_at IS NOT NULL)
+    RETURNING e.source_type
+)
+SELECT source_type, count(*) AS n FROM gone GROUP BY source_type ORDER BY source_type
+
+-- name: cull_forecast
+-- Dry run: what cull_edges would delete, by provenance, changing nothing.
+SELECT e.source_type, count(*) AS n
+FROM hag_edges e
+WHERE hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
+                           %(cull_max_traversals)s, %(cull_source_types)s)
+  AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
+                  WHERE a.edge_id = e.id AND a.restored_at IS NOT NULL)
+GROUP BY e.source_type ORDER BY e.source_type
+
+-- name: culled_report_rows
+-- The operator's table of a run's culled edges (from the audit), weakest first, bounded.
+SELECT a.edge_id, s.concept_slug AS source_concept, t.concept_slug AS target_concept,
+       a.edge_type, a.source_type, a.confidence,
+       floor(extract(epoch FROM (%(as_of)s - a.created_at)) / 86400)::integer AS age_days
+FROM hag_edge_audit a
+LEFT JOIN hag_entries s ON s.id = a.source_entry_id
+LEFT JOIN hag_entries t ON t.id = a.target_entry_id
+WHERE a.run_id = %(run_id)s AND a.reason = 'cull'
+ORDER BY a.confidence, a.created_at, a.edge_id
+LIMIT %(limit)s
+
+-- name: cull_forecast_rows
+-- Dry run: the same table for the edges the cull would delete.
+SELECT e.id AS edge_id, s.concept_slug AS source_concept, t.concept_slug AS target_concept,
+       e.edge_type, e.source_type, e.confidence,
+       floor(extract(epoch FROM (%(as_of)s - e.created_at)) / 86400)::integer AS age_days
+FROM hag_edges e
+LEFT JOIN hag_entries s ON s.id = e.source_entry_id
+LEFT JOIN hag_entries t ON t.id = e.target_entry_id
+WHERE hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
+                           %(cull_max_traversals)s, %(cull_source_types)s)
+  AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
+                  WHERE a.edge_id = e.id AND a.restored_at IS NOT NULL)
+ORDER BY e.confidence, e.created_at, e.id
+LIMIT %(limit)s
