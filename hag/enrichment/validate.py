@@ -20,17 +20,17 @@ from hag.enrichment.prompt import Orphan
 
 # Reject reason codes, in the order the checks run.
 REJECT_REASONS = (
-    "malformed",         # not an object with source, target and edge_type strings
-    "disallowed_type",   # not in the enrichment_allowed_types dial
-    "self_loop",         # source and target are the same concept
+    "malformed",  # not an object with source, target and edge_type strings
+    "disallowed_type",  # not in the enrichment_allowed_types dial
+    "self_loop",  # source and target are the same concept
     "not_about_orphan",  # neither end is the orphan being enriched
-    "unanchored",        # names `_unanchored_`, which has no identity to connect
-    "unknown_slug",      # no live entry of that concept in the orphan's topic and scope
-    "other_topic",       # the concept exists, but only in other topics
-    "archived",          # the concept's entry is retired
-    "duplicate",         # the edge exists (or was accepted earlier in this run or reply)
-    "cycle",             # a prerequisite that would close a loop in the prerequisite graph
-    "over_limit",        # valid, but the orphan already has its bound of accepted proposals
+    "unanchored",  # names `_unanchored_`, which has no identity to connect
+    "unknown_slug",  # no live entry of that concept in the orphan's topic and scope
+    "other_topic",  # the concept exists, but only in other topics
+    "archived",  # the concept's entry is retired
+    "duplicate",  # the edge exists (or was accepted earlier in this run or reply)
+    "cycle",  # a prerequisite that would close a loop in the prerequisite graph
+    "over_limit",  # valid, but the orphan already has its bound of accepted proposals
 )
 
 
@@ -46,8 +46,12 @@ class Proposal:
     reason: str
 
     def as_dict(self) -> dict[str, str]:
-        return {"source": self.source, "target": self.target, "edge_type": self.edge_type,
-                "reason": self.reason}
+        return {
+            "source": self.source,
+            "target": self.target,
+            "edge_type": self.edge_type,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,11 @@ class Accepted:
         return (self.source_entry_id, self.target_entry_id, self.proposal.edge_type)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.proposal.as_dict(), "source_entry_id": str(self.source_entry_id),
-                "target_entry_id": str(self.target_entry_id)}
+        return {
+            **self.proposal.as_dict(),
+            "source_entry_id": str(self.source_entry_id),
+            "target_entry_id": str(self.target_entry_id),
+        }
 
 
 @dataclass(frozen=True)
@@ -121,9 +128,15 @@ def normalise(items: Iterable[Any]) -> list[Proposal | Rejected]:
             source, target, kind = (_clean(item.get(k)) for k in ("source", "target", "edge_type"))
             reason = item.get("reason")
             if source and target and kind:
-                out.append(Proposal(source, target, kind, reason.strip() if isinstance(reason, str) else ""))
+                out.append(
+                    Proposal(
+                        source, target, kind, reason.strip() if isinstance(reason, str) else ""
+                    )
+                )
                 continue
-            shown = {k: item.get(k) for k in ("source", "target", "edge_type", "reason") if k in item}
+            shown = {
+                k: item.get(k) for k in ("source", "target", "edge_type", "reason") if k in item
+            }
         else:
             shown = {"raw": json.dumps(item)[:200]}
         out.append(Rejected(shown, "malformed", "needs source, target and edge_type as strings"))
@@ -177,8 +190,11 @@ def decide(
             rejected.append(p)
             continue
         if p.edge_type not in allowed_types:
-            reject(p, "disallowed_type",
-                   f"{p.edge_type!r} is not an allowed type ({', '.join(allowed_types)})")
+            reject(
+                p,
+                "disallowed_type",
+                f"{p.edge_type!r} is not an allowed type ({', '.join(allowed_types)})",
+            )
             continue
         if p.source == p.target:
             reject(p, "self_loop", f"{p.source!r} cannot point at itself")
@@ -193,11 +209,19 @@ def decide(
         known = facts.slugs.get(other)
         if known is None or known.entry_id is None:
             if known is not None and known.other_topics and not known.in_catalogue:
-                reject(p, "other_topic", f"{other!r} belongs to {', '.join(known.other_topics)}, "
-                                         f"not to {orphan.topic_id!r}")
+                reject(
+                    p,
+                    "other_topic",
+                    f"{other!r} belongs to {', '.join(known.other_topics)}, "
+                    f"not to {orphan.topic_id!r}",
+                )
             else:
-                reject(p, "unknown_slug", f"no {orphan.visibility_scope} entry for {other!r} "
-                                          f"in topic {orphan.topic_id!r}")
+                reject(
+                    p,
+                    "unknown_slug",
+                    f"no {orphan.visibility_scope} entry for {other!r} "
+                    f"in topic {orphan.topic_id!r}",
+                )
             continue
         if known.maturity == "archived":
             reject(p, "archived", f"the entry of {other!r} is archived")
@@ -206,13 +230,18 @@ def decide(
         target_id = known.entry_id if p.source == orphan.concept_slug else orphan.entry_id
         identity = (source_id, target_id, p.edge_type)
         # `related` has no direction: B related A repeats A related B.
-        if identity in edges or (p.edge_type == "related"
-                                 and (target_id, source_id, "related") in edges):
+        if identity in edges or (
+            p.edge_type == "related" and (target_id, source_id, "related") in edges
+        ):
             reject(p, "duplicate", f"{p.source} -{p.edge_type}-> {p.target} exists already")
             continue
         if p.edge_type == "prerequisite" and _reaches(prerequisite, target_id, source_id):
-            reject(p, "cycle", f"{p.target!r} already depends on {p.source!r} through "
-                               "prerequisites; this edge would close a loop")
+            reject(
+                p,
+                "cycle",
+                f"{p.target!r} already depends on {p.source!r} through "
+                "prerequisites; this edge would close a loop",
+            )
             continue
         if len(accepted) >= max_proposals:
             reject(p, "over_limit", f"the orphan already has {max_proposals} accepted proposals")

@@ -45,6 +45,13 @@ class Resolution:
         return self.slug != UNANCHORED
 
 
+def as_array(vector: Any) -> np.ndarray:
+    """A float32 array from whatever the driver returned for a `vector` column."""
+    if hasattr(vector, "to_numpy"):
+        vector = vector.to_numpy()
+    return np.asarray(vector, dtype=np.float32)
+
+
 def slugify(name: str) -> str:
     """The slug a name would mint: ASCII-folded, lower case, words joined by hyphens."""
     folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
@@ -81,7 +88,7 @@ class Catalogue:
             normal[slugify(r["slug"])] = r["slug"]
         normal.pop("", None)
         embedded = [r for r in rows if r.get("embedding") is not None]
-        matrix = (np.vstack([np.asarray(r["embedding"], dtype=np.float32) for r in embedded])
+        matrix = (np.vstack([as_array(r["embedding"]) for r in embedded])
                   if embedded else np.zeros((0, 0), dtype=np.float32))
         if len(matrix):
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)

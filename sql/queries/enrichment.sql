@@ -55,7 +55,8 @@ WITH o AS (
 )
 SELECT e.id AS entry_id, e.concept_slug AS slug, COALESCE(c.title, e.concept_slug) AS title,
        COALESCE(NULLIF(c.description, ''), e.instruction) AS description,
-       1 - (COALESCE(c.embedding, e.embedding) <=> o.embedding) AS similarity
+       1 - (COALESCE(c.embedding, e.embedding) <=> o.embedding) AS similarity,
+       COALESCE(c.aliases, '{}') AS aliases
 FROM o
 JOIN hag_entries e ON e.topic_id = o.topic_id AND e.visibility_scope = o.visibility_scope
 LEFT JOIN hag_concepts c ON c.topic_id = e.topic_id AND c.slug = e.concept_slug

@@ -64,6 +64,8 @@ FROM match_hag_entries_by_concept(
 -- not candidates unless include_candidates), ordered per source entry as a teaching policy
 -- (prerequisite, fallback, leads_to, related, supersedes, then confidence), at most
 -- `per_entry` edges each. `rank` is the source's position in the ranking (1 = top match).
+-- Ties go to the target's concept before the edge id: ids are random, so an id tie-break
+-- would render different lines when the same sessions are replayed on a fresh database.
 SELECT w.rank, w.edge_id, w.source_entry_id, w.target_entry_id, w.edge_type, w.condition,
        w.confidence, w.target_instruction
 FROM (
@@ -77,7 +79,7 @@ FROM (
                             WHEN 'supersedes' THEN 5
                         END,
                         e.confidence DESC,
-                        e.id) AS position
+                        he.concept_slug, he.visibility_scope, e.id) AS position
     FROM unnest(%(entry_ids)s::uuid[]) WITH ORDINALITY AS s (entry_id, rank)
     JOIN hag_edges e ON e.source_entry_id = s.entry_id
     JOIN hag_entries he ON he.id = e.target_entry_id

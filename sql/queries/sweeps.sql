@@ -63,19 +63,17 @@ WITH moved AS (
 SELECT count(*) AS n FROM moved
 
 -- name: archive_sunk
--- Our step: a candidate or pattern that sank is archived (last, after the promotions).
+-- Our step: a candidate or pattern that sank is archived (last, after the promotions). Run
+-- once per starting maturity, so the history row can say where the entry came from.
 WITH moved AS (
     UPDATE hag_entries e
     SET maturity = 'archived', updated_at = GREATEST(e.updated_at, %(as_of)s)
-    FROM (SELECT id, maturity FROM hag_entries
-          WHERE maturity IN ('candidate', 'pattern')) AS before
-    WHERE e.id = before.id
-      AND e.maturity IN ('candidate', 'pattern')
+    WHERE e.maturity = %(from_maturity)s
       AND hag_entry_sinks_to_archive(e, %(archive_max_confidence)s, %(archive_min_failures)s)
-    RETURNING e.id, before.maturity AS old_maturity
+    RETURNING e.id
 ), noted AS (
     INSERT INTO hag_maturity_history (entry_id, old_maturity, new_maturity, rule, run_id, at)
-    SELECT id, old_maturity, 'archived', 'archive', %(run_id)s, %(as_of)s FROM moved
+    SELECT id, %(from_maturity)s, 'archived', 'archive', %(run_id)s, %(as_of)s FROM moved
 )
 SELECT count(*) AS n FROM moved
 

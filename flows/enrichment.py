@@ -1,0 +1,34 @@
+"""The enrichment flow: wire orphan concepts into the graph, and publish what it cost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from tasks.enrichment import (
+    check_expectations,
+    enrich_orphans,
+    publish_cost_ledger,
+    publish_proposals,
+)
+
+
+@flow(name="enrichment")
+def enrichment_flow(
+    topic: str | None = None,
+    limit: int | None = None,
+    dry_run: bool = False,
+    model: str | None = None,
+) -> dict[str, Any]:
+    """Enrich orphans (validated proposals), publish the cost ledger and the proposals, check.
+
+    The same parameters as `hag enrich`: a backfill from the Prefect UI is this deployment
+    run with a topic, a limit, a model, or as a dry run.
+    """
+    summary = enrich_orphans(topic, limit, dry_run, model)
+    publish_cost_ledger(summary)
+    publish_proposals(summary)
+    if not dry_run:
+        check_expectations()
+    return summary.to_dict()

@@ -1,0 +1,23 @@
+"""The nightly flow: promote, archive and cull as of a moment; report; check the memory."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from prefect import flow
+
+from tasks.checks import run_expectations
+from tasks.sweeps import nightly_sweep, publish_nightly_report
+
+
+@flow(name="nightly")
+def nightly_flow(as_of: datetime | None = None, dry_run: bool = False) -> dict[str, Any]:
+    """Run the sweeps (one transaction, audited cull), publish the report, run the suites.
+
+    `as_of` is "now" for the age rules (backfills); a dry run changes nothing.
+    """
+    summary = nightly_sweep(as_of, dry_run)
+    publish_nightly_report(summary)
+    run_expectations()
+    return summary.to_dict()

@@ -1,0 +1,75 @@
+"""`hag enrich [--topic T] [--limit N] [--dry-run] [--model M] [--json]`: a manual backfill."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from hag.cli._common import echo_json, json_option, note, ready
+
+
+def _edge(p: dict) -> str:
+    return f"{p.get('source')} -{p.get('edge_type')}-> {p.get('target')}"
+
+
+@click.command()
+@click.option("--topic", help="Only orphans of this topic (default: every topic).")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    help="At most this many orphans (default: the enrichment_default_limit dial).",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Propose and validate, show everything, write nothing."
+)
+@click.option("--model", help="The chat model to ask (default: HAG_LLM_MODEL); the ledger key.")
+@json_option
+def enrich(
+    topic: str | None, limit: int | None, dry_run: bool, model: str | None, as_json: bool
+) -> None:
+    """Wire orphan concepts into their topic's graph with model-proposed, validated edges.
+
+    Without an API key the deterministic offline proposer runs instead (and says so).
+    Orphans already sent to the same model are skipped, so a re-run never pays twice.
+    Exits 1 when an orphan failed after its attempt budget (nothing of it was written).
+    """
+    from hag.enrichment import enrich as run_enrichment  # noqa: PLC0415
+
+    ready()
+    summary = run_enrichment(topic=topic, limit=limit, dry_run=dry_run, model=model)
+    note(summary.proposer_line)
+    if as_json:
+        echo_json(summary.to_dict())
+    else:
+        heading = "dry run (nothing written)" if dry_run else f"run {summary.run_id}"
+        click.echo(
+            f"enrichment {heading}: {len(summary.orphans)} orphan(s)"
+            f"{f' in {topic}' if topic else ''}, {summary.already_enriched} already "
+            f"enriched by {summary.proposer}"
+        )
+        for o in summary.orphans:
+            click.echo(
+                f"  {o.topic_id}/{o.concept_slug}: {o.status} "
+                f"({len(o.accepted)} accepted, {len(o.rejected)} rejected, "
+                f"{o.attempts} call(s), {o.candidates} candidates, {o.prompt_chars} prompt chars)"
+            )
+            for a in o.accepted:
+                click.echo(f"      + {_edge(a)}  {a.get('reason', '')}")
+            for r in o.rejected:
+                click.echo(f"      - {_edge(r)}  [{r['reject']}] {r['detail']}")
+            if o.error:
+                click.echo(f"      ! {o.error}")
+        cost = summary.cost()
+        click.echo(
+            f"cost: {cost['calls']} call(s) to {cost['model']}, {cost['prompt_tokens']} prompt + "
+            f"{cost['completion_tokens']} completion = {cost['total_tokens']} tokens, "
+            f"{cost['latency_ms']:.0f} ms"
+        )
+    if summary.failed:
+        click.echo(
+            f"hag: {summary.failed} orphan(s) failed after their attempt budget; "
+            "nothing of them was written",
+            err=True,
+        )
+        sys.exit(1)

@@ -1,0 +1,151 @@
+"""`hag nightly [--dry-run] [--as-of TS]` and `hag audit culled|restore`."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from hag.cli._common import echo_json, json_option, note, ready
+
+
+class Timestamp(click.ParamType):
+    """An ISO-8601 moment (`2026-03-01`, `2026-03-01T02:30:00+01:00`); naive means UTC."""
+
+    name = "timestamp"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            self.fail(f"{value!r} is not an ISO-8601 timestamp (e.g. 2026-03-01T02:00:00Z)", param, ctx)
+        return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+TIMESTAMP = Timestamp()
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Report what would change; change nothing.")
+@click.option("--as-of", type=TIMESTAMP, help="'Now' for the age rules (default: now); naive = UTC.")
+@click.option("--no-check", is_flag=True, help="Skip the data-quality suites after the sweep.")
+@json_option
+def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool) -> None:
+    """Promote, archive and cull (audited), in one transaction, as of a moment; then check.
+
+    The same sweep the Prefect deployment `nightly/nightly` runs on its schedule. After it,
+    the data-quality suites run (as `hag check`); exit 1 when an expectation fails.
+    """
+    from hag.sweeps import run_nightly  # noqa: PLC0415
+
+    ready()
+    summary = run_nightly(as_of=as_of, dry_run=dry_run)
+    if as_json:
+        echo_json(summary.to_dict())
+    else:
+        _print_summary(summary)
+    if not no_check:
+        import expectations  # noqa: PLC0415 - Great Expectations costs about 3 s to import
+
+        result = expectations.run_all()
+        note(result.report())
+        if not result.success:
+            click.echo(f"hag: {len(result.failures)} expectation(s) failed", err=True)
+            sys.exit(1)
+
+
+def _print_summary(summary: Any) -> None:
+    dry_run = summary.dry_run
+    what = "dry run (nothing changed)" if dry_run else f"run {summary.run_id}"
+    click.echo(f"nightly {what} as of {summary.as_of.isoformat()} in {summary.seconds:.2f} s")
+    click.echo(f"  candidate -> pattern  {summary.promoted_to_pattern}")
+    click.echo(f"  pattern -> proven     {summary.promoted_to_proven}")
+    click.echo(f"  archived              {summary.archived}")
+    by_type = ", ".join(f"{k} {v}" for k, v in summary.culled_by_source_type.items())
+    click.echo(f"  edges culled          {summary.culled}" + (f" ({by_type})" if by_type else ""))
+    for e in summary.culled_edges:
+        click.echo(f"    {e.source_concept} -{e.edge_type}-> {e.target_concept}  "
+                   f"{e.source_type} {e.confidence:.3f}, {e.age_days} days  {e.edge_id}")
+    if summary.culled > len(summary.culled_edges):
+        note(f"(showing {len(summary.culled_edges)} of {summary.culled}; "
+             f"`hag audit culled --run {summary.run_id}` lists them all)")
+
+
+@click.group()
+def audit() -> None:
+    """Review culled edges and put them back."""
+
+
+@audit.command()
+@click.option("--since", type=TIMESTAMP, help="Only edges culled at or after this moment.")
+@click.option("--run", "run_id", type=click.UUID, help="Only edges culled by this run.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
+@json_option
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV (every column) instead of a table.")
+def culled(since: datetime | None, run_id: Any, limit: int | None, as_json: bool, as_csv: bool) -> None:
+    """Culled edges, newest first: when, which run, source -> target, type, provenance, confidence."""
+    from hag import audit as hag_audit  # noqa: PLC0415
+
+    if as_json and as_csv:
+        raise click.UsageError("choose one of --json and --csv")
+    ready()
+    rows = hag_audit.culled(since=since, run_id=run_id, limit=limit)
+    if as_json:
+        echo_json(rows)
+    elif as_csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else list(hag_audit.CULLED_COLUMNS))
+        writer.writeheader()
+        writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+    else:
+        _table(rows)
+
+
+def _table(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        click.echo("no culled edges")
+        return
+    header = ("deleted", "run", "edge", "source -> target", "type", "provenance", "conf", "restored")
+    body = [
+        (r["deleted_at"].strftime("%Y-%m-%d %H:%M"), str(r["run_id"])[:8], str(r["edge_id"]),
+         f"{r['source_concept'] or '?'} -> {r['target_concept'] or '?'}", r["edge_type"],
+         r["source_type"], f"{r['confidence']:.3f}",
+         r["restored_at"].strftime("%Y-%m-%d") if r["restored_at"] else "")
+        for r in rows
+    ]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *body, strict=True)]
+    for line in (header, *body):
+        click.echo("  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip())
+
+
+@audit.command()
+@click.argument("edge_id", type=click.UUID, required=False)
+@click.option("--run", "run_id", type=click.UUID, help="Restore every edge this run culled.")
+@json_option
+def restore(edge_id: Any, run_id: Any, as_json: bool) -> None:
+    """Put culled edges back exactly as they were (EDGE_ID, or --run RUN_ID).
+
+    An edge whose endpoint entry no longer exists, or which has since been recreated, is
+    refused with the reason; the others are restored. Exits 1 when anything was refused.
+    A restored edge is never culled again by the rule.
+    """
+    from hag import audit as hag_audit  # noqa: PLC0415
+
+    if (edge_id is None) == (run_id is None):
+        raise click.UsageError("give exactly one of EDGE_ID or --run RUN_ID")
+    ready()
+    result = hag_audit.restore(edge_id=edge_id, run_id=run_id)
+    if as_json:
+        echo_json(result.to_dict())
+    else:
+        for e in result.restored:
+            click.echo(f"restored {e}")
+        for r in result.refused:
+            click.echo(f"refused  {r.edge_id}: {r.reason}")
+    if result.refused:
+        click.echo(f"hag: {len(result.refused)} edge(s) refused, {len(result.restored)} restored", err=True)
+        sys.exit(1)

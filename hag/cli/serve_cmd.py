@@ -1,0 +1,153 @@
+"""`hag serve`: the local Prefect recipe of docs/operations.md in one step.
+
+Starts a Prefect server on 127.0.0.1 with its own SQLite database in `.hag/prefect`
+(PREFECT_HOME; the memory itself stays in PostgreSQL), creates the `process` work pool
+named in prefect.yaml, registers every deployment (`prefect deploy --all`) and starts a
+worker, then waits until Ctrl-C and stops what it started. Telemetry is off.
+The steps are plain functions so tests drive the same recipe on a temporary home and port.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from hag import PROJECT_ROOT
+from hag.errors import HagError
+
+WORK_POOL = "hag-process"  # the name prefect.yaml's definitions give the pool
+
+
+def prefect_env(home: Path, port: int, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment every Prefect process of the recipe shares (home, API, no telemetry)."""
+    env = dict(os.environ if base is None else base)
+    env.update({
+        "PREFECT_HOME": str(home),
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_SERVER_API_HOST": "127.0.0.1",
+        "PREFECT_SERVER_API_PORT": str(port),
+        "DO_NOT_TRACK": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_UI_ENABLED": env.get("PREFECT_UI_ENABLED", "true"),
+    })
+    env.pop("PREFECT_API_KEY", None)  # a local server; never a cloud workspace
+    return env
+
+
+def _prefect(*args: str) -> list[str]:
+    return [sys.executable, "-m", "prefect", *args]
+
+
+def start_server(env: dict[str, str], port: int, log: IO[Any] | None = None,
+                 timeout: float = 120.0) -> subprocess.Popen[bytes]:
+    """Start `prefect server start` on 127.0.0.1:port and wait until its API answers."""
+    Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        _prefect("server", "start", "--host", "127.0.0.1", "--port", str(port)),
+        env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: stop() ends it and its children
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise HagError(f"the Prefect server exited with code {proc.returncode} while starting")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            pass
+        time.sleep(0.5)
+    stop(proc)
+    raise HagError(f"the Prefect server did not answer on port {port} within {timeout:.0f} s")
+
+
+def _run(env: dict[str, str], args: list[str], what: str, timeout: float) -> str:
+    done = subprocess.run(args, env=env, cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode != 0:
+        tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+        raise HagError(f"{what} failed: " + " | ".join(tail))
+    return done.stdout
+
+
+def create_work_pool(env: dict[str, str], name: str = WORK_POOL) -> None:
+    """Create (or keep) the process work pool the deployments name."""
+    _run(env, _prefect("work-pool", "create", name, "--type", "process", "--overwrite"),
+         f"creating work pool {name}", 120)
+
+
+def deploy_all(env: dict[str, str]) -> str:
+    """`prefect deploy --all` from the repository root (reads prefect.yaml)."""
+    return _run(env, _prefect("--no-prompt", "deploy", "--all"), "prefect deploy --all", 300)
+
+
+def start_worker(env: dict[str, str], name: str = WORK_POOL,
+                 log: IO[Any] | None = None) -> subprocess.Popen[bytes]:
+    """A process worker on the pool; flow runs start as its child processes."""
+    return subprocess.Popen(_prefect("worker", "start", "--pool", name), env=env, cwd=PROJECT_ROOT,
+                            stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def stop(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
+    """Stop a process this recipe started, and its process group: SIGTERM, then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=grace)
+    except ProcessLookupError:
+        pass
+
+
+@click.command()
+@click.option("--port", type=click.IntRange(1, 65535), default=4200, show_default=True,
+              help="Port of the Prefect server (and UI) on 127.0.0.1.")
+@click.option("--home", type=click.Path(path_type=Path), default=None,
+              help="PREFECT_HOME (its SQLite database lives here). Default: .hag/prefect.")
+@click.option("--no-worker", is_flag=True, help="Register everything but start no worker.")
+def serve(port: int, home: Path | None, no_worker: bool) -> None:
+    """Prefect server + work pool + every deployment + a worker, until Ctrl-C."""
+    from hag.cli._common import note, ready  # noqa: PLC0415
+    from hag.config import get_config  # noqa: PLC0415
+
+    ready()  # the flows need a migrated memory
+    home = home or get_config().data_dir / "prefect"
+    env = prefect_env(home.resolve(), port)
+    logs = home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        note(f"starting the Prefect server on http://127.0.0.1:{port} (PREFECT_HOME={home})")
+        with open(logs / "server.log", "ab") as server_log:
+            started.append(start_server(env, port, server_log))
+        note(f"creating work pool {WORK_POOL}; registering prefect.yaml's deployments")
+        create_work_pool(env)
+        deploy_all(env)
+        if not no_worker:
+            with open(logs / "worker.log", "ab") as worker_log:
+                started.append(start_worker(env, log=worker_log))
+        click.echo(f"Prefect UI: http://127.0.0.1:{port}  (deployments: session-end, nightly, enrichment)")
+        click.echo(f"In another shell: export PREFECT_API_URL=http://127.0.0.1:{port}/api")
+        click.echo("  prefect deployment run enrichment/enrichment --param topic=cryptography --param limit=5")
+        click.echo(f"Logs in {logs}. Ctrl-C stops the server and the worker.")
+        while all(p.poll() is None for p in started):
+            time.sleep(1)
+        raise HagError("a Prefect process exited; see the logs in " + str(logs))
+    except KeyboardInterrupt:
+        note("stopping")
+    finally:
+        for proc in reversed(started):
+            stop(proc)

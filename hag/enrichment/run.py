@@ -1,0 +1,400 @@
+"""`enrich(...)`: one enrichment run over the orphans (SPEC §6), and what it reports.
+
+For each orphan, oldest first: build a bounded prompt → ask the proposer (within the
+attempt budget) → read the facts and validate → write the accepted edges, the ledger row
+and the calls in ONE transaction → report. The model is called with no transaction open,
+so no lock or snapshot waits on the network. A dry run does all of it but the writes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+
+from hag import db, settings
+from hag.edges import EdgeObservation, upsert_edges
+from hag.enrichment import graph
+from hag.enrichment.prompt import Orphan, build_prompt
+from hag.enrichment.proposers import Proposer, ProposerError, choose_proposer
+from hag.enrichment.validate import (
+    Accepted,
+    Proposal,
+    Rejected,
+    ReplyError,
+    decide,
+    named_slugs,
+    normalise,
+    parse_reply,
+)
+from hag.errors import NotFoundError, ValidationError
+
+
+@dataclass(frozen=True)
+class Call:
+    """One model call, as the cost ledger (hag_llm_calls) keeps it."""
+
+    entry_id: UUID
+    concept_slug: str
+    attempt: int
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+    ok: bool
+    error: str | None
+    at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "entry_id": str(self.entry_id), "at": self.at.isoformat()}
+
+
+@dataclass
+class OrphanResult:
+    """What became of one orphan: enriched, nothing_accepted, failed, or taken (by another run)."""
+
+    entry_id: UUID
+    topic_id: str
+    concept_slug: str
+    status: str
+    candidates: int
+    prompt_chars: int
+    attempts: int = 0
+    error: str | None = None
+    accepted: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "entry_id": str(self.entry_id)}
+
+
+@dataclass
+class EnrichmentSummary:
+    run_id: UUID
+    dry_run: bool
+    proposer: str
+    offline: bool
+    proposer_line: str
+    topic: str | None
+    limit: int
+    already_enriched: int
+    started_at: datetime
+    finished_at: datetime | None = None
+    orphans: list[OrphanResult] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.orphans if o.status == status)
+
+    @property
+    def accepted(self) -> int:
+        return sum(len(o.accepted) for o in self.orphans)
+
+    @property
+    def rejected(self) -> int:
+        return sum(len(o.rejected) for o in self.orphans)
+
+    @property
+    def failed(self) -> int:
+        return self.count("failed")
+
+    def cost(self) -> dict[str, Any]:
+        """Per-run totals of the cost ledger: calls, tokens as the server reported them, time."""
+        prompt = sum(c.prompt_tokens for c in self.calls)
+        completion = sum(c.completion_tokens for c in self.calls)
+        return {
+            "model": self.proposer,
+            "calls": len(self.calls),
+            "failed_calls": sum(1 for c in self.calls if not c.ok),
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "latency_ms": round(sum(c.latency_ms for c in self.calls), 3),
+        }
+
+    def totals(self) -> dict[str, Any]:
+        return {
+            "orphans": len(self.orphans),
+            "enriched": self.count("enriched"),
+            "nothing_accepted": self.count("nothing_accepted"),
+            "failed": self.failed,
+            "taken": self.count("taken"),
+            "already_enriched": self.already_enriched,
+            "accepted": self.accepted,
+            "rejected": self.rejected,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": str(self.run_id),
+            "dry_run": self.dry_run,
+            "proposer": self.proposer,
+            "offline": self.offline,
+            "proposer_line": self.proposer_line,
+            "topic": self.topic,
+            "limit": self.limit,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "totals": self.totals(),
+            "cost": self.cost(),
+            "orphans": [o.as_dict() for o in self.orphans],
+            "calls": [c.as_dict() for c in self.calls],
+        }
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def ask(
+    proposer: Proposer,
+    prompt: Any,
+    orphan: Orphan,
+    dials: Mapping[str, Any],
+) -> tuple[list[Proposal | Rejected] | None, list[Call], str | None]:
+    """The reply's proposals within the attempt budget, every call made, and the last error.
+
+    A call that errors, times out or answers something that is not the expected JSON is
+    retried after a doubling pause, up to `enrichment_max_attempts` calls; an error that
+    another attempt cannot cure (a refused key, an unknown model) stops at once.
+    """
+    calls: list[Call] = []
+    error: str | None = None
+    attempts = int(dials["enrichment_max_attempts"])
+    backoff = float(dials["enrichment_retry_backoff_seconds"])
+    for attempt in range(1, attempts + 1):
+        at, started = _now(), time.perf_counter()
+        try:
+            completion = proposer.complete(prompt)
+        except ProposerError as exc:
+            latency = (time.perf_counter() - started) * 1000
+            error = str(exc)
+            calls.append(
+                Call(
+                    orphan.entry_id,
+                    orphan.concept_slug,
+                    attempt,
+                    proposer.name,
+                    0,
+                    0,
+                    latency,
+                    False,
+                    error,
+                    at,
+                )
+            )
+            if not exc.retryable:
+                break
+        else:
+            latency = (time.perf_counter() - started) * 1000
+            try:
+                items = parse_reply(completion.content)
+            except ReplyError as exc:
+                error = f"unusable reply: {exc}"
+            else:
+                error = None
+            calls.append(
+                Call(
+                    orphan.entry_id,
+                    orphan.concept_slug,
+                    attempt,
+                    proposer.name,
+                    completion.prompt_tokens,
+                    completion.completion_tokens,
+                    latency,
+                    error is None,
+                    error,
+                    at,
+                )
+            )
+            if error is None:
+                return normalise(items), calls, None
+        if attempt < attempts and backoff > 0:
+            time.sleep(backoff * 2 ** (attempt - 1))
+    return None, calls, error
+
+
+def _record_calls_alone(conn: Any, run_id: UUID, calls: list[Call]) -> None:
+    """A failed orphan writes nothing but its calls: they were made, and may have cost."""
+    graph.record_calls(conn, run_id, [c.__dict__ for c in calls])
+    conn.commit()
+
+
+def enrich_orphan(
+    conn: Any,
+    orphan: Orphan,
+    proposer: Proposer,
+    dials: Mapping[str, Any],
+    run_id: UUID,
+    dry_run: bool,
+    unstored: list[Accepted],
+) -> tuple[OrphanResult, list[Call]]:
+    """Ask for, validate and (unless a dry run) write the edges of one orphan, all or nothing."""
+    candidates = graph.select_candidates(conn, orphan, int(dials["enrichment_candidate_count"]))
+    prompt = build_prompt(orphan, candidates, dials)
+    conn.rollback()  # end the read: nothing is held open while the model thinks
+    result = OrphanResult(
+        orphan.entry_id,
+        orphan.topic_id,
+        orphan.concept_slug,
+        "failed",
+        len(prompt.candidates),
+        prompt.chars,
+    )
+    proposals, calls, error = ask(proposer, prompt, orphan, dials)
+    result.attempts = len(calls)
+    if proposals is None:
+        result.error = f"gave up after {len(calls)} attempt(s): {error}"
+        if not dry_run:
+            _record_calls_alone(conn, run_id, calls)
+        return result, calls
+
+    at = _now()
+    try:
+        if not dry_run and not graph.claim_orphan(conn, orphan, proposer.name, run_id, at):
+            conn.rollback()
+            result.status, result.error = (
+                "taken",
+                "another run enriched it with this model meanwhile",
+            )
+            _record_calls_alone(conn, run_id, calls)
+            return result, calls
+        facts = graph.graph_facts(
+            conn, orphan, named_slugs(orphan, proposals), unstored if dry_run else ()
+        )
+        accepted, rejected = decide(
+            orphan,
+            proposals,
+            facts,
+            list(dials["enrichment_allowed_types"]),
+            int(dials["enrichment_max_proposals_per_orphan"]),
+        )
+        result.accepted = [a.as_dict() for a in accepted]
+        result.rejected = [r.as_dict() for r in rejected]
+        result.status = "enriched" if accepted else "nothing_accepted"
+        if dry_run:
+            conn.rollback()
+            unstored.extend(accepted)
+            return result, calls
+        written = upsert_edges(
+            conn,
+            [
+                EdgeObservation(a.source_entry_id, a.target_entry_id, a.proposal.edge_type)
+                for a in accepted
+            ],
+            dials,
+            source_type="enriched",
+            at=at,
+            run_id=run_id,
+            new_confidence=dials["enrichment_confidence"],
+            reason=f"enriched by {proposer.name}",
+        )
+        edge_ids = {w.identity: str(w.id) for w in written}
+        for a, shown in zip(accepted, result.accepted, strict=True):
+            shown["edge_id"] = edge_ids.get(a.identity)
+        graph.settle_orphan(
+            conn,
+            orphan,
+            proposer.name,
+            len(accepted),
+            len(rejected),
+            {
+                "run_id": str(run_id),
+                "accepted": result.accepted,
+                "rejected": result.rejected,
+                "candidates": [c.slug for c in prompt.candidates],
+                "prompt_chars": prompt.chars,
+            },
+        )
+        graph.record_calls(conn, run_id, [c.__dict__ for c in calls])
+        conn.commit()
+    except psycopg.Error as exc:
+        # e.g. an entry deleted under us: this orphan writes nothing, the run goes on.
+        conn.rollback()
+        result.status, result.accepted, result.rejected = "failed", [], []
+        result.error = f"not written: {str(exc).strip().splitlines()[0]}"
+        if not dry_run:
+            _record_calls_alone(conn, run_id, calls)
+    return result, calls
+
+
+def enrich(
+    topic: str | None = None,
+    limit: int | None = None,
+    dry_run: bool = False,
+    model: str | None = None,
+    *,
+    conn: Any = None,
+) -> EnrichmentSummary:
+    """Wire orphan concepts into their topic's graph; returns what was proposed, kept and paid.
+
+    `conn` (optional) is used and committed once per orphan; by default a new connection
+    is made and closed. A dry run reads, asks and validates, and writes nothing at all.
+    """
+    own = conn is None
+    conn = db.connect() if own else conn
+    run_started = False
+    try:
+        dials = settings.load(conn)
+        if topic is not None and not graph.topic_exists(conn, topic):
+            raise NotFoundError(f"no topic {topic!r}")
+        if limit is not None and limit < 1:
+            raise ValidationError(f"--limit must be at least 1, not {limit}")
+        proposer = choose_proposer(dials, model)
+        limit = limit or int(dials["enrichment_default_limit"])
+        summary = EnrichmentSummary(
+            run_id=uuid.uuid4(),
+            dry_run=dry_run,
+            proposer=proposer.name,
+            offline=proposer.offline,
+            proposer_line=proposer.describe(),
+            topic=topic,
+            limit=limit,
+            already_enriched=graph.count_already_enriched(conn, topic, proposer.name),
+            started_at=_now(),
+        )
+        orphans = graph.select_orphans(conn, topic, proposer.name, limit)
+        if dry_run:
+            conn.rollback()
+        else:
+            graph.start_run(
+                conn,
+                summary.run_id,
+                summary.started_at,
+                {"topic": topic, "limit": limit, "model": proposer.name},
+            )
+            conn.commit()
+            run_started = True
+        unstored: list[Accepted] = []
+        for orphan in orphans:
+            result, calls = enrich_orphan(
+                conn, orphan, proposer, dials, summary.run_id, dry_run, unstored
+            )
+            summary.orphans.append(result)
+            summary.calls.extend(calls)
+        summary.finished_at = _now()
+        if run_started:
+            graph.finish_run(
+                conn,
+                summary.run_id,
+                summary.finished_at,
+                {**summary.totals(), "cost": summary.cost()},
+                "done",
+            )
+            conn.commit()
+        return summary
+    except BaseException:
+        conn.rollback()
+        if run_started:
+            graph.finish_run(conn, summary.run_id, _now(), {}, "failed")
+            conn.commit()
+        raise
+    finally:
+        if own:
+            conn.close()

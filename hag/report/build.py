@@ -1,0 +1,336 @@
+"""Write a simulation's report: `reports/<name>/` with report.md, report.json, PNG plots and
+the raw material every figure can be recomputed from (exported edges and entries, the
+simulator's truth file, the uses log, the daily timeline, the cull audit).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from hag.report import metrics, plots
+from hag.report.metrics import EdgeFact
+from hag.simulate.run import SimulationRun
+from hag.simulate.world import World
+from hag.sqlfiles import query
+
+HEADLINE_THRESHOLD = 0.6  # the seed's "three independent observations" floor
+ENTRY_THRESHOLD = 0.3  # where a new learned edge enters (and the edge walk starts)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, set | frozenset | tuple):
+        return sorted(value) if isinstance(value, set | frozenset) else list(value)
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _clean(value: Any) -> Any:
+    """NaN is not JSON: turn it into null everywhere."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(_clean(data), default=_jsonable, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+# --- what the database says at the end -----------------------------------------------------
+
+def collect_exports(conn: Any, topic_id: str) -> dict[str, list[dict[str, Any]]]:
+    """The topic's edges and entries exactly as `hag export` prints them, and the cull audit."""
+    edges = [dict(r) for r in conn.execute(query("corpus", "export_edges"),
+                                           {"topic_id": topic_id, "with_embeddings": False})]
+    entries = [dict(r) for r in conn.execute(query("corpus", "export_entries"),
+                                             {"topic_id": topic_id, "with_embeddings": False})]
+    for e in entries:
+        e.pop("embedding", None)
+    audit = [dict(r) for r in conn.execute(query("simulate", "audit_rows"))]
+    conn.rollback()
+    return {"edges": edges, "entries": entries, "audit": audit}
+
+
+# --- the figures ---------------------------------------------------------------------------
+
+def _pairs(facts: Iterable[EdgeFact], edge_type: str, *, exclude: str | None = None) -> set[tuple[str, str]]:
+    return {(f.source, f.target) for f in facts
+            if f.edge_type == edge_type and (exclude is None or f.source_type != exclude)}
+
+
+def recovery(world: World, before: Sequence[EdgeFact], after: Sequence[EdgeFact],
+             struggles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Every recovery curve the report shows.
+
+    - `memory`: every edge of the type, any provenance, against the whole truth;
+    - `learned`: only `learned` edges, recall against the true pairs the memory did not
+      already hold (as seed or enriched edges) when the simulation started;
+    - `struggled` (prerequisite only): any provenance, recall against the true pairs the
+      extractor reported at least once (what the memory could have learned).
+    """
+    out: dict[str, Any] = {}
+    concepts = world.slugs
+    for kind in metrics.SCORED_TYPES:
+        truth = world.truth_for(kind)
+        assert truth is not None
+        missing_at_start = set(truth) - _pairs(before, kind, exclude="learned")
+        curves = {
+            "memory": metrics.recovery_curve(after, truth, concepts, kind),
+            "learned": metrics.recovery_curve(after, truth, concepts, kind, provenance=("learned",),
+                                              denominator=missing_at_start),
+        }
+        if kind == "prerequisite":
+            reported = {(s["concept"], s["missing"]) for s in struggles if s["reported_true"] > 0}
+            curves["struggled"] = metrics.recovery_curve(after, truth, concepts, kind,
+                                                         denominator=reported & set(truth))
+        out[kind] = curves
+    return out
+
+
+def extractor_baseline(world: World, struggles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What trusting the extractor's reports directly would claim (no memory, no reinforcement):
+    every pair reported at least once, and every pair reported at least three times."""
+    out = {}
+    for min_reports in (1, 3):
+        claims = {(s["concept"], s["missing"]) for s in struggles
+                  if s["reported_true"] + s["reported_false"] >= min_reports}
+        tp = len(claims & world.prerequisites)
+        out[f"reported_{min_reports}x"] = {
+            "claimed": len(claims), "true_positive": tp,
+            "precision": tp / len(claims) if claims else None,
+            "recall": tp / len(world.prerequisites) if world.prerequisites else None,
+        }
+    return out
+
+
+def calibration(uses: Sequence[Any]) -> dict[str, Any]:
+    """Calibration of decision entries, every used entry, and rendered edges (by provenance)."""
+    out: dict[str, Any] = {}
+    for kind in ("decision", "entry", "edge"):
+        rows = [u for u in uses if u.kind == kind]
+        out[kind] = metrics.calibration([u.confidence for u in rows], [u.success for u in rows])
+    for source_type in metrics.PROVENANCE:
+        rows = [u for u in uses if u.kind == "edge" and u.source_type == source_type]
+        out[f"edge:{source_type}"] = metrics.calibration([u.confidence for u in rows],
+                                                         [u.success for u in rows])
+    return out
+
+
+def _promotions(nightly: Mapping[str, Any]) -> int:
+    """Entries a nightly run promoted (candidate -> pattern and pattern -> proven)."""
+    return int(nightly.get("promoted_to_pattern", 0)) + int(nightly.get("promoted_to_proven", 0))
+
+
+def timeline(run: SimulationRun) -> list[dict[str, Any]]:
+    """One row per simulated day: graph size by provenance, cumulative lifecycle events, and
+    how many learned prerequisite edges are true or false at the two thresholds."""
+    world = run.world
+    audit_start = sum(int(r["n"]) for r in run.before.audit)
+    accepted_start = run.before.enrichment.get("accepted", 0)
+    promotions = archived = 0
+    rows = []
+    for snap in run.days:
+        facts = metrics.facts_from_rows(snap.edges)
+        promotions += _promotions(snap.nightly)
+        archived += int(snap.nightly.get("archived", 0))
+        row: dict[str, Any] = {
+            "day": snap.day,
+            "at": snap.at,
+            "sessions": snap.sessions,
+            "edges_by_provenance": dict(Counter(f.source_type for f in facts)),
+            "edges_by_type": dict(Counter(f.edge_type for f in facts)),
+            "maturity": snap.maturity,
+            "promotions": promotions,
+            "archived": archived,
+            "culls": sum(int(r["n"]) for r in snap.audit) - audit_start,
+            "enrichment_accepted": snap.enrichment.get("accepted", 0) - accepted_start,
+        }
+        for t, suffix in ((HEADLINE_THRESHOLD, "06"), (ENTRY_THRESHOLD, "03")):
+            learned = [f for f in facts if f.edge_type == "prerequisite" and f.source_type == "learned"
+                       and f.confidence >= t and f.source in world.concepts and f.target in world.concepts]
+            true = sum(1 for f in learned if (f.source, f.target) in world.prerequisites)
+            row[f"learned_prereq_true_{suffix}"] = true
+            row[f"learned_prereq_false_{suffix}"] = len(learned) - true
+        memory = metrics.recovery_at(facts, world.prerequisites, world.slugs, "prerequisite",
+                                     HEADLINE_THRESHOLD)
+        row["memory_prereq_precision_06"] = memory["precision"]
+        row["memory_prereq_recall_06"] = memory["recall"]
+        row["process"], row["nightly"], row["enrich"] = snap.process, snap.nightly, snap.enrich
+        rows.append(row)
+    return rows
+
+
+def _at(curve: Sequence[Mapping[str, Any]], threshold: float) -> Mapping[str, Any]:
+    return next(r for r in curve if abs(r["threshold"] - threshold) < 1e-9)
+
+
+def headline(rec: Mapping[str, Any], cal: Mapping[str, Any], lifecycle: Mapping[str, Any],
+             baseline: Mapping[str, Any]) -> dict[str, Any]:
+    prereq = rec["prerequisite"]
+    learned06, learned03 = _at(prereq["learned"], HEADLINE_THRESHOLD), _at(prereq["learned"], ENTRY_THRESHOLD)
+    memory06 = _at(prereq["memory"], HEADLINE_THRESHOLD)
+    return {
+        "learned_prereq_precision_at_0.6": learned06["precision"],
+        "learned_prereq_recall_at_0.6": learned06["recall"],
+        "learned_prereq_precision_at_0.3": learned03["precision"],
+        "learned_prereq_recall_at_0.3": learned03["recall"],
+        "learned_prereq_direction_accuracy_at_0.3": learned03["direction_accuracy"],
+        "struggled_prereq_recall_at_0.3": _at(prereq["struggled"], ENTRY_THRESHOLD)["recall"],
+        "memory_prereq_precision_at_0.6": memory06["precision"],
+        "memory_prereq_recall_at_0.6": memory06["recall"],
+        "extractor_precision_reported_1x": baseline["reported_1x"]["precision"],
+        "leads_to_precision_at_0.6": _at(rec["leads_to"]["memory"], HEADLINE_THRESHOLD)["precision"],
+        "fallback_precision_at_0.6": _at(rec["fallback"]["memory"], HEADLINE_THRESHOLD)["precision"],
+        "decision_log_loss": cal["decision"]["log_loss"],
+        "decision_baseline_log_loss": cal["decision"]["baseline_log_loss"],
+        "decision_binned_rmse": cal["decision"]["binned_rmse"],
+        "edge_log_loss": cal["edge"]["log_loss"],
+        "edge_baseline_log_loss": cal["edge"]["baseline_log_loss"],
+        "edge_binned_rmse": cal["edge"]["binned_rmse"],
+        "promotions": lifecycle["promotions"],
+        "archived": lifecycle["archived"],
+        "culls": lifecycle["culls"],
+        "enrichment_accepted": lifecycle["enrichment_accepted"],
+    }
+
+
+# --- writing -------------------------------------------------------------------------------
+
+def write_uses(path: Path, uses: Sequence[Any]) -> Path:
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["day", "session_id", "turn_index", "kind", "id", "edge_type", "source_type",
+                         "confidence", "success"])
+        for u in uses:
+            writer.writerow([u.day, u.session_id, u.turn_index, u.kind, u.id, u.edge_type or "",
+                             u.source_type or "", f"{u.confidence:.6f}", int(u.success)])
+    return path
+
+
+def write_report(run: SimulationRun, out_dir: Path, *, name: str | None = None,
+                 extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Write the whole folder and return report.json's content."""
+    from hag import db  # noqa: PLC0415
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    world = run.world
+    with db.connect() as conn:
+        exported = collect_exports(conn, world.topic_id)
+    struggles = run.struggle_table()
+    before = metrics.facts_from_rows(run.before.edges)
+    after = metrics.edge_facts(exported["edges"], exported["entries"], world.topic_id)
+
+    rec = recovery(world, before, after, struggles)
+    cal = calibration(run.uses)
+    days = timeline(run)
+    last = days[-1] if days else {"promotions": 0, "archived": 0, "culls": 0, "enrichment_accepted": 0}
+    lifecycle = {
+        "promotions": last["promotions"],
+        "archived": last["archived"],
+        "culls": last["culls"],
+        "enrichment_accepted": last["enrichment_accepted"],
+        "audit": exported["audit"],
+    }
+    baseline = extractor_baseline(world, struggles)
+    report = {
+        "name": name or out_dir.name,
+        "config": run.config.describe(),
+        "run": {
+            "sessions": run.sessions, "turns": run.turns, "successes": run.successes,
+            "success_rate": run.successes / run.turns if run.turns else None,
+            "quarantined": run.quarantined, "learners": len(run.learners),
+            "mastered_at_end": sum(len(lr.mastered) for lr in run.learners),
+            "seconds": dict(run.seconds),
+            "true_struggles": sum(s["true"] for s in struggles),
+            "reported_true": sum(s["reported_true"] for s in struggles),
+            "reported_false": sum(s["reported_false"] for s in struggles),
+        },
+        "headline": headline(rec, cal, lifecycle, baseline),
+        "recovery": rec,
+        "provenance_at_0.3": metrics.provenance_breakdown(after, world.prerequisites, world.slugs,
+                                                          "prerequisite", ENTRY_THRESHOLD),
+        "provenance_at_0.6": metrics.provenance_breakdown(after, world.prerequisites, world.slugs,
+                                                          "prerequisite", HEADLINE_THRESHOLD),
+        "extractor_baseline": baseline,
+        "calibration": cal,
+        "lifecycle": {k: v for k, v in lifecycle.items() if k != "audit"},
+        "extra": dict(extra or {}),
+    }
+
+    write_json(out_dir / "truth.json", {**world.to_dict(), "struggles": struggles})
+    write_json(out_dir / "edges.json", exported["edges"])
+    write_json(out_dir / "entries.json", exported["entries"])
+    write_json(out_dir / "edges_before.json", run.before.edges)
+    write_json(out_dir / "audit.json", exported["audit"])
+    write_json(out_dir / "timeline.json", days)
+    write_uses(out_dir / "uses.csv", run.uses)
+    plots.recovery_plot(rec, out_dir / "recovery.png")
+    plots.reliability_plot({k: cal[k] for k in ("decision", "entry", "edge")}, out_dir / "reliability.png")
+    if days:
+        plots.lifecycle_plot(days, out_dir / "lifecycle.png")
+    plots.graph_plot(world, before, after, out_dir / "graph.png", threshold=HEADLINE_THRESHOLD)
+    write_json(out_dir / "report.json", report)
+    from hag.report.markdown import render  # noqa: PLC0415
+
+    (out_dir / "report.md").write_text(render(report, exported["audit"], days))
+    return report
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def summary_lines(report: Mapping[str, Any], folder: Path | None = None) -> list[str]:
+    """The terminal summary: the headline figures in a few lines."""
+    h = report["headline"]
+    r = report["run"]
+    lines = [
+        f"simulated {r['sessions']} sessions ({r['turns']} turns, success rate "
+        f"{_fmt(r['success_rate'], 2)}) for {r['learners']} learners; "
+        f"struggles: {r['true_struggles']} true, {r['reported_true']} reported, "
+        f"{r['reported_false']} invented by the extractor",
+        f"prerequisite recovery (learned edges): precision {_fmt(h['learned_prereq_precision_at_0.6'])} "
+        f"recall {_fmt(h['learned_prereq_recall_at_0.6'])} at >= 0.6; precision "
+        f"{_fmt(h['learned_prereq_precision_at_0.3'])} recall {_fmt(h['learned_prereq_recall_at_0.3'])} "
+        f"direction {_fmt(h['learned_prereq_direction_accuracy_at_0.3'])} at >= 0.3 "
+        f"(trusting every report: precision {_fmt(h['extractor_precision_reported_1x'])})",
+        f"whole memory at >= 0.6: prerequisite precision {_fmt(h['memory_prereq_precision_at_0.6'])} "
+        f"recall {_fmt(h['memory_prereq_recall_at_0.6'])}; leads_to precision "
+        f"{_fmt(h['leads_to_precision_at_0.6'])}; fallback precision {_fmt(h['fallback_precision_at_0.6'])}",
+        f"calibration: decision entries log-loss {_fmt(h['decision_log_loss'])} (base rate "
+        f"{_fmt(h['decision_baseline_log_loss'])}), binned RMSE {_fmt(h['decision_binned_rmse'])}; "
+        f"edges log-loss {_fmt(h['edge_log_loss'])} (base rate {_fmt(h['edge_baseline_log_loss'])}), "
+        f"binned RMSE {_fmt(h['edge_binned_rmse'])}",
+        f"lifecycle: {h['promotions']} promotions, {h['archived']} entries archived, "
+        f"{h['culls']} edges culled (audited), "
+        f"{h['enrichment_accepted']} enrichment proposals accepted",
+    ]
+    if folder is not None:
+        lines.append(f"report: {folder / 'report.md'}")
+    return lines
+

@@ -1,0 +1,258 @@
+"""The tutor's online read: four passes, the merge, the edge walk and the prompt blocks.
+
+`retrieve(topic, learner, message, ...)` is what the tutor calls on every turn (SPEC §3):
+
+1. one context string per turn (the seed's f-string), embedded once (an LRU of embeddings
+   by context string saves the call when a turn repeats);
+2. on a result-cache miss, four passes at once, each on its own pooled read-only
+   connection: topic-semantic and topic-concept over the topic scopes of this topic, tutor
+   (every topic) and student (this learner only, every topic);
+3. the two topic passes merged (semantic wins a collision) and re-ranked by the seed's
+   composite score, top `topic_top_k` kept; tutor and student rows appended, never
+   competing for those places;
+4. the edge walk from the top `edge_walk_top_k` topic advisories, in one query;
+5. the three labelled blocks and the decision-tree lines (hag.retrieval.render).
+
+Nothing here writes: `last_matched_at` and traversal counts move at session end, from what
+the tutor reports back (`used_entry_ids`, `rendered_edge_ids`). No Prefect, no Great
+Expectations: this module stays cheap to import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+import numpy as np
+
+from hag import settings
+from hag.errors import NotFoundError, ValidationError
+from hag.retrieval import ranking, render, store
+from hag.retrieval.cache import TTLCache
+from hag.retrieval.model import Advisory, PassReport, RenderedEdge, RetrievalResult, Visual
+
+__all__ = [
+    "Advisory", "RenderedEdge", "RetrievalResult", "Visual", "clear_caches", "retrieve",
+    "visual_for",
+]
+
+# The shapes the schema admits (migration 001's CHECKs): anything else cannot exist, so it is
+# refused before any query, with the rule in the message.
+_TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_LEARNER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
+_SLUG = re.compile(r"^(_unanchored_|[a-z0-9][a-z0-9-]*)$")
+
+_results = TTLCache()
+_embeddings = TTLCache()
+_fingerprints: dict[int, tuple[Mapping[str, Any], str]] = {}
+
+
+def clear_caches() -> None:
+    """Forget cached results, embeddings, topic titles and the ANN index catalogue."""
+    _results.clear()
+    _embeddings.clear()
+    store.catalog.clear()
+
+
+def retrieve(topic_id: str, learner_id: str, student_message: str, level: str | None = None,
+             focus: str | None = None, recent_concepts: Iterable[str | Sequence[str]] = (),
+             expected_concepts: Iterable[str] = (), *, conn: Any = None) -> RetrievalResult:
+    """The memory for one turn: ranked advisories, the edge trees and the rendered blocks.
+
+    `recent_concepts`: the recent turns' concept slugs, either flat or one list per turn
+    (oldest first; only the last `recent_concept_turns` count). `expected_concepts`: slugs
+    that earn the concept-match bonus in the merge. With `conn`, every query runs on that
+    connection one after another (inside the caller's transaction); without it, the passes
+    run concurrently on the read pool.
+    """
+    _check_text("topic id", topic_id, _TOPIC_ID, "lower-case letters, digits, '-' or '_'")
+    _check_text("learner id", learner_id, _LEARNER_ID,
+                "letters, digits, '.', '_', '@' or '-', at most 128 characters")
+    if not isinstance(student_message, str) or not student_message.strip():
+        raise ValidationError("the student message is empty: there is nothing to retrieve for")
+    dials = settings.current() if conn is None else settings.load(conn)
+    slugs = [s for s in ranking.recent_slugs(recent_concepts, dials) if _SLUG.match(s)]
+    expected = sorted({s for s in expected_concepts if isinstance(s, str)})
+
+    if conn is None:
+        with store.read_pool().connection() as reader:
+            title, ann = _catalog(reader, topic_id, dials)
+    else:
+        title, ann = _catalog(conn, topic_id, dials)
+    if title is None:
+        raise NotFoundError(f"unknown topic {topic_id!r}")
+
+    from hag.embeddings import cut, get_embedder  # noqa: PLC0415 - keeps openai off import
+
+    embedder = get_embedder()
+    context = cut(ranking.query_context(title, level, focus, student_message, dials),
+                  int(dials["embed_max_chars"]))
+    # Everything that changes the answer: the embedded text (topic title, level, focus,
+    # message), the topic, the learner (whose patterns the student pass reads), the slugs,
+    # the expected set, the embedder and every dial.
+    key = (context, topic_id, learner_id, tuple(sorted(slugs)), tuple(expected), embedder.name,
+           _fingerprint(dials))
+    ttl = float(dials["retrieval_cache_ttl_seconds"])
+    cached = _results.get(key, ttl) if ttl > 0 else None
+    if cached is not None:
+        return dataclasses.replace(cached, cached=True)
+
+    vector = _embed(embedder, context, dials)
+    result = _retrieve_uncached(topic_id, learner_id, context, vector, slugs, expected, ann,
+                                dials, conn)
+    if ttl > 0:
+        _results.put(key, result, int(dials["retrieval_cache_size"]))
+    return result
+
+
+def visual_for(concept_slug: str, *, conn: Any = None) -> Visual | None:
+    """The curated drawing for a concept (the visual bucket's own read), or None."""
+    if not isinstance(concept_slug, str) or not _SLUG.match(concept_slug):
+        return None
+    if conn is None:
+        with store.read_pool().connection() as reader:
+            row = reader.execute(store.query("retrieval", "visual_for"),
+                                 {"concept_slug": concept_slug}).fetchone()
+    else:
+        row = conn.execute(store.query("retrieval", "visual_for"),
+                           {"concept_slug": concept_slug}).fetchone()
+    if row is None:
+        return None
+    return Visual(row["id"], row["concept_slug"], row["maturity"], float(row["confidence"]),
+                  row["instruction"])
+
+
+def topic_scopes(dials: Mapping[str, Any]) -> list[str]:
+    """The `topic_scopes` dial without the tutor, student and visual scopes.
+
+    Those have passes (or a read) of their own; a misconfigured dial must never put one
+    learner's patterns, or the drawings, into the topic block.
+    """
+    return [s for s in dials["topic_scopes"]
+            if s not in ("tutor", "visual") and not s.startswith("student")]
+
+
+def _check_text(what: str, value: Any, shape: re.Pattern[str], rule: str) -> None:
+    if not isinstance(value, str) or not shape.match(value):
+        shown = repr(value)[:60] + ("…" if len(repr(value)) > 60 else "")
+        raise ValidationError(f"{what} {shown} is not valid: use {rule}")
+
+
+def _catalog(conn: Any, topic_id: str, dials: Mapping[str, Any]) -> tuple[str | None, frozenset[str]]:
+    ttl = float(dials["settings_cache_ttl_seconds"])
+    return store.catalog.title(conn, topic_id, ttl), store.catalog.ann_labels(conn, ttl)
+
+
+def _fingerprint(dials: Mapping[str, Any]) -> str:
+    """A short digest of every dial's value, computed once per settings snapshot."""
+    hit = _fingerprints.get(id(dials))
+    if hit is not None and hit[0] is dials:
+        return hit[1]
+    digest = hashlib.blake2b(json.dumps(sorted(dials.items()), default=str).encode(),
+                             digest_size=12).hexdigest()
+    _fingerprints.clear()
+    _fingerprints[id(dials)] = (dials, digest)
+    return digest
+
+
+def _embed(embedder: Any, context: str, dials: Mapping[str, Any]) -> np.ndarray:
+    key = (embedder.name, context)
+    vector = _embeddings.get(key, None)
+    if vector is None:
+        vector = np.asarray(embedder.embed([context])[0], dtype=np.float32)
+        vector.setflags(write=False)
+        _embeddings.put(key, vector, int(dials["embedding_cache_size"]))
+    return vector
+
+
+def _retrieve_uncached(topic_id: str, learner_id: str, context: str, vector: np.ndarray,
+                       slugs: list[str], expected: list[str], ann: frozenset[str],
+                       dials: Mapping[str, Any], conn: Any) -> RetrievalResult:
+    scopes = topic_scopes(dials)
+    jobs: dict[str, tuple[Any, ...]] = {
+        "topic-semantic": (store.semantic_pass, "topic-semantic", vector, topic_id, scopes,
+                           int(dials["match_count"]), dials, f"topic:{topic_id}" in ann),
+    }
+    if slugs:
+        jobs["topic-concept"] = (store.concept_pass, slugs, topic_id, scopes, dials)
+    if int(dials["tutor_match_count"]) > 0:
+        jobs["tutor"] = (store.semantic_pass, "tutor", vector, None, ["tutor"],
+                         int(dials["tutor_match_count"]), dials, "scope:tutor" in ann)
+    if int(dials["student_match_count"]) > 0:
+        jobs["student"] = (store.semantic_pass, "student", vector, None,
+                           [f"student:{learner_id}"], int(dials["student_match_count"]),
+                           dials, False)
+    outputs = _run_passes(jobs, conn)
+    rows = {name: out[0] for name, out in outputs.items()}
+    reports = [out[1] for out in outputs.values()]
+
+    ranked = ranking.merge_topic(rows["topic-semantic"], rows.get("topic-concept", []),
+                                 expected, dials)
+    topic = tuple(_advisory(r.row, dials, r.source, r.score) for r in ranked)
+    tutor = tuple(_advisory(r, dials) for r in rows.get("tutor", []))
+    student = tuple(_advisory(r, dials) for r in rows.get("student", []))
+
+    walked = [a.entry_id for a in topic[: int(dials["edge_walk_top_k"])]]
+    edges: list[RenderedEdge] = []
+    trees: list[list[str]] = []
+    if walked:
+        started = time.perf_counter()
+        if conn is None:
+            with store.read_pool().connection() as reader:
+                edge_rows = store.edge_walk(reader, walked, dials)
+        else:
+            edge_rows = store.edge_walk(conn, walked, dials)
+        reports.append(PassReport("edge-walk", "exact", len(edge_rows),
+                                  round((time.perf_counter() - started) * 1000, 3)))
+        trees = [[] for _ in walked]
+        for e in edge_rows:
+            line = render.edge_line(e["edge_type"], e["target_instruction"], e["condition"],
+                                    int(dials["edge_target_max_chars"]))
+            trees[int(e["rank"]) - 1].append(line)
+            edges.append(RenderedEdge(e["edge_id"], e["source_entry_id"], e["target_entry_id"],
+                                      e["edge_type"], float(e["confidence"]), e["condition"],
+                                      line))
+    text = render.render(topic, tutor, student, trees)
+    return RetrievalResult(topic_id, learner_id, context, topic, tutor, student, tuple(edges),
+                           text, tuple(reports))
+
+
+def _run_passes(jobs: dict[str, tuple[Any, ...]], conn: Any) -> dict[str, Any]:
+    """Each pass's (rows, report): on the caller's connection in turn, or concurrently."""
+    if conn is not None:
+        return {name: fn(conn, *args) for name, (fn, *args) in jobs.items()}
+    pool = store.read_pool()
+
+    def run(fn: Any, *args: Any) -> Any:
+        with pool.connection() as reader:
+            return fn(reader, *args)
+
+    futures: dict[str, Future[Any]] = {
+        name: store.executor().submit(run, fn, *args) for name, (fn, *args) in jobs.items()
+    }
+    return {name: future.result() for name, future in futures.items()}
+
+
+def _advisory(row: Mapping[str, Any], dials: Mapping[str, Any], source: str = "semantic",
+              score: float = 0.0) -> Advisory:
+    confidence = float(row["confidence"])
+    return Advisory(
+        entry_id=row["id"],
+        concept_slug=row["concept_slug"],
+        visibility_scope=row["visibility_scope"],
+        maturity=row["maturity"],
+        similarity=float(row["similarity"]),
+        confidence=confidence,
+        routing_score=ranking.routing_score(row),
+        band=ranking.band(confidence, dials),
+        instruction=ranking.clip_advisory(row["instruction"], int(dials["advisory_max_chars"])),
+        topic_id=row["topic_id"],
+        source=source,
+        rank_score=score,
+    )

@@ -1,0 +1,208 @@
+"""The read path's database side: a read-only pool, the passes' SQL, the ANN index catalog.
+
+Each pass is one query on its own pooled connection, so the four passes of a turn run at
+the same time (threads over the sync pool: psycopg releases the GIL while it waits on the
+server; measured against asyncio in bench/bench_retrieval.py). The pool's connections are
+autocommit and `default_transaction_read_only`: the server itself refuses any write from
+the read path. Custom plans are forced so that a partial index whose predicate names a
+topic or a scope is matched against the bound value of every call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from hag import db
+from hag.retrieval.model import PassReport
+from hag.retrieval.ranking import Row, rerank_candidates
+from hag.sqlfiles import query
+
+# How much larger the second approximate try is, when the first could not prove its
+# re-ranked answer exact (ours; past it the exact query answers).
+_WIDEN = 4
+_PASSES = 4  # connections the pool keeps open: one per concurrent pass
+
+_lock = threading.Lock()
+_pool: Any = None
+_pool_url: str | None = None
+_executor: ThreadPoolExecutor | None = None
+_ef_search: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def _configure_reader(conn: psycopg.Connection[Any]) -> None:
+    db.configure_connection(conn)
+    conn.execute("SET default_transaction_read_only = on")
+    conn.execute("SET plan_cache_mode = force_custom_plan")
+    conn.execute("SET hnsw.iterative_scan = relaxed_order")
+
+
+def read_pool() -> Any:
+    """The process-wide read-only pool of the read path (made on first use)."""
+    global _pool, _pool_url
+    url = db.database_url()
+    with _lock:
+        if _pool is not None and _pool_url != url:
+            _pool.close()
+            _pool = None
+        if _pool is None:
+            from psycopg.rows import dict_row  # noqa: PLC0415
+            from psycopg_pool import ConnectionPool  # noqa: PLC0415
+
+            _pool = ConnectionPool(
+                url, min_size=_PASSES, max_size=2 * _PASSES, open=True,
+                kwargs={"row_factory": dict_row, "autocommit": True},
+                configure=_configure_reader, name="hag-retrieval",
+            )
+            _pool_url = url
+        return _pool
+
+
+def executor() -> ThreadPoolExecutor:
+    global _executor
+    with _lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=_PASSES, thread_name_prefix="hag-pass")
+        return _executor
+
+
+def close() -> None:
+    """Close the read pool (tests switch databases; the CLI exits)."""
+    global _pool, _pool_url
+    with _lock:
+        if _pool is not None:
+            _pool.close()
+        _pool, _pool_url = None, None
+
+
+def use_ef_search(conn: psycopg.Connection[Any], ef_search: int) -> None:
+    """Set hnsw.ef_search on this connection when the dial changed since it was last set."""
+    if _ef_search.get(conn) == ef_search:
+        return
+    local = not conn.autocommit  # a caller's connection: only for its transaction
+    conn.execute("SELECT set_config('hnsw.ef_search', %s, %s), "
+                 "set_config('hnsw.iterative_scan', 'relaxed_order', %s)",
+                 (str(ef_search), local, local))
+    if not local:
+        _ef_search[conn] = ef_search
+
+
+def filters(dials: Mapping[str, Any]) -> dict[str, Any]:
+    """The seed's filter and boost parameters, from the dials."""
+    return {
+        "min_confidence": float(dials["retrieval_min_confidence"]),
+        "floor_proven": float(dials["floor_proven"]),
+        "floor_pattern": float(dials["floor_pattern"]),
+        "floor_candidate": float(dials["floor_candidate"]),
+        "boost_proven": float(dials["boost_proven"]),
+        "boost_pattern": float(dials["boost_pattern"]),
+        "boost_other": float(dials["boost_candidate"]),
+    }
+
+
+def semantic_pass(conn: psycopg.Connection[Any], name: str, vector: np.ndarray,
+                  topic_id: str | None, scopes: Sequence[str], count: int,
+                  dials: Mapping[str, Any], approximate: bool) -> tuple[list[Row], PassReport]:
+    """The seed's semantic pass: top `count` by boosted similarity, exactly as the seed orders.
+
+    With an ANN index for this eligible set, the nearest `ann_candidates` rows are fetched
+    through it and re-ranked; when the re-rank cannot be proven equal to the seed's order
+    (see ranking.rerank_candidates) a wider try follows, then the exact query.
+    """
+    started = time.perf_counter()
+    params = {**filters(dials), "query": vector, "topic_id": topic_id, "scopes": list(scopes)}
+    path = "exact"
+    if approximate:
+        use_ef_search(conn, int(dials["hnsw_ef_search"]))
+        requested = max(int(dials["ann_candidates"]), count)
+        for attempt in range(2):
+            rows = conn.execute(query("retrieval", "semantic_candidates"),
+                                {**params, "candidates": requested}).fetchall()
+            reranked = rerank_candidates(rows, count, requested, dials)
+            if reranked.proven:
+                path = "approximate" if attempt == 0 else "approximate-widened"
+                return reranked.rows, _report(name, path, reranked.rows, started)
+            if len(rows) < requested:
+                break  # the scan ran dry: the eligible set is small, or the scan stopped
+            requested *= _WIDEN
+        path = "exact-fallback"
+    rows = conn.execute(query("retrieval", "semantic_exact"),
+                        {**params, "match_count": count}).fetchall()
+    return rows, _report(name, path, rows, started)
+
+
+def concept_pass(conn: psycopg.Connection[Any], slugs: Sequence[str], topic_id: str,
+                 scopes: Sequence[str], dials: Mapping[str, Any]) -> tuple[list[Row], PassReport]:
+    """The seed's by-concept pass over the topic scopes."""
+    started = time.perf_counter()
+    rows = conn.execute(query("retrieval", "concept_pass"), {
+        **filters(dials), "slugs": list(slugs), "topic_id": topic_id, "scopes": list(scopes),
+        "match_count": int(dials["concept_match_count"]),
+    }).fetchall()
+    return rows, _report("topic-concept", "exact", rows, started)
+
+
+def edge_walk(conn: psycopg.Connection[Any], entry_ids: Sequence[Any],
+              dials: Mapping[str, Any]) -> list[Row]:
+    """Outgoing edges of each entry in order, walk-filtered, at most the per-entry dial each."""
+    return conn.execute(query("retrieval", "edge_walk"), {
+        "entry_ids": list(entry_ids),
+        "min_confidence": float(dials["edge_min_confidence"]),
+        "include_candidates": bool(dials["edge_include_candidate_targets"]),
+        "per_entry": int(dials["edge_walk_max_edges_per_entry"]),
+    }).fetchall()
+
+
+def _report(name: str, path: str, rows: Sequence[Row], started: float) -> PassReport:
+    return PassReport(name, path, len(rows), round((time.perf_counter() - started) * 1000, 3))
+
+
+class Catalog:
+    """Topic titles and the ANN indexes present, re-read every `ttl` seconds."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._titles: dict[str, tuple[float, str | None]] = {}
+        self._ann: tuple[float, frozenset[str]] | None = None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._titles.clear()
+            self._ann = None
+
+    def title(self, conn: psycopg.Connection[Any], topic_id: str, ttl: float) -> str | None:
+        """The topic's title, or None when there is no such topic."""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._titles.get(topic_id)
+        if hit is not None and now - hit[0] < ttl:
+            return hit[1]
+        row = conn.execute(query("retrieval", "topic_title"), {"topic_id": topic_id}).fetchone()
+        title = row["title"] if row else None
+        with self._lock:
+            if len(self._titles) > 10_000:
+                self._titles.clear()
+            self._titles[topic_id] = (now, title)
+        return title
+
+    def ann_labels(self, conn: psycopg.Connection[Any], ttl: float) -> frozenset[str]:
+        """Labels of the valid ANN indexes: 'topic:<topic_id>', 'scope:tutor'."""
+        now = time.monotonic()
+        with self._lock:
+            if self._ann is not None and now - self._ann[0] < ttl:
+                return self._ann[1]
+        rows = conn.execute(query("retrieval", "ann_indexes")).fetchall()
+        labels = frozenset(r["label"].removeprefix("hag-ann ") for r in rows)
+        with self._lock:
+            self._ann = (now, labels)
+        return labels
+
+
+catalog = Catalog()

@@ -1,0 +1,640 @@
+"""Session-end processing: apply pending sessions to the memory, each in one transaction.
+
+For each session, in the seed's order (SPEC §4):
+1. observations -> entries (the concept ladder; student-pattern dedup at cosine 0.72);
+2. discovery (sequence -> `leads_to`, recovery -> `fallback` with a condition);
+3. prerequisite proposals (only from struggles with evidence);
+4. reinforcement: every edge observed by 2 and 3 goes through `hag.edges.upsert_edges`,
+   once per session, before anything is graded;
+5. outcome grading of the edges and entries that reached the prompt, with the counters.
+The ledger row turns `processed` in the same transaction, so a session is applied exactly
+once; every write is timed at the session's `ended_at`.
+
+Concurrency (ours): several workers may apply different sessions at once and must end in
+the state of a serial order (their commit order). Writes are single statements that read
+and write the row they change under its lock; the reads that decide a write are guarded by
+transaction-scoped advisory locks (a learner's patterns for the cosine dedup; each topic
+entry identity that observations may create and struggles look up); the rows a session
+grades or reinforces are locked in one sorted pass first, so sessions sharing rows queue
+rather than deadlock. A deadlock or serialization failure that still happens is retried.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+import psycopg
+from pgvector import Vector
+from psycopg import errors as pg_errors
+from pydantic import ValidationError
+
+from hag.edges import EdgeObservation, say_why, upsert_edges
+from hag.errors import HagError
+from hag.session import rules
+from hag.session.contract import SessionPayload, Turn
+from hag.session.ladder import UNANCHORED, Catalogue, as_array, candidate_slug, resolve_all
+from hag.sqlfiles import query
+
+RUN_KIND = "session_end"
+STEPS = ("observations", "discovery", "proposals", "reinforcement", "grading")
+_RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+# A session that passed ingest but breaks a database rule is rejected, not retried forever.
+_REJECTABLE = (psycopg.DataError, psycopg.IntegrityError, ValidationError, HagError)
+
+
+@dataclass
+class SessionCounts:
+    """What applying sessions changed; one per session, summed per batch and per run."""
+
+    sessions: int = 0
+    entries_created: int = 0
+    entries_merged: int = 0
+    observations_dropped: int = 0
+    edges_created: int = 0
+    edges_reinforced: int = 0
+    edges_graded_up: int = 0
+    edges_graded_down: int = 0
+    edges_traversed: int = 0
+    edges_missing: int = 0
+    entries_graded: int = 0
+    struggles_proposed: int = 0
+    struggles_unresolved: int = 0
+    struggles_without_evidence: int = 0
+
+    def add(self, other: SessionCounts) -> None:
+        for f in fields(SessionCounts):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(SessionCounts)}
+
+
+@dataclass
+class ProcessSummary(SessionCounts):
+    """A run's (or a batch's) totals, with rejects, retries and time per step."""
+
+    run_id: UUID | None = None
+    rejects: int = 0
+    retries: int = 0
+    seconds: float = 0.0
+    step_seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STEPS, 0.0))
+    rejected: list[dict[str, str]] = field(default_factory=list)
+
+    def merge(self, other: ProcessSummary) -> None:
+        self.add(other)
+        self.rejects += other.rejects
+        self.retries += other.retries
+        self.rejected.extend(other.rejected)
+        for step, seconds in other.step_seconds.items():
+            self.step_seconds[step] = self.step_seconds.get(step, 0.0) + seconds
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"run_id": str(self.run_id) if self.run_id else None}
+        out.update(super().as_dict())
+        out.update(rejects=self.rejects, retries=self.retries, seconds=round(self.seconds, 3),
+                   step_seconds={k: round(v, 3) for k, v in self.step_seconds.items()},
+                   rejected=self.rejected)
+        return out
+
+
+class Caches:
+    """Per-call read caches: topic catalogues (sessions never change what they hold)."""
+
+    def __init__(self) -> None:
+        self._catalogues: dict[str, Catalogue] = {}
+        self._lock = threading.Lock()
+
+    def catalogue(self, conn: Any, topic_id: str) -> Catalogue:
+        with self._lock:
+            found = self._catalogues.get(topic_id)
+        if found is None:
+            found = Catalogue.load(conn, topic_id)
+            with self._lock:
+                self._catalogues[topic_id] = found
+        return found
+
+
+def _embed(texts: list[str]) -> np.ndarray:
+    from hag.embeddings import embed_texts  # noqa: PLC0415
+
+    return embed_texts(texts)
+
+
+# --- one session ---------------------------------------------------------------------------
+
+@dataclass
+class _Plan:
+    """What a session will write, decided from the payload and static reads (no locks yet)."""
+
+    observations: list[tuple[int, Any, Any]]  # (turn_index, Observation, Resolution)
+    vectors: np.ndarray
+    struggle_slugs: list[tuple[Any, str, str]]  # (Struggle, concept slug, missing slug)
+    lock_keys: list[str]
+
+
+def graph_scope(graph: str, learner_id: str, dials: Mapping[str, Any]) -> str:
+    """The visibility scope an observation for a graph is written with."""
+    if graph == "topic":
+        return str(dials["session_topic_scope"])
+    if graph == "student":
+        return f"student:{learner_id}"
+    return graph  # tutor | visual
+
+
+def _plan(session: SessionPayload, turns: list[Turn], catalogue: Catalogue,
+          dials: Mapping[str, Any], embed: Callable[[list[str]], np.ndarray]) -> _Plan:
+    items = [(t.turn_index, o) for t in turns for o in t.observations]
+    resolutions = resolve_all([o.concept for _, o in items], catalogue, dials, embed)
+    vectors = embed([o.text for _, o in items]) if items else np.zeros((0, 0), dtype=np.float32)
+    topic_scope = graph_scope("topic", session.learner_id, dials)
+    struggles = [(s, candidate_slug(s.concept_slug, catalogue), candidate_slug(s.missing_slug, catalogue))
+                 for t in turns for s in t.struggles if s.evidence.strip()]
+    keys = {f"entry:{session.topic_id}:{topic_scope}:{r.slug}"
+            for (_, o), r in zip(items, resolutions, strict=True) if o.graph == "topic" and r.anchored}
+    keys.update(f"entry:{session.topic_id}:{topic_scope}:{slug}"
+                for _, a, b in struggles for slug in (a, b))
+    if any(o.graph == "student" for _, o in items):
+        keys.add(f"learner:{session.learner_id}")
+    observations = [(ti, o, r) for (ti, o), r in zip(items, resolutions, strict=True)]
+    return _Plan(observations, vectors, struggles, sorted(keys))
+
+
+def apply_session(conn: Any, session: SessionPayload, dials: Mapping[str, Any], *,
+                  run_id: UUID | None = None, caches: Caches | None = None,
+                  step_seconds: dict[str, float] | None = None,
+                  embed: Callable[[list[str]], np.ndarray] = _embed) -> SessionCounts:
+    """Apply one session's five steps inside the caller's transaction; returns what changed."""
+    caches = caches or Caches()
+    timings = step_seconds if step_seconds is not None else {}
+    counts = SessionCounts(sessions=1)
+    turns = session.ordered_turns()
+
+    with _timed(timings, "observations"):
+        plan = _plan(session, turns, caches.catalogue(conn, session.topic_id), dials, embed)
+        if plan.lock_keys:
+            conn.execute(query("session", "lock_identities"), {"keys": plan.lock_keys})
+        observations_to_entries(conn, session, plan, dials, counts, run_id)
+    with _timed(timings, "discovery"):
+        observed = discover(conn, turns)
+    with _timed(timings, "proposals"):
+        observed += propose_prerequisites(conn, session, plan, dials, counts)
+    with _timed(timings, "reinforcement"):
+        _lock_rows(conn, turns, observed)
+        reinforce(conn, session, observed, dials, counts, run_id)
+    with _timed(timings, "grading"):
+        grade_outcomes(conn, session, turns, dials, counts, run_id)
+    return counts
+
+
+@contextmanager
+def _timed(timings: dict[str, float], step: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[step] = timings.get(step, 0.0) + time.perf_counter() - start
+
+
+def observations_to_entries(conn: Any, session: SessionPayload, plan: _Plan,
+                            dials: Mapping[str, Any], counts: SessionCounts,
+                            run_id: UUID | None) -> None:
+    """Step 1: each observation lands on its graph's entry, or becomes a new candidate.
+
+    Topic, tutor and visual observations merge by identity; student observations merge by
+    identity or, failing that, with the learner's pattern within `student_pattern_dedup_threshold`
+    cosine (seed: 0.72), including patterns created earlier in this session. Merging adds
+    no row and moves no confidence (seed: confidence moves only when an outcome fires).
+    `_unanchored_` rows never merge; an unanchored visual observation is dropped (a drawing
+    is found by its concept, and without one it could never be served).
+    """
+    if not plan.observations:
+        return
+    threshold = float(dials["student_pattern_dedup_threshold"])
+    patterns: list[tuple[str, np.ndarray]] = []  # (slug, unit vector) of this learner's patterns
+    if any(o.graph == "student" for _, o, _ in plan.observations):
+        scope = graph_scope("student", session.learner_id, dials)
+        for row in conn.execute(query("session", "learner_patterns"), {"scope": scope}).fetchall():
+            vector = as_array(row["embedding"])
+            norm = float(np.linalg.norm(vector))
+            patterns.append((row["concept_slug"], vector / norm if norm else vector))
+
+    new_rows: list[dict[str, Any]] = []
+    seen_identities: set[tuple[str, str]] = set()
+    minted: dict[str, dict[str, Any]] = {}
+    for (_, obs, res), vector in zip(plan.observations, plan.vectors, strict=True):
+        scope = graph_scope(obs.graph, session.learner_id, dials)
+        if obs.graph == "visual" and not res.anchored:
+            counts.observations_dropped += 1
+            continue
+        if obs.graph == "student":
+            same_slug = res.anchored and any(slug == res.slug for slug, _ in patterns)
+            near = bool(patterns) and max(float(v @ vector) for _, v in patterns) >= threshold
+            if same_slug or near:
+                counts.entries_merged += 1
+                continue
+            patterns.append((res.slug, vector))
+        elif res.anchored:
+            if (res.slug, scope) in seen_identities:
+                counts.entries_merged += 1
+                continue
+            seen_identities.add((res.slug, scope))
+        new_rows.append({
+            "id": uuid.uuid4(), "slug": res.slug, "scope": scope, "quality": res.quality,
+            "confidence": rules.initial_entry_confidence(res.quality, dials),
+            "instruction": obs.text, "embedding": Vector(vector),
+        })
+        if obs.graph == "topic" and res.step == "minted":
+            minted.setdefault(res.slug, {"title": obs.concept, "description": obs.text,
+                                         "embedding": Vector(vector)})
+    if minted:
+        conn.execute(query("session", "mint_concepts"), {
+            "topic_id": session.topic_id, "at": session.ended_at, "slugs": list(minted),
+            "titles": [m["title"] for m in minted.values()],
+            "descriptions": [m["description"] for m in minted.values()],
+            "embeddings": [m["embedding"] for m in minted.values()],
+        })
+    if not new_rows:
+        return
+    say_why(conn, "new entry from a session observation", session_id=session.session_id,
+            run_id=run_id, at=session.ended_at)
+    inserted = conn.execute(query("session", "insert_entries"), {
+        "topic_id": session.topic_id, "at": session.ended_at,
+        "ids": [r["id"] for r in new_rows], "slugs": [r["slug"] for r in new_rows],
+        "scopes": [r["scope"] for r in new_rows],
+        "confidences": [r["confidence"] for r in new_rows],
+        "qualities": [r["quality"] for r in new_rows],
+        "instructions": [r["instruction"] for r in new_rows],
+        "embeddings": [r["embedding"] for r in new_rows],
+    }).fetchall()
+    # A row that inserted nothing met an existing identity: the observation merged there.
+    counts.entries_created += len(inserted)
+    counts.entries_merged += len(new_rows) - len(inserted)
+
+
+def discover(conn: Any, turns: list[Turn]) -> list[EdgeObservation]:
+    """Step 2: sequence and recovery edges from consecutive turns' decision entries.
+
+    Sequence: turn t succeeded acting on A, turn t+1 acted on B != A -> `leads_to` A -> B.
+    Recovery: turn t failed acting on A, turn t+1 succeeded acting on B != A -> `fallback`
+    A -> B, with a condition naming what failed. A turn without a decision entry breaks the
+    chain; `_unanchored_` entries take part in nothing.
+    """
+    decisions = {t.decision_entry_id for t in turns if t.decision_entry_id is not None}
+    if len(decisions) < 2:
+        return []
+    slugs = {r["id"]: r["concept_slug"] for r in
+             conn.execute(query("session", "entry_slugs"), {"ids": list(decisions)}).fetchall()}
+    observed: list[EdgeObservation] = []
+    for turn, following in zip(turns, turns[1:], strict=False):
+        a, b = turn.decision_entry_id, following.decision_entry_id
+        if a is None or b is None or a == b or UNANCHORED in (slugs.get(a), slugs.get(b)):
+            continue
+        if turn.outcome == rules.SUCCESS:
+            observed.append(EdgeObservation(a, b, "leads_to"))
+        elif turn.outcome == rules.FAILURE and following.outcome == rules.SUCCESS:
+            observed.append(EdgeObservation(a, b, "fallback", fallback_condition(turn, slugs[a])))
+    return observed
+
+
+def fallback_condition(turn: Turn, failed_slug: str) -> str:
+    """The condition of a recovery edge: what failed, and what the student was missing."""
+    missing = sorted({s.missing_slug for s in turn.struggles if s.evidence.strip()})
+    said = f" (missing {', '.join(missing)})" if missing else ""
+    return f"the student did not get {failed_slug}{said}"
+
+
+def propose_prerequisites(conn: Any, session: SessionPayload, plan: _Plan,
+                          dials: Mapping[str, Any], counts: SessionCounts) -> list[EdgeObservation]:
+    """Step 3: a `prerequisite` edge per struggle with evidence, struggled -> missing concept.
+
+    Never from co-occurrence: only the extractor's explicit evidence counts. Both ends are
+    the topic entries of the session's topic; a struggle naming a concept with no entry
+    there (or the same entry twice) proposes nothing and is counted as unresolved.
+    """
+    counts.struggles_without_evidence += sum(
+        1 for t in session.turns for s in t.struggles if not s.evidence.strip())
+    if not plan.struggle_slugs:
+        return []
+    wanted = sorted({slug for _, a, b in plan.struggle_slugs for slug in (a, b)})
+    found = {r["concept_slug"]: r["id"] for r in conn.execute(query("session", "topic_entries_by_slug"), {
+        "topic_id": session.topic_id, "scope": graph_scope("topic", session.learner_id, dials),
+        "slugs": wanted}).fetchall()}
+    observed = []
+    for _, concept, missing in plan.struggle_slugs:
+        source, target = found.get(concept), found.get(missing)
+        if source is None or target is None or source == target:
+            counts.struggles_unresolved += 1
+            continue
+        counts.struggles_proposed += 1
+        observed.append(EdgeObservation(source, target, "prerequisite"))
+    return observed
+
+
+def _lock_rows(conn: Any, turns: list[Turn], observed: list[EdgeObservation]) -> None:
+    """Lock the existing entries and edges this session will write, in one sorted pass each."""
+    entry_ids = sorted({i for t in turns for i in _graded_entries(t)}, key=str)
+    if entry_ids:
+        conn.execute(query("session", "lock_entries"), {"ids": entry_ids}).fetchall()
+    edge_ids = sorted({i for t in turns for i in t.rendered_edge_ids}, key=str)
+    if edge_ids or observed:
+        conn.execute(query("session", "lock_edges"), {
+            "ids": edge_ids, "sources": [o.source_entry_id for o in observed],
+            "targets": [o.target_entry_id for o in observed],
+            "types": [o.edge_type for o in observed]}).fetchall()
+
+
+def reinforce(conn: Any, session: SessionPayload, observed: list[EdgeObservation],
+              dials: Mapping[str, Any], counts: SessionCounts, run_id: UUID | None) -> None:
+    """Step 4: every observed edge through the one upsert: new at 0.3, or hit_count + 1 and
+    raised to its floor. One observation per edge per session (the upsert dedups)."""
+    if not observed:
+        return
+    results = upsert_edges(conn, observed, dials, source_type="learned", at=session.ended_at,
+                           session_id=session.session_id, run_id=run_id,
+                           reason="session reinforcement (discovery, prerequisite proposals)")
+    counts.edges_created += sum(1 for r in results if r.inserted)
+    counts.edges_reinforced += sum(1 for r in results if not r.inserted)
+
+
+def _graded_entries(turn: Turn) -> list[UUID]:
+    """The entries a turn grades: every advisory that reached the prompt, and the decision."""
+    ids = list(turn.used_entry_ids)
+    if turn.decision_entry_id is not None:
+        ids.append(turn.decision_entry_id)
+    return list(dict.fromkeys(ids))
+
+
+def grade_outcomes(conn: Any, session: SessionPayload, turns: list[Turn],
+                   dials: Mapping[str, Any], counts: SessionCounts, run_id: UUID | None) -> None:
+    """Step 5: grade what reached the prompt by its turn's outcome, in turn order.
+
+    Edges: +-0.05 within [0.05, 1], and one traversal per turn that rendered them. Entries:
+    the asymmetric saturating rule (lr by maturity, the turn's strength), the success and
+    failure counters, and `last_matched_at`. Turns without an outcome grade nothing but
+    still count traversals and matches.
+    """
+    edge_outcomes: dict[UUID, list[str | None]] = defaultdict(list)
+    entry_steps: dict[UUID, list[tuple[str | None, float]]] = defaultdict(list)
+    default_strength = float(dials["outcome_strength_default"])
+    for turn in turns:
+        for edge_id in dict.fromkeys(turn.rendered_edge_ids):
+            edge_outcomes[edge_id].append(turn.outcome)
+        strength = default_strength if turn.outcome_strength is None else turn.outcome_strength
+        for entry_id in _graded_entries(turn):
+            entry_steps[entry_id].append((turn.outcome, strength))
+
+    if edge_outcomes:
+        shifts = {i: rules.edge_grading(o, dials) for i, o in edge_outcomes.items()}
+        ids = list(shifts)
+        say_why(conn, "outcome grading", session_id=session.session_id, run_id=run_id,
+                at=session.ended_at)
+        rows = conn.execute(query("session", "grade_edges"), {
+            "at": session.ended_at, "ids": ids,
+            "deltas": [shifts[i].delta for i in ids], "los": [shifts[i].lo for i in ids],
+            "his": [shifts[i].hi for i in ids],
+            "traversals": [len(edge_outcomes[i]) for i in ids]}).fetchall()
+        counts.edges_traversed += len(rows)
+        counts.edges_missing += len(ids) - len(rows)  # culled since the tutor rendered them
+        counts.edges_graded_up += sum(1 for r in rows if r["new_confidence"] > r["old_confidence"])
+        counts.edges_graded_down += sum(1 for r in rows if r["new_confidence"] < r["old_confidence"])
+
+    if entry_steps:
+        lr_proven = rules.learning_rate("proven", dials)
+        lr_default = rules.learning_rate("candidate", dials)
+        ids = list(entry_steps)
+        proven = [rules.entry_grading(entry_steps[i], lr_proven) for i in ids]
+        default = [rules.entry_grading(entry_steps[i], lr_default) for i in ids]
+        say_why(conn, "outcome grading", session_id=session.session_id, run_id=run_id,
+                at=session.ended_at)
+        rows = conn.execute(query("session", "grade_entries"), {
+            "at": session.ended_at, "ids": ids,
+            "scales_proven": [m.scale for m in proven], "shifts_proven": [m.shift for m in proven],
+            "scales_default": [m.scale for m in default],
+            "shifts_default": [m.shift for m in default],
+            "successes": [sum(1 for o, _ in entry_steps[i] if o == rules.SUCCESS) for i in ids],
+            "failures": [sum(1 for o, _ in entry_steps[i] if o == rules.FAILURE) for i in ids],
+        }).fetchall()
+        counts.entries_graded += sum(1 for r in rows if r["new_confidence"] != r["old_confidence"])
+
+
+# --- the queue -------------------------------------------------------------------------------
+
+def apply_pending_session(conn: Any, dials: Mapping[str, Any], *, run_id: UUID | None,
+                          caches: Caches, summary: ProcessSummary,
+                          session_id: str | None = None) -> str | None:
+    """Claim, apply and commit one pending session (the oldest, or the named one).
+
+    Returns the session id applied (or rejected), None when nothing was pending. Retries a
+    deadlock or serialization failure; rejects a session that breaks a database rule.
+    """
+    attempts = 0
+    while True:
+        claimed: str | None = None
+        try:
+            if session_id is None:
+                row = conn.execute(query("session", "claim_next_session")).fetchone()
+            else:
+                row = conn.execute(query("session", "claim_session"), {"session_id": session_id}).fetchone()
+            if row is None:
+                conn.rollback()
+                return None
+            claimed = row["session_id"]
+            session = SessionPayload.model_validate_json(row["payload_text"])
+            counts = apply_session(conn, session, dials, run_id=run_id, caches=caches,
+                                   step_seconds=summary.step_seconds)
+            conn.execute(query("session", "mark_processed"), {
+                "session_id": claimed, "run_id": run_id, "summary": json.dumps(counts.as_dict())})
+            conn.commit()
+            summary.add(counts)
+            return claimed
+        except _RETRYABLE:
+            conn.rollback()
+            attempts += 1
+            summary.retries += 1
+            if attempts > dials["session_max_retries"]:
+                raise
+            time.sleep(random.uniform(0, 0.005 * attempts))  # de-synchronise the retriers
+        except _REJECTABLE as exc:
+            conn.rollback()
+            if claimed is None:
+                raise
+            reason = f"cannot be applied: {_one_line(exc)}"
+            conn.execute(query("session", "reject_session"),
+                         {"session_id": claimed, "run_id": run_id, "reason": reason}).fetchall()
+            conn.commit()
+            summary.rejects += 1
+            summary.rejected.append({"session_id": claimed, "reason": reason})
+            return claimed
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def process_batch(size: int, *, run_id: UUID | None = None, workers: int = 1,
+                  dials: Mapping[str, Any] | None = None,
+                  caches: Caches | None = None) -> ProcessSummary:
+    """Apply up to `size` pending sessions, each in its own transaction, with N workers."""
+    from hag import db, settings  # noqa: PLC0415
+
+    dials = dials or settings.current()
+    caches = caches or Caches()
+    budget = _Budget(size)
+    summaries = [ProcessSummary(run_id=run_id) for _ in range(max(1, workers))]
+    start = time.perf_counter()
+
+    def work(summary: ProcessSummary) -> None:
+        with db.pool().connection() as conn:
+            while budget.take():
+                if apply_pending_session(conn, dials, run_id=run_id, caches=caches,
+                                         summary=summary) is None:
+                    budget.close()
+
+    if len(summaries) == 1:
+        work(summaries[0])
+    else:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+        with ThreadPoolExecutor(len(summaries)) as pool:
+            for future in [pool.submit(work, s) for s in summaries]:
+                future.result()
+    total = ProcessSummary(run_id=run_id)
+    for s in summaries:
+        total.merge(s)
+    total.seconds = time.perf_counter() - start
+    return total
+
+
+class _Budget:
+    """How many more sessions this batch may claim (shared by its workers)."""
+
+    def __init__(self, size: int):
+        self._left = size
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self._left <= 0:
+                return False
+            self._left -= 1
+            return True
+
+    def close(self) -> None:
+        with self._lock:
+            self._left = 0
+
+
+def process_pending(batch_size: int | None = None, limit: int | None = None, *,
+                    workers: int = 1, run_id: UUID | None = None,
+                    on_batch: Callable[[ProcessSummary], None] | None = None) -> ProcessSummary:
+    """Apply pending sessions in batches until none is left (or `limit` were taken).
+
+    Records a `hag_runs` row of kind 'session_end' unless the caller (the flow) passes its
+    own run id. A single worker applies sessions in `ended_at` order.
+    """
+    from hag import settings  # noqa: PLC0415
+
+    dials = settings.current()
+    size = int(batch_size or dials["session_batch_size"])
+    own_run = run_id is None
+    if own_run:
+        run_id = open_run({"batch_size": size, "limit": limit, "workers": workers})
+    total = ProcessSummary(run_id=run_id)
+    caches = Caches()
+    start = time.perf_counter()
+    status = "failed"
+    try:
+        drain(lambda want: process_batch(want, run_id=run_id, workers=workers, dials=dials,
+                                         caches=caches), size, limit, total, on_batch)
+        status = "done"
+    finally:
+        total.seconds = time.perf_counter() - start
+        if own_run:
+            close_run(run_id, total, status)
+    return total
+
+
+def drain(run_batch: Callable[[int], ProcessSummary], size: int, limit: int | None,
+          total: ProcessSummary,
+          on_batch: Callable[[ProcessSummary], None] | None = None) -> ProcessSummary:
+    """Run batches of `size` until a batch comes back short (the queue is empty) or `limit`."""
+    while limit is None or total.sessions + total.rejects < limit:
+        want = size if limit is None else min(size, limit - total.sessions - total.rejects)
+        batch = run_batch(want)
+        total.merge(batch)
+        if on_batch is not None:
+            on_batch(batch)
+        if batch.sessions + batch.rejects < want:
+            break
+    return total
+
+
+def open_run(params: Mapping[str, Any]) -> UUID:
+    """A new `hag_runs` row of kind 'session_end'; returns its id."""
+    from hag import db  # noqa: PLC0415
+
+    with db.pool().connection() as conn:
+        row = conn.execute(query("session", "open_run"),
+                           {"kind": RUN_KIND, "params": json.dumps(dict(params), default=str)}).fetchone()
+    return row["run_id"]  # type: ignore[no-any-return]
+
+
+def close_run(run_id: UUID | None, summary: ProcessSummary, status: str = "done") -> None:
+    """Record a run's summary and end."""
+    from hag import db  # noqa: PLC0415
+
+    if run_id is None:
+        return
+    with db.pool().connection() as conn:
+        conn.execute(query("session", "close_run"), {
+            "run_id": run_id, "status": status, "summary": json.dumps(summary.as_dict())})
+
+
+def pending_count(conn: Any) -> int:
+    return int(conn.execute(query("session", "count_pending")).fetchone()["pending"])
+
+
+def memory_after(conn: Any, session_id: str) -> list[dict[str, Any]]:
+    """Every entry's and edge's confidence as it stood right after a session was applied."""
+    return [dict(r) for r in conn.execute(query("session", "memory_after_session"),
+                                          {"session_id": session_id}).fetchall()]
+
+
+def render_markdown(summary: ProcessSummary) -> str:
+    """The run summary an operator reads in the Prefect UI (no links)."""
+    rate = summary.sessions / summary.seconds * 60 if summary.seconds else 0.0
+    lines = [
+        f"# Session-end run {summary.run_id}",
+        "",
+        f"{summary.sessions} session(s) applied, {summary.rejects} rejected, "
+        f"{summary.retries} retried, in {summary.seconds:.1f} s ({rate:,.0f} sessions/min).",
+        "",
+        "| what | count |", "| --- | ---: |",
+        *(f"| {name.replace('_', ' ')} | {value} |" for name, value in SessionCounts.as_dict(summary).items()),
+        "",
+        "| step | seconds |", "| --- | ---: |",
+        *(f"| {step} | {seconds:.2f} |" for step, seconds in summary.step_seconds.items()),
+    ]
+    if summary.rejected:
+        lines += ["", "## Rejected sessions", "",
+                  *(f"- `{r['session_id']}`: {r['reason']}" for r in summary.rejected)]
+    return "\n".join(lines) + "\n"
+
+
+def summary_table(summary: ProcessSummary) -> list[dict[str, Any]]:
+    """The counts as table rows (a Prefect table artifact)."""
+    rows = [{"what": k, "count": v} for k, v in SessionCounts.as_dict(summary).items()]
+    return rows + [{"what": "rejects", "count": summary.rejects},
+                   {"what": "retries", "count": summary.retries}]

@@ -1,0 +1,88 @@
+"""One experiment end to end: a starting memory, the simulation, optional checks, the report.
+
+Shared by `hag simulate`, `hag demo` and `bench/bench_learning.py`, so the three tell the
+same story with different sizes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hag.simulate.run import SimulationConfig, SimulationRun, simulate
+from hag.simulate.world import World, world_corpus
+
+
+@dataclass
+class Experiment:
+    world: World
+    config: SimulationConfig
+    out_dir: Path | None = None
+    name: str | None = None
+    corpus: Mapping[str, Any] | None = None  # None: one public entry per concept, no edges
+    checks: bool = False
+    progress: bool = True
+    note: Callable[[str], None] = field(default=lambda message: None)
+
+
+@dataclass
+class Outcome:
+    run: SimulationRun
+    report: dict[str, Any] | None
+    seconds: dict[str, float]
+    checks: Any = None
+
+
+def load_starting_memory(world: World, corpus: Mapping[str, Any] | None) -> dict[str, int]:
+    """Write the starting corpus through the corpus loader (the only write outside ingest)."""
+    from hag import db  # noqa: PLC0415
+    from hag.corpus import load, parse  # noqa: PLC0415
+    from hag.embeddings import get_embedder  # noqa: PLC0415
+
+    data = dict(corpus) if corpus is not None else world_corpus(world)
+    with db.connect() as conn:
+        report = load(conn, parse(data, "starting corpus"), get_embedder().dim)
+    return report.as_dict()
+
+
+def run_checks() -> Any:
+    """The expectation suites (Great Expectations; imported only here: it is slow to import)."""
+    import expectations  # noqa: PLC0415
+
+    return expectations.run_all()
+
+
+def run_experiment(exp: Experiment) -> Outcome:
+    """Load, simulate, check, report (on whatever database is configured now)."""
+    seconds: dict[str, float] = {}
+    t0 = time.monotonic()
+    loaded = load_starting_memory(exp.world, exp.corpus)
+    seconds["load"] = time.monotonic() - t0
+    exp.note(f"starting memory: {loaded['entries']} entries, {loaded['edges']} edges "
+             f"({loaded['embedded']} embedded)")
+    t0 = time.monotonic()
+    run = simulate(exp.world, exp.config, progress=exp.progress)
+    seconds["simulate"] = time.monotonic() - t0
+    checks = None
+    extra: dict[str, Any] = {}
+    if exp.checks:
+        t0 = time.monotonic()
+        exp.note("running the expectation suites ...")
+        checks = run_checks()
+        seconds["checks"] = time.monotonic() - t0
+        failures = list(getattr(checks, "failures", []) or [])
+        extra["expectation suites"] = ("all passed" if getattr(checks, "success", False)
+                                       else f"{len(failures)} failure(s): " + "; ".join(map(str, failures[:5])))
+    report = None
+    if exp.out_dir is not None:
+        from hag.report.build import write_report  # noqa: PLC0415
+
+        t0 = time.monotonic()
+        extra["seconds"] = json.dumps({k: round(v, 1) for k, v in {**seconds, **run.seconds}.items()})
+        report = write_report(run, exp.out_dir, name=exp.name, extra=extra)
+        seconds["report"] = time.monotonic() - t0
+    return Outcome(run, report, seconds, checks)

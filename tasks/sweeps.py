@@ -1,0 +1,44 @@
+"""Thin Prefect tasks around `hag.sweeps`: the run itself, and the report it publishes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from hag.sweeps import NightlySummary, culled_table, render_markdown, run_nightly
+
+
+@task(name="nightly-sweep")
+def nightly_sweep(as_of: datetime | None, dry_run: bool) -> NightlySummary:
+    """Promotion, archiving and the audited cull, in one transaction (or a dry run)."""
+    return run_nightly(as_of=as_of, dry_run=dry_run)
+
+
+@task(name="publish-nightly-report")
+def publish_nightly_report(summary: NightlySummary) -> None:
+    """Three artifacts: the counts, the culled edges, and a summary an operator can read."""
+    suffix = " (dry run: nothing changed)" if summary.dry_run else ""
+    create_table_artifact(
+        key="nightly-counts",
+        table=[{"step": step, "count": n} for step, n in (
+            ("candidate → pattern", summary.promoted_to_pattern),
+            ("pattern → proven", summary.promoted_to_proven),
+            ("archived", summary.archived),
+            ("promotions", summary.promotions),
+            ("culls", summary.culled),
+        )],
+        description=f"Nightly run {summary.run_id} as of {summary.as_of.isoformat()}{suffix}",
+    )
+    create_table_artifact(
+        key="nightly-culled-edges",
+        table=culled_table(summary),
+        description=f"Edges culled by run {summary.run_id}{suffix}: source → target, type, "
+                    f"provenance, confidence, age ({len(summary.culled_edges)} of {summary.culled} shown)",
+    )
+    create_markdown_artifact(
+        key="nightly-summary",
+        markdown=render_markdown(summary),
+        description=f"Nightly run {summary.run_id}{suffix}",
+    )

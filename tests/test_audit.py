@@ -1,0 +1,104 @@
+"""Review and restore of culled edges from the audit (hag.audit)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from hag import audit, sweeps
+from hag.errors import NotFoundError
+from tests import factories as f
+
+AS_OF = f.NOW
+DAY = timedelta(days=1)
+
+
+def _culled_pair(db, n: int = 2):
+    """Two entries joined by `n` weak old learned edges, culled by one run; returns (run, ids)."""
+    a = f.entry(db, concept_slug="rsa")
+    b = f.entry(db, concept_slug="modular-arithmetic")
+    ids = [f.edge(db, a, b, t, confidence=0.1 + i / 100, source_type="learned",
+                  created_at=AS_OF - 100 * DAY)
+           for i, t in enumerate(("prerequisite", "fallback", "leads_to")[:n])]
+    db.execute("UPDATE hag_edges SET condition = 'after a failure', hit_count = 2, "
+               "source_session_id = 's-9', last_traversed_at = NULL WHERE id = %s", (ids[0],))
+    db.commit()
+    before = {r["id"]: dict(r) for r in db.execute("SELECT * FROM hag_edges").fetchall()}
+    run = sweeps.sweep(db, as_of=AS_OF)
+    return run, ids, before, (a, b)
+
+
+def _edges(db):
+    return {r["id"]: dict(r) for r in db.execute("SELECT * FROM hag_edges").fetchall()}
+
+
+def test_culled_lists_every_culled_edge_with_its_concepts(db):
+    """The listing shows each culled edge of a run with both concepts and its provenance."""
+    run, ids, _, _ = _culled_pair(db)
+    rows = audit.culled(run_id=run.run_id, conn=db)
+    assert sorted(r["edge_id"] for r in rows) == sorted(ids)
+    assert {(r["source_concept"], r["target_concept"], r["source_type"]) for r in rows} == {
+        ("rsa", "modular-arithmetic", "learned")}
+    assert audit.culled(since=AS_OF + DAY, conn=db) == []
+    assert len(audit.culled(since=AS_OF, conn=db)) == 2
+
+
+def test_restore_one_edge_round_trips_exactly(db):
+    """A culled edge restored by id is the same row, column for column, as before the cull."""
+    run, ids, before, _ = _culled_pair(db)
+    result = audit.restore(edge_id=ids[0], conn=db)
+    assert result.restored == [ids[0]] and result.refused == []
+    assert _edges(db) == {ids[0]: before[ids[0]]}
+    row = audit.culled(run_id=run.run_id, conn=db)
+    assert {r["edge_id"] for r in row if r["restored_at"] is not None} == {ids[0]}
+
+
+def test_restore_a_whole_run(db):
+    """Restoring a run brings back every edge it culled, exactly."""
+    run, ids, before, _ = _culled_pair(db, n=3)
+    result = audit.restore(run_id=run.run_id, conn=db)
+    assert sorted(result.restored) == sorted(ids)
+    assert _edges(db) == before
+
+
+def test_restored_edge_is_not_culled_again(db):
+    """An edge an operator restored survives the next run although the rule still matches it."""
+    run, ids, _, _ = _culled_pair(db, n=1)
+    audit.restore(edge_id=ids[0], conn=db)
+    again = sweeps.sweep(db, as_of=AS_OF + DAY)
+    assert again.culled == 0
+    assert set(_edges(db)) == {ids[0]}
+
+
+def test_restore_refuses_when_an_endpoint_is_gone(db):
+    """An edge whose target entry no longer exists is refused, with that reason."""
+    run, ids, _, (a, b) = _culled_pair(db, n=1)
+    db.execute("DELETE FROM hag_entries WHERE id = %s", (b,))
+    db.commit()
+    with pytest.raises(NotFoundError):
+        audit.restore(edge_id=f.uuid.uuid4(), conn=db)
+    result = audit.restore(edge_id=ids[0], conn=db)
+    assert result.restored == []
+    assert [(r.edge_id, r.reason) for r in result.refused] == [
+        (ids[0], f"its target entry {b} no longer exists")]
+    assert _edges(db) == {}
+
+
+def test_restore_refuses_when_the_edge_was_recreated(db):
+    """An edge whose identity exists again (a session relearned it) is refused, naming the new edge."""
+    run, ids, _, (a, b) = _culled_pair(db, n=2)
+    twin = f.edge(db, a, b, "prerequisite", confidence=0.3, source_type="learned")
+    db.commit()
+    result = audit.restore(run_id=run.run_id, conn=db)
+    assert result.restored == [ids[1]]
+    assert [(r.edge_id, r.reason) for r in result.refused] == [
+        (ids[0], f"the edge has since been recreated as {twin}")]
+
+
+def test_restore_twice_is_refused_the_second_time(db):
+    """A restored edge cannot be restored again: nothing waits in the audit."""
+    run, ids, _, _ = _culled_pair(db, n=1)
+    audit.restore(edge_id=ids[0], conn=db)
+    with pytest.raises(NotFoundError, match="already restored"):
+        audit.restore(edge_id=ids[0], conn=db)

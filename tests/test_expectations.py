@@ -1,0 +1,265 @@
+"""The data-quality suites (SPEC §8): a sound memory passes; each corruption fails its guard.
+
+Every corruption is written in the test's own transaction (never committed): constraints
+that would refuse the corrupt row are dropped inside that transaction and come back on
+rollback, so the suites see a database broken in exactly one way.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+import expectations
+from expectations._gx import SUITES_DIR
+from hag import sweeps
+from tests import factories as f
+
+AS_OF = f.NOW
+DAY = timedelta(days=1)
+
+
+def _sound_memory(db):
+    """Entries of every graph, edges of every provenance, and one finished cull run."""
+    a = f.entry(db, concept_slug="rsa")
+    b = f.entry(db, concept_slug="modular-arithmetic")
+    c = f.entry(db, concept_slug="primes", maturity="candidate", confidence=0.3)
+    f.entry(db, concept_slug="_unanchored_", maturity="candidate", confidence=0.2)
+    f.entry(db, concept_slug="_unanchored_", maturity="candidate", confidence=0.2)
+    f.entry(db, concept_slug="rsa", scope="tutor")
+    f.entry(db, concept_slug="rsa", scope="student:ada")
+    f.entry(db, topic_id="linux-basics", concept_slug="pipes", scope="student:ada")
+    f.entry(db, concept_slug="rsa", scope="visual")
+    f.edge(db, a, b, "prerequisite", source_type="seed")
+    f.edge(db, b, c, "leads_to", confidence=0.3, source_type="learned")
+    f.edge(db, a, c, "related", confidence=0.4, source_type="enriched")
+    for t in ("fallback", "supersedes"):
+        f.edge(db, c, a, t, confidence=0.1, source_type="learned", created_at=AS_OF - 100 * DAY)
+    db.commit()
+    run = sweeps.sweep(db, as_of=AS_OF)
+    assert run.culled == 2
+    return {"a": a, "b": b, "c": c, "run": run.run_id}
+
+
+def _failing(db) -> set[tuple[str, str, str]]:
+    result = expectations.run_all(db)
+    return {(x.suite, x.expectation, x.column) for x in result.failures}
+
+
+def test_sound_memory_passes_every_suite(db):
+    """A memory built by the rules, after a real cull, passes every expectation."""
+    _sound_memory(db)
+    result = expectations.run_all(db)
+    assert result.success, result.report()
+    assert [s.suite for s in result.suites] == ["entries", "edges", "cull_runs", "culled_edges"]
+    assert all(s.rows > 0 for s in result.suites)
+
+
+def test_demo_corpus_passes_every_suite(db):
+    """The shipped demo corpus is a sound memory."""
+    from hag import corpus
+
+    corpus.load_file(corpus.DEMO_CORPUS)
+    result = expectations.run_all(db, suites=("entries", "edges"))
+    assert result.success, result.report()
+
+
+def test_suites_are_kept_as_reviewable_files():
+    """Each suite is a JSON file naming the view it reads; every expectation says what it guards."""
+    for name in expectations.SUITES:
+        doc = json.loads((SUITES_DIR / f"{name}.json").read_text())
+        assert doc["name"] == name and doc["meta"]["reads"].startswith("hag_quality_")
+        assert all(e["meta"]["guards"] for e in doc["expectations"])
+
+
+def _drop(db, table, constraint):
+    db.execute(f"ALTER TABLE {table} DROP CONSTRAINT {constraint}")
+
+
+def _new_entry(db, **kw):
+    return f.entry(db, **kw)
+
+
+# Each case: (what to break, SQL-level corruption, the exact expectations that must fail).
+def entry_confidence(db, m):
+    _drop(db, "hag_entries", "hag_entries_confidence_check")
+    db.execute("UPDATE hag_entries SET confidence = 1.5 WHERE id = %s", (m["a"],))
+
+
+def match_quality(db, m):
+    _drop(db, "hag_entries", "hag_entries_concept_match_quality_check")
+    db.execute("UPDATE hag_entries SET concept_match_quality = -0.1 WHERE id = %s", (m["a"],))
+
+
+def maturity(db, m):
+    _drop(db, "hag_entries", "hag_entries_maturity_check")
+    db.execute("UPDATE hag_entries SET maturity = 'retired' WHERE id = %s", (m["a"],))
+
+
+def scope_shape(db, m):
+    _drop(db, "hag_entries", "hag_entries_visibility_scope_check")
+    db.execute("UPDATE hag_entries SET visibility_scope = 'student' WHERE id = %s", (m["c"],))
+
+
+def slug_shape(db, m):
+    _drop(db, "hag_entries", "hag_entries_concept_slug_check")
+    db.execute("UPDATE hag_entries SET concept_slug = 'RSA!' WHERE id = %s", (m["c"],))
+
+
+def topic_identity(db, m):
+    db.execute("DROP INDEX hag_entries_topic_concept_slug_uniq")
+    _new_entry(db, concept_slug="rsa")
+
+
+def student_identity(db, m):
+    db.execute("DROP INDEX hag_entries_student_pattern_uniq")
+    _new_entry(db, topic_id="data-structures", concept_slug="rsa", scope="student:ada")
+
+
+def visual_identity(db, m):
+    db.execute("DROP INDEX hag_entries_visual_concept_uniq")
+    _new_entry(db, topic_id="data-structures", concept_slug="rsa", scope="visual")
+
+
+def negative_failures(db, m):
+    _drop(db, "hag_entries", "hag_entries_failure_count_check")
+    db.execute("UPDATE hag_entries SET failure_count = -1 WHERE id = %s", (m["a"],))
+
+
+def edge_below_floor(db, m):
+    db.execute("UPDATE hag_edges SET confidence = 0.01 WHERE source_type = 'seed'")
+
+
+def edge_type(db, m):
+    _drop(db, "hag_edges", "hag_edges_edge_type_check")
+    db.execute("UPDATE hag_edges SET edge_type = 'causes' WHERE source_type = 'seed'")
+
+
+def unknown_provenance(db, m):
+    db.execute("UPDATE hag_edges SET source_type = 'imported' WHERE source_type = 'enriched'")
+
+
+def duplicate_edge(db, m):
+    _drop(db, "hag_edges", "hag_edges_identity")
+    f.edge(db, m["a"], m["b"], "prerequisite", source_type="learned")
+
+
+def self_loop(db, m):
+    _drop(db, "hag_edges", "hag_edges_no_self_loop")
+    f.edge(db, m["a"], m["a"], "related", source_type="learned")
+
+
+def dangling_target(db, m):
+    db.execute("SET LOCAL session_replication_role = replica")  # foreign keys off, this tx only
+    db.execute("DELETE FROM hag_entries WHERE id = %s", (m["c"],))
+
+
+def dangling_source(db, m):
+    db.execute("SET LOCAL session_replication_role = replica")
+    db.execute("DELETE FROM hag_edges WHERE source_entry_id = %s", (m["a"],))
+    db.execute("UPDATE hag_edges SET source_entry_id = gen_random_uuid() WHERE source_type = 'learned'")
+
+
+def unanchored_edge(db, m):
+    lone = db.execute("SELECT id FROM hag_entries WHERE concept_slug = '_unanchored_' LIMIT 1").fetchone()
+    f.edge(db, m["a"], lone["id"], "related", source_type="learned")
+
+
+def negative_hits(db, m):
+    _drop(db, "hag_edges", "hag_edges_hit_count_check")
+    db.execute("UPDATE hag_edges SET hit_count = -2 WHERE source_type = 'seed'")
+
+
+def audit_row_lost(db, m):
+    db.execute("DELETE FROM hag_edge_audit WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+
+
+def seed_culled(db, m):
+    db.execute("UPDATE hag_edge_audit SET source_type = 'seed' "
+               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+
+
+def off_allowlist(db, m):
+    db.execute("UPDATE hag_edge_audit SET source_type = 'imported' "
+               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+
+
+def strong_culled(db, m):
+    db.execute("UPDATE hag_edge_audit SET confidence = 0.9 "
+               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+
+
+def traversed_culled(db, m):
+    db.execute("UPDATE hag_edge_audit SET traversal_count = 4 "
+               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+
+
+def young_culled(db, m):
+    db.execute("UPDATE hag_edge_audit SET created_at = %s "
+               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)", (AS_OF - 10 * DAY,))
+
+
+def culled_outside_a_run(db, m):
+    db.execute("UPDATE hag_edge_audit SET run_id = gen_random_uuid() "
+               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+
+
+BETWEEN = "expect_column_values_to_be_between"
+IN_SET = "expect_column_values_to_be_in_set"
+REGEX = "expect_column_values_to_match_regex"
+COMPOUND = "expect_compound_columns_to_be_unique"
+
+CASES = [
+    (entry_confidence, {("entries", BETWEEN, "confidence")}),
+    (match_quality, {("entries", BETWEEN, "concept_match_quality")}),
+    (maturity, {("entries", IN_SET, "maturity")}),
+    (scope_shape, {("entries", REGEX, "visibility_scope")}),
+    (slug_shape, {("entries", REGEX, "concept_slug")}),
+    (topic_identity, {("entries", COMPOUND, "topic_id, concept_slug, visibility_scope")}),
+    (student_identity, {("entries", COMPOUND, "visibility_scope, concept_slug")}),
+    (visual_identity, {("entries", "expect_column_values_to_be_unique", "concept_slug")}),
+    (negative_failures, {("entries", BETWEEN, "failure_count")}),
+    (edge_below_floor, {("edges", BETWEEN, "confidence")}),
+    (edge_type, {("edges", IN_SET, "edge_type")}),
+    (unknown_provenance, {("edges", IN_SET, "source_type")}),
+    (duplicate_edge, {("edges", COMPOUND, "source_entry_id, target_entry_id, edge_type")}),
+    (self_loop, {("edges", IN_SET, "self_loop")}),
+    (dangling_target, {("edges", IN_SET, "target_exists")}),
+    (dangling_source, {("edges", IN_SET, "source_exists")}),
+    (unanchored_edge, {("edges", IN_SET, "touches_unanchored")}),
+    (negative_hits, {("edges", BETWEEN, "hit_count")}),
+    (audit_row_lost, {("cull_runs", "expect_column_pair_values_to_be_equal", "culled, audited")}),
+    (seed_culled, {("culled_edges", "expect_column_values_to_not_be_in_set", "source_type"),
+                   ("culled_edges", IN_SET, "provenance_allowed")}),
+    (off_allowlist, {("culled_edges", IN_SET, "provenance_allowed")}),
+    (strong_culled, {("culled_edges", IN_SET, "below_threshold")}),
+    (traversed_culled, {("culled_edges", IN_SET, "untraversed_enough")}),
+    (young_culled, {("culled_edges", IN_SET, "old_enough")}),
+    (culled_outside_a_run, {("culled_edges", IN_SET, "run_recorded"),
+                            ("cull_runs", "expect_column_pair_values_to_be_equal", "culled, audited")}),
+]
+
+
+@pytest.mark.parametrize(("corrupt", "expected"), CASES, ids=[c[0].__name__ for c in CASES])
+def test_each_corruption_fails_exactly_its_guard(db, corrupt, expected):
+    """Breaking the database in one way fails exactly the expectation that guards against it."""
+    memory = _sound_memory(db)
+    corrupt(db, memory)
+    assert _failing(db) == expected
+
+
+def test_every_expectation_has_a_corruption_test():
+    """No expectation in a suite file is left without a case above that makes it fail."""
+    guarded = set().union(*(expected for _, expected in CASES))
+    declared = set()
+    for name in expectations.SUITES:
+        doc = json.loads((SUITES_DIR / f"{name}.json").read_text())
+        for e in doc["expectations"]:
+            k = e["kwargs"]
+            column = k.get("column") or ", ".join(k.get("column_list") or (k["column_A"], k["column_B"]))
+            declared.add((name, e["type"], column))
+    missing = declared - guarded
+    # Counters share one rule; the success/traversal twins are pinned by their siblings.
+    assert missing == {("entries", BETWEEN, "success_count"), ("edges", BETWEEN, "traversal_count")}

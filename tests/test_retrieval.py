@@ -1,0 +1,306 @@
+"""The online read on the real database: passes, ranking, scopes, edges, rendering, bad input."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hag import retrieval, settings
+from hag.errors import NotFoundError, ValidationError
+from hag.retrieval import ann, ranking, store
+from tests import factories as f
+
+MESSAGE = "how does RSA use prime numbers"
+CONTEXT = f"topic:Cryptography level:none focus:none student:{MESSAGE}"
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    """Every test starts with empty result, embedding and catalogue caches."""
+    retrieval.clear_caches()
+    yield
+    retrieval.clear_caches()
+
+
+def query_vector(context: str = CONTEXT) -> np.ndarray:
+    from hag.embeddings import get_embedder
+
+    return get_embedder().embed([context])[0].astype(np.float64)
+
+
+def at(cos: float, axis: int, q: np.ndarray | None = None) -> np.ndarray:
+    """A unit vector whose cosine with the turn's query vector is exactly `cos`."""
+    q = query_vector() if q is None else q
+    u = np.zeros_like(q)
+    u[axis] = 1.0
+    u -= u.dot(q) * q
+    u /= np.linalg.norm(u)
+    return (cos * q + math.sqrt(1 - cos * cos) * u).astype(np.float32)
+
+
+def put(db: Any, cos: float, axis: int, **kw: Any):
+    return f.entry(db, embedding=at(cos, axis), **kw)
+
+
+def run(**kw: Any) -> retrieval.RetrievalResult:
+    args = {"topic_id": "cryptography", "learner_id": "ada", "student_message": MESSAGE, **kw}
+    return retrieval.retrieve(**args)
+
+
+def test_maturity_boost_changes_the_winner_on_the_database(db, dials):
+    """Proven at cosine 0.56 outranks a candidate at 0.60; with boost 1.0 it does not."""
+    cand = put(db, 0.60, 10, maturity="candidate", confidence=0.8)
+    proven = put(db, 0.56, 11, maturity="proven", confidence=0.8)
+    db.commit()
+    assert [a.entry_id for a in run().topic_advisories] == [proven, cand]
+    dials(boost_proven=1.0)
+    retrieval.clear_caches()
+    assert [a.entry_id for a in run().topic_advisories] == [cand, proven]
+
+
+def test_concept_bonus_and_confidence_change_the_winner(db):
+    """Expected slug x1.30 and a higher confidence each overturn a higher similarity."""
+    near = put(db, 0.60, 10, concept_slug="aes", confidence=0.8)
+    far = put(db, 0.50, 11, concept_slug="rsa", confidence=0.8)
+    db.commit()
+    assert run().topic_advisories[0].entry_id == near
+    top = run(expected_concepts=["rsa"]).topic_advisories[0]
+    assert top.entry_id == far and top.rank_score == pytest.approx(0.546, abs=1e-6)
+    db.execute("UPDATE hag_entries SET confidence = 0.5 WHERE id = %s", (near,))
+    db.execute("UPDATE hag_entries SET confidence = 0.9 WHERE id = %s", (far,))
+    db.commit()
+    retrieval.clear_caches()
+    first, second = run().topic_advisories
+    assert (first.entry_id, second.entry_id) == (far, near)
+    assert first.routing_score == pytest.approx(0.45, abs=1e-6)
+    assert second.routing_score == pytest.approx(0.30, abs=1e-6)
+
+
+def test_semantic_wins_a_collision_with_the_concept_pass(db):
+    """An entry found by both passes keeps its cosine, not the concept pass's 1.0."""
+    both = put(db, 0.70, 10, concept_slug="rsa", maturity="pattern", confidence=0.8)
+    only_name = put(db, 0.05, 11, concept_slug="modular-arithmetic", confidence=0.6)
+    for i in range(5):  # keep only_name out of the semantic top five
+        put(db, 0.40, 20 + i, confidence=0.8)
+    db.commit()
+    result = run(recent_concepts=[["rsa", "modular-arithmetic"]])
+    got = {a.entry_id: a for a in result.topic_advisories}
+    assert got[both].source == "semantic"
+    assert got[both].similarity == pytest.approx(0.70, abs=1e-6)
+    assert got[only_name].source == "concept" and got[only_name].similarity == 1.0
+    # concept-anchored: 1.0 x 0.6 x 1.05 = 0.63 beats 0.70 x 0.8 x 1.05 = 0.588
+    assert [a.entry_id for a in result.topic_advisories][:2] == [only_name, both]
+    assert len(result.topic_advisories) == 5
+
+
+def test_tutor_and_student_rows_never_displace_the_topic_five(db):
+    """Five weak topic rows stay five; strong tutor and student rows are appended apart."""
+    weak = [put(db, 0.10 + i / 100, 20 + i) for i in range(6)]
+    tutor = put(db, 0.95, 40, scope="tutor", topic_id="linux")
+    mine = put(db, 0.95, 41, scope="student:ada", topic_id="linux")
+    db.commit()
+    result = run()
+    assert [a.entry_id for a in result.topic_advisories] == weak[::-1][:5]
+    assert [a.entry_id for a in result.tutor_advisories] == [tutor]
+    assert [a.entry_id for a in result.student_advisories] == [mine]
+    assert result.used_entry_ids == weak[::-1][:5] + [tutor, mine]
+
+
+def test_a_learner_never_sees_another_learners_patterns_even_through_the_cache(db):
+    """Same message, two learners, cache on: each gets only their own patterns."""
+    ada = put(db, 0.9, 10, scope="student:ada", instruction="Ada likes diagrams.")
+    bob = put(db, 0.9, 11, scope="student:bob", instruction="Bob likes proofs.")
+    put(db, 0.5, 12)
+    db.commit()
+    first = run(learner_id="ada")
+    second = run(learner_id="bob")
+    again = run(learner_id="ada")
+    assert [a.entry_id for a in first.student_advisories] == [ada]
+    assert [a.entry_id for a in second.student_advisories] == [bob]
+    assert "Ada" not in second.text and "Bob" not in first.text
+    assert again.cached and again.student_advisories == first.student_advisories
+
+
+FIXED_TEXT = """\
+## TOPIC MEMORY
+- [high] Build RSA with tiny primes first. Then scale up.
+- [medium] Practise modular arithmetic on a clock face.
+Graph edges (decision tree from top match):
+  prereq:   Practise modular arithmetic on a clock face.
+  fallback: Use the padlock analogy. (when: student is lost in the maths)
+  next:     Sign a message with the private key. (when: encryption works)
+Graph edges (decision tree from top match):
+  related:  Build RSA with tiny primes first. Then scale up.
+
+## TUTOR MEMORY
+- [low] Ask for a prediction before every command.
+
+## STUDENT PATTERNS
+(none)
+"""
+
+
+def fixed_corpus(db: Any) -> dict[str, Any]:
+    ids: dict[str, Any] = {}
+    ids["rsa"] = put(db, 0.8, 10, concept_slug="rsa", maturity="proven", confidence=0.9,
+                     instruction="Build RSA with tiny primes first. Then scale up.")
+    ids["mod"] = put(db, 0.6, 11, concept_slug="modular-arithmetic", confidence=0.7,
+                     instruction="Practise modular arithmetic on a clock face.")
+    ids["pad"] = put(db, 0.1, 12, concept_slug="padlock", maturity="candidate", confidence=0.65,
+                     instruction="Use the padlock analogy.")
+    ids["sign"] = put(db, 0.05, 13, concept_slug="signatures", maturity="candidate",
+                      confidence=0.5, instruction="Sign a message with the private key.")
+    ids["old"] = put(db, 0.02, 14, concept_slug="old-rsa", maturity="archived",
+                     confidence=0.9, instruction="An archived note.")
+    ids["tutor"] = put(db, 0.3, 15, scope="tutor", maturity="proven", confidence=0.45,
+                       instruction="Ask for a prediction before every command.")
+    e = ids["edges"] = {}
+    e["prereq"] = f.edge(db, ids["rsa"], ids["mod"], "prerequisite", confidence=0.9)
+    e["fallback"] = f.edge(db, ids["rsa"], ids["pad"], "fallback", confidence=0.5,
+                           condition="student is lost in the maths")
+    e["next"] = f.edge(db, ids["rsa"], ids["sign"], "leads_to", confidence=0.3,
+                       condition="encryption works")
+    e["related"] = f.edge(db, ids["rsa"], ids["mod"], "related", confidence=0.8)  # 4th: cut
+    e["weak"] = f.edge(db, ids["rsa"], ids["sign"], "prerequisite", confidence=0.29)
+    e["archived"] = f.edge(db, ids["rsa"], ids["old"], "prerequisite", confidence=0.9)
+    e["back"] = f.edge(db, ids["mod"], ids["rsa"], "related", confidence=0.6)
+    db.commit()
+    return ids
+
+
+def test_rendered_text_byte_for_byte_for_a_fixed_corpus(db):
+    """The three blocks and both decision trees render exactly as written above."""
+    fixed_corpus(db)
+    result = run(learner_id="nobody")
+    assert result.text == FIXED_TEXT
+
+
+def test_returned_edge_ids_are_exactly_the_rendered_lines(db):
+    """Edge ids come back in render order; weak, archived-target and 4th edges are absent."""
+    ids = fixed_corpus(db)
+    e = ids["edges"]
+    result = run(learner_id="nobody")
+    assert result.rendered_edge_ids == [e["prereq"], e["fallback"], e["next"], e["back"]]
+    assert [line.line for line in result.edges] == [
+        line for line in result.text.splitlines() if line.startswith("  ")]
+
+
+def test_edge_walk_skips_candidate_targets_when_the_dial_is_off(db, dials):
+    """edge_include_candidate_targets off: the fallback and next lines (candidates) drop."""
+    ids = fixed_corpus(db)
+    dials(edge_include_candidate_targets=False)
+    result = run(learner_id="nobody")
+    assert result.rendered_edge_ids == [ids["edges"]["prereq"], ids["edges"]["related"],
+                                        ids["edges"]["back"]]
+
+
+def test_visual_drawing_has_its_own_read_and_never_reaches_the_blocks(db):
+    """visual_for returns the drawing; retrieve never renders the visual bucket."""
+    drawing = put(db, 0.99, 10, scope="visual", concept_slug="rsa", instruction="DRAW: two keys.")
+    put(db, 0.5, 11)
+    db.commit()
+    assert retrieval.visual_for("rsa").entry_id == drawing
+    assert retrieval.visual_for("nothing-here") is None
+    assert retrieval.visual_for("'; DROP TABLE hag_entries; --") is None
+    assert "DRAW" not in run(recent_concepts=["rsa"]).text
+
+
+def test_the_read_path_writes_nothing(db):
+    """Rows are untouched after retrieval, and the read pool refuses writes outright."""
+    fixed_corpus(db)
+    entries = "SELECT md5(string_agg(t::text, ',' ORDER BY t.id)) AS h FROM hag_entries t"
+    edges = "SELECT md5(string_agg(t::text, ',' ORDER BY t.id)) AS h FROM hag_edges t"
+    before = (db.execute(entries).fetchone()["h"], db.execute(edges).fetchone()["h"])
+    run(learner_id="nobody", recent_concepts=["rsa"])
+    db.rollback()
+    assert (db.execute(entries).fetchone()["h"], db.execute(edges).fetchone()["h"]) == before
+    import psycopg
+
+    with store.read_pool().connection() as reader, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+        reader.execute("DELETE FROM hag_edges")
+
+
+def test_approximate_path_returns_the_exact_top_five_on_the_demo_corpus(db, dials):
+    """With per-topic HNSW indexes, every demo query's top 5 equals the seed's exact query."""
+    from hag.corpus import DEMO_CORPUS, load, read
+    from hag.embeddings import get_embedder
+
+    load(db, read(DEMO_CORPUS), get_embedder().dim)
+    db.commit()
+    dials(exact_scan_max_rows=0, ann_candidates=5, retrieval_cache_ttl_seconds=0)
+    built = ann.build_topic_indexes(concurrently=False)
+    assert {"cryptography", "linux-basics", "data-structures"} <= set(built)
+    retrieval.clear_caches()
+    titles = {r["topic_id"]: r["title"] for r in db.execute("SELECT * FROM hag_topics")}
+    messages = [r["instruction"][:80] for r in db.execute(
+        "SELECT instruction FROM hag_entries ORDER BY id")] + ["what is a prime", "ls -la", "?"]
+    paths = set()
+    for topic_id, title in titles.items():
+        for message in messages:
+            result = retrieval.retrieve(topic_id, "ada", message)
+            semantic = next(p for p in result.passes if p.name == "topic-semantic")
+            paths.add(semantic.path)
+            q = query_vector(f"topic:{title} level:none focus:none student:{message}")
+            exact = db.execute("SELECT * FROM match_hag_entries(%s, %s, ARRAY['public'])",
+                               (q.astype(np.float32), topic_id)).fetchall()
+            expected = ranking.merge_topic(exact, [], [], settings.load(db))
+            assert [a.entry_id for a in result.topic_advisories] == [r.row["id"] for r in expected]
+    assert paths & {"approximate", "approximate-widened"}, paths
+    ann.drop_topic_indexes()
+
+
+def test_unknown_topic_is_a_clear_error(db):
+    """A topic that does not exist raises NotFoundError naming it."""
+    f.topic(db, "cryptography")
+    db.commit()
+    with pytest.raises(NotFoundError, match="unknown topic 'astrology'"):
+        retrieval.retrieve("astrology", "ada", "hello")
+
+
+def test_empty_message_is_a_clear_error(db):
+    """An empty or blank student message raises ValidationError."""
+    with pytest.raises(ValidationError, match="empty"):
+        run(student_message="   ")
+
+
+def test_a_learner_id_with_sql_in_it_is_refused_and_changes_nothing(db):
+    """SQL in the learner id is refused before any query; the memory is intact."""
+    put(db, 0.5, 10, scope="student:ada")
+    db.commit()
+    with pytest.raises(ValidationError, match="learner id"):
+        run(learner_id="ada' OR '1'='1")
+    with pytest.raises(ValidationError, match="learner id"):
+        run(learner_id="x'); DELETE FROM hag_entries; --")
+    assert db.execute("SELECT count(*) AS n FROM hag_entries").fetchone()["n"] == 1
+
+
+def test_a_one_megabyte_message_is_cut_and_answered(db):
+    """A 1 MB message is cut to 500 characters in a context of at most 2,000."""
+    put(db, 0.5, 10)
+    db.commit()
+    result = run(student_message="RSA " * 262_144, level="x" * 5000)
+    assert len(result.context) == 2000
+    assert len(result.topic_advisories) == 1
+
+
+def test_cli_prints_the_blocks_and_json(db):
+    """`hag retrieve` prints the blocks; --json the whole result with the edge ids."""
+    import json
+
+    from click.testing import CliRunner
+
+    from hag.cli import cli
+
+    ids = fixed_corpus(db)
+    runner = CliRunner()
+    args = ["retrieve", "--topic", "cryptography", "--learner", "nobody", "--message", MESSAGE]
+    out = runner.invoke(cli, args)
+    assert out.exit_code == 0, out.output
+    assert FIXED_TEXT in out.stdout
+    out = runner.invoke(cli, [*args, "--json"])
+    data = json.loads(out.stdout)
+    assert data["rendered_edge_ids"][0] == str(ids["edges"]["prereq"])
+    assert data["topic_advisories"][0]["band"] == "high"

@@ -1,0 +1,279 @@
+"""The nightly sweeps (SPEC §5): the seed's cull and promotion lines, the audit, dry runs."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from hag import sweeps
+from hag.sqlfiles import query
+from tests import factories as f
+
+AS_OF = f.NOW
+DAY = timedelta(days=1)
+
+
+def _pair(db, source: str | None = None, target: str | None = None):
+    return f.entry(db, concept_slug=source), f.entry(db, concept_slug=target)
+
+
+def _edge(db, *, age_days: float = 120, confidence: float = 0.2, source_type: str = "learned",
+          traversal_count: int = 0, edge_type: str = "prerequisite", pair=None):
+    a, b = pair or _pair(db)
+    return f.edge(db, a, b, edge_type, confidence=confidence, source_type=source_type,
+                  traversal_count=traversal_count, created_at=AS_OF - age_days * DAY)
+
+
+def _edge_ids(db) -> set:
+    return {r["id"] for r in db.execute("SELECT id FROM hag_edges").fetchall()}
+
+
+def _sweep(db, **kw):
+    db.commit()
+    return sweeps.sweep(db, as_of=AS_OF, **kw)
+
+
+def test_cull_age_line_is_ninety_days(db):
+    """An edge 89 days old survives; one exactly 90 days old is culled."""
+    pair = _pair(db)
+    young = _edge(db, age_days=89, pair=pair, edge_type="related")
+    old = _edge(db, age_days=90, pair=pair, edge_type="leads_to")
+    summary = _sweep(db)
+    assert _edge_ids(db) == {young}
+    assert summary.culled == 1 and summary.culled_edges[0].edge_id == old
+
+
+def test_cull_confidence_line_is_below_point_35(db):
+    """An edge at 0.35 survives; one at 0.349 is culled."""
+    pair = _pair(db)
+    at_line = _edge(db, confidence=0.35, pair=pair, edge_type="related")
+    _edge(db, confidence=0.349, pair=pair, edge_type="leads_to")
+    _sweep(db)
+    assert _edge_ids(db) == {at_line}
+
+
+def test_traversed_edge_survives(db):
+    """An old weak learned edge that reached a prompt once is never culled."""
+    kept = _edge(db, traversal_count=1)
+    assert _sweep(db).culled == 0
+    assert _edge_ids(db) == {kept}
+
+
+def test_seed_edge_survives_even_when_the_threshold_allows_everything(db, dials):
+    """A seed edge at 0.05 and 400 days old survives with cull_max_confidence at 1.0."""
+    seed = _edge(db, confidence=0.05, age_days=400, source_type="seed")
+    learned = _edge(db, confidence=0.99, age_days=400)
+    dials(cull_max_confidence=1.0)
+    summary = _sweep(db)
+    assert _edge_ids(db) == {seed}
+    assert summary.culled_by_source_type == {"learned": 1}
+    assert learned not in _edge_ids(db)
+
+
+def test_sql_protects_seed_even_if_the_allowlist_names_it(db):
+    """The cull statement itself refuses seed edges, whatever list the caller binds."""
+    seed = _edge(db, confidence=0.05, age_days=400, source_type="seed")
+    enriched = _edge(db, confidence=0.05, age_days=400, source_type="enriched")
+    params = sweeps.sweep_parameters(sweeps.settings.load(db), AS_OF, f.uuid.uuid4())
+    params["cull_source_types"] = ["seed", "learned", "enriched"]
+    params["cull_max_confidence"] = 1.0
+    rows = db.execute(query("sweeps", "cull_edges"), params).fetchall()
+    assert {r["source_type"]: r["n"] for r in rows} == {"enriched": 1}
+    assert _edge_ids(db) == {seed}
+    assert enriched not in _edge_ids(db)
+
+
+def test_new_provenance_class_is_protected_until_allowlisted(db, dials):
+    """An edge of a made-up provenance survives; adding it to the allowlist lets it go."""
+    made_up = _edge(db, confidence=0.05, age_days=400, source_type="imported")
+    assert _sweep(db).culled == 0
+    assert _edge_ids(db) == {made_up}
+    dials(cull_source_types=["learned", "enriched", "imported"])
+    assert _sweep(db).culled == 1
+    assert _edge_ids(db) == set()
+
+
+def test_audit_rows_equal_deleted_rows_field_for_field(db):
+    """Each culled edge's audit row is its full row plus the run id, reason and rules."""
+    pair = _pair(db)
+    ids = [_edge(db, confidence=0.1 + i / 100, age_days=100 + i, pair=pair, edge_type=t)
+           for i, t in enumerate(("prerequisite", "fallback", "leads_to"))]
+    db.execute("UPDATE hag_edges SET condition = 'when stuck', hit_count = 2, "
+               "source_session_id = 's-1' WHERE id = %s", (ids[1],))
+    before = {r["id"]: dict(r) for r in db.execute("SELECT * FROM hag_edges").fetchall()}
+    summary = _sweep(db)
+    audit = db.execute("SELECT * FROM hag_edge_audit ORDER BY audit_id").fetchall()
+    assert len(audit) == 3 == summary.culled
+    for a in audit:
+        original = before[a["edge_id"]]
+        for column, value in original.items():
+            assert a["edge_id" if column == "id" else column] == value, column
+        assert a["run_id"] == summary.run_id
+        assert a["reason"] == "cull"
+        assert a["deleted_at"] == AS_OF
+        assert a["rule_values"]["cull_max_confidence"] == 0.35
+        assert a["rule_values"]["cull_min_age_days"] == 90
+        assert a["rule_values"]["cull_source_types"] == ["learned", "enriched"]
+        assert a["rule_values"]["as_of"] == AS_OF.isoformat()
+
+
+def test_run_is_recorded_with_its_counts(db):
+    """A real run leaves one 'done' nightly run row whose counts match what it did."""
+    _edge(db)
+    summary = _sweep(db)
+    run = db.execute("SELECT * FROM hag_runs").fetchone()
+    assert (run["run_id"], run["kind"], run["status"], run["dry_run"]) == (
+        summary.run_id, "nightly", "done", False)
+    assert run["as_of"] == AS_OF
+    assert run["summary"]["culled"] == 1
+    assert run["summary"]["culled_by_source_type"] == {"learned": 1}
+
+
+def _promotable(db, **kw):
+    base = dict(maturity="candidate", confidence=0.5, created_at=AS_OF - 14 * DAY, failure_count=0)
+    base.update(kw)
+    return f.entry(db, **base)
+
+
+def _maturity(db, entry_id) -> str:
+    return db.execute("SELECT maturity FROM hag_entries WHERE id = %s", (entry_id,)).fetchone()["maturity"]
+
+
+def test_promotion_lines_are_the_seeds(db):
+    """Candidates at 14 days, 0.50, no failures become patterns; 13 days, 0.49 or 1 failure stay."""
+    promoted = _promotable(db)
+    young = _promotable(db, created_at=AS_OF - 13 * DAY - timedelta(hours=23))
+    weak = _promotable(db, confidence=0.49)
+    failed = _promotable(db, failure_count=1)
+    summary = _sweep(db)
+    assert summary.promoted_to_pattern == 1
+    assert _maturity(db, promoted) == "pattern"
+    assert [_maturity(db, e) for e in (young, weak, failed)] == ["candidate"] * 3
+
+
+def test_promotion_writes_maturity_history(db):
+    """Every maturity change leaves a history row with the run, the rule and as_of."""
+    entry = _promotable(db)
+    summary = _sweep(db)
+    rows = db.execute("SELECT * FROM hag_maturity_history").fetchall()
+    assert [(r["entry_id"], r["old_maturity"], r["new_maturity"], r["rule"], r["run_id"], r["at"])
+            for r in rows] == [(entry, "candidate", "pattern", "promotion", summary.run_id, AS_OF)]
+
+
+def test_pattern_becomes_proven_and_sunk_entries_are_archived(db):
+    """Our further steps: a well-watched pattern becomes proven; a failing weak one is archived."""
+    proven = f.entry(db, maturity="pattern", confidence=0.8, created_at=AS_OF - 30 * DAY,
+                     success_count=8, failure_count=2)
+    too_many_failures = f.entry(db, maturity="pattern", confidence=0.8, created_at=AS_OF - 30 * DAY,
+                                success_count=7, failure_count=2)
+    sunk = f.entry(db, maturity="candidate", confidence=0.149, failure_count=3)
+    not_sunk = f.entry(db, maturity="candidate", confidence=0.15, failure_count=3)
+    proven_weak = f.entry(db, maturity="proven", confidence=0.05, failure_count=9)
+    summary = _sweep(db)
+    assert (summary.promoted_to_proven, summary.archived) == (1, 1)
+    assert [_maturity(db, e) for e in (proven, too_many_failures, sunk, not_sunk, proven_weak)] == [
+        "proven", "pattern", "archived", "candidate", "proven"]
+
+
+def test_one_run_reaches_the_fixed_point(db):
+    """A candidate that qualifies for both steps ends proven in one run; a second run does nothing."""
+    entry = _promotable(db, confidence=0.9, created_at=AS_OF - 40 * DAY, success_count=6)
+    first = _sweep(db)
+    assert (first.promoted_to_pattern, first.promoted_to_proven) == (1, 1)
+    assert _maturity(db, entry) == "proven"
+    second = _sweep(db)
+    assert second.counts() == {"promoted_to_pattern": 0, "promoted_to_proven": 0, "archived": 0,
+                               "culled": 0, "culled_by_source_type": {}}
+
+
+def _snapshot(db):
+    tables = ("hag_entries", "hag_edges", "hag_edge_audit", "hag_runs", "hag_maturity_history",
+              "hag_confidence_history")
+    return {t: sorted(map(repr, db.execute(f"SELECT * FROM {t}").fetchall())) for t in tables}
+
+
+def _mixed_memory(db):
+    pair = _pair(db)
+    _edge(db, pair=pair)
+    _edge(db, pair=pair, edge_type="related", source_type="enriched", confidence=0.1)
+    _edge(db, pair=pair, edge_type="leads_to", source_type="seed", confidence=0.05, age_days=400)
+    _promotable(db)
+    f.entry(db, maturity="pattern", confidence=0.9, created_at=AS_OF - 60 * DAY, success_count=9)
+    f.entry(db, maturity="candidate", confidence=0.1, failure_count=4)
+
+
+def test_dry_run_changes_nothing_and_forecasts_the_real_run(db):
+    """A dry run writes nothing at all, and reports exactly what the real run then does."""
+    _mixed_memory(db)
+    db.commit()
+    before = _snapshot(db)
+    forecast = _sweep(db, dry_run=True)
+    assert _snapshot(db) == before
+    real = _sweep(db)
+    assert forecast.dry_run and not real.dry_run
+    assert forecast.counts() == real.counts() == {
+        "promoted_to_pattern": 1, "promoted_to_proven": 1, "archived": 1, "culled": 2,
+        "culled_by_source_type": {"enriched": 1, "learned": 1}}
+    assert {e.edge_id for e in forecast.culled_edges} == {e.edge_id for e in real.culled_edges}
+
+
+def test_running_twice_equals_running_once(db):
+    """A second run as of the same moment changes no entry, edge or audit row."""
+    _mixed_memory(db)
+    _sweep(db)
+    once = _snapshot(db)
+    second = _sweep(db)
+    again = _snapshot(db)
+    assert second.counts()["culled"] == 0
+    once.pop("hag_runs"), again.pop("hag_runs")  # one more run row, by design
+    assert again == once
+
+
+def test_report_lists_weakest_culled_edges_up_to_the_dial(db, dials):
+    """The report's table is bounded by sweep_report_max_rows, weakest first; counts stay exact."""
+    a, b = _pair(db, "rsa", "modular-arithmetic")
+    for i, t in enumerate(("prerequisite", "fallback", "leads_to")):
+        f.edge(db, a, b, t, confidence=0.3 - i / 10, source_type="learned",
+               created_at=AS_OF - 100 * DAY)
+    dials(sweep_report_max_rows=2)
+    summary = _sweep(db)
+    assert summary.culled == 3
+    assert [round(e.confidence, 2) for e in summary.culled_edges] == [0.1, 0.2]
+    assert summary.culled_edges[0].source_concept == "rsa"
+    assert summary.culled_edges[0].age_days == 100
+    text = sweeps.render_markdown(summary)
+    assert "| edges culled | 3 |" in text and "http" not in text
+
+
+def test_failed_run_is_recorded_and_changes_nothing(db, monkeypatch):
+    """A run that fails mid-way rolls back every change and marks its run row failed."""
+    edge = _edge(db)
+    candidate = _promotable(db)
+    real_count = sweeps._count
+
+    def boom(conn, name, params):
+        if name == "archive_sunk":
+            raise RuntimeError("disk on fire")
+        return real_count(conn, name, params)
+
+    monkeypatch.setattr(sweeps, "_count", boom)
+    with pytest.raises(RuntimeError):
+        _sweep(db)
+    assert _edge_ids(db) == {edge}
+    assert _maturity(db, candidate) == "candidate"
+    assert db.execute("SELECT count(*) AS n FROM hag_maturity_history").fetchone()["n"] == 0
+    run = db.execute("SELECT status, summary FROM hag_runs").fetchone()
+    assert run["status"] == "failed" and "disk on fire" in json.dumps(run["summary"])
+
+
+@pytest.mark.parametrize("name", ["cull_edges", "promote_to_pattern", "promote_to_proven",
+                                  "maturity_forecast"])
+def test_rules_are_inlined_into_plain_column_tests(db, name):
+    """The planner inlines the rule functions, so a million rows cost a plain WHERE clause."""
+    params = sweeps.sweep_parameters(sweeps.settings.load(db), AS_OF, f.uuid.uuid4())
+    plan = "\n".join(r["QUERY PLAN"] for r in db.execute(
+        "EXPLAIN (VERBOSE, COSTS OFF) " + query("sweeps", name), params).fetchall())
+    assert "hag_edge_is_cullable" not in plan and "hag_entry_promotes" not in plan, plan
+    assert "confidence <" in plan or "confidence >=" in plan, plan
