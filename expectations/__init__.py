@@ -44,8 +44,16 @@ class CheckResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "success": self.success,
-            "suites": [{"suite": s.suite, "view": s.view, "rows": s.rows,
-                        "evaluated": s.evaluated, "success": s.success} for s in self.suites],
+            "suites": [
+                {
+                    "suite": s.suite,
+                    "view": s.view,
+                    "rows": s.rows,
+                    "evaluated": s.evaluated,
+                    "success": s.success,
+                }
+                for s in self.suites
+            ],
             "failures": [f.__dict__ for f in self.failures],
         }
 
@@ -59,7 +67,9 @@ def run_all(conn: Any = None, suites: tuple[str, ...] = SUITES) -> CheckResult:
     own = conn is None
     conn = db.connect() if own else conn
     try:
-        return CheckResult([import_module(f"expectations.{name}").validate(conn) for name in suites])
+        return CheckResult(
+            [import_module(f"expectations.{name}").validate(conn) for name in suites]
+        )
     finally:
         if own:
             conn.close()

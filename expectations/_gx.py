@@ -114,14 +114,21 @@ def _failure(suite: str, r: Any) -> Failure:
     config = r.expectation_config
     kwargs = config.kwargs
     column = kwargs.get("column") or ", ".join(
-        kwargs.get("column_list") or (kwargs.get("column_A"), kwargs.get("column_B")))
+        kwargs.get("column_list") or (kwargs.get("column_A"), kwargs.get("column_B"))
+    )
     details = r.result or {}
     message = _exception_message(r.exception_info)
     if message:
         return Failure(suite, config.type, column, f"could not be evaluated: {message}", None)
     sample = details.get("partial_unexpected_list") or []
-    return Failure(suite, config.type, column, (config.meta or {}).get("guards", ""),
-                   details.get("unexpected_count"), [_plain(v) for v in sample[:5]])
+    return Failure(
+        suite,
+        config.type,
+        column,
+        (config.meta or {}).get("guards", ""),
+        details.get("unexpected_count"),
+        [_plain(v) for v in sample[:5]],
+    )
 
 
 def _exception_message(info: Any) -> str | None:

@@ -6,12 +6,8 @@ from typing import Any
 
 from prefect import flow
 
-from tasks.enrichment import (
-    check_expectations,
-    enrich_orphans,
-    publish_cost_ledger,
-    publish_proposals,
-)
+from tasks.checks import run_expectations
+from tasks.enrichment import enrich_orphans, publish_cost_ledger, publish_proposals
 
 
 @flow(name="enrichment")
@@ -30,5 +26,5 @@ def enrichment_flow(
     publish_cost_ledger(summary)
     publish_proposals(summary)
     if not dry_run:
-        check_expectations()
+        run_expectations()  # the shared suites task (tasks/checks.py), as every flow ends
     return summary.to_dict()

@@ -22,8 +22,18 @@ from hag.sqlfiles import query
 
 # Columns of a culled-edge listing, in the order tables and CSV files show them.
 CULLED_COLUMNS = (
-    "deleted_at", "run_id", "edge_id", "source_concept", "target_concept", "edge_type",
-    "source_type", "confidence", "hit_count", "traversal_count", "created_at", "restored_at",
+    "deleted_at",
+    "run_id",
+    "edge_id",
+    "source_concept",
+    "target_concept",
+    "edge_type",
+    "source_type",
+    "confidence",
+    "hit_count",
+    "traversal_count",
+    "created_at",
+    "restored_at",
 )
 
 
@@ -56,20 +66,35 @@ def _connection(conn: Any) -> Iterator[Any]:
         yield own
 
 
-def culled(since: datetime | None = None, run_id: uuid.UUID | str | None = None, *,
-           limit: int | None = None, conn: Any = None) -> list[dict[str, Any]]:
+def culled(
+    since: datetime | None = None,
+    run_id: uuid.UUID | str | None = None,
+    *,
+    limit: int | None = None,
+    conn: Any = None,
+) -> list[dict[str, Any]]:
     """Culled edges, newest first: every audit column an operator reviews, both concepts."""
     with _connection(conn) as c:
-        rows = c.execute(query("audit", "culled"), {
-            "since": since, "run_id": str(run_id) if run_id else None, "limit": limit,
-        }).fetchall()
+        rows = c.execute(
+            query("audit", "culled"),
+            {
+                "since": since,
+                "run_id": str(run_id) if run_id else None,
+                "limit": limit,
+            },
+        ).fetchall()
         if conn is None:
             c.rollback()
     return [dict(r) for r in rows]
 
 
-def restore(edge_id: uuid.UUID | str | None = None, run_id: uuid.UUID | str | None = None, *,
-            by: str = "hag audit restore", conn: Any = None) -> RestoreResult:
+def restore(
+    edge_id: uuid.UUID | str | None = None,
+    run_id: uuid.UUID | str | None = None,
+    *,
+    by: str = "hag audit restore",
+    conn: Any = None,
+) -> RestoreResult:
     """Put culled edges back as they were: one edge, or every edge one run culled.
 
     Restores what it can and refuses the rest with a reason (an endpoint entry no longer
@@ -77,7 +102,10 @@ def restore(edge_id: uuid.UUID | str | None = None, run_id: uuid.UUID | str | No
     """
     if (edge_id is None) == (run_id is None):
         raise ValueError("restore takes exactly one of edge_id or run_id")
-    asked = {"edge_id": str(edge_id) if edge_id else None, "run_id": str(run_id) if run_id else None}
+    asked = {
+        "edge_id": str(edge_id) if edge_id else None,
+        "run_id": str(run_id) if run_id else None,
+    }
     with _connection(conn) as c:
         try:
             result = _restore(c, asked, by)
@@ -93,18 +121,28 @@ def _restore(conn: Any, asked: dict[str, Any], by: str) -> RestoreResult:
     verdicts = conn.execute(query("audit", "restore_verdicts"), asked).fetchall()
     if not verdicts:
         what = f"edge {asked['edge_id']}" if asked["edge_id"] else f"run {asked['run_id']}"
-        raise NotFoundError(f"{what}: no culled edge waiting to be restored "
-                            "(never culled, or already restored)")
-    result = RestoreResult(refused=[Refusal(v["edge_id"], v["refusal"]) for v in verdicts if v["refusal"]])
+        raise NotFoundError(
+            f"{what}: no culled edge waiting to be restored (never culled, or already restored)"
+        )
+    result = RestoreResult(
+        refused=[Refusal(v["edge_id"], v["refusal"]) for v in verdicts if v["refusal"]]
+    )
     wanted = [v for v in verdicts if not v["refusal"]]
     if wanted:
         say_why(conn, "restored from the cull audit")
-        back = conn.execute(query("audit", "restore_edges"), {
-            "audit_ids": [v["audit_id"] for v in wanted], "by": by,
-        }).fetchall()
+        back = conn.execute(
+            query("audit", "restore_edges"),
+            {
+                "audit_ids": [v["audit_id"] for v in wanted],
+                "by": by,
+            },
+        ).fetchall()
         result.restored = sorted((r["edge_id"] for r in back), key=str)
         done = set(result.restored)
-        result.refused += [Refusal(v["edge_id"], "the edge was recreated while restoring")
-                           for v in wanted if v["edge_id"] not in done]
+        result.refused += [
+            Refusal(v["edge_id"], "the edge was recreated while restoring")
+            for v in wanted
+            if v["edge_id"] not in done
+        ]
     result.refused.sort(key=lambda r: str(r.edge_id))
     return result

@@ -30,11 +30,22 @@ NIGHTLY_LOCK = 0x4A47_0030
 CULL_REASON = "cull"
 
 PROMOTION_DIALS = (
-    "promotion_min_age_days", "promotion_min_confidence", "promotion_max_failures",
-    "proven_min_age_days", "proven_min_confidence", "proven_min_successes",
-    "proven_max_failure_ratio", "archive_max_confidence", "archive_min_failures",
+    "promotion_min_age_days",
+    "promotion_min_confidence",
+    "promotion_max_failures",
+    "proven_min_age_days",
+    "proven_min_confidence",
+    "proven_min_successes",
+    "proven_max_failure_ratio",
+    "archive_max_confidence",
+    "archive_min_failures",
 )
-CULL_DIALS = ("cull_max_confidence", "cull_min_age_days", "cull_max_traversals", "cull_source_types")
+CULL_DIALS = (
+    "cull_max_confidence",
+    "cull_min_age_days",
+    "cull_max_traversals",
+    "cull_source_types",
+)
 
 
 @dataclass(frozen=True)
@@ -85,9 +96,7 @@ class NightlySummary:
         data = asdict(self)
         data["run_id"] = str(self.run_id)
         data["as_of"] = self.as_of.isoformat()
-        data["culled_edges"] = [
-            {**asdict(e), "edge_id": str(e.edge_id)} for e in self.culled_edges
-        ]
+        data["culled_edges"] = [{**asdict(e), "edge_id": str(e.edge_id)} for e in self.culled_edges]
         return data
 
 
@@ -97,30 +106,49 @@ def run_nightly(as_of: datetime | None = None, dry_run: bool = False) -> Nightly
         return sweep(conn, as_of=as_of, dry_run=dry_run)
 
 
-def sweep(conn: Any, *, as_of: datetime | None = None, dry_run: bool = False,
-          run_id: uuid.UUID | None = None) -> NightlySummary:
+def sweep(
+    conn: Any,
+    *,
+    as_of: datetime | None = None,
+    dry_run: bool = False,
+    run_id: uuid.UUID | None = None,
+) -> NightlySummary:
     """The nightly run on a caller's connection (committed here; nothing open is left)."""
     started = time.perf_counter()
     conn.rollback()  # begin from a clean transaction: the dials and the clock read fresh
     dials = settings.load(conn)
-    when = _aware(as_of) if as_of is not None else conn.execute(query("sweeps", "database_now")).fetchone()["now"]
+    when = (
+        _aware(as_of)
+        if as_of is not None
+        else conn.execute(query("sweeps", "database_now")).fetchone()["now"]
+    )
     conn.rollback()
-    summary = NightlySummary(run_id=run_id or uuid.uuid4(), as_of=when, dry_run=dry_run,
-                             rule_values=rule_values(dials, when))
+    summary = NightlySummary(
+        run_id=run_id or uuid.uuid4(),
+        as_of=when,
+        dry_run=dry_run,
+        rule_values=rule_values(dials, when),
+    )
     params = sweep_parameters(dials, when, summary.run_id)
     if dry_run:
         _forecast(conn, params, summary)
         conn.rollback()
     else:
-        conn.execute(query("sweeps", "start_run"), {
-            "run_id": summary.run_id, "as_of": when,
-            "params": json.dumps({"as_of": when.isoformat(), "dials": summary.rule_values}),
-        })
+        conn.execute(
+            query("sweeps", "start_run"),
+            {
+                "run_id": summary.run_id,
+                "as_of": when,
+                "params": json.dumps({"as_of": when.isoformat(), "dials": summary.rule_values}),
+            },
+        )
         conn.commit()
         try:
             _apply(conn, params, summary)
-            conn.execute(query("sweeps", "finish_run"),
-                         {"run_id": summary.run_id, "summary": json.dumps(summary.counts())})
+            conn.execute(
+                query("sweeps", "finish_run"),
+                {"run_id": summary.run_id, "summary": json.dumps(summary.counts())},
+            )
             conn.commit()
         except BaseException as exc:
             conn.rollback()
@@ -137,7 +165,9 @@ def rule_values(dials: Mapping[str, Any], as_of: datetime) -> dict[str, Any]:
     return values
 
 
-def sweep_parameters(dials: Mapping[str, Any], as_of: datetime, run_id: uuid.UUID) -> dict[str, Any]:
+def sweep_parameters(
+    dials: Mapping[str, Any], as_of: datetime, run_id: uuid.UUID
+) -> dict[str, Any]:
     """The bound parameters every sweep query takes (the dials by their own keys)."""
     params: dict[str, Any] = {key: dials[key] for key in (*PROMOTION_DIALS, *CULL_DIALS)}
     params["cull_source_types"] = list(dials["cull_source_types"])
@@ -152,13 +182,20 @@ def _apply(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
         summary.promoted_to_pattern = _count(conn, "promote_to_pattern", params)
         summary.promoted_to_proven = _count(conn, "promote_to_proven", params)
     with clock("archive"):
-        summary.archived = sum(_count(conn, "archive_sunk", {**params, "from_maturity": m})
-                               for m in ("candidate", "pattern"))
+        summary.archived = sum(
+            _count(conn, "archive_sunk", {**params, "from_maturity": m})
+            for m in ("candidate", "pattern")
+        )
     with clock("cull"):
-        conn.execute(query("sweeps", "set_delete_context"), {
-            "run_id": str(summary.run_id), "reason": CULL_REASON,
-            "rule_values": json.dumps(summary.rule_values), "deleted_at": summary.as_of.isoformat(),
-        })
+        conn.execute(
+            query("sweeps", "set_delete_context"),
+            {
+                "run_id": str(summary.run_id),
+                "reason": CULL_REASON,
+                "rule_values": json.dumps(summary.rule_values),
+                "deleted_at": summary.as_of.isoformat(),
+            },
+        )
         by_type = conn.execute(query("sweeps", "cull_edges"), params).fetchall()
         summary.culled_by_source_type = {r["source_type"]: r["n"] for r in by_type}
         summary.culled = sum(summary.culled_by_source_type.values())
@@ -202,9 +239,13 @@ def _count(conn: Any, name: str, params: dict[str, Any]) -> int:
 
 def _record_failure(conn: Any, run_id: uuid.UUID, exc: BaseException) -> None:
     try:
-        conn.execute(query("sweeps", "fail_run"), {
-            "run_id": run_id, "summary": json.dumps({"error": f"{type(exc).__name__}: {exc}"[:500]}),
-        })
+        conn.execute(
+            query("sweeps", "fail_run"),
+            {
+                "run_id": run_id,
+                "summary": json.dumps({"error": f"{type(exc).__name__}: {exc}"[:500]}),
+            },
+        )
         conn.commit()
     except Exception:  # noqa: BLE001 - the original error is the one worth raising
         conn.rollback()
@@ -243,9 +284,12 @@ def render_markdown(summary: NightlySummary) -> str:
         f"{rv['promotion_min_confidence']} and at most {rv['promotion_max_failures']} failures.",
     ]
     if summary.culled > len(summary.culled_edges):
-        lines += ["", f"The table lists the {len(summary.culled_edges)} weakest of "
-                      f"{summary.culled} culled edges; `hag audit culled --run {summary.run_id}` "
-                      "lists them all."]
+        lines += [
+            "",
+            f"The table lists the {len(summary.culled_edges)} weakest of "
+            f"{summary.culled} culled edges; `hag audit culled --run {summary.run_id}` "
+            "lists them all.",
+        ]
     if summary.culled and not summary.dry_run:
         lines += ["", f"To undo: `hag audit restore --run {summary.run_id}`."]
     return "\n".join(lines) + "\n"

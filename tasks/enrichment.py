@@ -1,4 +1,7 @@
-"""Thin Prefect tasks around `hag.enrichment`: the run itself, and its two artifacts."""
+"""Thin Prefect tasks around `hag.enrichment`: the run itself, and its two artifacts.
+
+The data-quality suites after a run are the shared `tasks.checks.run_expectations`.
+"""
 
 from __future__ import annotations
 
@@ -18,17 +21,6 @@ def enrich_orphans(
     """One enrichment run. Never cached, never retried here: the attempt budget is per model
     call, inside hag.enrichment, and a re-run skips what the ledger already holds."""
     return enrich(topic=topic, limit=limit, dry_run=dry_run, model=model)
-
-
-@task(name="check-expectations", cache_policy=NO_CACHE)
-def check_expectations() -> dict[str, Any]:
-    """The data-quality suites after the writes; a failed suite fails the flow run."""
-    import expectations  # noqa: PLC0415 - Great Expectations costs seconds to import
-
-    result = expectations.run_all()
-    if not result.success:
-        raise RuntimeError(f"expectation suites failed after enrichment:\n{result.report()}")
-    return result.to_dict()
 
 
 @task(name="publish-cost-ledger", cache_policy=NO_CACHE)

@@ -22,20 +22,23 @@ def publish_nightly_report(summary: NightlySummary) -> None:
     suffix = " (dry run: nothing changed)" if summary.dry_run else ""
     create_table_artifact(
         key="nightly-counts",
-        table=[{"step": step, "count": n} for step, n in (
-            ("candidate → pattern", summary.promoted_to_pattern),
-            ("pattern → proven", summary.promoted_to_proven),
-            ("archived", summary.archived),
-            ("promotions", summary.promotions),
-            ("culls", summary.culled),
-        )],
+        table=[
+            {"step": step, "count": n}
+            for step, n in (
+                ("candidate → pattern", summary.promoted_to_pattern),
+                ("pattern → proven", summary.promoted_to_proven),
+                ("archived", summary.archived),
+                ("promotions", summary.promotions),
+                ("culls", summary.culled),
+            )
+        ],
         description=f"Nightly run {summary.run_id} as of {summary.as_of.isoformat()}{suffix}",
     )
     create_table_artifact(
         key="nightly-culled-edges",
         table=culled_table(summary),
         description=f"Edges culled by run {summary.run_id}{suffix}: source → target, type, "
-                    f"provenance, confidence, age ({len(summary.culled_edges)} of {summary.culled} shown)",
+        f"provenance, confidence, age ({len(summary.culled_edges)} of {summary.culled} shown)",
     )
     create_markdown_artifact(
         key="nightly-summary",

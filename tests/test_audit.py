@@ -18,11 +18,23 @@ def _culled_pair(db, n: int = 2):
     """Two entries joined by `n` weak old learned edges, culled by one run; returns (run, ids)."""
     a = f.entry(db, concept_slug="rsa")
     b = f.entry(db, concept_slug="modular-arithmetic")
-    ids = [f.edge(db, a, b, t, confidence=0.1 + i / 100, source_type="learned",
-                  created_at=AS_OF - 100 * DAY)
-           for i, t in enumerate(("prerequisite", "fallback", "leads_to")[:n])]
-    db.execute("UPDATE hag_edges SET condition = 'after a failure', hit_count = 2, "
-               "source_session_id = 's-9', last_traversed_at = NULL WHERE id = %s", (ids[0],))
+    ids = [
+        f.edge(
+            db,
+            a,
+            b,
+            t,
+            confidence=0.1 + i / 100,
+            source_type="learned",
+            created_at=AS_OF - 100 * DAY,
+        )
+        for i, t in enumerate(("prerequisite", "fallback", "leads_to")[:n])
+    ]
+    db.execute(
+        "UPDATE hag_edges SET condition = 'after a failure', hit_count = 2, "
+        "source_session_id = 's-9', last_traversed_at = NULL WHERE id = %s",
+        (ids[0],),
+    )
     db.commit()
     before = {r["id"]: dict(r) for r in db.execute("SELECT * FROM hag_edges").fetchall()}
     run = sweeps.sweep(db, as_of=AS_OF)
@@ -39,7 +51,8 @@ def test_culled_lists_every_culled_edge_with_its_concepts(db):
     rows = audit.culled(run_id=run.run_id, conn=db)
     assert sorted(r["edge_id"] for r in rows) == sorted(ids)
     assert {(r["source_concept"], r["target_concept"], r["source_type"]) for r in rows} == {
-        ("rsa", "modular-arithmetic", "learned")}
+        ("rsa", "modular-arithmetic", "learned")
+    }
     assert audit.culled(since=AS_OF + DAY, conn=db) == []
     assert len(audit.culled(since=AS_OF, conn=db)) == 2
 
@@ -81,7 +94,8 @@ def test_restore_refuses_when_an_endpoint_is_gone(db):
     result = audit.restore(edge_id=ids[0], conn=db)
     assert result.restored == []
     assert [(r.edge_id, r.reason) for r in result.refused] == [
-        (ids[0], f"its target entry {b} no longer exists")]
+        (ids[0], f"its target entry {b} no longer exists")
+    ]
     assert _edges(db) == {}
 
 
@@ -93,7 +107,8 @@ def test_restore_refuses_when_the_edge_was_recreated(db):
     result = audit.restore(run_id=run.run_id, conn=db)
     assert result.restored == [ids[1]]
     assert [(r.edge_id, r.reason) for r in result.refused] == [
-        (ids[0], f"the edge has since been recreated as {twin}")]
+        (ids[0], f"the edge has since been recreated as {twin}")
+    ]
 
 
 def test_restore_twice_is_refused_the_second_time(db):

@@ -38,7 +38,9 @@ def test_every_flow_is_in_prefect_yaml_and_every_entrypoint_loads():
     """Each flow module has a deployment, and each deployment's entrypoint names a real flow."""
     entrypoints = {d["entrypoint"] for d in _deployments()}
     modules = {p.stem for p in (PROJECT_ROOT / "flows").glob("*.py") if p.stem != "__init__"}
-    assert {e.split(":")[0].removeprefix("flows/").removesuffix(".py") for e in entrypoints} == modules
+    assert {
+        e.split(":")[0].removeprefix("flows/").removesuffix(".py") for e in entrypoints
+    } == modules
     for entrypoint in sorted(entrypoints):
         path, attr = entrypoint.split(":")
         module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
@@ -75,14 +77,27 @@ def test_recipe_registers_schedules_and_runs_a_parameterised_deployment(db, data
     """Server up, `prefect deploy --all`, schedules read back, a nightly run with as_of completes."""
     a = f.entry(db, concept_slug="rsa")
     b = f.entry(db, concept_slug="modular-arithmetic")
-    f.edge(db, a, b, "related", confidence=0.1, source_type="learned",
-           created_at=AS_OF - timedelta(days=100))
+    f.edge(
+        db,
+        a,
+        b,
+        "related",
+        confidence=0.1,
+        source_type="learned",
+        created_at=AS_OF - timedelta(days=100),
+    )
     db.commit()
 
     port = _free_port()
     env = serve_cmd.prefect_env(tmp_path / "prefect-home", port)
-    env.update({"DATABASE_URL": database_url, "PREFECT_UI_ENABLED": "false",
-                "PREFECT_WORKER_QUERY_SECONDS": "2", "PREFECT_WORKER_PREFETCH_SECONDS": "5"})
+    env.update(
+        {
+            "DATABASE_URL": database_url,
+            "PREFECT_UI_ENABLED": "false",
+            "PREFECT_WORKER_QUERY_SECONDS": "2",
+            "PREFECT_WORKER_PREFETCH_SECONDS": "5",
+        }
+    )
     api_url = env["PREFECT_API_URL"]
     started = []
     logs = tmp_path / "logs"
@@ -106,18 +121,63 @@ def test_recipe_registers_schedules_and_runs_a_parameterised_deployment(db, data
         assert every.interval == timedelta(minutes=5)
         enrichment = deployments["enrichment"]
         assert enrichment.schedules == []
-        assert {"topic", "limit", "dry_run", "model"} <= set(enrichment.parameter_openapi_schema["properties"])
+        assert {"topic", "limit", "dry_run", "model"} <= set(
+            enrichment.parameter_openapi_schema["properties"]
+        )
 
         with open(logs / "worker.log", "wb") as worker_log:
             started.append(serve_cmd.start_worker(env, log=worker_log))
-        run = asyncio.run(_run_and_wait(
-            api_url, nightly.id, {"as_of": AS_OF.isoformat(), "dry_run": False}, timeout=300))
+        run = asyncio.run(
+            _run_and_wait(
+                api_url, nightly.id, {"as_of": AS_OF.isoformat(), "dry_run": False}, timeout=300
+            )
+        )
         if not (run.state and run.state.is_completed()):
-            pytest.fail(f"the nightly deployment run ended {run.state!r}; worker log:\n"
-                        + (logs / "worker.log").read_text()[-3000:])
+            pytest.fail(
+                f"the nightly deployment run ended {run.state!r}; worker log:\n"
+                + (logs / "worker.log").read_text()[-3000:]
+            )
     finally:
         for proc in reversed(started):
             serve_cmd.stop(proc)
 
-    recorded = db.execute("SELECT as_of, status, summary FROM hag_runs WHERE kind = 'nightly'").fetchall()
-    assert [(r["as_of"], r["status"], r["summary"]["culled"]) for r in recorded] == [(AS_OF, "done", 1)]
+    recorded = db.execute(
+        "SELECT as_of, status, summary FROM hag_runs WHERE kind = 'nightly'"
+    ).fetchall()
+    assert [(r["as_of"], r["status"], r["summary"]["culled"]) for r in recorded] == [
+        (AS_OF, "done", 1)
+    ]
+
+
+def test_hag_serve_starts_everything_and_stops_on_ctrl_c(db, database_url, tmp_path):
+    """`hag serve` brings the server up with every deployment registered, and Ctrl-C stops it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    port = _free_port()
+    env = {**os.environ, "DATABASE_URL": database_url, "PREFECT_UI_ENABLED": "false"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hag.cli", "serve", "--no-worker", "--port", str(port),
+         "--home", str(tmp_path / "home")],
+        env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("Prefect UI:") or proc.poll() is not None:
+                break
+        assert any(f"http://127.0.0.1:{port}" in line for line in lines), "".join(lines)
+        deployments = asyncio.run(_read_back(f"http://127.0.0.1:{port}/api"))
+        assert set(deployments) == {"session-end", "nightly", "enrichment"}
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0, "the Prefect server outlived hag serve"

@@ -53,23 +53,26 @@ def test_the_same_demo_run_twice_from_scratch_proposes_the_same_edges(demo):
 
 
 def test_the_flow_enriches_and_publishes_the_cost_ledger_and_the_proposals(demo, prefect_harness):
-    """The flow returns the summary and leaves two artifacts: cost ledger and proposals."""
+    """The flow returns the summary and leaves three artifacts: cost ledger, proposals, suites."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     from flows.enrichment import enrichment_flow
 
-    result = enrichment_flow(topic="cryptography", limit=2)
+    state = enrichment_flow(topic="cryptography", limit=2, return_state=True)
+    assert state.is_completed(), state.message
+    result = state.result()
     assert result["totals"]["orphans"] == 2 and result["offline"] is True
     assert result["cost"]["calls"] == 2
     with get_client(sync_client=True) as client:
         artifacts = client.read_artifacts(
             artifact_filter=ArtifactFilter(
-                key=ArtifactFilterKey(any_=["enrichment-cost-ledger", "enrichment-proposals"])
+                flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])
             )
         )
     by_key = {a.key: a for a in artifacts}
-    assert set(by_key) == {"enrichment-cost-ledger", "enrichment-proposals"}
+    # data-quality: the shared suites task every flow ends with (tasks/checks.py)
+    assert set(by_key) == {"enrichment-cost-ledger", "enrichment-proposals", "data-quality"}
     assert by_key["enrichment-cost-ledger"].type == "table"
     assert "TOTAL" in str(by_key["enrichment-cost-ledger"].data)
     assert "accepted" in str(by_key["enrichment-proposals"].data)

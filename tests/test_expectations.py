@@ -159,11 +159,15 @@ def dangling_target(db, m):
 def dangling_source(db, m):
     db.execute("SET LOCAL session_replication_role = replica")
     db.execute("DELETE FROM hag_edges WHERE source_entry_id = %s", (m["a"],))
-    db.execute("UPDATE hag_edges SET source_entry_id = gen_random_uuid() WHERE source_type = 'learned'")
+    db.execute(
+        "UPDATE hag_edges SET source_entry_id = gen_random_uuid() WHERE source_type = 'learned'"
+    )
 
 
 def unanchored_edge(db, m):
-    lone = db.execute("SELECT id FROM hag_entries WHERE concept_slug = '_unanchored_' LIMIT 1").fetchone()
+    lone = db.execute(
+        "SELECT id FROM hag_entries WHERE concept_slug = '_unanchored_' LIMIT 1"
+    ).fetchone()
     f.edge(db, m["a"], lone["id"], "related", source_type="learned")
 
 
@@ -173,37 +177,52 @@ def negative_hits(db, m):
 
 
 def audit_row_lost(db, m):
-    db.execute("DELETE FROM hag_edge_audit WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+    db.execute(
+        "DELETE FROM hag_edge_audit WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)"
+    )
 
 
 def seed_culled(db, m):
-    db.execute("UPDATE hag_edge_audit SET source_type = 'seed' "
-               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+    db.execute(
+        "UPDATE hag_edge_audit SET source_type = 'seed' "
+        "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)"
+    )
 
 
 def off_allowlist(db, m):
-    db.execute("UPDATE hag_edge_audit SET source_type = 'imported' "
-               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+    db.execute(
+        "UPDATE hag_edge_audit SET source_type = 'imported' "
+        "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)"
+    )
 
 
 def strong_culled(db, m):
-    db.execute("UPDATE hag_edge_audit SET confidence = 0.9 "
-               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+    db.execute(
+        "UPDATE hag_edge_audit SET confidence = 0.9 "
+        "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)"
+    )
 
 
 def traversed_culled(db, m):
-    db.execute("UPDATE hag_edge_audit SET traversal_count = 4 "
-               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+    db.execute(
+        "UPDATE hag_edge_audit SET traversal_count = 4 "
+        "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)"
+    )
 
 
 def young_culled(db, m):
-    db.execute("UPDATE hag_edge_audit SET created_at = %s "
-               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)", (AS_OF - 10 * DAY,))
+    db.execute(
+        "UPDATE hag_edge_audit SET created_at = %s "
+        "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)",
+        (AS_OF - 10 * DAY,),
+    )
 
 
 def culled_outside_a_run(db, m):
-    db.execute("UPDATE hag_edge_audit SET run_id = gen_random_uuid() "
-               "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)")
+    db.execute(
+        "UPDATE hag_edge_audit SET run_id = gen_random_uuid() "
+        "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)"
+    )
 
 
 BETWEEN = "expect_column_values_to_be_between"
@@ -231,14 +250,24 @@ CASES = [
     (unanchored_edge, {("edges", IN_SET, "touches_unanchored")}),
     (negative_hits, {("edges", BETWEEN, "hit_count")}),
     (audit_row_lost, {("cull_runs", "expect_column_pair_values_to_be_equal", "culled, audited")}),
-    (seed_culled, {("culled_edges", "expect_column_values_to_not_be_in_set", "source_type"),
-                   ("culled_edges", IN_SET, "provenance_allowed")}),
+    (
+        seed_culled,
+        {
+            ("culled_edges", "expect_column_values_to_not_be_in_set", "source_type"),
+            ("culled_edges", IN_SET, "provenance_allowed"),
+        },
+    ),
     (off_allowlist, {("culled_edges", IN_SET, "provenance_allowed")}),
     (strong_culled, {("culled_edges", IN_SET, "below_threshold")}),
     (traversed_culled, {("culled_edges", IN_SET, "untraversed_enough")}),
     (young_culled, {("culled_edges", IN_SET, "old_enough")}),
-    (culled_outside_a_run, {("culled_edges", IN_SET, "run_recorded"),
-                            ("cull_runs", "expect_column_pair_values_to_be_equal", "culled, audited")}),
+    (
+        culled_outside_a_run,
+        {
+            ("culled_edges", IN_SET, "run_recorded"),
+            ("cull_runs", "expect_column_pair_values_to_be_equal", "culled, audited"),
+        },
+    ),
 ]
 
 
@@ -258,7 +287,9 @@ def test_every_expectation_has_a_corruption_test():
         doc = json.loads((SUITES_DIR / f"{name}.json").read_text())
         for e in doc["expectations"]:
             k = e["kwargs"]
-            column = k.get("column") or ", ".join(k.get("column_list") or (k["column_A"], k["column_B"]))
+            column = k.get("column") or ", ".join(
+                k.get("column_list") or (k["column_A"], k["column_B"])
+            )
             declared.add((name, e["type"], column))
     missing = declared - guarded
     # Counters share one rule; the success/traversal twins are pinned by their siblings.

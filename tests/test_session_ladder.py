@@ -166,3 +166,35 @@ def test_resolve_all_embeds_only_names_that_need_it():
     assert [r.step for r in out] == ["exact", "near", "minted", "minted"]
     assert calls == [["new thing"]]
     assert slugify("Ünïcode  Names!") == "unicode-names"
+
+
+def test_an_unanchored_student_observation_never_merges_by_cosine(db):
+    """`_unanchored_` has no identity: a nameless trait identical to a pattern is its own row."""
+    from hag.embeddings import embed_text
+
+    text = "Builds a physical model before the abstract one."
+    f.entry(db, topic_id="linux", concept_slug="visual-model-builder", scope="student:ada",
+            maturity="candidate", confidence=0.5, embedding=embed_text(text))
+    db.commit()
+    summary = run(db, observe({"graph": "student", "concept": "?", "text": text}, learner="ada"))
+    rows = db.execute("SELECT concept_slug FROM hag_entries WHERE visibility_scope = 'student:ada' "
+                      "ORDER BY concept_slug").fetchall()
+    assert [r["concept_slug"] for r in rows] == ["_unanchored_", "visual-model-builder"]
+    assert (summary.entries_merged, summary.entries_created) == (0, 1)
+
+
+def test_a_named_student_observation_never_merges_into_an_unanchored_pattern(db):
+    """A trait at cosine 1.0 to a learner's `_unanchored_` pattern gets its own named row."""
+    from hag.embeddings import embed_text
+
+    text = "Builds a physical model before the abstract one."
+    f.entry(db, topic_id="linux", concept_slug="_unanchored_", scope="student:ada",
+            maturity="candidate", confidence=0.5, embedding=embed_text(text))
+    db.commit()
+    summary = run(db, observe({"graph": "student", "concept": "visual model builder", "text": text},
+                              {"graph": "student", "concept": "!", "text": text}, learner="ada"))
+    rows = db.execute("SELECT concept_slug FROM hag_entries WHERE visibility_scope = 'student:ada' "
+                      "ORDER BY concept_slug").fetchall()
+    # the named trait is new; the second, nameless one merges with nothing (not even the first)
+    assert [r["concept_slug"] for r in rows] == ["_unanchored_", "_unanchored_", "visual-model-builder"]
+    assert (summary.entries_merged, summary.entries_created) == (0, 2)

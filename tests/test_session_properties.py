@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pgvector import Vector
 
@@ -51,12 +51,29 @@ def test_composed_entry_grading_equals_turn_by_turn_and_stays_in_bounds(c, steps
     assert -1e-12 <= composed <= 1 + 1e-12
 
 
-@given(unit, st.integers(0, 50))
-def test_reinforcement_never_lowers_and_counts_one_hit(c, hits):
-    """Re-observation adds one hit and never lowers the confidence."""
-    new, new_hits = rules.reinforce_edge(c, hits, DIALS)
-    assert new >= c and new_hits == hits + 1
-    assert new >= (0.6 if new_hits >= 3 else 0.3)
+@DB_SETTINGS
+@given(st.floats(0.05, 1.0), st.integers(1, 50))
+@example(0.3, 1).via("the second observation stays at 0.3")
+@example(0.3, 2).via("the third observation lifts to 0.6")
+@example(0.75, 5).via("a graded-up edge is never lowered")
+def test_reinforcement_never_lowers_and_counts_one_hit(db, c, hits):
+    """The one edge upsert (the SQL that runs) re-observing an edge: hit + 1, max(c, 0.6 | 0.3)."""
+    from hag.edges import EdgeObservation, upsert_edges
+
+    reset_database(db)
+    db.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('cryptography', 'Cryptography')")
+    a, b = entry_id(0, 0), entry_id(0, 1)
+    for i in (a, b):
+        db.execute("INSERT INTO hag_entries (id, topic_id, concept_slug, visibility_scope, maturity, "
+                   "confidence, instruction, embedding) VALUES (%s, 'cryptography', %s, 'public', "
+                   "'pattern', 0.5, 'x', %s)", (i, f"c-{i}", Vector(vec(0.5))))
+    db.execute("INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
+               "hit_count, source_type) VALUES (%s, %s, 'leads_to', %s, %s, 'learned')", (a, b, c, hits))
+    [result] = upsert_edges(db, [EdgeObservation(a, b, "leads_to")], DIALS, source_type="learned",
+                            at=T0, session_id="s1")
+    db.commit()
+    expected = max(c, 0.6 if hits + 1 >= 3 else 0.3)  # the seed's rule, hit_count after the increment
+    assert (result.inserted, result.hit_count, result.confidence) == (False, hits + 1, expected)
 
 
 # --- whole sessions on the database ---------------------------------------------------------

@@ -137,6 +137,17 @@ def test_outcome_model_rewards_mastered_prerequisites():
     assert model.success_probability(unready, "beta", world, trait_in_prompt=True) == pytest.approx(0.25)
 
 
+def test_a_prompt_naming_the_missing_prerequisite_helps_an_unready_learner():
+    """The bridge bonus applies only when a shown edge target is one of the missing prerequisites."""
+    world = chain_world()
+    model = OutcomeModel(p_ready=0.9, p_unready=0.2, bridge_bonus=0.25)
+    unready = Learner("y", TRAITS[0], set())
+    assert model.success_probability(unready, "beta", world, shown={"alpha"}) == pytest.approx(0.45)
+    assert model.success_probability(unready, "beta", world, shown={"gamma"}) == pytest.approx(0.2)
+    ready = Learner("x", TRAITS[0], {"alpha"})
+    assert model.success_probability(ready, "beta", world, shown={"alpha"}) == pytest.approx(0.9)
+
+
 def test_a_session_payload_is_accepted_by_ingest(db):
     """A played session is a payload in the SPEC §2 contract: ingest queues it as pending."""
     from hag.session.ingest import ingest_payload
@@ -191,13 +202,14 @@ def test_true_struggles_name_unmastered_prerequisites_and_p_miss_drops_them(db):
 
 
 def test_p_false_invents_struggles_on_non_prerequisites(db):
-    """With p_false=1 every turn carries an invented struggle naming a concept that is no prerequisite."""
+    """With p_false=1 every failed turn also blames a concept that is no prerequisite."""
     world = chain_world()
     load_world(db, world)
-    record = play(db, world, Learner("sim-0004", TRAITS[0], {"alpha", "beta", "gamma"}),
-                  np.random.default_rng(6), extractor=Extractor(p_false=1.0))
+    record = play(db, world, Learner("sim-0004", TRAITS[0], set()), np.random.default_rng(6),
+                  extractor=Extractor(p_false=1.0), policy=TutorPolicy(min_turns=8, max_turns=8))
     invented = [(c, m) for c, m, true in record.reported_struggles if not true]
-    assert len(invented) == record.turns
+    failed = [t for t in record.payload["turns"] if t["outcome"] == "failure"]
+    assert failed and len(invented) == len(failed)
     assert not set(invented) & world.prerequisites and all(c != m for c, m in invented)
 
 

@@ -19,11 +19,27 @@ def _pair(db, source: str | None = None, target: str | None = None):
     return f.entry(db, concept_slug=source), f.entry(db, concept_slug=target)
 
 
-def _edge(db, *, age_days: float = 120, confidence: float = 0.2, source_type: str = "learned",
-          traversal_count: int = 0, edge_type: str = "prerequisite", pair=None):
+def _edge(
+    db,
+    *,
+    age_days: float = 120,
+    confidence: float = 0.2,
+    source_type: str = "learned",
+    traversal_count: int = 0,
+    edge_type: str = "prerequisite",
+    pair=None,
+):
     a, b = pair or _pair(db)
-    return f.edge(db, a, b, edge_type, confidence=confidence, source_type=source_type,
-                  traversal_count=traversal_count, created_at=AS_OF - age_days * DAY)
+    return f.edge(
+        db,
+        a,
+        b,
+        edge_type,
+        confidence=confidence,
+        source_type=source_type,
+        traversal_count=traversal_count,
+        created_at=AS_OF - age_days * DAY,
+    )
 
 
 def _edge_ids(db) -> set:
@@ -98,10 +114,15 @@ def test_new_provenance_class_is_protected_until_allowlisted(db, dials):
 def test_audit_rows_equal_deleted_rows_field_for_field(db):
     """Each culled edge's audit row is its full row plus the run id, reason and rules."""
     pair = _pair(db)
-    ids = [_edge(db, confidence=0.1 + i / 100, age_days=100 + i, pair=pair, edge_type=t)
-           for i, t in enumerate(("prerequisite", "fallback", "leads_to"))]
-    db.execute("UPDATE hag_edges SET condition = 'when stuck', hit_count = 2, "
-               "source_session_id = 's-1' WHERE id = %s", (ids[1],))
+    ids = [
+        _edge(db, confidence=0.1 + i / 100, age_days=100 + i, pair=pair, edge_type=t)
+        for i, t in enumerate(("prerequisite", "fallback", "leads_to"))
+    ]
+    db.execute(
+        "UPDATE hag_edges SET condition = 'when stuck', hit_count = 2, "
+        "source_session_id = 's-1' WHERE id = %s",
+        (ids[1],),
+    )
     before = {r["id"]: dict(r) for r in db.execute("SELECT * FROM hag_edges").fetchall()}
     summary = _sweep(db)
     audit = db.execute("SELECT * FROM hag_edge_audit ORDER BY audit_id").fetchall()
@@ -125,7 +146,11 @@ def test_run_is_recorded_with_its_counts(db):
     summary = _sweep(db)
     run = db.execute("SELECT * FROM hag_runs").fetchone()
     assert (run["run_id"], run["kind"], run["status"], run["dry_run"]) == (
-        summary.run_id, "nightly", "done", False)
+        summary.run_id,
+        "nightly",
+        "done",
+        False,
+    )
     assert run["as_of"] == AS_OF
     assert run["summary"]["culled"] == 1
     assert run["summary"]["culled_by_source_type"] == {"learned": 1}
@@ -138,7 +163,9 @@ def _promotable(db, **kw):
 
 
 def _maturity(db, entry_id) -> str:
-    return db.execute("SELECT maturity FROM hag_entries WHERE id = %s", (entry_id,)).fetchone()["maturity"]
+    return db.execute("SELECT maturity FROM hag_entries WHERE id = %s", (entry_id,)).fetchone()[
+        "maturity"
+    ]
 
 
 def test_promotion_lines_are_the_seeds(db):
@@ -158,23 +185,42 @@ def test_promotion_writes_maturity_history(db):
     entry = _promotable(db)
     summary = _sweep(db)
     rows = db.execute("SELECT * FROM hag_maturity_history").fetchall()
-    assert [(r["entry_id"], r["old_maturity"], r["new_maturity"], r["rule"], r["run_id"], r["at"])
-            for r in rows] == [(entry, "candidate", "pattern", "promotion", summary.run_id, AS_OF)]
+    assert [
+        (r["entry_id"], r["old_maturity"], r["new_maturity"], r["rule"], r["run_id"], r["at"])
+        for r in rows
+    ] == [(entry, "candidate", "pattern", "promotion", summary.run_id, AS_OF)]
 
 
 def test_pattern_becomes_proven_and_sunk_entries_are_archived(db):
     """Our further steps: a well-watched pattern becomes proven; a failing weak one is archived."""
-    proven = f.entry(db, maturity="pattern", confidence=0.8, created_at=AS_OF - 30 * DAY,
-                     success_count=8, failure_count=2)
-    too_many_failures = f.entry(db, maturity="pattern", confidence=0.8, created_at=AS_OF - 30 * DAY,
-                                success_count=7, failure_count=2)
+    proven = f.entry(
+        db,
+        maturity="pattern",
+        confidence=0.8,
+        created_at=AS_OF - 30 * DAY,
+        success_count=8,
+        failure_count=2,
+    )
+    too_many_failures = f.entry(
+        db,
+        maturity="pattern",
+        confidence=0.8,
+        created_at=AS_OF - 30 * DAY,
+        success_count=7,
+        failure_count=2,
+    )
     sunk = f.entry(db, maturity="candidate", confidence=0.149, failure_count=3)
     not_sunk = f.entry(db, maturity="candidate", confidence=0.15, failure_count=3)
     proven_weak = f.entry(db, maturity="proven", confidence=0.05, failure_count=9)
     summary = _sweep(db)
     assert (summary.promoted_to_proven, summary.archived) == (1, 1)
     assert [_maturity(db, e) for e in (proven, too_many_failures, sunk, not_sunk, proven_weak)] == [
-        "proven", "pattern", "archived", "candidate", "proven"]
+        "proven",
+        "pattern",
+        "archived",
+        "candidate",
+        "proven",
+    ]
 
 
 def test_one_run_reaches_the_fixed_point(db):
@@ -184,13 +230,24 @@ def test_one_run_reaches_the_fixed_point(db):
     assert (first.promoted_to_pattern, first.promoted_to_proven) == (1, 1)
     assert _maturity(db, entry) == "proven"
     second = _sweep(db)
-    assert second.counts() == {"promoted_to_pattern": 0, "promoted_to_proven": 0, "archived": 0,
-                               "culled": 0, "culled_by_source_type": {}}
+    assert second.counts() == {
+        "promoted_to_pattern": 0,
+        "promoted_to_proven": 0,
+        "archived": 0,
+        "culled": 0,
+        "culled_by_source_type": {},
+    }
 
 
 def _snapshot(db):
-    tables = ("hag_entries", "hag_edges", "hag_edge_audit", "hag_runs", "hag_maturity_history",
-              "hag_confidence_history")
+    tables = (
+        "hag_entries",
+        "hag_edges",
+        "hag_edge_audit",
+        "hag_runs",
+        "hag_maturity_history",
+        "hag_confidence_history",
+    )
     return {t: sorted(map(repr, db.execute(f"SELECT * FROM {t}").fetchall())) for t in tables}
 
 
@@ -213,9 +270,17 @@ def test_dry_run_changes_nothing_and_forecasts_the_real_run(db):
     assert _snapshot(db) == before
     real = _sweep(db)
     assert forecast.dry_run and not real.dry_run
-    assert forecast.counts() == real.counts() == {
-        "promoted_to_pattern": 1, "promoted_to_proven": 1, "archived": 1, "culled": 2,
-        "culled_by_source_type": {"enriched": 1, "learned": 1}}
+    assert (
+        forecast.counts()
+        == real.counts()
+        == {
+            "promoted_to_pattern": 1,
+            "promoted_to_proven": 1,
+            "archived": 1,
+            "culled": 2,
+            "culled_by_source_type": {"enriched": 1, "learned": 1},
+        }
+    )
     assert {e.edge_id for e in forecast.culled_edges} == {e.edge_id for e in real.culled_edges}
 
 
@@ -235,8 +300,15 @@ def test_report_lists_weakest_culled_edges_up_to_the_dial(db, dials):
     """The report's table is bounded by sweep_report_max_rows, weakest first; counts stay exact."""
     a, b = _pair(db, "rsa", "modular-arithmetic")
     for i, t in enumerate(("prerequisite", "fallback", "leads_to")):
-        f.edge(db, a, b, t, confidence=0.3 - i / 10, source_type="learned",
-               created_at=AS_OF - 100 * DAY)
+        f.edge(
+            db,
+            a,
+            b,
+            t,
+            confidence=0.3 - i / 10,
+            source_type="learned",
+            created_at=AS_OF - 100 * DAY,
+        )
     dials(sweep_report_max_rows=2)
     summary = _sweep(db)
     assert summary.culled == 3
@@ -268,12 +340,92 @@ def test_failed_run_is_recorded_and_changes_nothing(db, monkeypatch):
     assert run["status"] == "failed" and "disk on fire" in json.dumps(run["summary"])
 
 
-@pytest.mark.parametrize("name", ["cull_edges", "promote_to_pattern", "promote_to_proven",
-                                  "maturity_forecast"])
+@pytest.mark.parametrize(
+    "name", ["cull_edges", "promote_to_pattern", "promote_to_proven", "maturity_forecast"]
+)
 def test_rules_are_inlined_into_plain_column_tests(db, name):
     """The planner inlines the rule functions, so a million rows cost a plain WHERE clause."""
     params = sweeps.sweep_parameters(sweeps.settings.load(db), AS_OF, f.uuid.uuid4())
-    plan = "\n".join(r["QUERY PLAN"] for r in db.execute(
-        "EXPLAIN (VERBOSE, COSTS OFF) " + query("sweeps", name), params).fetchall())
+    plan = "\n".join(
+        r["QUERY PLAN"]
+        for r in db.execute(
+            "EXPLAIN (VERBOSE, COSTS OFF) " + query("sweeps", name), params
+        ).fetchall()
+    )
     assert "hag_edge_is_cullable" not in plan and "hag_entry_promotes" not in plan, plan
     assert "confidence <" in plan or "confidence >=" in plan, plan
+
+
+def test_property_forecast_equals_run_and_second_run_changes_nothing(db):
+    """For any memory and as_of: the dry run forecasts the real run, and a second run does nothing."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from tests.fix_db import reset_database
+
+    entries = st.lists(
+        st.tuples(
+            st.sampled_from(["candidate", "pattern", "proven", "archived"]),
+            st.floats(0, 1),
+            st.integers(0, 60),
+            st.integers(0, 10),
+            st.integers(0, 5),
+        ),
+        max_size=8,
+    )
+    edges = st.lists(
+        st.tuples(
+            st.sampled_from(["seed", "learned", "enriched", "imported"]),
+            st.floats(0.05, 1),
+            st.integers(0, 200),
+            st.integers(0, 2),
+        ),
+        max_size=5,
+    )
+    edge_types = ("prerequisite", "fallback", "leads_to", "related", "supersedes")
+
+    @settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(entries=entries, edges=edges, shift=st.integers(-100, 100))
+    def check(entries, edges, shift):
+        reset_database(db)
+        a, b = _pair(db)
+        for maturity, confidence, age, successes, failures in entries:
+            f.entry(
+                db,
+                maturity=maturity,
+                confidence=confidence,
+                created_at=AS_OF - age * DAY,
+                success_count=successes,
+                failure_count=failures,
+            )
+        for edge_type, (source_type, confidence, age, traversals) in zip(
+            edge_types, edges, strict=False
+        ):
+            f.edge(
+                db,
+                a,
+                b,
+                edge_type,
+                confidence=confidence,
+                source_type=source_type,
+                created_at=AS_OF - age * DAY,
+                traversal_count=traversals,
+            )
+        db.commit()
+        as_of = AS_OF + shift * DAY
+        forecast = sweeps.sweep(db, as_of=as_of, dry_run=True)
+        real = sweeps.sweep(db, as_of=as_of)
+        assert forecast.counts() == real.counts()
+        protected = db.execute(
+            "SELECT count(*) AS n FROM hag_edges WHERE source_type IN ('seed', 'imported')"
+        ).fetchone()["n"]
+        assert protected == sum(1 for e in edges if e[0] in ("seed", "imported"))
+        once = _snapshot(db)
+        assert sweeps.sweep(db, as_of=as_of).counts()["culled"] == 0
+        again = _snapshot(db)
+        once.pop("hag_runs"), again.pop("hag_runs")
+        assert again == once
+
+    check()

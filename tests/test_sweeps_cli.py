@@ -19,16 +19,22 @@ DAY = timedelta(days=1)
 
 def _hag(database_url, *args):
     return subprocess.run(
-        [sys.executable, "-m", "hag.cli", *args], capture_output=True, text=True,
-        env={**os.environ, "DATABASE_URL": database_url}, cwd=PROJECT_ROOT, timeout=120,
+        [sys.executable, "-m", "hag.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DATABASE_URL": database_url},
+        cwd=PROJECT_ROOT,
+        timeout=120,
     )
 
 
 def _weak_edges(db):
     a = f.entry(db, concept_slug="rsa")
     b = f.entry(db, concept_slug="modular-arithmetic")
-    ids = [f.edge(db, a, b, t, confidence=0.2, source_type="learned", created_at=AS_OF - 95 * DAY)
-           for t in ("prerequisite", "related")]
+    ids = [
+        f.edge(db, a, b, t, confidence=0.2, source_type="learned", created_at=AS_OF - 95 * DAY)
+        for t in ("prerequisite", "related")
+    ]
     db.commit()
     return ids
 

@@ -16,12 +16,16 @@ DAY = timedelta(days=1)
 def _memory(db):
     a = f.entry(db, concept_slug="rsa")
     b = f.entry(db, concept_slug="modular-arithmetic")
-    f.entry(db, concept_slug="primes", maturity="candidate", confidence=0.6,
-            created_at=AS_OF - 20 * DAY)
-    f.edge(db, a, b, "prerequisite", source_type="seed", confidence=0.05,
-           created_at=AS_OF - 400 * DAY)
+    f.entry(
+        db, concept_slug="primes", maturity="candidate", confidence=0.6, created_at=AS_OF - 20 * DAY
+    )
+    f.edge(
+        db, a, b, "prerequisite", source_type="seed", confidence=0.05, created_at=AS_OF - 400 * DAY
+    )
     f.edge(db, b, a, "related", source_type="learned", confidence=0.1, created_at=AS_OF - 100 * DAY)
-    f.edge(db, b, a, "leads_to", source_type="enriched", confidence=0.2, created_at=AS_OF - 100 * DAY)
+    f.edge(
+        db, b, a, "leads_to", source_type="enriched", confidence=0.2, created_at=AS_OF - 100 * DAY
+    )
     db.commit()
 
 
@@ -38,7 +42,8 @@ async def _artifacts(flow_run_id):
 
     async with get_client() as client:
         found = await client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
     return {a.key: a for a in found}
 
 
@@ -58,7 +63,9 @@ def test_nightly_flow_twice_equals_once_and_publishes_its_report(db, prefect_har
     assert _state(db) == once
 
     artifacts = asyncio.run(_artifacts(first.state_details.flow_run_id))
-    assert {"nightly-counts", "nightly-culled-edges", "nightly-summary", "data-quality"} <= set(artifacts)
+    assert {"nightly-counts", "nightly-culled-edges", "nightly-summary", "data-quality"} <= set(
+        artifacts
+    )
     table = artifacts["nightly-culled-edges"].data
     assert "rsa" in str(table) and "enriched" in str(table) and "learned" in str(table)
     markdown = artifacts["nightly-summary"].data

@@ -30,13 +30,15 @@ def _big_batch(db, n_edges: int) -> None:
     db.execute(
         "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, confidence, "
         "instruction, embedding) SELECT 'cryptography', 'c-' || i, 'public', 'pattern', 0.8, "
-        "'advice ' || i, (SELECT embedding FROM hag_entries LIMIT 1) FROM generate_series(1, 499) i")
+        "'advice ' || i, (SELECT embedding FROM hag_entries LIMIT 1) FROM generate_series(1, 499) i"
+    )
     db.execute(
         "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, source_type, "
         "created_at, updated_at) "
         "SELECT s.id, t.id, 'related', 0.1, 'learned', %(old)s, %(old)s "
         "FROM hag_entries s JOIN hag_entries t ON s.id <> t.id LIMIT %(n)s",
-        {"old": AS_OF - timedelta(days=100), "n": n_edges})
+        {"old": AS_OF - timedelta(days=100), "n": n_edges},
+    )
     db.commit()
 
 
@@ -58,12 +60,15 @@ def _wait_for(db, sql: str, timeout: float = 90.0) -> None:
 
 DELETE_WAITING_ON_LOCK = (
     "SELECT pid FROM pg_stat_activity WHERE application_name = %(app)s AND state = 'active' "
-    "AND wait_event_type = 'Lock' AND query LIKE '%%DELETE FROM hag_edges%%'")
+    "AND wait_event_type = 'Lock' AND query LIKE '%%DELETE FROM hag_edges%%'"
+)
 DELETE_RUNNING = (
     "SELECT pid FROM pg_stat_activity WHERE application_name = %(app)s AND state = 'active' "
-    "AND query LIKE '%%DELETE FROM hag_edges%%'")
+    "AND query LIKE '%%DELETE FROM hag_edges%%'"
+)
 BACKEND_GONE = (
-    "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = %(app)s)")
+    "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = %(app)s)"
+)
 
 
 def _outcome(db, n_edges: int) -> str:
@@ -86,7 +91,9 @@ def test_kill_while_the_delete_is_half_done_culls_nothing(db, database_url):
     with psycopg.connect(database_url) as blocker:
         # Lock an edge in the middle of the heap: the DELETE has removed the rows before it
         # (in its transaction) and waits there, mid-statement, when the client is killed.
-        blocker.execute("SELECT id FROM hag_edges ORDER BY ctid OFFSET %s LIMIT 1 FOR UPDATE", (n // 2,))
+        blocker.execute(
+            "SELECT id FROM hag_edges ORDER BY ctid OFFSET %s LIMIT 1 FOR UPDATE", (n // 2,)
+        )
         proc = _start(database_url)
         try:
             _wait_for(db, DELETE_WAITING_ON_LOCK)

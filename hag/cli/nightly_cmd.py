@@ -17,13 +17,17 @@ class Timestamp(click.ParamType):
 
     name = "timestamp"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime:
         if isinstance(value, datetime):
             return value
         try:
             moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
         except ValueError:
-            self.fail(f"{value!r} is not an ISO-8601 timestamp (e.g. 2026-03-01T02:00:00Z)", param, ctx)
+            self.fail(
+                f"{value!r} is not an ISO-8601 timestamp (e.g. 2026-03-01T02:00:00Z)", param, ctx
+            )
         return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
@@ -32,7 +36,9 @@ TIMESTAMP = Timestamp()
 
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Report what would change; change nothing.")
-@click.option("--as-of", type=TIMESTAMP, help="'Now' for the age rules (default: now); naive = UTC.")
+@click.option(
+    "--as-of", type=TIMESTAMP, help="'Now' for the age rules (default: now); naive = UTC."
+)
 @click.option("--no-check", is_flag=True, help="Skip the data-quality suites after the sweep.")
 @json_option
 def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool) -> None:
@@ -69,11 +75,15 @@ def _print_summary(summary: Any) -> None:
     by_type = ", ".join(f"{k} {v}" for k, v in summary.culled_by_source_type.items())
     click.echo(f"  edges culled          {summary.culled}" + (f" ({by_type})" if by_type else ""))
     for e in summary.culled_edges:
-        click.echo(f"    {e.source_concept} -{e.edge_type}-> {e.target_concept}  "
-                   f"{e.source_type} {e.confidence:.3f}, {e.age_days} days  {e.edge_id}")
+        click.echo(
+            f"    {e.source_concept} -{e.edge_type}-> {e.target_concept}  "
+            f"{e.source_type} {e.confidence:.3f}, {e.age_days} days  {e.edge_id}"
+        )
     if summary.culled > len(summary.culled_edges):
-        note(f"(showing {len(summary.culled_edges)} of {summary.culled}; "
-             f"`hag audit culled --run {summary.run_id}` lists them all)")
+        note(
+            f"(showing {len(summary.culled_edges)} of {summary.culled}; "
+            f"`hag audit culled --run {summary.run_id}` lists them all)"
+        )
 
 
 @click.group()
@@ -87,7 +97,9 @@ def audit() -> None:
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
 @json_option
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV (every column) instead of a table.")
-def culled(since: datetime | None, run_id: Any, limit: int | None, as_json: bool, as_csv: bool) -> None:
+def culled(
+    since: datetime | None, run_id: Any, limit: int | None, as_json: bool, as_csv: bool
+) -> None:
     """Culled edges, newest first: when, which run, source -> target, type, provenance, confidence."""
     from hag import audit as hag_audit  # noqa: PLC0415
 
@@ -98,7 +110,9 @@ def culled(since: datetime | None, run_id: Any, limit: int | None, as_json: bool
     if as_json:
         echo_json(rows)
     elif as_csv:
-        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else list(hag_audit.CULLED_COLUMNS))
+        writer = csv.DictWriter(
+            sys.stdout, fieldnames=list(rows[0]) if rows else list(hag_audit.CULLED_COLUMNS)
+        )
         writer.writeheader()
         writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
     else:
@@ -109,12 +123,27 @@ def _table(rows: list[dict[str, Any]]) -> None:
     if not rows:
         click.echo("no culled edges")
         return
-    header = ("deleted", "run", "edge", "source -> target", "type", "provenance", "conf", "restored")
+    header = (
+        "deleted",
+        "run",
+        "edge",
+        "source -> target",
+        "type",
+        "provenance",
+        "conf",
+        "restored",
+    )
     body = [
-        (r["deleted_at"].strftime("%Y-%m-%d %H:%M"), str(r["run_id"])[:8], str(r["edge_id"]),
-         f"{r['source_concept'] or '?'} -> {r['target_concept'] or '?'}", r["edge_type"],
-         r["source_type"], f"{r['confidence']:.3f}",
-         r["restored_at"].strftime("%Y-%m-%d") if r["restored_at"] else "")
+        (
+            r["deleted_at"].strftime("%Y-%m-%d %H:%M"),
+            str(r["run_id"])[:8],
+            str(r["edge_id"]),
+            f"{r['source_concept'] or '?'} -> {r['target_concept'] or '?'}",
+            r["edge_type"],
+            r["source_type"],
+            f"{r['confidence']:.3f}",
+            r["restored_at"].strftime("%Y-%m-%d") if r["restored_at"] else "",
+        )
         for r in rows
     ]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *body, strict=True)]
@@ -147,5 +176,7 @@ def restore(edge_id: Any, run_id: Any, as_json: bool) -> None:
         for r in result.refused:
             click.echo(f"refused  {r.edge_id}: {r.reason}")
     if result.refused:
-        click.echo(f"hag: {len(result.refused)} edge(s) refused, {len(result.restored)} restored", err=True)
+        click.echo(
+            f"hag: {len(result.refused)} edge(s) refused, {len(result.restored)} restored", err=True
+        )
         sys.exit(1)

@@ -29,15 +29,17 @@ WORK_POOL = "hag-process"  # the name prefect.yaml's definitions give the pool
 def prefect_env(home: Path, port: int, base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment every Prefect process of the recipe shares (home, API, no telemetry)."""
     env = dict(os.environ if base is None else base)
-    env.update({
-        "PREFECT_HOME": str(home),
-        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
-        "PREFECT_SERVER_API_HOST": "127.0.0.1",
-        "PREFECT_SERVER_API_PORT": str(port),
-        "DO_NOT_TRACK": "1",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_UI_ENABLED": env.get("PREFECT_UI_ENABLED", "true"),
-    })
+    env.update(
+        {
+            "PREFECT_HOME": str(home),
+            "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+            "PREFECT_SERVER_API_HOST": "127.0.0.1",
+            "PREFECT_SERVER_API_PORT": str(port),
+            "DO_NOT_TRACK": "1",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_UI_ENABLED": env.get("PREFECT_UI_ENABLED", "true"),
+        }
+    )
     env.pop("PREFECT_API_KEY", None)  # a local server; never a cloud workspace
     return env
 
@@ -46,13 +48,16 @@ def _prefect(*args: str) -> list[str]:
     return [sys.executable, "-m", "prefect", *args]
 
 
-def start_server(env: dict[str, str], port: int, log: IO[Any] | None = None,
-                 timeout: float = 120.0) -> subprocess.Popen[bytes]:
+def start_server(
+    env: dict[str, str], port: int, log: IO[Any] | None = None, timeout: float = 120.0
+) -> subprocess.Popen[bytes]:
     """Start `prefect server start` on 127.0.0.1:port and wait until its API answers."""
     Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         _prefect("server", "start", "--host", "127.0.0.1", "--port", str(port)),
-        env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        env=env,
+        stdout=log or subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: stop() ends it and its children
     )
     deadline = time.monotonic() + timeout
@@ -71,8 +76,9 @@ def start_server(env: dict[str, str], port: int, log: IO[Any] | None = None,
 
 
 def _run(env: dict[str, str], args: list[str], what: str, timeout: float) -> str:
-    done = subprocess.run(args, env=env, cwd=PROJECT_ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(
+        args, env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=timeout
+    )
     if done.returncode != 0:
         tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
         raise HagError(f"{what} failed: " + " | ".join(tail))
@@ -81,8 +87,12 @@ def _run(env: dict[str, str], args: list[str], what: str, timeout: float) -> str
 
 def create_work_pool(env: dict[str, str], name: str = WORK_POOL) -> None:
     """Create (or keep) the process work pool the deployments name."""
-    _run(env, _prefect("work-pool", "create", name, "--type", "process", "--overwrite"),
-         f"creating work pool {name}", 120)
+    _run(
+        env,
+        _prefect("work-pool", "create", name, "--type", "process", "--overwrite"),
+        f"creating work pool {name}",
+        120,
+    )
 
 
 def deploy_all(env: dict[str, str]) -> str:
@@ -90,12 +100,18 @@ def deploy_all(env: dict[str, str]) -> str:
     return _run(env, _prefect("--no-prompt", "deploy", "--all"), "prefect deploy --all", 300)
 
 
-def start_worker(env: dict[str, str], name: str = WORK_POOL,
-                 log: IO[Any] | None = None) -> subprocess.Popen[bytes]:
+def start_worker(
+    env: dict[str, str], name: str = WORK_POOL, log: IO[Any] | None = None
+) -> subprocess.Popen[bytes]:
     """A process worker on the pool; flow runs start as its child processes."""
-    return subprocess.Popen(_prefect("worker", "start", "--pool", name), env=env, cwd=PROJECT_ROOT,
-                            stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(
+        _prefect("worker", "start", "--pool", name),
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=log or subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def stop(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
@@ -113,10 +129,19 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
 
 
 @click.command()
-@click.option("--port", type=click.IntRange(1, 65535), default=4200, show_default=True,
-              help="Port of the Prefect server (and UI) on 127.0.0.1.")
-@click.option("--home", type=click.Path(path_type=Path), default=None,
-              help="PREFECT_HOME (its SQLite database lives here). Default: .hag/prefect.")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=4200,
+    show_default=True,
+    help="Port of the Prefect server (and UI) on 127.0.0.1.",
+)
+@click.option(
+    "--home",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="PREFECT_HOME (its SQLite database lives here). Default: .hag/prefect.",
+)
 @click.option("--no-worker", is_flag=True, help="Register everything but start no worker.")
 def serve(port: int, home: Path | None, no_worker: bool) -> None:
     """Prefect server + work pool + every deployment + a worker, until Ctrl-C."""
@@ -139,9 +164,13 @@ def serve(port: int, home: Path | None, no_worker: bool) -> None:
         if not no_worker:
             with open(logs / "worker.log", "ab") as worker_log:
                 started.append(start_worker(env, log=worker_log))
-        click.echo(f"Prefect UI: http://127.0.0.1:{port}  (deployments: session-end, nightly, enrichment)")
+        click.echo(
+            f"Prefect UI: http://127.0.0.1:{port}  (deployments: session-end, nightly, enrichment)"
+        )
         click.echo(f"In another shell: export PREFECT_API_URL=http://127.0.0.1:{port}/api")
-        click.echo("  prefect deployment run enrichment/enrichment --param topic=cryptography --param limit=5")
+        click.echo(
+            "  prefect deployment run enrichment/enrichment --param topic=cryptography --param limit=5"
+        )
         click.echo(f"Logs in {logs}. Ctrl-C stops the server and the worker.")
         while all(p.poll() is None for p in started):
             time.sleep(1)

@@ -157,6 +157,8 @@ def timeline(run: SimulationRun) -> list[dict[str, Any]]:
             "day": snap.day,
             "at": snap.at,
             "sessions": snap.sessions,
+            "turns": snap.turns,
+            "success_rate": snap.successes / snap.turns if snap.turns else None,
             "edges_by_provenance": dict(Counter(f.source_type for f in facts)),
             "edges_by_type": dict(Counter(f.edge_type for f in facts)),
             "maturity": snap.maturity,
@@ -185,7 +187,7 @@ def _at(curve: Sequence[Mapping[str, Any]], threshold: float) -> Mapping[str, An
 
 
 def headline(rec: Mapping[str, Any], cal: Mapping[str, Any], lifecycle: Mapping[str, Any],
-             baseline: Mapping[str, Any]) -> dict[str, Any]:
+             baseline: Mapping[str, Any], by_hits: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     prereq = rec["prerequisite"]
     learned06, learned03 = _at(prereq["learned"], HEADLINE_THRESHOLD), _at(prereq["learned"], ENTRY_THRESHOLD)
     memory06 = _at(prereq["memory"], HEADLINE_THRESHOLD)
@@ -196,6 +198,7 @@ def headline(rec: Mapping[str, Any], cal: Mapping[str, Any], lifecycle: Mapping[
         "learned_prereq_recall_at_0.3": learned03["recall"],
         "learned_prereq_direction_accuracy_at_0.3": learned03["direction_accuracy"],
         "struggled_prereq_recall_at_0.3": _at(prereq["struggled"], ENTRY_THRESHOLD)["recall"],
+        "learned_prereq_precision_hits_ge_3": next(r["precision"] for r in by_hits if r["min_hits"] == 3),
         "memory_prereq_precision_at_0.6": memory06["precision"],
         "memory_prereq_recall_at_0.6": memory06["recall"],
         "extractor_precision_reported_1x": baseline["reported_1x"]["precision"],
@@ -253,6 +256,7 @@ def write_report(run: SimulationRun, out_dir: Path, *, name: str | None = None,
         "audit": exported["audit"],
     }
     baseline = extractor_baseline(world, struggles)
+    by_hits = metrics.precision_by_hits(after, world.prerequisites, world.slugs, "prerequisite")
     report = {
         "name": name or out_dir.name,
         "config": run.config.describe(),
@@ -266,8 +270,9 @@ def write_report(run: SimulationRun, out_dir: Path, *, name: str | None = None,
             "reported_true": sum(s["reported_true"] for s in struggles),
             "reported_false": sum(s["reported_false"] for s in struggles),
         },
-        "headline": headline(rec, cal, lifecycle, baseline),
+        "headline": headline(rec, cal, lifecycle, baseline, by_hits),
         "recovery": rec,
+        "precision_by_hits": by_hits,
         "provenance_at_0.3": metrics.provenance_breakdown(after, world.prerequisites, world.slugs,
                                                           "prerequisite", ENTRY_THRESHOLD),
         "provenance_at_0.6": metrics.provenance_breakdown(after, world.prerequisites, world.slugs,
@@ -319,6 +324,8 @@ def summary_lines(report: Mapping[str, Any], folder: Path | None = None) -> list
         f"{_fmt(h['learned_prereq_precision_at_0.3'])} recall {_fmt(h['learned_prereq_recall_at_0.3'])} "
         f"direction {_fmt(h['learned_prereq_direction_accuracy_at_0.3'])} at >= 0.3 "
         f"(trusting every report: precision {_fmt(h['extractor_precision_reported_1x'])})",
+        f"learned prerequisites seen in >= 3 sessions: precision "
+        f"{_fmt(h['learned_prereq_precision_hits_ge_3'])}",
         f"whole memory at >= 0.6: prerequisite precision {_fmt(h['memory_prereq_precision_at_0.6'])} "
         f"recall {_fmt(h['memory_prereq_recall_at_0.6'])}; leads_to precision "
         f"{_fmt(h['leads_to_precision_at_0.6'])}; fallback precision {_fmt(h['fallback_precision_at_0.6'])}",

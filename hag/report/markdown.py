@@ -68,6 +68,13 @@ def render(report: Mapping[str, Any], audit: Sequence[Mapping[str, Any]],
     for label in ("provenance_at_0.3", "provenance_at_0.6"):
         rows = [[k, v["claimed"], v["true"], v["false"]] for k, v in report[label].items()]
         out += [f"At {label.rsplit('_', 1)[1]}:", ""] + _table(["provenance", "claimed", "true", "false"], rows) + [""]
+    out += ["### Learned prerequisites by corroboration", "",
+            "Claims by the number of sessions that reported the pair (`hit_count`) instead of by "
+            "confidence: what the reinforcement rule counts before outcome grading moves it.", ""]
+    out += _table(["sessions >=", "claimed", "true", "precision", "recall of the whole truth"],
+                  [[r["min_hits"], r["claimed"], r["true_positive"], r["precision"], r["recall"]]
+                   for r in report["precision_by_hits"]])
+    out += [""]
     b = report["extractor_baseline"]
     out += ["Trusting the extractor directly (no memory): every pair reported once — precision "
             f"{_f(b['reported_1x']['precision'])}, recall {_f(b['reported_1x']['recall'])} "

@@ -34,6 +34,7 @@ class EdgeFact:
     edge_type: str
     source_type: str
     confidence: float
+    hit_count: int = 0
 
 
 def edge_facts(edges: Iterable[Mapping[str, Any]], entries: Iterable[Mapping[str, Any]],
@@ -50,14 +51,15 @@ def edge_facts(edges: Iterable[Mapping[str, Any]], entries: Iterable[Mapping[str
     for g in edges:
         s, t = slug_of.get(str(g["source_entry_id"])), slug_of.get(str(g["target_entry_id"]))
         if s is not None and t is not None:
-            out.append(EdgeFact(s, t, g["edge_type"], g["source_type"], float(g["confidence"])))
+            out.append(EdgeFact(s, t, g["edge_type"], g["source_type"], float(g["confidence"]),
+                                int(g.get("hit_count") or 0)))
     return out
 
 
 def facts_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[EdgeFact]:
     """Snapshot rows (`sql/queries/simulate.sql: topic_edges`) as edge facts."""
     return [EdgeFact(r["source_slug"], r["target_slug"], r["edge_type"], r["source_type"],
-                     float(r["confidence"])) for r in rows]
+                     float(r["confidence"]), int(r.get("hit_count") or 0)) for r in rows]
 
 
 def is_topic_scope(scope: str) -> bool:
@@ -137,6 +139,22 @@ def provenance_breakdown(facts: Sequence[EdgeFact], truth: frozenset[tuple[str, 
         row["claimed"] += 1
         row["true" if (f.source, f.target) in truth else "false"] += 1
     return dict(sorted(out.items()))
+
+
+def precision_by_hits(facts: Sequence[EdgeFact], truth: frozenset[tuple[str, str]] | set[tuple[str, str]],
+                      concepts: Iterable[str], edge_type: str, source_type: str = "learned",
+                      minimum_hits: Sequence[int] = (1, 2, 3, 5, 10)) -> list[dict[str, Any]]:
+    """Claims by corroboration instead of confidence: edges seen in at least k sessions."""
+    known = set(concepts)
+    rows = []
+    for k in minimum_hits:
+        claims = {(f.source, f.target) for f in facts
+                  if f.edge_type == edge_type and f.source_type == source_type and f.hit_count >= k
+                  and f.source in known and f.target in known}
+        tp = len(claims & set(truth))
+        rows.append({"min_hits": k, "claimed": len(claims), "true_positive": tp,
+                     "precision": _ratio(tp, len(claims)), "recall": _ratio(tp, len(truth))})
+    return rows
 
 
 # --- calibration ----------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from hag.retrieval.model import Advisory, PassReport, RenderedEdge, RetrievalRes
 
 __all__ = [
     "Advisory", "RenderedEdge", "RetrievalResult", "Visual", "clear_caches", "retrieve",
-    "visual_for",
+    "retrieve_with_vector", "topic_scopes", "visual_for",
 ]
 
 # The shapes the schema admits (migration 001's CHECKs): anything else cannot exist, so it is
@@ -111,6 +111,30 @@ def retrieve(topic_id: str, learner_id: str, student_message: str, level: str | 
     return result
 
 
+def retrieve_with_vector(topic_id: str, learner_id: str, vector: np.ndarray,
+                         recent_concepts: Iterable[str | Sequence[str]] = (),
+                         expected_concepts: Iterable[str] = (), *, conn: Any = None,
+                         context: str = "") -> RetrievalResult:
+    """The passes, merge, walk and render for a query vector already embedded (no caches).
+
+    For callers that embed the context themselves, and for the benchmark (whose figures
+    exclude the embedding call).
+    """
+    _check_text("topic id", topic_id, _TOPIC_ID, "lower-case letters, digits, '-' or '_'")
+    _check_text("learner id", learner_id, _LEARNER_ID,
+                "letters, digits, '.', '_', '@' or '-', at most 128 characters")
+    dials = settings.current() if conn is None else settings.load(conn)
+    slugs = [s for s in ranking.recent_slugs(recent_concepts, dials) if _SLUG.match(s)]
+    expected = sorted({s for s in expected_concepts if isinstance(s, str)})
+    if conn is None:
+        with store.read_pool().connection() as reader:
+            title, ann = _catalog(reader, topic_id, dials)
+    else:
+        title, ann = _catalog(conn, topic_id, dials)
+    return _retrieve_uncached(topic_id, learner_id, context, vector, slugs, expected, ann,
+                              dials, conn)
+
+
 def visual_for(concept_slug: str, *, conn: Any = None) -> Visual | None:
     """The curated drawing for a concept (the visual bucket's own read), or None."""
     if not isinstance(concept_slug, str) or not _SLUG.match(concept_slug):
@@ -146,7 +170,8 @@ def _check_text(what: str, value: Any, shape: re.Pattern[str], rule: str) -> Non
 
 def _catalog(conn: Any, topic_id: str, dials: Mapping[str, Any]) -> tuple[str | None, frozenset[str]]:
     ttl = float(dials["settings_cache_ttl_seconds"])
-    return store.catalog.title(conn, topic_id, ttl), store.catalog.ann_labels(conn, ttl)
+    return (store.catalog.title(conn, topic_id, ttl),
+            store.catalog.ann_labels(conn, ttl, int(dials["exact_scan_max_rows"])))
 
 
 def _fingerprint(dials: Mapping[str, Any]) -> str:

@@ -37,10 +37,14 @@ _executor: ThreadPoolExecutor | None = None
 _ef_search: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
-def _configure_reader(conn: psycopg.Connection[Any]) -> None:
+def configure_reader(conn: psycopg.Connection[Any]) -> None:
+    """Make a connection a reader: vector types, read-only, custom plans, no JIT."""
     db.configure_connection(conn)
     conn.execute("SET default_transaction_read_only = on")
     conn.execute("SET plan_cache_mode = force_custom_plan")
+    # A scan of a large topic crosses the JIT cost threshold; compiling costs more than the
+    # whole query on this path.
+    conn.execute("SET jit = off")
     conn.execute("SET hnsw.iterative_scan = relaxed_order")
 
 
@@ -59,7 +63,7 @@ def read_pool() -> Any:
             _pool = ConnectionPool(
                 url, min_size=_PASSES, max_size=2 * _PASSES, open=True,
                 kwargs={"row_factory": dict_row, "autocommit": True},
-                configure=_configure_reader, name="hag-retrieval",
+                configure=configure_reader, name="hag-retrieval",
             )
             _pool_url = url
         return _pool
@@ -127,7 +131,7 @@ def semantic_pass(conn: psycopg.Connection[Any], name: str, vector: np.ndarray,
                                 {**params, "candidates": requested}).fetchall()
             reranked = rerank_candidates(rows, count, requested, dials)
             if reranked.proven:
-                path = "approximate" if attempt == 0 else "approximate-widened"
+                path = "candidates" if attempt == 0 else "candidates-widened"
                 return reranked.rows, _report(name, path, reranked.rows, started)
             if len(rows) < requested:
                 break  # the scan ran dry: the eligible set is small, or the scan stopped
@@ -170,7 +174,7 @@ class Catalog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._titles: dict[str, tuple[float, str | None]] = {}
-        self._ann: tuple[float, frozenset[str]] | None = None
+        self._ann: tuple[float, dict[str, float]] | None = None
 
     def clear(self) -> None:
         with self._lock:
@@ -192,17 +196,22 @@ class Catalog:
             self._titles[topic_id] = (now, title)
         return title
 
-    def ann_labels(self, conn: psycopg.Connection[Any], ttl: float) -> frozenset[str]:
-        """Labels of the valid ANN indexes: 'topic:<topic_id>', 'scope:tutor'."""
+    def ann_labels(self, conn: psycopg.Connection[Any], ttl: float,
+                   exact_scan_max_rows: int) -> frozenset[str]:
+        """Labels ('topic:<id>', 'scope:tutor') of the valid ANN indexes worth using.
+
+        An index over no more than `exact_scan_max_rows` rows is left alone: an exact scan
+        of that many rows is as fast (measured) and exact.
+        """
         now = time.monotonic()
         with self._lock:
-            if self._ann is not None and now - self._ann[0] < ttl:
-                return self._ann[1]
-        rows = conn.execute(query("retrieval", "ann_indexes")).fetchall()
-        labels = frozenset(r["label"].removeprefix("hag-ann ") for r in rows)
-        with self._lock:
-            self._ann = (now, labels)
-        return labels
+            sizes = self._ann[1] if self._ann is not None and now - self._ann[0] < ttl else None
+        if sizes is None:
+            rows = conn.execute(query("retrieval", "ann_indexes")).fetchall()
+            sizes = {r["label"].removeprefix("hag-ann "): float(r["rows"]) for r in rows}
+            with self._lock:
+                self._ann = (now, sizes)
+        return frozenset(label for label, n in sizes.items() if n > exact_scan_max_rows)
 
 
 catalog = Catalog()

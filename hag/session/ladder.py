@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-UNANCHORED = "_unanchored_"
+from hag.corpus import UNANCHORED  # one spelling of the seed's no-identity slug
+
 STEPS = ("exact", "near", "minted", "unanchored")
 _QUALITY_DIAL = {
     "exact": "ladder_quality_exact",

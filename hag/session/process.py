@@ -238,12 +238,14 @@ def observations_to_entries(conn: Any, session: SessionPayload, plan: _Plan,
             counts.observations_dropped += 1
             continue
         if obs.graph == "student":
-            same_slug = res.anchored and any(slug == res.slug for slug, _ in patterns)
-            near = bool(patterns) and max(float(v @ vector) for _, v in patterns) >= threshold
-            if same_slug or near:
-                counts.entries_merged += 1
-                continue
-            patterns.append((res.slug, vector))
+            # An `_unanchored_` trait has no identity: it neither merges nor is merged into.
+            if res.anchored:
+                same_slug = any(slug == res.slug for slug, _ in patterns)
+                near = bool(patterns) and max(float(v @ vector) for _, v in patterns) >= threshold
+                if same_slug or near:
+                    counts.entries_merged += 1
+                    continue
+                patterns.append((res.slug, vector))
         elif res.anchored:
             if (res.slug, scope) in seen_identities:
                 counts.entries_merged += 1

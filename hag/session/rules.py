@@ -18,23 +18,8 @@ from typing import Any
 SUCCESS, FAILURE = "success", "failure"
 
 
-# --- edges: reinforcement (seed) ----------------------------------------------------------
-
-def new_edge(dials: Mapping[str, Any]) -> tuple[float, int]:
-    """(confidence, hit_count) of an edge seen for the first time: (0.3, 1)."""
-    return float(dials["edge_new_confidence"]), int(dials["edge_new_hit_count"])
-
-
-def reinforce_edge(confidence: float, hit_count: int, dials: Mapping[str, Any]) -> tuple[float, int]:
-    """(confidence, hit_count) of a known edge observed again in a new session.
-
-    hit_count + 1, and the confidence raised to the floor for that new count (0.6 from the
-    third observation on, else 0.3), never lowered: `max(c, 0.6 if hits >= 3 else 0.3)`.
-    """
-    hits = hit_count + 1
-    floor = (dials["edge_reinforce_confidence_high"] if hits >= dials["edge_reinforce_min_hits"]
-             else dials["edge_reinforce_confidence_low"])
-    return max(confidence, float(floor)), hits
+# Edge reinforcement (seed) is set-based SQL: sql/queries/edges.sql `upsert_edges`, bound in
+# hag/edges.py. It is not copied here, so there is one rule to keep right.
 
 
 # --- edges: outcome grading (seed) --------------------------------------------------------

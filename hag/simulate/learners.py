@@ -2,13 +2,16 @@
 
 A learner's state is the set of concepts they have mastered. A turn that teaches concept c
 succeeds with probability `p_ready` when every true prerequisite of c is mastered and
-`p_unready` otherwise (plus a small bonus when the tutor's prompt carried the learner's
-real trait); a success masters c with probability `p_learn`. Nothing here knows about the
+`p_unready` otherwise; an unready turn does better (`bridge_bonus`) when the prompt's
+decision tree named one of the missing prerequisites (the tutor bridges the gap), and any
+turn a little better when the prompt carried the learner's real trait. A success masters c
+with probability `p_learn`. Nothing here knows about the
 memory: the tutor loop hands these functions concepts and gets outcomes back.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,13 +64,18 @@ class OutcomeModel:
     p_unready: float = 0.15
     p_learn: float = 0.7
     trait_bonus: float = 0.05
+    bridge_bonus: float = 0.25  # unready, but the prompt's edge lines name a missing prerequisite
     p_root_mastered: float = 0.4  # a new learner already knows a concept with no prerequisites
     p_inner_mastered: float = 0.1  # ...or one whose prerequisites they know
 
     def success_probability(self, learner: Learner, concept: str, world: World,
-                            trait_in_prompt: bool = False) -> float:
-        ready = all(p in learner.mastered for p in world.prerequisites_of(concept))
-        p = self.p_ready if ready else self.p_unready
+                            trait_in_prompt: bool = False, shown: Iterable[str] = ()) -> float:
+        """`shown`: concepts the prompt's prerequisite/fallback lines (from the entry acted on)
+        point at; a line naming a missing prerequisite lets the tutor bridge the gap in-turn."""
+        missing = learner.missing_prerequisites(concept, world)
+        p = self.p_ready if not missing else self.p_unready
+        if missing and set(missing) & set(shown):
+            p += self.bridge_bonus
         if trait_in_prompt:
             p += self.trait_bonus
         return min(1.0, p)

@@ -61,6 +61,8 @@ class DaySnapshot:
     maturity: dict[str, dict[str, int]]
     audit: list[dict[str, Any]]
     enrichment: dict[str, int]
+    turns: int = 0
+    successes: int = 0
     process: dict[str, Any] = field(default_factory=dict)
     nightly: dict[str, Any] = field(default_factory=dict)
     enrich: dict[str, Any] = field(default_factory=dict)
@@ -244,6 +246,7 @@ def simulate(world: World, config: SimulationConfig, *, progress: bool = True,
                 for r in conn.execute(query("simulate", "topic_entry_concepts"), {"topic_id": world.topic_id})
             }
             conn.rollback()
+            day_turns = day_successes = 0
             for k, (who, ended_at) in enumerate(sessions):
                 record = run_session(
                     retrieve=memory.retrieve, world=world, learner=learners[who],
@@ -263,6 +266,8 @@ def simulate(world: World, config: SimulationConfig, *, progress: bool = True,
                 run.sessions += 1
                 run.turns += record.turns
                 run.successes += record.successes
+                day_turns += record.turns
+                day_successes += record.successes
                 bar.update(run.sessions, f"day {day + 1}/{config.days}")
             t1 = time.monotonic()
             processed = memory.process()
@@ -276,6 +281,7 @@ def simulate(world: World, config: SimulationConfig, *, progress: bool = True,
             t4 = time.monotonic()
             snap = snapshot(conn, world, day, day_end, len(sessions))
             snap.process, snap.nightly, snap.enrich = _plain(processed), _plain(nightly), _plain(enriched)
+            snap.turns, snap.successes = day_turns, day_successes
             run.days.append(snap)
             for key, seconds in (("sessions", t1 - t0), ("processing", t2 - t1),
                                  ("nightly", t3 - t2), ("enrichment", t4 - t3)):

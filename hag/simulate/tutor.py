@@ -64,7 +64,8 @@ class Extractor:
     """The session-end extractor's errors: true struggles dropped, false ones invented."""
 
     p_miss: float = 0.0  # a true struggle goes unreported
-    p_false: float = 0.0  # per turn: a struggle naming a concept that is not a prerequisite
+    # per failed turn: the failure is (also) blamed on a concept that is not a prerequisite
+    p_false: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,11 @@ def run_session(
         trait_in_prompt = any(
             _get(a, "concept_slug") == learner.trait.slug for a in student_adv
         )
-        p = model.success_probability(learner, taught, world, trait_in_prompt)
+        shown = {entry_concepts.get(str(_get(e, "target_entry_id")))
+                 for e in _get(result, "edges", ()) or ()
+                 if decision is not None and str(_get(e, "source_entry_id")) == decision
+                 and _get(e, "edge_type") in ("prerequisite", "fallback")}
+        p = model.success_probability(learner, taught, world, trait_in_prompt, shown - {None})
         success = bool(rng.random() < p)
 
         # the extractor: one visible struggle per failed, unready turn; plus invented ones
@@ -180,7 +185,7 @@ def run_session(
                 struggles.append({"concept_slug": taught, "missing_slug": struggled_on,
                                   "evidence": evidence})
                 record.reported_struggles.append((taught, struggled_on, True))
-        if rng.random() < extractor.p_false:
+        if rng.random() < extractor.p_false and not success:
             wrong = [s for s in world.slugs
                      if s != taught and s not in world.prerequisites_of(taught)]
             if wrong:

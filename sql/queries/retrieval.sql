@@ -98,8 +98,10 @@ FROM get_hag_visual(%(concept_slug)s)
 -- name: ann_indexes
 -- The approximate-search indexes on hag_entries, found by the comment the index builder
 -- (and migration 010) leaves on each: 'hag-ann topic:<topic_id>' or 'hag-ann scope:tutor'.
--- Only valid (fully built) indexes count.
-SELECT c.relname AS index_name, obj_description(c.oid, 'pg_class') AS label
+-- Only valid (fully built) indexes count. `rows` is the planner's count of the rows each
+-- index holds (kept by CREATE INDEX, VACUUM and ANALYZE): small ones are not worth using.
+SELECT c.relname AS index_name, obj_description(c.oid, 'pg_class') AS label,
+       c.reltuples AS rows
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid
 WHERE i.indrelid = 'hag_entries'::regclass

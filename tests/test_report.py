@@ -1,0 +1,128 @@
+"""The report folder: its numbers recomputed independently from the files it exports."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from hag.report import build
+from hag.simulate.experiment import load_starting_memory
+from hag.simulate.run import SimulationConfig, simulate
+from hag.simulate.world import random_world
+
+WORLD = random_world(np.random.default_rng(33), 10, edge_probability=0.35)
+
+
+@pytest.fixture(scope="module")
+def folder(database_url, tmp_path_factory):
+    """A small noisy simulation's report folder (one per module: the tests only read it)."""
+    from hag import db as hdb
+    from tests.fix_db import reset_database
+
+    with hdb.connect() as conn:
+        reset_database(conn)
+    load_starting_memory(WORLD, None)
+    run = simulate(WORLD, SimulationConfig(learners=8, sessions=60, days=4, p_miss=0.2, p_false=0.2,
+                                           seed=9), progress=False)
+    out = tmp_path_factory.mktemp("report")
+    build.write_report(run, out, name="check")
+    return out
+
+
+def recompute(folder, edge_type, learned_only):
+    """Precision/recall per threshold from edges.json + entries.json + truth.json alone."""
+    edges = json.loads((folder / "edges.json").read_text())
+    entries = json.loads((folder / "entries.json").read_text())
+    truth = json.loads((folder / "truth.json").read_text())
+    before = json.loads((folder / "edges_before.json").read_text())
+    concepts = {c["slug"] for c in truth["concepts"]}
+    true_pairs = {tuple(p) for p in truth[edge_type]}
+    slug = {e["id"]: e["concept_slug"] for e in entries if e["visibility_scope"] == "public"}
+    denominator = true_pairs
+    if learned_only:
+        held = {(b["source_slug"], b["target_slug"]) for b in before
+                if b["edge_type"] == edge_type and b["source_type"] != "learned"}
+        denominator = true_pairs - held
+    out = {}
+    for t in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+        claims = set()
+        for g in edges:
+            s, d = slug.get(g["source_entry_id"]), slug.get(g["target_entry_id"])
+            if (g["edge_type"] == edge_type and g["confidence"] >= t and s in concepts and d in concepts
+                    and (not learned_only or g["source_type"] == "learned")):
+                claims.add((s, d))
+        hits = len(claims & true_pairs)
+        out[t] = (len(claims), hits / len(claims) if claims else None,
+                  len(claims & denominator) / len(denominator) if denominator else None)
+    return out
+
+
+@pytest.mark.parametrize("edge_type", ["prerequisite", "leads_to", "fallback"])
+@pytest.mark.parametrize("scope", ["memory", "learned"])
+def test_recovery_figures_match_an_independent_recount(folder, edge_type, scope):
+    """Every threshold's claims, precision and recall in report.json equal a recount from the files."""
+    report = json.loads((folder / "report.json").read_text())
+    expected = recompute(folder, edge_type, learned_only=scope == "learned")
+    got = {row["threshold"]: (row["claimed"], row["precision"], row["recall"])
+           for row in report["recovery"][edge_type][scope]}
+    assert set(got) == set(expected)
+    for t, (claimed, precision, recall) in expected.items():
+        assert got[t][0] == claimed
+        assert got[t][1] == pytest.approx(precision) if precision is not None else got[t][1] is None
+        assert got[t][2] == pytest.approx(recall)
+    assert any(c for c, _, _ in expected.values())  # something was claimed: the check has teeth
+
+
+def test_calibration_figures_match_an_independent_recount(folder):
+    """Log-loss and binned RMSE of decision entries and edges recomputed from uses.csv."""
+    report = json.loads((folder / "report.json").read_text())
+    with (folder / "uses.csv").open() as fh:
+        uses = list(csv.DictReader(fh))
+    for kind in ("decision", "edge"):
+        rows = [(float(u["confidence"]), int(u["success"])) for u in uses if u["kind"] == kind]
+        assert rows
+        loss = -sum(math.log(min(1 - 1e-6, max(1e-6, p))) if y else math.log(1 - min(1 - 1e-6, max(1e-6, p)))
+                    for p, y in rows) / len(rows)
+        bins: dict[int, list[tuple[float, int]]] = {}
+        for p, y in rows:
+            bins.setdefault(min(9, int(p * 10)), []).append((p, y))
+        rmse = math.sqrt(sum(len(b) * (sum(p for p, _ in b) / len(b) - sum(y for _, y in b) / len(b)) ** 2
+                             for b in bins.values()) / len(rows))
+        cal = report["calibration"][kind]
+        assert cal["n"] == len(rows)
+        assert cal["log_loss"] == pytest.approx(loss, abs=1e-5)
+        assert cal["binned_rmse"] == pytest.approx(rmse, abs=1e-5)
+
+
+def test_truth_file_counts_every_struggle(folder):
+    """truth.json's struggle table adds up to the run's reported and invented struggles."""
+    report = json.loads((folder / "report.json").read_text())
+    truth = json.loads((folder / "truth.json").read_text())
+    true_pairs = {tuple(p) for p in truth["prerequisite"]}
+    assert sum(s["reported_true"] for s in truth["struggles"]) == report["run"]["reported_true"]
+    assert sum(s["reported_false"] for s in truth["struggles"]) == report["run"]["reported_false"] > 0
+    assert all((s["concept"], s["missing"]) in true_pairs for s in truth["struggles"] if s["true"])
+
+
+def test_folder_has_the_markdown_and_the_plots(folder):
+    """report.md shows the headline figures and links every PNG, which exist."""
+    text = (folder / "report.md").read_text()
+    report = json.loads((folder / "report.json").read_text())
+    for png in ("recovery.png", "reliability.png", "lifecycle.png", "graph.png"):
+        assert f"]({png})" in text
+        assert (folder / png).read_bytes()[:4] == b"\x89PNG"
+    p = report["headline"]["learned_prereq_precision_at_0.3"]
+    assert f"| learned_prereq_precision_at_0.3 | {p:.3f} |" in text
+
+
+def test_terminal_summary_names_the_headline(folder):
+    """The terminal summary carries precision, recall and log-loss figures from report.json."""
+    report = json.loads((folder / "report.json").read_text())
+    text = "\n".join(build.summary_lines(report, folder))
+    assert f"{report['headline']['learned_prereq_recall_at_0.6']:.3f}" in text
+    assert f"{report['headline']['decision_log_loss']:.3f}" in text
+    assert str(folder / "report.md") in text
