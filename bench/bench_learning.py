@@ -1,7 +1,7 @@
 """Does the memory learn? A fixed, seeded simulation and its recovery and calibration figures.
 
 The demo corpus's Cryptography topic with its hidden prerequisite graph, 900 sessions by 30
-learners over 30 simulated days, extractor noise p_miss 0.1 / p_false 0.05, seed 11, on a
+learners over 30 simulated days, extractor noise p_miss 0.1 / p_false 0.1 (per failed turn), seed 11, on a
 private embedded database emptied first (so the figures depend on the code alone). Printed
 beside baselines measured in the same run:
 
@@ -45,7 +45,7 @@ def main() -> None:
     corpus = json.loads(DEMO_CORPUS.read_text())
     world = cryptography_world(corpus)
     config = SimulationConfig(learners=LEARNERS, sessions=SESSIONS, days=DAYS, p_miss=0.1,
-                              p_false=0.05, seed=SEED, enrich_every_days=0)
+                              p_false=0.1, seed=SEED, enrich_every_days=0)
     with tempfile.TemporaryDirectory(prefix="hag-bench-learning-") as tmp:
         started = time.perf_counter()
         with private_database(Path(tmp) / "db"):

@@ -191,7 +191,7 @@ def start_server(folder: str) -> Any:
 
 def run_scale(scale: Scale, queries: int) -> None:
     from hag import config, db, embeddings, migrate, retrieval, settings
-    from hag.retrieval import ann, ranking, store
+    from hag.retrieval import ann, store
     from hag.sqlfiles import query
 
     folder = tempfile.mkdtemp(prefix=f"hag-bench-{scale.label}-")

@@ -24,7 +24,7 @@ DEMO_LEARNERS = 60
 DEMO_SESSIONS = 2500
 DEMO_DAYS = 100  # past the 90-day cull age, so edges learned early can be culled late
 DEMO_P_MISS = 0.1
-DEMO_P_FALSE = 0.05
+DEMO_P_FALSE = 0.1
 DEMO_ENRICH_EVERY = 7
 
 

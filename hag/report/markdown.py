@@ -38,7 +38,7 @@ def render(report: Mapping[str, Any], audit: Sequence[Mapping[str, Any]],
         f"{r['sessions']} simulated sessions ({r['turns']} turns) by {r['learners']} learners over "
         f"{c['days']} simulated days from {c['start'][:10]}, seed {c['seed']}. The extractor dropped "
         f"true struggles with probability {c['p_miss']} and invented false ones with probability "
-        f"{c['p_false']} per turn. Every turn read the memory through `retrieve`; every session "
+        f"{c['p_false']} per failed turn. Every turn read the memory through `retrieve`; every session "
         "went in through `ingest_payload` and session-end processing; the nightly sweeps ran "
         "after every simulated day with `as_of` = the end of that day.",
         "",
@@ -101,9 +101,11 @@ def render(report: Mapping[str, Any], audit: Sequence[Mapping[str, Any]],
         step = max(1, len(days) // 12)
         picked = [d for i, d in enumerate(days) if i % step == 0 or i == len(days) - 1]
         out += _table(
-            ["day", "seed", "learned", "enriched", "promotions", "culls", "enrichment accepted",
+            ["day", "success rate", "turns with advice", "visible entries", "seed", "learned",
+             "enriched", "promotions", "culls", "enrichment accepted",
              "learned prereq true/false >= 0.6", "memory prereq P/R >= 0.6"],
-            [[d["day"] + 1, d["edges_by_provenance"].get("seed", 0), d["edges_by_provenance"].get("learned", 0),
+            [[d["day"] + 1, _f(d["success_rate"], 2), _f(d["decision_coverage"], 2),
+              f"{d['visible_topic_entries']}/{d['topic_entries']}", d["edges_by_provenance"].get("seed", 0), d["edges_by_provenance"].get("learned", 0),
               d["edges_by_provenance"].get("enriched", 0), d["promotions"], d["culls"],
               d["enrichment_accepted"],
               f"{d['learned_prereq_true_06']}/{d['learned_prereq_false_06']}",

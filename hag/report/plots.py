@@ -90,7 +90,7 @@ def reliability_plot(calibration: Mapping[str, Mapping[str, Any]], path: Path) -
 def lifecycle_plot(timeline: Sequence[Mapping[str, Any]], path: Path) -> Path:
     """Edges by provenance, cumulative lifecycle events and learned-prerequisite quality per day."""
     days = [row["day"] + 1 for row in timeline]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 3.8))
     ax = axes[0]
     for source_type, colour in PROVENANCE_COLOURS.items():
         ax.plot(days, [row["edges_by_provenance"].get(source_type, 0) for row in timeline],
@@ -118,6 +118,23 @@ def lifecycle_plot(timeline: Sequence[Mapping[str, Any]], path: Path) -> Path:
     ax.plot(days, [row["learned_prereq_false_03"] for row in timeline], ":", color="#C44E52",
             label="false, >= 0.3")
     ax.set_title("learned prerequisite edges vs truth")
+    ax.set_xlabel("simulated day")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    ax = axes[3]
+    rates = [float("nan") if row.get("success_rate") is None else row["success_rate"] for row in timeline]
+    ax.plot(days, rates, color="#4C72B0", lw=0.8, alpha=0.5, label="success rate per day")
+    window = 7
+    smooth = [sum(rates[max(0, i - window + 1): i + 1]) / len(rates[max(0, i - window + 1): i + 1])
+              for i in range(len(rates))]
+    ax.plot(days, smooth, color="#4C72B0", lw=2, label=f"success rate, {window}-day mean")
+    coverage = [float("nan") if row.get("decision_coverage") is None else row["decision_coverage"]
+                for row in timeline]
+    ax.plot(days, coverage, color="#DD8452", lw=1.2, label="turns with an advisory to act on")
+    visible = [row.get("visible_topic_entries", 0) / max(1, row.get("topic_entries", 0)) for row in timeline]
+    ax.plot(days, visible, color="#55A868", lw=1.2, label="topic entries above their floor")
+    ax.set_ylim(0, 1)
+    ax.set_title("success rate and what the memory can still show")
     ax.set_xlabel("simulated day")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

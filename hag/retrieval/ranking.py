@@ -28,12 +28,13 @@ def recent_slugs(recent: Iterable[str | Sequence[str]], dials: Mapping[str, Any]
     `recent` is either one slug per item (already the recent turns' slugs) or one sequence
     of slugs per turn, oldest turn first; only the last `recent_concept_turns` turns count.
     """
-    items = list(recent)
-    if any(not isinstance(i, str) for i in items):
-        turns = [[i] if isinstance(i, str) else list(i) for i in items]
+    given = list(recent)
+    slugs: list[str] = [i for i in given if isinstance(i, str)]
+    if len(slugs) < len(given):
+        turns = [[i] if isinstance(i, str) else list(i) for i in given]
         turns = turns[-int(dials["recent_concept_turns"]):]
-        items = [slug for turn in reversed(turns) for slug in turn]
-    return list(dict.fromkeys(s.strip() for s in items if s and s.strip()))
+        slugs = [slug for turn in reversed(turns) for slug in turn if isinstance(slug, str)]
+    return list(dict.fromkeys(s.strip() for s in slugs if s and s.strip()))
 
 
 def maturity_boost(maturity: str, dials: Mapping[str, Any]) -> float:

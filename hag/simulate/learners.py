@@ -67,6 +67,7 @@ class OutcomeModel:
     bridge_bonus: float = 0.25  # unready, but the prompt's edge lines name a missing prerequisite
     p_root_mastered: float = 0.4  # a new learner already knows a concept with no prerequisites
     p_inner_mastered: float = 0.1  # ...or one whose prerequisites they know
+    p_overreach: float = 0.3  # a session's goal ignores readiness (else: a concept they are ready for)
 
     def success_probability(self, learner: Learner, concept: str, world: World,
                             trait_in_prompt: bool = False, shown: Iterable[str] = ()) -> float:
@@ -95,10 +96,14 @@ class Learner:
         share = len(self.mastered) / max(1, len(world.concepts))
         return "beginner" if share < 0.34 else "intermediate" if share < 0.67 else "advanced"
 
-    def pick_goal(self, world: World, rng: np.random.Generator) -> str:
-        """A concept to work on this session: any unmastered one (all mastered: any at all)."""
+    def pick_goal(self, world: World, rng: np.random.Generator, p_overreach: float = 0.3) -> str:
+        """A concept to work on: usually one the learner is ready for (every prerequisite
+        mastered); with probability `p_overreach`, any unmastered one; all mastered: any."""
         open_ = [s for s in world.slugs if s not in self.mastered] or list(world.slugs)
-        return open_[int(rng.integers(len(open_)))]
+        ready = [s for s in open_ if not self.missing_prerequisites(s, world)]
+        overreach = rng.random() < p_overreach  # drawn every time: a stable stream
+        pool = open_ if overreach or not ready else ready
+        return pool[int(rng.integers(len(pool)))]
 
 
 def make_learners(world: World, n: int, rng: np.random.Generator, model: OutcomeModel,

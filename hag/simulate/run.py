@@ -63,6 +63,9 @@ class DaySnapshot:
     enrichment: dict[str, int]
     turns: int = 0
     successes: int = 0
+    decisions: int = 0  # turns whose taught concept had an advisory to act on
+    visible_entries: int = 0
+    topic_entries: int = 0
     process: dict[str, Any] = field(default_factory=dict)
     nightly: dict[str, Any] = field(default_factory=dict)
     enrich: dict[str, Any] = field(default_factory=dict)
@@ -149,8 +152,10 @@ def snapshot(conn: Any, world: World, day: int, at: datetime, sessions: int) -> 
         maturity.setdefault(r["graph"], {})[r["maturity"]] = int(r["n"])
     audit = [dict(r) for r in conn.execute(query("simulate", "audit_counts"))]
     enrichment = {k: int(v) for k, v in conn.execute(query("simulate", "enrichment_totals")).fetchone().items()}
+    visible = conn.execute(query("simulate", "visible_topic_entries"), {"topic_id": world.topic_id}).fetchone()
     conn.rollback()
-    return DaySnapshot(day, at, sessions, edges, maturity, audit, enrichment)
+    return DaySnapshot(day, at, sessions, edges, maturity, audit, enrichment,
+                       visible_entries=int(visible["visible"]), topic_entries=int(visible["entries"]))
 
 
 def _schedule(config: SimulationConfig, rng: np.random.Generator) -> list[list[tuple[int, datetime]]]:
@@ -182,7 +187,8 @@ class _Memory:
         if self.use_flows:
             from flows.session_end import session_end_flow  # noqa: PLC0415
 
-            return session_end_flow()
+            # the suites run once at the end of an experiment, not after every simulated day
+            return session_end_flow(check=False)
         from hag.session.process import process_pending  # noqa: PLC0415
 
         return process_pending()
@@ -246,7 +252,7 @@ def simulate(world: World, config: SimulationConfig, *, progress: bool = True,
                 for r in conn.execute(query("simulate", "topic_entry_concepts"), {"topic_id": world.topic_id})
             }
             conn.rollback()
-            day_turns = day_successes = 0
+            day_turns = day_successes = day_decisions = 0
             for k, (who, ended_at) in enumerate(sessions):
                 record = run_session(
                     retrieve=memory.retrieve, world=world, learner=learners[who],
@@ -268,6 +274,7 @@ def simulate(world: World, config: SimulationConfig, *, progress: bool = True,
                 run.successes += record.successes
                 day_turns += record.turns
                 day_successes += record.successes
+                day_decisions += sum(1 for t in record.payload["turns"] if t["decision_entry_id"])
                 bar.update(run.sessions, f"day {day + 1}/{config.days}")
             t1 = time.monotonic()
             processed = memory.process()
@@ -281,7 +288,7 @@ def simulate(world: World, config: SimulationConfig, *, progress: bool = True,
             t4 = time.monotonic()
             snap = snapshot(conn, world, day, day_end, len(sessions))
             snap.process, snap.nightly, snap.enrich = _plain(processed), _plain(nightly), _plain(enriched)
-            snap.turns, snap.successes = day_turns, day_successes
+            snap.turns, snap.successes, snap.decisions = day_turns, day_successes, day_decisions
             run.days.append(snap)
             for key, seconds in (("sessions", t1 - t0), ("processing", t2 - t1),
                                  ("nightly", t3 - t2), ("enrichment", t4 - t3)):

@@ -142,7 +142,7 @@ def run_session(
     tutor_turn = int(rng.integers(n_turns)) if rng.random() < policy.p_tutor_observation else -1
 
     record = SessionRecord(payload={})
-    plan = [learner.pick_goal(world, rng)]
+    plan = [learner.pick_goal(world, rng, model.p_overreach)]
     recent: list[list[str]] = []
     turns: list[dict[str, Any]] = []
     for t in range(n_turns):
@@ -228,7 +228,7 @@ def run_session(
         if success and rng.random() < model.p_learn:
             learner.mastered.add(taught)
         plan = _next_plan(plan, taught, success, decision, result, entry_concepts, world,
-                          struggled_on, policy, rng, learner)
+                          struggled_on, policy, rng, learner, model)
 
     record.payload = {
         "session_id": session_id,
@@ -242,7 +242,8 @@ def run_session(
 
 def _next_plan(plan: list[str], taught: str, success: bool, decision: str | None, result: Any,
                entry_concepts: Mapping[str, str], world: World, struggled_on: str | None,
-               policy: TutorPolicy, rng: np.random.Generator, learner: Learner) -> list[str]:
+               policy: TutorPolicy, rng: np.random.Generator, learner: Learner,
+               model: OutcomeModel) -> list[str]:
     """The tutor's stack of concepts: retreat on failure, return to the goal on success."""
     walked = [e for e in (_get(result, "edges", ()) or ())
               if decision is not None and str(_get(e, "source_entry_id")) == decision]
@@ -262,7 +263,7 @@ def _next_plan(plan: list[str], taught: str, success: bool, decision: str | None
             plan.remove(taught)
         if not plan:
             nxt = target_of(("leads_to",))
-            plan = [nxt if nxt is not None else learner.pick_goal(world, rng)]
+            plan = [nxt if nxt is not None else learner.pick_goal(world, rng, model.p_overreach)]
         return plan
     retreat = target_of(("prerequisite", "fallback"))
     if retreat is None and noticed and struggled_on is not None and struggled_on not in plan:

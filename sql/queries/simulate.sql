@@ -61,3 +61,23 @@ ORDER BY a.deleted_at, a.audit_id
 SELECT count(*) AS orphans, coalesce(sum(accepted), 0) AS accepted,
        coalesce(sum(rejected), 0) AS rejected
 FROM hag_enrichment_ledger
+
+-- name: visible_topic_entries
+-- Topic-graph entries of one topic that the retrieval filter can still return (SPEC §3: the
+-- global floor and the per-maturity floors, read from the dials), against all of them. An
+-- entry graded below its floor is never shown again, so it is never graded again either.
+SELECT count(*) AS entries,
+       count(*) FILTER (
+           WHERE maturity <> 'archived'
+             AND confidence >= GREATEST(
+                   hag_setting_float('retrieval_min_confidence'),
+                   CASE maturity
+                       WHEN 'proven' THEN hag_setting_float('floor_proven')
+                       WHEN 'pattern' THEN hag_setting_float('floor_pattern')
+                       WHEN 'candidate' THEN hag_setting_float('floor_candidate')
+                       ELSE 1.0
+                   END)) AS visible
+FROM hag_entries
+WHERE topic_id = %(topic_id)s
+  AND visibility_scope NOT IN ('tutor', 'visual')
+  AND visibility_scope NOT LIKE 'student:%%'
