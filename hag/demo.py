@@ -51,9 +51,17 @@ def print_summary(summary: dict[str, Any]) -> None:
         )
 
 
-def run_demo(*, seed: int = DEMO_SEED, learners: int = DEMO_LEARNERS, sessions: int = DEMO_SESSIONS,
-             days: int = DEMO_DAYS, out: Path | None = None, folder: Path | None = None,
-             checks: bool = True, progress: bool = True) -> dict[str, Any]:
+def run_demo(
+    *,
+    seed: int = DEMO_SEED,
+    learners: int = DEMO_LEARNERS,
+    sessions: int = DEMO_SESSIONS,
+    days: int = DEMO_DAYS,
+    out: Path | None = None,
+    folder: Path | None = None,
+    checks: bool = True,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Run the whole story and return the summary (graphs before/after and the headline)."""
     from hag.corpus import DEMO_CORPUS  # noqa: PLC0415
     from hag.embeddings import announce  # noqa: PLC0415
@@ -72,15 +80,30 @@ def run_demo(*, seed: int = DEMO_SEED, learners: int = DEMO_LEARNERS, sessions: 
     corpus = json.loads(DEMO_CORPUS.read_text())
     world = cryptography_world(corpus)
     config = SimulationConfig(
-        learners=learners, sessions=sessions, days=days, p_miss=DEMO_P_MISS, p_false=DEMO_P_FALSE,
-        seed=seed, enrich_every_days=DEMO_ENRICH_EVERY,
+        learners=learners,
+        sessions=sessions,
+        days=days,
+        p_miss=DEMO_P_MISS,
+        p_false=DEMO_P_FALSE,
+        seed=seed,
+        enrich_every_days=DEMO_ENRICH_EVERY,
     )
     note(f"demo database: a fresh embedded PostgreSQL in {folder}")
     with private_database(folder):
-        note(f"loading the demo corpus, then {sessions} sessions by {learners} simulated learners "
-             f"over {days} simulated days (seed {seed})")
-        experiment = Experiment(world, config, out_dir=out, name="demo", corpus=corpus,
-                                checks=checks, progress=progress, note=note)
+        note(
+            f"loading the demo corpus, then {sessions} sessions by {learners} simulated learners "
+            f"over {days} simulated days (seed {seed})"
+        )
+        experiment = Experiment(
+            world,
+            config,
+            out_dir=out,
+            name="demo",
+            corpus=corpus,
+            checks=checks,
+            progress=progress,
+            note=note,
+        )
         outcome = run_experiment(experiment)
         after = graph_summary()
     print_summary(after)
@@ -88,5 +111,9 @@ def run_demo(*, seed: int = DEMO_SEED, learners: int = DEMO_LEARNERS, sessions: 
     assert outcome.report is not None
     for line in summary_lines(outcome.report, out):
         click.echo(line)
-    return {"headline": outcome.report["headline"], "run": outcome.report["run"],
-            "report": str(out / "report.md"), **after}
+    return {
+        "headline": outcome.report["headline"],
+        "run": outcome.report["run"],
+        "report": str(out / "report.md"),
+        **after,
+    }

@@ -26,8 +26,11 @@ def folder(database_url, tmp_path_factory):
     with hdb.connect() as conn:
         reset_database(conn)
     load_starting_memory(WORLD, None)
-    run = simulate(WORLD, SimulationConfig(learners=8, sessions=60, days=4, p_miss=0.2, p_false=0.2,
-                                           seed=9), progress=False)
+    run = simulate(
+        WORLD,
+        SimulationConfig(learners=8, sessions=60, days=4, p_miss=0.2, p_false=0.2, seed=9),
+        progress=False,
+    )
     out = tmp_path_factory.mktemp("report")
     build.write_report(run, out, name="check")
     return out
@@ -44,20 +47,31 @@ def recompute(folder, edge_type, learned_only):
     slug = {e["id"]: e["concept_slug"] for e in entries if e["visibility_scope"] == "public"}
     denominator = true_pairs
     if learned_only:
-        held = {(b["source_slug"], b["target_slug"]) for b in before
-                if b["edge_type"] == edge_type and b["source_type"] != "learned"}
+        held = {
+            (b["source_slug"], b["target_slug"])
+            for b in before
+            if b["edge_type"] == edge_type and b["source_type"] != "learned"
+        }
         denominator = true_pairs - held
     out = {}
     for t in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
         claims = set()
         for g in edges:
             s, d = slug.get(g["source_entry_id"]), slug.get(g["target_entry_id"])
-            if (g["edge_type"] == edge_type and g["confidence"] >= t and s in concepts and d in concepts
-                    and (not learned_only or g["source_type"] == "learned")):
+            if (
+                g["edge_type"] == edge_type
+                and g["confidence"] >= t
+                and s in concepts
+                and d in concepts
+                and (not learned_only or g["source_type"] == "learned")
+            ):
                 claims.add((s, d))
         hits = len(claims & true_pairs)
-        out[t] = (len(claims), hits / len(claims) if claims else None,
-                  len(claims & denominator) / len(denominator) if denominator else None)
+        out[t] = (
+            len(claims),
+            hits / len(claims) if claims else None,
+            len(claims & denominator) / len(denominator) if denominator else None,
+        )
     return out
 
 
@@ -67,8 +81,10 @@ def test_recovery_figures_match_an_independent_recount(folder, edge_type, scope)
     """Every threshold's claims, precision and recall in report.json equal a recount from the files."""
     report = json.loads((folder / "report.json").read_text())
     expected = recompute(folder, edge_type, learned_only=scope == "learned")
-    got = {row["threshold"]: (row["claimed"], row["precision"], row["recall"])
-           for row in report["recovery"][edge_type][scope]}
+    got = {
+        row["threshold"]: (row["claimed"], row["precision"], row["recall"])
+        for row in report["recovery"][edge_type][scope]
+    }
     assert set(got) == set(expected)
     for t, (claimed, precision, recall) in expected.items():
         assert got[t][0] == claimed
@@ -85,13 +101,22 @@ def test_calibration_figures_match_an_independent_recount(folder):
     for kind in ("decision", "edge"):
         rows = [(float(u["confidence"]), int(u["success"])) for u in uses if u["kind"] == kind]
         assert rows
-        loss = -sum(math.log(min(1 - 1e-6, max(1e-6, p))) if y else math.log(1 - min(1 - 1e-6, max(1e-6, p)))
-                    for p, y in rows) / len(rows)
+        loss = -sum(
+            math.log(min(1 - 1e-6, max(1e-6, p)))
+            if y
+            else math.log(1 - min(1 - 1e-6, max(1e-6, p)))
+            for p, y in rows
+        ) / len(rows)
         bins: dict[int, list[tuple[float, int]]] = {}
         for p, y in rows:
             bins.setdefault(min(9, int(p * 10)), []).append((p, y))
-        rmse = math.sqrt(sum(len(b) * (sum(p for p, _ in b) / len(b) - sum(y for _, y in b) / len(b)) ** 2
-                             for b in bins.values()) / len(rows))
+        rmse = math.sqrt(
+            sum(
+                len(b) * (sum(p for p, _ in b) / len(b) - sum(y for _, y in b) / len(b)) ** 2
+                for b in bins.values()
+            )
+            / len(rows)
+        )
         cal = report["calibration"][kind]
         assert cal["n"] == len(rows)
         assert cal["log_loss"] == pytest.approx(loss, abs=1e-5)
@@ -104,7 +129,9 @@ def test_truth_file_counts_every_struggle(folder):
     truth = json.loads((folder / "truth.json").read_text())
     true_pairs = {tuple(p) for p in truth["prerequisite"]}
     assert sum(s["reported_true"] for s in truth["struggles"]) == report["run"]["reported_true"]
-    assert sum(s["reported_false"] for s in truth["struggles"]) == report["run"]["reported_false"] > 0
+    assert (
+        sum(s["reported_false"] for s in truth["struggles"]) == report["run"]["reported_false"] > 0
+    )
     assert all((s["concept"], s["missing"]) in true_pairs for s in truth["struggles"] if s["true"])
 
 

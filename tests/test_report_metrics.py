@@ -40,8 +40,15 @@ def test_recovery_at_a_threshold_counts_claims_by_hand():
 
 def test_recovery_by_provenance_and_denominator():
     """Learned-only claims at 0.3 and recall against a chosen set of true pairs."""
-    r = m.recovery_at(FACTS, TRUTH, CONCEPTS, "prerequisite", 0.3, provenance=("learned",),
-                      denominator={("b", "a"), ("d", "b")})
+    r = m.recovery_at(
+        FACTS,
+        TRUTH,
+        CONCEPTS,
+        "prerequisite",
+        0.3,
+        provenance=("learned",),
+        denominator={("b", "a"), ("d", "b")},
+    )
     assert (r["claimed"], r["true_positive"]) == (4, 2)  # b->a, c->b, a->b, e->a
     assert r["precision"] == pytest.approx(0.5)
     assert (r["truth"], r["recalled"], r["recall"]) == (2, 1, 0.5)
@@ -71,12 +78,27 @@ def test_edge_facts_keep_only_edges_between_topic_entries():
         {"id": "4", "topic_id": "u", "concept_slug": "c", "visibility_scope": "public"},
     ]
     edges = [
-        {"source_entry_id": "2", "target_entry_id": "1", "edge_type": "prerequisite",
-         "source_type": "learned", "confidence": 0.6},
-        {"source_entry_id": "2", "target_entry_id": "3", "edge_type": "leads_to",
-         "source_type": "learned", "confidence": 0.6},
-        {"source_entry_id": "4", "target_entry_id": "1", "edge_type": "related",
-         "source_type": "seed", "confidence": 0.6},
+        {
+            "source_entry_id": "2",
+            "target_entry_id": "1",
+            "edge_type": "prerequisite",
+            "source_type": "learned",
+            "confidence": 0.6,
+        },
+        {
+            "source_entry_id": "2",
+            "target_entry_id": "3",
+            "edge_type": "leads_to",
+            "source_type": "learned",
+            "confidence": 0.6,
+        },
+        {
+            "source_entry_id": "4",
+            "target_entry_id": "1",
+            "edge_type": "related",
+            "source_type": "seed",
+            "confidence": 0.6,
+        },
     ]
     assert m.edge_facts(edges, entries, "t") == [EdgeFact("b", "a", "prerequisite", "learned", 0.6)]
 
@@ -119,12 +141,28 @@ def test_plots_are_written(tmp_path):
     world = World("t", {s: Concept(s, s) for s in CONCEPTS}, TRUTH)
     curve = m.recovery_curve(FACTS, TRUTH, CONCEPTS, "prerequisite")
     files = [
-        plots.recovery_plot({"prerequisite": {"learned": curve, "memory": curve}}, tmp_path / "r.png"),
-        plots.reliability_plot({"edge": m.calibration([0.8, 0.2, 0.5], [1, 0, 1])}, tmp_path / "c.png"),
-        plots.lifecycle_plot([{
-            "day": 0, "edges_by_provenance": {"seed": 3}, "promotions": 1, "culls": 0,
-            "enrichment_accepted": 2, "learned_prereq_true_06": 1, "learned_prereq_false_06": 0,
-            "learned_prereq_true_03": 2, "learned_prereq_false_03": 1}], tmp_path / "l.png"),
+        plots.recovery_plot(
+            {"prerequisite": {"learned": curve, "memory": curve}}, tmp_path / "r.png"
+        ),
+        plots.reliability_plot(
+            {"edge": m.calibration([0.8, 0.2, 0.5], [1, 0, 1])}, tmp_path / "c.png"
+        ),
+        plots.lifecycle_plot(
+            [
+                {
+                    "day": 0,
+                    "edges_by_provenance": {"seed": 3},
+                    "promotions": 1,
+                    "culls": 0,
+                    "enrichment_accepted": 2,
+                    "learned_prereq_true_06": 1,
+                    "learned_prereq_false_06": 0,
+                    "learned_prereq_true_03": 2,
+                    "learned_prereq_false_03": 1,
+                }
+            ],
+            tmp_path / "l.png",
+        ),
         plots.graph_plot(world, FACTS[:3], FACTS, tmp_path / "g.png"),
     ]
     for f in files:

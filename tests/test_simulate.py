@@ -10,7 +10,7 @@ import pytest
 
 from hag.corpus import DEMO_CORPUS
 from hag.simulate import world as w
-from hag.simulate.learners import Learner, OutcomeModel, TRAITS, make_learners
+from hag.simulate.learners import TRAITS, Learner, OutcomeModel, make_learners
 from hag.simulate.tutor import Extractor, TutorPolicy, run_session
 
 ENDED = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -26,26 +26,46 @@ def load_world(db, world, **kw):
 
 
 def entry_concepts(db, topic):
-    rows = db.execute("SELECT id, concept_slug FROM hag_entries WHERE topic_id = %s", (topic,)).fetchall()
+    rows = db.execute(
+        "SELECT id, concept_slug FROM hag_entries WHERE topic_id = %s", (topic,)
+    ).fetchall()
     db.rollback()
     return {str(r["id"]): r["concept_slug"] for r in rows}
 
 
-def play(db, world, learner, rng, *, extractor=Extractor(), policy=TutorPolicy(), model=OutcomeModel(),
-         session_id="s-1"):
+def play(db, world, learner, rng, *, extractor=None, policy=None, model=None, session_id="s-1"):
     from hag.retrieval import clear_caches, retrieve
+
+    extractor, policy, model = (
+        extractor or Extractor(),
+        policy or TutorPolicy(),
+        model or OutcomeModel(),
+    )
 
     clear_caches()
 
     def edge_info(ids):
-        rows = db.execute("SELECT id, confidence, source_type FROM hag_edges WHERE id = ANY(%s::uuid[])",
-                          (list(ids),)).fetchall()
+        rows = db.execute(
+            "SELECT id, confidence, source_type FROM hag_edges WHERE id = ANY(%s::uuid[])",
+            (list(ids),),
+        ).fetchall()
         db.rollback()
         return {str(r["id"]): (r["confidence"], r["source_type"]) for r in rows}
 
-    return run_session(retrieve=retrieve, world=world, learner=learner, model=model, extractor=extractor,
-                       policy=policy, rng=rng, session_id=session_id, ended_at=ENDED, day=0,
-                       entry_concepts=entry_concepts(db, world.topic_id), edge_info=edge_info)
+    return run_session(
+        retrieve=retrieve,
+        world=world,
+        learner=learner,
+        model=model,
+        extractor=extractor,
+        policy=policy,
+        rng=rng,
+        session_id=session_id,
+        ended_at=ENDED,
+        day=0,
+        entry_concepts=entry_concepts(db, world.topic_id),
+        edge_info=edge_info,
+    )
 
 
 def chain_world():
@@ -58,8 +78,11 @@ def test_crypto_truth_is_a_dag_over_the_demo_topic():
     """The hidden Cryptography graph names only concepts with a public entry, and has no cycle."""
     world = w.cryptography_world()
     corpus = json.loads(DEMO_CORPUS.read_text())
-    public = {e["concept_slug"] for e in corpus["entries"]
-              if e["topic_id"] == "cryptography" and e["visibility_scope"] == "public"}
+    public = {
+        e["concept_slug"]
+        for e in corpus["entries"]
+        if e["topic_id"] == "cryptography" and e["visibility_scope"] == "public"
+    }
     assert set(world.concepts) == public - {"_unanchored_"}
     assert len(world.concepts) == 28
     depth = world.depth()
@@ -71,8 +94,11 @@ def test_crypto_truth_disagrees_with_three_authored_edges_and_adds_missing_ones(
     """The authored mistakes are seed prerequisites absent from the truth; RSA's are true but unauthored."""
     corpus = json.loads(DEMO_CORPUS.read_text())
     slug = {e["id"]: e["concept_slug"] for e in corpus["entries"]}
-    seeded = {(slug[e["source_entry_id"]], slug[e["target_entry_id"]]) for e in corpus["edges"]
-              if e["edge_type"] == "prerequisite" and e["source_type"] == "seed"}
+    seeded = {
+        (slug[e["source_entry_id"]], slug[e["target_entry_id"]])
+        for e in corpus["edges"]
+        if e["edge_type"] == "prerequisite" and e["source_type"] == "seed"
+    }
     world = w.cryptography_world(corpus)
     for mistake in w.CRYPTO_AUTHORED_MISTAKES:
         assert mistake in seeded and mistake not in world.prerequisites
@@ -107,6 +133,7 @@ def test_truth_round_trips_through_its_file(tmp_path):
 
 def test_random_world_and_learners_repeat_with_the_seed():
     """The same seed draws the same hidden graph and the same learners; another seed does not."""
+
     def draw(seed):
         rng = np.random.default_rng(seed)
         world = w.random_world(rng, 12)
@@ -121,7 +148,9 @@ def test_initial_mastery_respects_the_prerequisites():
     """No learner starts knowing a concept without knowing all of its prerequisites."""
     rng = np.random.default_rng(5)
     world = w.random_world(rng, 15, edge_probability=0.4)
-    for learner in make_learners(world, 50, rng, OutcomeModel(p_root_mastered=0.8, p_inner_mastered=0.8)):
+    for learner in make_learners(
+        world, 50, rng, OutcomeModel(p_root_mastered=0.8, p_inner_mastered=0.8)
+    ):
         for slug in learner.mastered:
             assert set(world.prerequisites_of(slug)) <= learner.mastered
 
@@ -134,7 +163,9 @@ def test_outcome_model_rewards_mastered_prerequisites():
     unready = Learner("y", TRAITS[0], set())
     assert model.success_probability(ready, "beta", world) == 0.9
     assert model.success_probability(unready, "beta", world) == 0.2
-    assert model.success_probability(unready, "beta", world, trait_in_prompt=True) == pytest.approx(0.25)
+    assert model.success_probability(unready, "beta", world, trait_in_prompt=True) == pytest.approx(
+        0.25
+    )
 
 
 def test_a_prompt_naming_the_missing_prerequisite_helps_an_unready_learner():
@@ -155,15 +186,29 @@ def test_a_session_payload_is_accepted_by_ingest(db):
     world = chain_world()
     load_world(db, world)
     learner = Learner("sim-0001", TRAITS[0], set())
-    record = play(db, world, learner, np.random.default_rng(1),
-                  policy=TutorPolicy(min_turns=6, max_turns=6, p_student_observation=1.0))
+    record = play(
+        db,
+        world,
+        learner,
+        np.random.default_rng(1),
+        policy=TutorPolicy(min_turns=6, max_turns=6, p_student_observation=1.0),
+    )
     p = record.payload
     assert set(p) == {"session_id", "learner_id", "topic_id", "ended_at", "turns"}
     assert [t["turn_index"] for t in p["turns"]] == list(range(6))
     for t in p["turns"]:
-        assert set(t) == {"turn_index", "student_message", "concept_slugs", "decision_entry_id",
-                          "used_entry_ids", "rendered_edge_ids", "outcome", "outcome_strength",
-                          "struggles", "observations"}
+        assert set(t) == {
+            "turn_index",
+            "student_message",
+            "concept_slugs",
+            "decision_entry_id",
+            "used_entry_ids",
+            "rendered_edge_ids",
+            "outcome",
+            "outcome_strength",
+            "struggles",
+            "observations",
+        }
         assert t["outcome"] in ("success", "failure")
         assert t["decision_entry_id"] in t["used_entry_ids"]
     assert any(o["graph"] == "student" for t in p["turns"] for o in t["observations"])
@@ -183,7 +228,9 @@ def test_decision_is_the_retrieved_entry_of_the_taught_concept(db):
     for t in record.payload["turns"]:
         assert concepts[t["decision_entry_id"]] == t["concept_slugs"][0]
     decisions = [u for u in record.uses if u.kind == "decision"]
-    assert len(decisions) == record.turns and all(u.confidence == pytest.approx(0.8) for u in decisions)
+    assert len(decisions) == record.turns and all(
+        u.confidence == pytest.approx(0.8) for u in decisions
+    )
 
 
 def test_true_struggles_name_unmastered_prerequisites_and_p_miss_drops_them(db):
@@ -191,13 +238,32 @@ def test_true_struggles_name_unmastered_prerequisites_and_p_miss_drops_them(db):
     world = chain_world()
     load_world(db, world)
     policy = TutorPolicy(min_turns=8, max_turns=8, p_notice_struggle=0.0)
-    clean = play(db, world, Learner("sim-0003", TRAITS[0], set()), np.random.default_rng(4), policy=policy)
-    reported = [(s["concept_slug"], s["missing_slug"]) for t in clean.payload["turns"] for s in t["struggles"]]
+    reckless = OutcomeModel(p_overreach=1.0)
+    clean = play(
+        db,
+        world,
+        Learner("sim-0003", TRAITS[0], set()),
+        np.random.default_rng(4),
+        policy=policy,
+        model=reckless,
+    )
+    reported = [
+        (s["concept_slug"], s["missing_slug"])
+        for t in clean.payload["turns"]
+        for s in t["struggles"]
+    ]
     assert reported and set(reported) <= world.prerequisites
     assert all(s["evidence"] for t in clean.payload["turns"] for s in t["struggles"])
     assert [(c, m) for c, m, _ in clean.reported_struggles] == clean.true_struggles
-    muted = play(db, world, Learner("sim-0003", TRAITS[0], set()), np.random.default_rng(4),
-                 policy=policy, extractor=Extractor(p_miss=1.0))
+    muted = play(
+        db,
+        world,
+        Learner("sim-0003", TRAITS[0], set()),
+        np.random.default_rng(4),
+        policy=policy,
+        extractor=Extractor(p_miss=1.0),
+        model=reckless,
+    )
     assert muted.true_struggles and not any(t["struggles"] for t in muted.payload["turns"])
 
 
@@ -205,8 +271,14 @@ def test_p_false_invents_struggles_on_non_prerequisites(db):
     """With p_false=1 every failed turn also blames a concept that is no prerequisite."""
     world = chain_world()
     load_world(db, world)
-    record = play(db, world, Learner("sim-0004", TRAITS[0], set()), np.random.default_rng(6),
-                  extractor=Extractor(p_false=1.0), policy=TutorPolicy(min_turns=8, max_turns=8))
+    record = play(
+        db,
+        world,
+        Learner("sim-0004", TRAITS[0], set()),
+        np.random.default_rng(6),
+        extractor=Extractor(p_false=1.0),
+        policy=TutorPolicy(min_turns=8, max_turns=8),
+    )
     invented = [(c, m) for c, m, true in record.reported_struggles if not true]
     failed = [t for t in record.payload["turns"] if t["outcome"] == "failure"]
     assert failed and len(invented) == len(failed)

@@ -19,10 +19,37 @@ def test_simulate_command_writes_a_report_and_prints_the_headline(database_url, 
     """A tiny random-world run on the configured database: exit 0, JSON headline, report folder."""
     out = tmp_path / "sim"
     result = subprocess.run(
-        [sys.executable, "-m", "hag.cli", "simulate", "--world", "random", "--concepts", "6",
-         "--learners", "3", "--sessions", "12", "--days", "2", "--noise", "0.1", "--seed", "4",
-         "--enrich-every", "0", "--database", "configured", "--out", str(out), "--json"],
-        capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT,
+        [
+            sys.executable,
+            "-m",
+            "hag.cli",
+            "simulate",
+            "--world",
+            "random",
+            "--concepts",
+            "6",
+            "--learners",
+            "3",
+            "--sessions",
+            "12",
+            "--days",
+            "2",
+            "--noise",
+            "0.1",
+            "--seed",
+            "4",
+            "--enrich-every",
+            "0",
+            "--database",
+            "configured",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=PROJECT_ROOT,
         env={**os.environ, "DATABASE_URL": database_url},
     )
     assert result.returncode == 0, result.stderr
@@ -31,7 +58,9 @@ def test_simulate_command_writes_a_report_and_prints_the_headline(database_url, 
     report = json.loads((out / "report.json").read_text())
     assert report["run"]["sessions"] == 12 and report["config"]["p_miss"] == 0.1
     assert (out / "report.md").exists() and (out / "graph.png").exists()
-    sessions = db.execute("SELECT count(*) AS n FROM hag_sessions WHERE status = 'processed'").fetchone()
+    sessions = db.execute(
+        "SELECT count(*) AS n FROM hag_sessions WHERE status = 'processed'"
+    ).fetchone()
     assert sessions["n"] == 12
 
 
@@ -39,7 +68,10 @@ def test_simulate_command_refuses_a_bad_noise(tmp_path):
     """--noise outside [0, 1] is refused with a one-line reason and a non-zero exit."""
     result = subprocess.run(
         [sys.executable, "-m", "hag.cli", "simulate", "--noise", "1.5", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=PROJECT_ROOT,
     )
     assert result.returncode != 0 and "--noise" in result.stderr
 
@@ -53,9 +85,24 @@ def test_simulation_through_the_flows_matches_the_direct_calls(db, prefect_harne
     for use_flows in (False, True):
         reset_database(db)
         load_starting_memory(world, None)
-        run = simulate(world, SimulationConfig(learners=3, sessions=8, days=1, seed=2, p_false=0.2,
-                                               use_flows=use_flows), progress=False)
-        graphs.append(sorted((e["source_slug"], e["target_slug"], e["edge_type"], e["hit_count"],
-                              round(e["confidence"], 6)) for e in run.end.edges))
+        run = simulate(
+            world,
+            SimulationConfig(
+                learners=3, sessions=8, days=1, seed=2, p_false=0.2, use_flows=use_flows
+            ),
+            progress=False,
+        )
+        graphs.append(
+            sorted(
+                (
+                    e["source_slug"],
+                    e["target_slug"],
+                    e["edge_type"],
+                    e["hit_count"],
+                    round(e["confidence"], 6),
+                )
+                for e in run.end.edges
+            )
+        )
         assert run.days[0].process  # the flow's summary came back
     assert graphs[0] == graphs[1] and graphs[0]

@@ -35,7 +35,9 @@ def prerequisite_edges(db, topic):
         "SELECT s.concept_slug AS s, t.concept_slug AS t, g.confidence, g.source_type "
         "FROM hag_edges g JOIN hag_entries s ON s.id = g.source_entry_id "
         "JOIN hag_entries t ON t.id = g.target_entry_id "
-        "WHERE g.edge_type = 'prerequisite' AND s.topic_id = %s", (topic,)).fetchall()
+        "WHERE g.edge_type = 'prerequisite' AND s.topic_id = %s",
+        (topic,),
+    ).fetchall()
     db.rollback()
     return {(r["s"], r["t"]): (r["confidence"], r["source_type"]) for r in rows}
 
@@ -65,10 +67,14 @@ def test_heavy_false_struggle_noise_lowers_precision(db):
     from tests.fix_db import reset_database
 
     clean = play(db, small())
-    clean_rec = build.recovery(WORLD, [], metrics.facts_from_rows(clean.end.edges), clean.struggle_table())
+    clean_rec = build.recovery(
+        WORLD, [], metrics.facts_from_rows(clean.end.edges), clean.struggle_table()
+    )
     reset_database(db)
     noisy = play(db, small(p_false=0.5))
-    noisy_rec = build.recovery(WORLD, [], metrics.facts_from_rows(noisy.end.edges), noisy.struggle_table())
+    noisy_rec = build.recovery(
+        WORLD, [], metrics.facts_from_rows(noisy.end.edges), noisy.struggle_table()
+    )
     at = {t: i for i, t in enumerate(metrics.THRESHOLDS)}
     clean_p = clean_rec["prerequisite"]["learned"][at[0.3]]["precision"]
     noisy_p = noisy_rec["prerequisite"]["learned"][at[0.3]]["precision"]
@@ -84,7 +90,8 @@ def test_cooccurrence_without_struggles_learns_no_prerequisite(db):
     assert sum(s["true"] for s in run.struggle_table()) > 10  # learners did struggle, unreported
     assert prerequisite_edges(db, WORLD.topic_id) == {}
     kinds = db.execute(
-        "SELECT edge_type, count(*) AS n FROM hag_edges WHERE source_type = 'learned' GROUP BY 1").fetchall()
+        "SELECT edge_type, count(*) AS n FROM hag_edges WHERE source_type = 'learned' GROUP BY 1"
+    ).fetchall()
     counts = {r["edge_type"]: r["n"] for r in kinds}
     assert counts.get("leads_to", 0) + counts.get("fallback", 0) > 0  # co-occurrence was seen
 
@@ -107,7 +114,9 @@ def test_the_same_seed_gives_the_same_figures(db, tmp_path, noise):
         reset_database(db)
         run = play(db, small(sessions=50, days=4, p_miss=noise, p_false=noise))
         report = build.write_report(run, tmp_path / f"r{i}")
-        reports.append(json.dumps({k: report[k] for k in ("headline", "recovery", "calibration", "run")
-                                   if k != "run"} | {"struggles": run.struggle_table()}, sort_keys=True))
+        figures = {
+            k: report[k] for k in ("headline", "recovery", "calibration", "precision_by_hits")
+        }
+        reports.append(json.dumps({**figures, "struggles": run.struggle_table()}, sort_keys=True))
         assert (tmp_path / f"r{i}" / "report.md").exists()
     assert reports[0] == reports[1]

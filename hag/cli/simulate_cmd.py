@@ -10,39 +10,111 @@ from hag.cli._common import echo_json, json_option, note
 
 
 @click.command()
-@click.option("--learners", default=40, show_default=True, type=click.IntRange(1, 100000),
-              help="Simulated learners.")
-@click.option("--sessions", default=1200, show_default=True, type=click.IntRange(1, 10_000_000),
-              help="Sessions in total, spread evenly over the days.")
-@click.option("--days", default=28, show_default=True, type=click.IntRange(1, 3650),
-              help="Simulated days (the nightly sweeps run after each).")
-@click.option("--noise", default=0.1, show_default=True, type=click.FloatRange(0, 1),
-              help="Extractor noise: true struggles dropped AND false ones invented (per turn) "
-                   "with this probability, unless --p-miss / --p-false say otherwise.")
-@click.option("--p-miss", type=click.FloatRange(0, 1), help="Probability a true struggle goes unreported.")
-@click.option("--p-false", type=click.FloatRange(0, 1), help="Per-turn probability of an invented struggle.")
-@click.option("--seed", default=7, show_default=True, type=int, help="Random seed: the same seed repeats the run.")
-@click.option("--world", "world_name", type=click.Choice(["cryptography", "random"]), default="cryptography",
-              show_default=True, help="The demo corpus's Cryptography topic with its hidden graph, "
-                                      "or a random hidden graph over made-up concepts.")
-@click.option("--concepts", default=15, show_default=True, type=click.IntRange(2, 500),
-              help="Concepts of a random world.")
-@click.option("--enrich-every", default=7, show_default=True, type=click.IntRange(0, 3650),
-              help="Run enrichment of orphans every N simulated days (0: never).")
-@click.option("--flows", "use_flows", is_flag=True,
-              help="Run processing, sweeps and enrichment through their Prefect flows "
-                   "(about 1 s per flow run) instead of calling the functions.")
-@click.option("--database", type=click.Choice(["private", "configured"]), default="private",
-              show_default=True,
-              help="private: a fresh embedded database under OUT/db (stopped afterwards), so "
-                   "the figures depend only on the seed; configured: the configured database "
-                   "(it receives every simulated session).")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("reports/simulation"),
-              show_default=True, help="Report folder (report.md, report.json, PNG plots).")
+@click.option(
+    "--learners",
+    default=40,
+    show_default=True,
+    type=click.IntRange(1, 100000),
+    help="Simulated learners.",
+)
+@click.option(
+    "--sessions",
+    default=1200,
+    show_default=True,
+    type=click.IntRange(1, 10_000_000),
+    help="Sessions in total, spread evenly over the days.",
+)
+@click.option(
+    "--days",
+    default=28,
+    show_default=True,
+    type=click.IntRange(1, 3650),
+    help="Simulated days (the nightly sweeps run after each).",
+)
+@click.option(
+    "--noise",
+    default=0.1,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Extractor noise: true struggles dropped AND false ones invented (per turn) "
+    "with this probability, unless --p-miss / --p-false say otherwise.",
+)
+@click.option(
+    "--p-miss", type=click.FloatRange(0, 1), help="Probability a true struggle goes unreported."
+)
+@click.option(
+    "--p-false", type=click.FloatRange(0, 1), help="Per-turn probability of an invented struggle."
+)
+@click.option(
+    "--seed",
+    default=7,
+    show_default=True,
+    type=int,
+    help="Random seed: the same seed repeats the run.",
+)
+@click.option(
+    "--world",
+    "world_name",
+    type=click.Choice(["cryptography", "random"]),
+    default="cryptography",
+    show_default=True,
+    help="The demo corpus's Cryptography topic with its hidden graph, "
+    "or a random hidden graph over made-up concepts.",
+)
+@click.option(
+    "--concepts",
+    default=15,
+    show_default=True,
+    type=click.IntRange(2, 500),
+    help="Concepts of a random world.",
+)
+@click.option(
+    "--enrich-every",
+    default=7,
+    show_default=True,
+    type=click.IntRange(0, 3650),
+    help="Run enrichment of orphans every N simulated days (0: never).",
+)
+@click.option(
+    "--flows",
+    "use_flows",
+    is_flag=True,
+    help="Run processing, sweeps and enrichment through their Prefect flows "
+    "(about 1 s per flow run) instead of calling the functions.",
+)
+@click.option(
+    "--database",
+    type=click.Choice(["private", "configured"]),
+    default="private",
+    show_default=True,
+    help="private: a fresh embedded database under OUT/db (stopped afterwards), so "
+    "the figures depend only on the seed; configured: the configured database "
+    "(it receives every simulated session).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("reports/simulation"),
+    show_default=True,
+    help="Report folder (report.md, report.json, PNG plots).",
+)
 @json_option
-def simulate(learners: int, sessions: int, days: int, noise: float, p_miss: float | None,
-             p_false: float | None, seed: int, world_name: str, concepts: int, enrich_every: int,
-             use_flows: bool, database: str, out: Path, as_json: bool) -> None:
+def simulate(
+    learners: int,
+    sessions: int,
+    days: int,
+    noise: float,
+    p_miss: float | None,
+    p_false: float | None,
+    seed: int,
+    world_name: str,
+    concepts: int,
+    enrich_every: int,
+    use_flows: bool,
+    database: str,
+    out: Path,
+    as_json: bool,
+) -> None:
     """Simulate learners taught through the memory, and report whether it learns the truth.
 
     A hidden prerequisite graph decides outcomes; a tutor reads the memory with `retrieve`
@@ -63,9 +135,14 @@ def simulate(learners: int, sessions: int, days: int, noise: float, p_miss: floa
     from hag.simulate.world import cryptography_world, random_world  # noqa: PLC0415
 
     config = SimulationConfig(
-        learners=learners, sessions=sessions, days=days,
-        p_miss=noise if p_miss is None else p_miss, p_false=noise if p_false is None else p_false,
-        seed=seed, enrich_every_days=enrich_every, use_flows=use_flows,
+        learners=learners,
+        sessions=sessions,
+        days=days,
+        p_miss=noise if p_miss is None else p_miss,
+        p_false=noise if p_false is None else p_false,
+        seed=seed,
+        enrich_every_days=enrich_every,
+        use_flows=use_flows,
     )
     if world_name == "cryptography":
         corpus = json.loads(DEMO_CORPUS.read_text())

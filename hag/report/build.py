@@ -58,12 +58,21 @@ def write_json(path: Path, data: Any) -> Path:
 
 # --- what the database says at the end -----------------------------------------------------
 
+
 def collect_exports(conn: Any, topic_id: str) -> dict[str, list[dict[str, Any]]]:
     """The topic's edges and entries exactly as `hag export` prints them, and the cull audit."""
-    edges = [dict(r) for r in conn.execute(query("corpus", "export_edges"),
-                                           {"topic_id": topic_id, "with_embeddings": False})]
-    entries = [dict(r) for r in conn.execute(query("corpus", "export_entries"),
-                                             {"topic_id": topic_id, "with_embeddings": False})]
+    edges = [
+        dict(r)
+        for r in conn.execute(
+            query("corpus", "export_edges"), {"topic_id": topic_id, "with_embeddings": False}
+        )
+    ]
+    entries = [
+        dict(r)
+        for r in conn.execute(
+            query("corpus", "export_entries"), {"topic_id": topic_id, "with_embeddings": False}
+        )
+    ]
     for e in entries:
         e.pop("embedding", None)
     audit = [dict(r) for r in conn.execute(query("simulate", "audit_rows"))]
@@ -73,13 +82,23 @@ def collect_exports(conn: Any, topic_id: str) -> dict[str, list[dict[str, Any]]]
 
 # --- the figures ---------------------------------------------------------------------------
 
-def _pairs(facts: Iterable[EdgeFact], edge_type: str, *, exclude: str | None = None) -> set[tuple[str, str]]:
-    return {(f.source, f.target) for f in facts
-            if f.edge_type == edge_type and (exclude is None or f.source_type != exclude)}
+
+def _pairs(
+    facts: Iterable[EdgeFact], edge_type: str, *, exclude: str | None = None
+) -> set[tuple[str, str]]:
+    return {
+        (f.source, f.target)
+        for f in facts
+        if f.edge_type == edge_type and (exclude is None or f.source_type != exclude)
+    }
 
 
-def recovery(world: World, before: Sequence[EdgeFact], after: Sequence[EdgeFact],
-             struggles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def recovery(
+    world: World,
+    before: Sequence[EdgeFact],
+    after: Sequence[EdgeFact],
+    struggles: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
     """Every recovery curve the report shows.
 
     - `memory`: every edge of the type, any provenance, against the whole truth;
@@ -96,13 +115,15 @@ def recovery(world: World, before: Sequence[EdgeFact], after: Sequence[EdgeFact]
         missing_at_start = set(truth) - _pairs(before, kind, exclude="learned")
         curves = {
             "memory": metrics.recovery_curve(after, truth, concepts, kind),
-            "learned": metrics.recovery_curve(after, truth, concepts, kind, provenance=("learned",),
-                                              denominator=missing_at_start),
+            "learned": metrics.recovery_curve(
+                after, truth, concepts, kind, provenance=("learned",), denominator=missing_at_start
+            ),
         }
         if kind == "prerequisite":
             reported = {(s["concept"], s["missing"]) for s in struggles if s["reported_true"] > 0}
-            curves["struggled"] = metrics.recovery_curve(after, truth, concepts, kind,
-                                                         denominator=reported & set(truth))
+            curves["struggled"] = metrics.recovery_curve(
+                after, truth, concepts, kind, denominator=reported & set(truth)
+            )
         out[kind] = curves
     return out
 
@@ -112,11 +133,15 @@ def extractor_baseline(world: World, struggles: Sequence[Mapping[str, Any]]) -> 
     every pair reported at least once, and every pair reported at least three times."""
     out = {}
     for min_reports in (1, 3):
-        claims = {(s["concept"], s["missing"]) for s in struggles
-                  if s["reported_true"] + s["reported_false"] >= min_reports}
+        claims = {
+            (s["concept"], s["missing"])
+            for s in struggles
+            if s["reported_true"] + s["reported_false"] >= min_reports
+        }
         tp = len(claims & world.prerequisites)
         out[f"reported_{min_reports}x"] = {
-            "claimed": len(claims), "true_positive": tp,
+            "claimed": len(claims),
+            "true_positive": tp,
             "precision": tp / len(claims) if claims else None,
             "recall": tp / len(world.prerequisites) if world.prerequisites else None,
         }
@@ -131,8 +156,22 @@ def calibration(uses: Sequence[Any]) -> dict[str, Any]:
         out[kind] = metrics.calibration([u.confidence for u in rows], [u.success for u in rows])
     for source_type in metrics.PROVENANCE:
         rows = [u for u in uses if u.kind == "edge" and u.source_type == source_type]
-        out[f"edge:{source_type}"] = metrics.calibration([u.confidence for u in rows],
-                                                         [u.success for u in rows])
+        out[f"edge:{source_type}"] = metrics.calibration(
+            [u.confidence for u in rows], [u.success for u in rows]
+        )
+    return out
+
+
+def culls_against_truth(world: World, audit: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Audited deletions of scored types by verdict: did the cull remove true or false edges?"""
+    out = {"true": 0, "false": 0, "unscored": 0}
+    for row in audit:
+        truth = world.truth_for(row["edge_type"])
+        known = row["source_slug"] in world.concepts and row["target_slug"] in world.concepts
+        if truth is None or not known:
+            out["unscored"] += 1
+        else:
+            out["true" if (row["source_slug"], row["target_slug"]) in truth else "false"] += 1
     return out
 
 
@@ -171,13 +210,21 @@ def timeline(run: SimulationRun) -> list[dict[str, Any]]:
             "enrichment_accepted": snap.enrichment.get("accepted", 0) - accepted_start,
         }
         for t, suffix in ((HEADLINE_THRESHOLD, "06"), (ENTRY_THRESHOLD, "03")):
-            learned = [f for f in facts if f.edge_type == "prerequisite" and f.source_type == "learned"
-                       and f.confidence >= t and f.source in world.concepts and f.target in world.concepts]
+            learned = [
+                f
+                for f in facts
+                if f.edge_type == "prerequisite"
+                and f.source_type == "learned"
+                and f.confidence >= t
+                and f.source in world.concepts
+                and f.target in world.concepts
+            ]
             true = sum(1 for f in learned if (f.source, f.target) in world.prerequisites)
             row[f"learned_prereq_true_{suffix}"] = true
             row[f"learned_prereq_false_{suffix}"] = len(learned) - true
-        memory = metrics.recovery_at(facts, world.prerequisites, world.slugs, "prerequisite",
-                                     HEADLINE_THRESHOLD)
+        memory = metrics.recovery_at(
+            facts, world.prerequisites, world.slugs, "prerequisite", HEADLINE_THRESHOLD
+        )
         row["memory_prereq_precision_06"] = memory["precision"]
         row["memory_prereq_recall_06"] = memory["recall"]
         row["process"], row["nightly"], row["enrich"] = snap.process, snap.nightly, snap.enrich
@@ -189,10 +236,18 @@ def _at(curve: Sequence[Mapping[str, Any]], threshold: float) -> Mapping[str, An
     return next(r for r in curve if abs(r["threshold"] - threshold) < 1e-9)
 
 
-def headline(rec: Mapping[str, Any], cal: Mapping[str, Any], lifecycle: Mapping[str, Any],
-             baseline: Mapping[str, Any], by_hits: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def headline(
+    rec: Mapping[str, Any],
+    cal: Mapping[str, Any],
+    lifecycle: Mapping[str, Any],
+    baseline: Mapping[str, Any],
+    by_hits: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
     prereq = rec["prerequisite"]
-    learned06, learned03 = _at(prereq["learned"], HEADLINE_THRESHOLD), _at(prereq["learned"], ENTRY_THRESHOLD)
+    learned06, learned03 = (
+        _at(prereq["learned"], HEADLINE_THRESHOLD),
+        _at(prereq["learned"], ENTRY_THRESHOLD),
+    )
     memory06 = _at(prereq["memory"], HEADLINE_THRESHOLD)
     return {
         "learned_prereq_precision_at_0.6": learned06["precision"],
@@ -201,12 +256,18 @@ def headline(rec: Mapping[str, Any], cal: Mapping[str, Any], lifecycle: Mapping[
         "learned_prereq_recall_at_0.3": learned03["recall"],
         "learned_prereq_direction_accuracy_at_0.3": learned03["direction_accuracy"],
         "struggled_prereq_recall_at_0.3": _at(prereq["struggled"], ENTRY_THRESHOLD)["recall"],
-        "learned_prereq_precision_hits_ge_3": next(r["precision"] for r in by_hits if r["min_hits"] == 3),
+        "learned_prereq_precision_hits_ge_3": next(
+            r["precision"] for r in by_hits if r["min_hits"] == 3
+        ),
         "memory_prereq_precision_at_0.6": memory06["precision"],
         "memory_prereq_recall_at_0.6": memory06["recall"],
         "extractor_precision_reported_1x": baseline["reported_1x"]["precision"],
-        "leads_to_precision_at_0.6": _at(rec["leads_to"]["memory"], HEADLINE_THRESHOLD)["precision"],
-        "fallback_precision_at_0.6": _at(rec["fallback"]["memory"], HEADLINE_THRESHOLD)["precision"],
+        "leads_to_precision_at_0.6": _at(rec["leads_to"]["memory"], HEADLINE_THRESHOLD)[
+            "precision"
+        ],
+        "fallback_precision_at_0.6": _at(rec["fallback"]["memory"], HEADLINE_THRESHOLD)[
+            "precision"
+        ],
         "decision_log_loss": cal["decision"]["log_loss"],
         "decision_baseline_log_loss": cal["decision"]["baseline_log_loss"],
         "decision_binned_rmse": cal["decision"]["binned_rmse"],
@@ -222,19 +283,47 @@ def headline(rec: Mapping[str, Any], cal: Mapping[str, Any], lifecycle: Mapping[
 
 # --- writing -------------------------------------------------------------------------------
 
+
 def write_uses(path: Path, uses: Sequence[Any]) -> Path:
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["day", "session_id", "turn_index", "kind", "id", "edge_type", "source_type",
-                         "confidence", "success"])
+        writer.writerow(
+            [
+                "day",
+                "session_id",
+                "turn_index",
+                "kind",
+                "id",
+                "edge_type",
+                "source_type",
+                "confidence",
+                "success",
+            ]
+        )
         for u in uses:
-            writer.writerow([u.day, u.session_id, u.turn_index, u.kind, u.id, u.edge_type or "",
-                             u.source_type or "", f"{u.confidence:.6f}", int(u.success)])
+            writer.writerow(
+                [
+                    u.day,
+                    u.session_id,
+                    u.turn_index,
+                    u.kind,
+                    u.id,
+                    u.edge_type or "",
+                    u.source_type or "",
+                    f"{u.confidence:.6f}",
+                    int(u.success),
+                ]
+            )
     return path
 
 
-def write_report(run: SimulationRun, out_dir: Path, *, name: str | None = None,
-                 extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def write_report(
+    run: SimulationRun,
+    out_dir: Path,
+    *,
+    name: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Write the whole folder and return report.json's content."""
     from hag import db  # noqa: PLC0415
 
@@ -250,13 +339,16 @@ def write_report(run: SimulationRun, out_dir: Path, *, name: str | None = None,
     rec = recovery(world, before, after, struggles)
     cal = calibration(run.uses)
     days = timeline(run)
-    last = days[-1] if days else {"promotions": 0, "archived": 0, "culls": 0, "enrichment_accepted": 0}
+    last = (
+        days[-1] if days else {"promotions": 0, "archived": 0, "culls": 0, "enrichment_accepted": 0}
+    )
     lifecycle = {
         "promotions": last["promotions"],
         "archived": last["archived"],
         "culls": last["culls"],
         "enrichment_accepted": last["enrichment_accepted"],
         "audit": exported["audit"],
+        "culled_vs_truth": culls_against_truth(world, exported["audit"]),
     }
     baseline = extractor_baseline(world, struggles)
     by_hits = metrics.precision_by_hits(after, world.prerequisites, world.slugs, "prerequisite")
@@ -264,9 +356,12 @@ def write_report(run: SimulationRun, out_dir: Path, *, name: str | None = None,
         "name": name or out_dir.name,
         "config": run.config.describe(),
         "run": {
-            "sessions": run.sessions, "turns": run.turns, "successes": run.successes,
+            "sessions": run.sessions,
+            "turns": run.turns,
+            "successes": run.successes,
             "success_rate": run.successes / run.turns if run.turns else None,
-            "quarantined": run.quarantined, "learners": len(run.learners),
+            "quarantined": run.quarantined,
+            "learners": len(run.learners),
             "mastered_at_end": sum(len(lr.mastered) for lr in run.learners),
             "seconds": dict(run.seconds),
             "true_struggles": sum(s["true"] for s in struggles),
@@ -276,10 +371,12 @@ def write_report(run: SimulationRun, out_dir: Path, *, name: str | None = None,
         "headline": headline(rec, cal, lifecycle, baseline, by_hits),
         "recovery": rec,
         "precision_by_hits": by_hits,
-        "provenance_at_0.3": metrics.provenance_breakdown(after, world.prerequisites, world.slugs,
-                                                          "prerequisite", ENTRY_THRESHOLD),
-        "provenance_at_0.6": metrics.provenance_breakdown(after, world.prerequisites, world.slugs,
-                                                          "prerequisite", HEADLINE_THRESHOLD),
+        "provenance_at_0.3": metrics.provenance_breakdown(
+            after, world.prerequisites, world.slugs, "prerequisite", ENTRY_THRESHOLD
+        ),
+        "provenance_at_0.6": metrics.provenance_breakdown(
+            after, world.prerequisites, world.slugs, "prerequisite", HEADLINE_THRESHOLD
+        ),
         "extractor_baseline": baseline,
         "calibration": cal,
         "lifecycle": {k: v for k, v in lifecycle.items() if k != "audit"},
@@ -294,7 +391,9 @@ def write_report(run: SimulationRun, out_dir: Path, *, name: str | None = None,
     write_json(out_dir / "timeline.json", days)
     write_uses(out_dir / "uses.csv", run.uses)
     plots.recovery_plot(rec, out_dir / "recovery.png")
-    plots.reliability_plot({k: cal[k] for k in ("decision", "entry", "edge")}, out_dir / "reliability.png")
+    plots.reliability_plot(
+        {k: cal[k] for k in ("decision", "entry", "edge")}, out_dir / "reliability.png"
+    )
     if days:
         plots.lifecycle_plot(days, out_dir / "lifecycle.png")
     plots.graph_plot(world, before, after, out_dir / "graph.png", threshold=HEADLINE_THRESHOLD)
@@ -343,4 +442,3 @@ def summary_lines(report: Mapping[str, Any], folder: Path | None = None) -> list
     if folder is not None:
         lines.append(f"report: {folder / 'report.md'}")
     return lines
-

@@ -22,16 +22,39 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 
 def _curve_table(curve: Sequence[Mapping[str, Any]]) -> list[str]:
     return _table(
-        ["threshold", "claimed", "true", "false", "truth", "precision", "recall", "F1", "direction",
-         "outside truth"],
-        [[r["threshold"], r["claimed"], r["true_positive"], r["false_positive"], r["truth"],
-          r["precision"], r["recall"], r["f1"], r["direction_accuracy"], r["outside_truth"]]
-         for r in curve],
+        [
+            "threshold",
+            "claimed",
+            "true",
+            "false",
+            "truth",
+            "precision",
+            "recall",
+            "F1",
+            "direction",
+            "outside truth",
+        ],
+        [
+            [
+                r["threshold"],
+                r["claimed"],
+                r["true_positive"],
+                r["false_positive"],
+                r["truth"],
+                r["precision"],
+                r["recall"],
+                r["f1"],
+                r["direction_accuracy"],
+                r["outside_truth"],
+            ]
+            for r in curve
+        ],
     )
 
 
-def render(report: Mapping[str, Any], audit: Sequence[Mapping[str, Any]],
-           days: Sequence[Mapping[str, Any]]) -> str:
+def render(
+    report: Mapping[str, Any], audit: Sequence[Mapping[str, Any]], days: Sequence[Mapping[str, Any]]
+) -> str:
     c, r, h = report["config"], report["run"], report["headline"]
     out: list[str] = [f"# Does the memory learn? — {report['name']}", ""]
     out += [
@@ -50,15 +73,21 @@ def render(report: Mapping[str, Any], audit: Sequence[Mapping[str, Any]],
         "",
     ]
     out += _table(["figure", "value"], [[k, v] for k, v in h.items()])
-    out += ["", "## Graph recovery", "",
-            "A claim is an edge of the type at or above the threshold between two concepts the "
-            "truth knows. *learned*: `learned` edges only, recall against the true pairs the memory "
-            "did not hold as seed or enriched edges at the start. *memory*: every provenance, "
-            "against the whole truth. *struggled*: every provenance, against the true pairs the "
-            "extractor reported at least once. Direction accuracy: of the claims on a truly "
-            "related pair, the share pointing the right way. `leads_to` A→B is true when A is a "
-            "direct prerequisite of B, `fallback` A→B when B is a direct prerequisite of A.",
-            "", "![recovery](recovery.png)", ""]
+    out += [
+        "",
+        "## Graph recovery",
+        "",
+        "A claim is an edge of the type at or above the threshold between two concepts the "
+        "truth knows. *learned*: `learned` edges only, recall against the true pairs the memory "
+        "did not hold as seed or enriched edges at the start. *memory*: every provenance, "
+        "against the whole truth. *struggled*: every provenance, against the true pairs the "
+        "extractor reported at least once. Direction accuracy: of the claims on a truly "
+        "related pair, the share pointing the right way. `leads_to` A→B is true when A is a "
+        "direct prerequisite of B, `fallback` A→B when B is a direct prerequisite of A.",
+        "",
+        "![recovery](recovery.png)",
+        "",
+    ]
     for kind, curves in report["recovery"].items():
         for scope, curve in curves.items():
             out += [f"### {kind} — {scope}", ""]
@@ -67,77 +96,182 @@ def render(report: Mapping[str, Any], audit: Sequence[Mapping[str, Any]],
     out += ["### Prerequisite claims by provenance", ""]
     for label in ("provenance_at_0.3", "provenance_at_0.6"):
         rows = [[k, v["claimed"], v["true"], v["false"]] for k, v in report[label].items()]
-        out += [f"At {label.rsplit('_', 1)[1]}:", ""] + _table(["provenance", "claimed", "true", "false"], rows) + [""]
-    out += ["### Learned prerequisites by corroboration", "",
-            "Claims by the number of sessions that reported the pair (`hit_count`) instead of by "
-            "confidence: what the reinforcement rule counts before outcome grading moves it.", ""]
-    out += _table(["sessions >=", "claimed", "true", "precision", "recall of the whole truth"],
-                  [[r["min_hits"], r["claimed"], r["true_positive"], r["precision"], r["recall"]]
-                   for r in report["precision_by_hits"]])
+        out += (
+            [f"At {label.rsplit('_', 1)[1]}:", ""]
+            + _table(["provenance", "claimed", "true", "false"], rows)
+            + [""]
+        )
+    out += [
+        "### Learned prerequisites by corroboration",
+        "",
+        "Claims by the number of sessions that reported the pair (`hit_count`) instead of by "
+        "confidence: what the reinforcement rule counts before outcome grading moves it.",
+        "",
+    ]
+    out += _table(
+        ["sessions >=", "claimed", "true", "precision", "recall of the whole truth"],
+        [
+            [r["min_hits"], r["claimed"], r["true_positive"], r["precision"], r["recall"]]
+            for r in report["precision_by_hits"]
+        ],
+    )
     out += [""]
     b = report["extractor_baseline"]
-    out += ["Trusting the extractor directly (no memory): every pair reported once — precision "
-            f"{_f(b['reported_1x']['precision'])}, recall {_f(b['reported_1x']['recall'])} "
-            f"({b['reported_1x']['claimed']} claims); reported three times or more — precision "
-            f"{_f(b['reported_3x']['precision'])}, recall {_f(b['reported_3x']['recall'])}.", ""]
+    out += [
+        "Trusting the extractor directly (no memory): every pair reported once — precision "
+        f"{_f(b['reported_1x']['precision'])}, recall {_f(b['reported_1x']['recall'])} "
+        f"({b['reported_1x']['claimed']} claims); reported three times or more — precision "
+        f"{_f(b['reported_3x']['precision'])}, recall {_f(b['reported_3x']['recall'])}.",
+        "",
+    ]
 
-    out += ["## Calibration", "",
-            "Each confidence the tutor was shown (the decision entry, every advisory used, every "
-            "rendered edge line) is scored as a prediction of that turn's outcome. Baseline: the "
-            "constant predictor at the observed success rate.", "",
-            "![reliability](reliability.png)", ""]
-    rows = [[k, v["n"], v["mean_predicted"], v["observed_rate"], v["log_loss"], v["baseline_log_loss"],
-             v["binned_rmse"]] for k, v in report["calibration"].items()]
-    out += _table(["used", "n", "mean confidence", "success rate", "log-loss", "baseline log-loss",
-                   "binned RMSE"], rows)
+    out += [
+        "## Calibration",
+        "",
+        "Each confidence the tutor was shown (the decision entry, every advisory used, every "
+        "rendered edge line) is scored as a prediction of that turn's outcome. Baseline: the "
+        "constant predictor at the observed success rate.",
+        "",
+        "![reliability](reliability.png)",
+        "",
+    ]
+    rows = [
+        [
+            k,
+            v["n"],
+            v["mean_predicted"],
+            v["observed_rate"],
+            v["log_loss"],
+            v["baseline_log_loss"],
+            v["binned_rmse"],
+        ]
+        for k, v in report["calibration"].items()
+    ]
+    out += _table(
+        [
+            "used",
+            "n",
+            "mean confidence",
+            "success rate",
+            "log-loss",
+            "baseline log-loss",
+            "binned RMSE",
+        ],
+        rows,
+    )
     out += [""]
 
     lc = report["lifecycle"]
-    out += ["## Lifecycle", "",
-            f"{lc['promotions']} promotions, {lc['archived']} entries archived, {lc['culls']} edges culled, "
-            f"{lc['enrichment_accepted']} enrichment proposals accepted over the run.", "",
-            "![lifecycle](lifecycle.png)", ""]
+    out += [
+        "## Lifecycle",
+        "",
+        f"{lc['promotions']} promotions, {lc['archived']} entries archived, {lc['culls']} edges culled, "
+        f"{lc['enrichment_accepted']} enrichment proposals accepted over the run.",
+        "",
+        "![lifecycle](lifecycle.png)",
+        "",
+    ]
     if days:
         step = max(1, len(days) // 12)
         picked = [d for i, d in enumerate(days) if i % step == 0 or i == len(days) - 1]
         out += _table(
-            ["day", "success rate", "turns with advice", "visible entries", "seed", "learned",
-             "enriched", "promotions", "culls", "enrichment accepted",
-             "learned prereq true/false >= 0.6", "memory prereq P/R >= 0.6"],
-            [[d["day"] + 1, _f(d["success_rate"], 2), _f(d["decision_coverage"], 2),
-              f"{d['visible_topic_entries']}/{d['topic_entries']}", d["edges_by_provenance"].get("seed", 0), d["edges_by_provenance"].get("learned", 0),
-              d["edges_by_provenance"].get("enriched", 0), d["promotions"], d["culls"],
-              d["enrichment_accepted"],
-              f"{d['learned_prereq_true_06']}/{d['learned_prereq_false_06']}",
-              f"{_f(d['memory_prereq_precision_06'], 2)}/{_f(d['memory_prereq_recall_06'], 2)}"]
-             for d in picked],
+            [
+                "day",
+                "success rate",
+                "turns with advice",
+                "visible entries",
+                "seed",
+                "learned",
+                "enriched",
+                "promotions",
+                "culls",
+                "enrichment accepted",
+                "learned prereq true/false >= 0.6",
+                "memory prereq P/R >= 0.6",
+            ],
+            [
+                [
+                    d["day"] + 1,
+                    _f(d["success_rate"], 2),
+                    _f(d["decision_coverage"], 2),
+                    f"{d['visible_topic_entries']}/{d['topic_entries']}",
+                    d["edges_by_provenance"].get("seed", 0),
+                    d["edges_by_provenance"].get("learned", 0),
+                    d["edges_by_provenance"].get("enriched", 0),
+                    d["promotions"],
+                    d["culls"],
+                    d["enrichment_accepted"],
+                    f"{d['learned_prereq_true_06']}/{d['learned_prereq_false_06']}",
+                    f"{_f(d['memory_prereq_precision_06'], 2)}/{_f(d['memory_prereq_recall_06'], 2)}",
+                ]
+                for d in picked
+            ],
         )
         out += [""]
-    out += ["### Cull audit", ""]
+    verdict = lc.get("culled_vs_truth", {})
+    out += [
+        "### Cull audit",
+        "",
+        f"Deleted edges against the hidden truth (prerequisite, leads_to, fallback): "
+        f"{verdict.get('false', 0)} false, {verdict.get('true', 0)} true, "
+        f"{verdict.get('unscored', 0)} of types or concepts the truth does not score.",
+        "",
+    ]
     if audit:
         out += _table(
-            ["deleted at", "edge", "type", "provenance", "confidence", "hits", "traversals", "created",
-             "reason", "restored"],
-            [[str(a["deleted_at"])[:19], f"{a['source_slug']} → {a['target_slug']}", a["edge_type"],
-              a["source_type"], a["confidence"], a["hit_count"], a["traversal_count"],
-              str(a["created_at"])[:10], a["reason"], str(a["restored_at"] or "")[:19]]
-             for a in audit],
+            [
+                "deleted at",
+                "edge",
+                "type",
+                "provenance",
+                "confidence",
+                "hits",
+                "traversals",
+                "created",
+                "reason",
+                "restored",
+            ],
+            [
+                [
+                    str(a["deleted_at"])[:19],
+                    f"{a['source_slug']} → {a['target_slug']}",
+                    a["edge_type"],
+                    a["source_type"],
+                    a["confidence"],
+                    a["hit_count"],
+                    a["traversal_count"],
+                    str(a["created_at"])[:10],
+                    a["reason"],
+                    str(a["restored_at"] or "")[:19],
+                ]
+                for a in audit
+            ],
         )
     else:
         out += ["No edge was deleted."]
-    out += ["", "## The topic graph, before and after", "",
-            "Edges coloured by provenance (seed blue, learned orange, enriched green), line style "
-            "by type, width and opacity by confidence; concepts in rows by depth in the hidden "
-            "prerequisite graph, foundations at the bottom, concepts the truth does not know in "
-            "grey at the top. Right: the prerequisite claims at 0.6 against the truth.", "",
-            "![graph](graph.png)", ""]
+    out += [
+        "",
+        "## The topic graph, before and after",
+        "",
+        "Edges coloured by provenance (seed blue, learned orange, enriched green), line style "
+        "by type, width and opacity by confidence; concepts in rows by depth in the hidden "
+        "prerequisite graph, foundations at the bottom, concepts the truth does not know in "
+        "grey at the top. Right: the prerequisite claims at 0.6 against the truth.",
+        "",
+        "![graph](graph.png)",
+        "",
+    ]
     if report.get("extra"):
         out += ["## Also run", ""]
         out += _table(["what", "result"], [[k, v] for k, v in report["extra"].items()])
         out += [""]
-    out += ["## Files", "",
-            "`truth.json` (hidden graph and the struggle counts), `edges.json` and `entries.json` "
-            "(the topic as `hag export edges|entries --topic` prints it at the end), "
-            "`edges_before.json`, `audit.json`, `timeline.json`, `uses.csv` (every confidence "
-            "shown and the outcome), `report.json` (every figure above).", ""]
+    out += [
+        "## Files",
+        "",
+        "`truth.json` (hidden graph and the struggle counts), `edges.json` and `entries.json` "
+        "(the topic as `hag export edges|entries --topic` prints it at the end), "
+        "`edges_before.json`, `audit.json`, `timeline.json`, `uses.csv` (every confidence "
+        "shown and the outcome), `report.json` (every figure above).",
+        "",
+    ]
     return "\n".join(out)

@@ -37,29 +37,48 @@ class EdgeFact:
     hit_count: int = 0
 
 
-def edge_facts(edges: Iterable[Mapping[str, Any]], entries: Iterable[Mapping[str, Any]],
-               topic_id: str) -> list[EdgeFact]:
+def edge_facts(
+    edges: Iterable[Mapping[str, Any]], entries: Iterable[Mapping[str, Any]], topic_id: str
+) -> list[EdgeFact]:
     """Exported edges (`hag export edges` rows) resolved to concepts through exported entries;
     only edges between two topic-graph entries of `topic_id` are kept."""
     slug_of = {
         str(e["id"]): e["concept_slug"]
         for e in entries
-        if e["topic_id"] == topic_id and is_topic_scope(e["visibility_scope"])
+        if e["topic_id"] == topic_id
+        and is_topic_scope(e["visibility_scope"])
         and e["concept_slug"] != "_unanchored_"
     }
     out = []
     for g in edges:
         s, t = slug_of.get(str(g["source_entry_id"])), slug_of.get(str(g["target_entry_id"]))
         if s is not None and t is not None:
-            out.append(EdgeFact(s, t, g["edge_type"], g["source_type"], float(g["confidence"]),
-                                int(g.get("hit_count") or 0)))
+            out.append(
+                EdgeFact(
+                    s,
+                    t,
+                    g["edge_type"],
+                    g["source_type"],
+                    float(g["confidence"]),
+                    int(g.get("hit_count") or 0),
+                )
+            )
     return out
 
 
 def facts_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[EdgeFact]:
     """Snapshot rows (`sql/queries/simulate.sql: topic_edges`) as edge facts."""
-    return [EdgeFact(r["source_slug"], r["target_slug"], r["edge_type"], r["source_type"],
-                     float(r["confidence"]), int(r.get("hit_count") or 0)) for r in rows]
+    return [
+        EdgeFact(
+            r["source_slug"],
+            r["target_slug"],
+            r["edge_type"],
+            r["source_type"],
+            float(r["confidence"]),
+            int(r.get("hit_count") or 0),
+        )
+        for r in rows
+    ]
 
 
 def is_topic_scope(scope: str) -> bool:
@@ -70,10 +89,15 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def recovery_at(facts: Sequence[EdgeFact], truth: frozenset[tuple[str, str]] | set[tuple[str, str]],
-                concepts: Iterable[str], edge_type: str, threshold: float,
-                provenance: Iterable[str] | None = None,
-                denominator: set[tuple[str, str]] | frozenset[tuple[str, str]] | None = None) -> dict[str, Any]:
+def recovery_at(
+    facts: Sequence[EdgeFact],
+    truth: frozenset[tuple[str, str]] | set[tuple[str, str]],
+    concepts: Iterable[str],
+    edge_type: str,
+    threshold: float,
+    provenance: Iterable[str] | None = None,
+    denominator: set[tuple[str, str]] | frozenset[tuple[str, str]] | None = None,
+) -> dict[str, Any]:
     """Precision, recall and direction accuracy of one edge type's claims at one threshold.
 
     `provenance` limits the claims to those source types (None: all); `denominator` is the
@@ -98,8 +122,11 @@ def recovery_at(facts: Sequence[EdgeFact], truth: frozenset[tuple[str, str]] | s
     related = [c for c in claims if c in true_pairs or (c[1], c[0]) in true_pairs]
     precision = _ratio(tp, len(claims))
     recall = _ratio(len(claims & wanted), len(wanted))
-    f1 = (2 * precision * recall / (precision + recall)
-          if precision is not None and recall is not None and precision + recall > 0 else None)
+    f1 = (
+        2 * precision * recall / (precision + recall)
+        if precision is not None and recall is not None and precision + recall > 0
+        else None
+    )
     return {
         "threshold": threshold,
         "claimed": len(claims),
@@ -115,18 +142,30 @@ def recovery_at(facts: Sequence[EdgeFact], truth: frozenset[tuple[str, str]] | s
     }
 
 
-def recovery_curve(facts: Sequence[EdgeFact], truth: frozenset[tuple[str, str]] | set[tuple[str, str]],
-                   concepts: Iterable[str], edge_type: str, *,
-                   provenance: Iterable[str] | None = None,
-                   denominator: set[tuple[str, str]] | frozenset[tuple[str, str]] | None = None,
-                   thresholds: Sequence[float] = THRESHOLDS) -> list[dict[str, Any]]:
+def recovery_curve(
+    facts: Sequence[EdgeFact],
+    truth: frozenset[tuple[str, str]] | set[tuple[str, str]],
+    concepts: Iterable[str],
+    edge_type: str,
+    *,
+    provenance: Iterable[str] | None = None,
+    denominator: set[tuple[str, str]] | frozenset[tuple[str, str]] | None = None,
+    thresholds: Sequence[float] = THRESHOLDS,
+) -> list[dict[str, Any]]:
     concepts = list(concepts)
-    return [recovery_at(facts, truth, concepts, edge_type, t, provenance, denominator)
-            for t in thresholds]
+    return [
+        recovery_at(facts, truth, concepts, edge_type, t, provenance, denominator)
+        for t in thresholds
+    ]
 
 
-def provenance_breakdown(facts: Sequence[EdgeFact], truth: frozenset[tuple[str, str]],
-                         concepts: Iterable[str], edge_type: str, threshold: float) -> dict[str, Any]:
+def provenance_breakdown(
+    facts: Sequence[EdgeFact],
+    truth: frozenset[tuple[str, str]],
+    concepts: Iterable[str],
+    edge_type: str,
+    threshold: float,
+) -> dict[str, Any]:
     """Per source type: claims at `threshold` and how many are true."""
     known = set(concepts)
     out: dict[str, Any] = {}
@@ -141,19 +180,37 @@ def provenance_breakdown(facts: Sequence[EdgeFact], truth: frozenset[tuple[str, 
     return dict(sorted(out.items()))
 
 
-def precision_by_hits(facts: Sequence[EdgeFact], truth: frozenset[tuple[str, str]] | set[tuple[str, str]],
-                      concepts: Iterable[str], edge_type: str, source_type: str = "learned",
-                      minimum_hits: Sequence[int] = (1, 2, 3, 5, 10)) -> list[dict[str, Any]]:
+def precision_by_hits(
+    facts: Sequence[EdgeFact],
+    truth: frozenset[tuple[str, str]] | set[tuple[str, str]],
+    concepts: Iterable[str],
+    edge_type: str,
+    source_type: str = "learned",
+    minimum_hits: Sequence[int] = (1, 2, 3, 5, 10),
+) -> list[dict[str, Any]]:
     """Claims by corroboration instead of confidence: edges seen in at least k sessions."""
     known = set(concepts)
     rows = []
     for k in minimum_hits:
-        claims = {(f.source, f.target) for f in facts
-                  if f.edge_type == edge_type and f.source_type == source_type and f.hit_count >= k
-                  and f.source in known and f.target in known}
+        claims = {
+            (f.source, f.target)
+            for f in facts
+            if f.edge_type == edge_type
+            and f.source_type == source_type
+            and f.hit_count >= k
+            and f.source in known
+            and f.target in known
+        }
         tp = len(claims & set(truth))
-        rows.append({"min_hits": k, "claimed": len(claims), "true_positive": tp,
-                     "precision": _ratio(tp, len(claims)), "recall": _ratio(tp, len(truth))})
+        rows.append(
+            {
+                "min_hits": k,
+                "claimed": len(claims),
+                "true_positive": tp,
+                "precision": _ratio(tp, len(claims)),
+                "recall": _ratio(tp, len(truth)),
+            }
+        )
     return rows
 
 
@@ -173,8 +230,9 @@ def log_loss(predicted: Sequence[float], observed: Sequence[bool | int]) -> floa
     return total / len(predicted)
 
 
-def reliability_bins(predicted: Sequence[float], observed: Sequence[bool | int],
-                     bins: int = 10) -> list[dict[str, Any]]:
+def reliability_bins(
+    predicted: Sequence[float], observed: Sequence[bool | int], bins: int = 10
+) -> list[dict[str, Any]]:
     """Equal-width bins over [0, 1]: count, mean prediction and observed rate of each
     non-empty bin (a prediction of exactly 1.0 falls in the last bin)."""
     acc = [[0, 0.0, 0] for _ in range(bins)]
@@ -184,26 +242,46 @@ def reliability_bins(predicted: Sequence[float], observed: Sequence[bool | int],
         acc[b][1] += float(p)
         acc[b][2] += int(bool(y))
     return [
-        {"lo": i / bins, "hi": (i + 1) / bins, "n": n, "mean_predicted": s / n, "observed_rate": k / n}
-        for i, (n, s, k) in enumerate(acc) if n
+        {
+            "lo": i / bins,
+            "hi": (i + 1) / bins,
+            "n": n,
+            "mean_predicted": s / n,
+            "observed_rate": k / n,
+        }
+        for i, (n, s, k) in enumerate(acc)
+        if n
     ]
 
 
-def binned_rmse(predicted: Sequence[float], observed: Sequence[bool | int], bins: int = 10) -> float | None:
+def binned_rmse(
+    predicted: Sequence[float], observed: Sequence[bool | int], bins: int = 10
+) -> float | None:
     """sqrt(sum_b n_b (mean prediction_b - observed rate_b)^2 / N) over the reliability bins."""
     rows = reliability_bins(predicted, observed, bins)
     n = sum(r["n"] for r in rows)
     if not n:
         return None
-    return math.sqrt(sum(r["n"] * (r["mean_predicted"] - r["observed_rate"]) ** 2 for r in rows) / n)
+    return math.sqrt(
+        sum(r["n"] * (r["mean_predicted"] - r["observed_rate"]) ** 2 for r in rows) / n
+    )
 
 
-def calibration(predicted: Sequence[float], observed: Sequence[bool | int], bins: int = 10) -> dict[str, Any]:
+def calibration(
+    predicted: Sequence[float], observed: Sequence[bool | int], bins: int = 10
+) -> dict[str, Any]:
     """Log-loss and binned RMSE, beside the constant predictor at the observed success rate."""
     n = len(predicted)
     if not n:
-        return {"n": 0, "log_loss": None, "baseline_log_loss": None, "binned_rmse": None,
-                "mean_predicted": None, "observed_rate": None, "bins": []}
+        return {
+            "n": 0,
+            "log_loss": None,
+            "baseline_log_loss": None,
+            "binned_rmse": None,
+            "mean_predicted": None,
+            "observed_rate": None,
+            "bins": [],
+        }
     rate = sum(int(bool(y)) for y in observed) / n
     return {
         "n": n,

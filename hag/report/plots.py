@@ -24,8 +24,13 @@ from hag.simulate.world import World  # noqa: E402
 
 PROVENANCE_COLOURS = {"seed": "#4C72B0", "learned": "#DD8452", "enriched": "#55A868"}
 OTHER_COLOUR = "#8172B3"
-TYPE_STYLES = {"prerequisite": "-", "fallback": "--", "leads_to": ":", "related": "-.",
-               "supersedes": (0, (1, 3))}
+TYPE_STYLES = {
+    "prerequisite": "-",
+    "fallback": "--",
+    "leads_to": ":",
+    "related": "-.",
+    "supersedes": (0, (1, 3)),
+}
 
 
 def _save(fig: Any, path: Path) -> Path:
@@ -39,7 +44,9 @@ def _series(curve: Sequence[Mapping[str, Any]], key: str) -> list[float]:
     return [float("nan") if row[key] is None else row[key] for row in curve]
 
 
-def recovery_plot(recovery: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], path: Path) -> Path:
+def recovery_plot(
+    recovery: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], path: Path
+) -> Path:
     """Precision and recall against the confidence threshold, one panel per scored type."""
     kinds = [k for k in ("prerequisite", "leads_to", "fallback") if k in recovery]
     fig, axes = plt.subplots(1, len(kinds), figsize=(5 * len(kinds), 3.8), squeeze=False)
@@ -49,10 +56,24 @@ def recovery_plot(recovery: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]
             if not curve:
                 continue
             xs = [row["threshold"] for row in curve]
-            ax.plot(xs, _series(curve, "precision"), style, color="#C44E52", marker="o", ms=3,
-                    label=f"precision ({scope})")
-            ax.plot(xs, _series(curve, "recall"), style, color="#4C72B0", marker="s", ms=3,
-                    label=f"recall ({scope})")
+            ax.plot(
+                xs,
+                _series(curve, "precision"),
+                style,
+                color="#C44E52",
+                marker="o",
+                ms=3,
+                label=f"precision ({scope})",
+            )
+            ax.plot(
+                xs,
+                _series(curve, "recall"),
+                style,
+                color="#4C72B0",
+                marker="s",
+                ms=3,
+                label=f"recall ({scope})",
+            )
         ax.set_title(f"{kind} edges vs hidden truth")
         ax.set_xlabel("confidence threshold")
         ax.set_ylim(-0.02, 1.02)
@@ -71,12 +92,21 @@ def reliability_plot(calibration: Mapping[str, Mapping[str, Any]], path: Path) -
         if not bins:
             continue
         total = sum(b["n"] for b in bins)
-        ax.plot([b["mean_predicted"] for b in bins], [b["observed_rate"] for b in bins], "-",
-                color=colours.get(kind, "black"), lw=1)
-        ax.scatter([b["mean_predicted"] for b in bins], [b["observed_rate"] for b in bins],
-                   s=[max(8.0, 400.0 * b["n"] / total) for b in bins],
-                   color=colours.get(kind, "black"), alpha=0.7,
-                   label=f"{kind} (n={cal['n']}, RMSE {cal['binned_rmse']:.3f})")
+        ax.plot(
+            [b["mean_predicted"] for b in bins],
+            [b["observed_rate"] for b in bins],
+            "-",
+            color=colours.get(kind, "black"),
+            lw=1,
+        )
+        ax.scatter(
+            [b["mean_predicted"] for b in bins],
+            [b["observed_rate"] for b in bins],
+            s=[max(8.0, 400.0 * b["n"] / total) for b in bins],
+            color=colours.get(kind, "black"),
+            alpha=0.7,
+            label=f"{kind} (n={cal['n']}, RMSE {cal['binned_rmse']:.3f})",
+        )
     ax.set_xlabel("confidence at time of use")
     ax.set_ylabel("observed success rate")
     ax.set_xlim(0, 1)
@@ -93,45 +123,78 @@ def lifecycle_plot(timeline: Sequence[Mapping[str, Any]], path: Path) -> Path:
     fig, axes = plt.subplots(1, 4, figsize=(20, 3.8))
     ax = axes[0]
     for source_type, colour in PROVENANCE_COLOURS.items():
-        ax.plot(days, [row["edges_by_provenance"].get(source_type, 0) for row in timeline],
-                color=colour, label=source_type)
+        ax.plot(
+            days,
+            [row["edges_by_provenance"].get(source_type, 0) for row in timeline],
+            color=colour,
+            label=source_type,
+        )
     ax.set_title("edges in the topic graph, by provenance")
     ax.set_xlabel("simulated day")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     ax = axes[1]
-    for key, colour, label in (("promotions", "#55A868", "promotions (cumulative)"),
-                               ("culls", "#C44E52", "culled edges (cumulative)"),
-                               ("enrichment_accepted", "#8172B3", "enrichment acceptances (cumulative)")):
+    for key, colour, label in (
+        ("promotions", "#55A868", "promotions (cumulative)"),
+        ("culls", "#C44E52", "culled edges (cumulative)"),
+        ("enrichment_accepted", "#8172B3", "enrichment acceptances (cumulative)"),
+    ):
         ax.plot(days, [row[key] for row in timeline], color=colour, label=label)
     ax.set_title("lifecycle events")
     ax.set_xlabel("simulated day")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     ax = axes[2]
-    ax.plot(days, [row["learned_prereq_true_06"] for row in timeline], color="#55A868",
-            label="true, confidence >= 0.6")
-    ax.plot(days, [row["learned_prereq_false_06"] for row in timeline], color="#C44E52",
-            label="false, confidence >= 0.6")
-    ax.plot(days, [row["learned_prereq_true_03"] for row in timeline], ":", color="#55A868",
-            label="true, >= 0.3")
-    ax.plot(days, [row["learned_prereq_false_03"] for row in timeline], ":", color="#C44E52",
-            label="false, >= 0.3")
+    ax.plot(
+        days,
+        [row["learned_prereq_true_06"] for row in timeline],
+        color="#55A868",
+        label="true, confidence >= 0.6",
+    )
+    ax.plot(
+        days,
+        [row["learned_prereq_false_06"] for row in timeline],
+        color="#C44E52",
+        label="false, confidence >= 0.6",
+    )
+    ax.plot(
+        days,
+        [row["learned_prereq_true_03"] for row in timeline],
+        ":",
+        color="#55A868",
+        label="true, >= 0.3",
+    )
+    ax.plot(
+        days,
+        [row["learned_prereq_false_03"] for row in timeline],
+        ":",
+        color="#C44E52",
+        label="false, >= 0.3",
+    )
     ax.set_title("learned prerequisite edges vs truth")
     ax.set_xlabel("simulated day")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     ax = axes[3]
-    rates = [float("nan") if row.get("success_rate") is None else row["success_rate"] for row in timeline]
+    rates = [
+        float("nan") if row.get("success_rate") is None else row["success_rate"] for row in timeline
+    ]
     ax.plot(days, rates, color="#4C72B0", lw=0.8, alpha=0.5, label="success rate per day")
     window = 7
-    smooth = [sum(rates[max(0, i - window + 1): i + 1]) / len(rates[max(0, i - window + 1): i + 1])
-              for i in range(len(rates))]
+    smooth = [
+        sum(rates[max(0, i - window + 1) : i + 1]) / len(rates[max(0, i - window + 1) : i + 1])
+        for i in range(len(rates))
+    ]
     ax.plot(days, smooth, color="#4C72B0", lw=2, label=f"success rate, {window}-day mean")
-    coverage = [float("nan") if row.get("decision_coverage") is None else row["decision_coverage"]
-                for row in timeline]
+    coverage = [
+        float("nan") if row.get("decision_coverage") is None else row["decision_coverage"]
+        for row in timeline
+    ]
     ax.plot(days, coverage, color="#DD8452", lw=1.2, label="turns with an advisory to act on")
-    visible = [row.get("visible_topic_entries", 0) / max(1, row.get("topic_entries", 0)) for row in timeline]
+    visible = [
+        row.get("visible_topic_entries", 0) / max(1, row.get("topic_entries", 0))
+        for row in timeline
+    ]
     ax.plot(days, visible, color="#55A868", lw=1.2, label="topic entries above their floor")
     ax.set_ylim(0, 1)
     ax.set_title("success rate and what the memory can still show")
@@ -162,24 +225,54 @@ def _layout(world: World, extra: Sequence[str]) -> dict[str, tuple[float, float]
     return pos
 
 
-def _draw_graph(ax: Any, world: World, facts: Sequence[EdgeFact], pos: Mapping[str, tuple[float, float]],
-                colour_of: Any, title: str) -> None:
+def _draw_graph(
+    ax: Any,
+    world: World,
+    facts: Sequence[EdgeFact],
+    pos: Mapping[str, tuple[float, float]],
+    colour_of: Any,
+    title: str,
+) -> None:
     for f in facts:
         if f.source not in pos or f.target not in pos:
             continue
         (x1, y1), (x2, y2) = pos[f.source], pos[f.target]
-        ax.add_patch(FancyArrowPatch(
-            (x1, y1), (x2, y2), arrowstyle="-|>", mutation_scale=7,
-            connectionstyle="arc3,rad=0.12", color=colour_of(f),
-            linestyle=TYPE_STYLES.get(f.edge_type, "-"), lw=0.6 + 1.6 * f.confidence,
-            alpha=0.25 + 0.6 * f.confidence, shrinkA=6, shrinkB=6,
-        ))
+        ax.add_patch(
+            FancyArrowPatch(
+                (x1, y1),
+                (x2, y2),
+                arrowstyle="-|>",
+                mutation_scale=7,
+                connectionstyle="arc3,rad=0.12",
+                color=colour_of(f),
+                linestyle=TYPE_STYLES.get(f.edge_type, "-"),
+                lw=0.6 + 1.6 * f.confidence,
+                alpha=0.25 + 0.6 * f.confidence,
+                shrinkA=6,
+                shrinkB=6,
+            )
+        )
     for slug, (x, y) in pos.items():
         known = slug in world.concepts
-        ax.scatter([x], [y], s=60, color="white" if known else "#EEEEEE",
-                   edgecolors="black" if known else "grey", zorder=3)
-        ax.annotate(slug, (x, y), xytext=(0, -9), textcoords="offset points", ha="center",
-                    va="top", fontsize=5.5, zorder=4, color="black" if known else "grey")
+        ax.scatter(
+            [x],
+            [y],
+            s=60,
+            color="white" if known else "#EEEEEE",
+            edgecolors="black" if known else "grey",
+            zorder=3,
+        )
+        ax.annotate(
+            slug,
+            (x, y),
+            xytext=(0, -9),
+            textcoords="offset points",
+            ha="center",
+            va="top",
+            fontsize=5.5,
+            zorder=4,
+            color="black" if known else "grey",
+        )
     ax.set_title(title, fontsize=10)
     ax.set_xlim(-0.02, 1.02)
     ymax = max((y for _, y in pos.values()), default=0)
@@ -187,10 +280,18 @@ def _draw_graph(ax: Any, world: World, facts: Sequence[EdgeFact], pos: Mapping[s
     ax.axis("off")
 
 
-def graph_plot(world: World, before: Sequence[EdgeFact], after: Sequence[EdgeFact], path: Path, *,
-               threshold: float = 0.6) -> Path:
+def graph_plot(
+    world: World,
+    before: Sequence[EdgeFact],
+    after: Sequence[EdgeFact],
+    path: Path,
+    *,
+    threshold: float = 0.6,
+) -> Path:
     """Before and after, coloured by provenance; then the prerequisite claims vs the truth."""
-    extra = sorted({s for f in [*before, *after] for s in (f.source, f.target)} - set(world.concepts))
+    extra = sorted(
+        {s for f in [*before, *after] for s in (f.source, f.target)} - set(world.concepts)
+    )
     pos = _layout(world, extra)
     fig, axes = plt.subplots(1, 3, figsize=(21, 7.5))
 
@@ -201,21 +302,35 @@ def graph_plot(world: World, before: Sequence[EdgeFact], after: Sequence[EdgeFac
     _draw_graph(axes[1], world, after, pos, by_provenance, f"after: {len(after)} edges")
     claims = [f for f in after if f.edge_type == "prerequisite" and f.confidence >= threshold]
     claimed = {(f.source, f.target) for f in claims}
-    missed = [EdgeFact(s, t, "prerequisite", "missed", 0.3) for s, t in sorted(world.prerequisites)
-              if (s, t) not in claimed]
+    missed = [
+        EdgeFact(s, t, "prerequisite", "missed", 0.3)
+        for s, t in sorted(world.prerequisites)
+        if (s, t) not in claimed
+    ]
 
     def by_truth(f: EdgeFact) -> str:
         if f.source_type == "missed":
             return "#BBBBBB"
         return "#55A868" if (f.source, f.target) in world.prerequisites else "#C44E52"
 
-    _draw_graph(axes[2], world, [*missed, *claims], pos, by_truth,
-                f"prerequisite edges >= {threshold} after, against the hidden truth")
+    _draw_graph(
+        axes[2],
+        world,
+        [*missed, *claims],
+        pos,
+        by_truth,
+        f"prerequisite edges >= {threshold} after, against the hidden truth",
+    )
     handles = [Line2D([], [], color=c, lw=2, label=k) for k, c in PROVENANCE_COLOURS.items()]
     handles += [Line2D([], [], color="black", ls=s, lw=1, label=k) for k, s in TYPE_STYLES.items()]
     axes[1].legend(handles=handles, fontsize=7, loc="upper right", ncol=2)
-    axes[2].legend(handles=[Line2D([], [], color="#55A868", lw=2, label="true claim"),
-                            Line2D([], [], color="#C44E52", lw=2, label="false claim"),
-                            Line2D([], [], color="#BBBBBB", lw=2, label="true, not claimed")],
-                   fontsize=7, loc="upper right")
+    axes[2].legend(
+        handles=[
+            Line2D([], [], color="#55A868", lw=2, label="true claim"),
+            Line2D([], [], color="#C44E52", lw=2, label="false claim"),
+            Line2D([], [], color="#BBBBBB", lw=2, label="true, not claimed"),
+        ],
+        fontsize=7,
+        loc="upper right",
+    )
     return _save(fig, path)

@@ -62,8 +62,10 @@ def run_experiment(exp: Experiment) -> Outcome:
     t0 = time.monotonic()
     loaded = load_starting_memory(exp.world, exp.corpus)
     seconds["load"] = time.monotonic() - t0
-    exp.note(f"starting memory: {loaded['entries']} entries, {loaded['edges']} edges "
-             f"({loaded['embedded']} embedded)")
+    exp.note(
+        f"starting memory: {loaded['entries']} entries, {loaded['edges']} edges "
+        f"({loaded['embedded']} embedded)"
+    )
     t0 = time.monotonic()
     run = simulate(exp.world, exp.config, progress=exp.progress)
     seconds["simulate"] = time.monotonic() - t0
@@ -75,14 +77,19 @@ def run_experiment(exp: Experiment) -> Outcome:
         checks = run_checks()
         seconds["checks"] = time.monotonic() - t0
         failures = list(getattr(checks, "failures", []) or [])
-        extra["expectation suites"] = ("all passed" if getattr(checks, "success", False)
-                                       else f"{len(failures)} failure(s): " + "; ".join(map(str, failures[:5])))
+        extra["expectation suites"] = (
+            "all passed"
+            if getattr(checks, "success", False)
+            else f"{len(failures)} failure(s): " + "; ".join(map(str, failures[:5]))
+        )
     report = None
     if exp.out_dir is not None:
         from hag.report.build import write_report  # noqa: PLC0415
 
         t0 = time.monotonic()
-        extra["seconds"] = json.dumps({k: round(v, 1) for k, v in {**seconds, **run.seconds}.items()})
+        extra["seconds"] = json.dumps(
+            {k: round(v, 1) for k, v in {**seconds, **run.seconds}.items()}
+        )
         report = write_report(run, exp.out_dir, name=exp.name, extra=extra)
         seconds["report"] = time.monotonic() - t0
     return Outcome(run, report, seconds, checks)

@@ -29,30 +29,54 @@ class Trait:
 
 
 TRAITS: tuple[Trait, ...] = (
-    Trait("prefers-diagrams", "prefers diagrams", (
-        "Understands faster from a diagram of who holds which key than from prose; sketch it first.",
-        "Asked twice for a picture; once the boxes-and-arrows sketch appeared the idea landed.",
-    )),
-    Trait("needs-worked-examples", "needs worked examples", (
-        "Needs one fully worked example with small numbers before any general rule makes sense.",
-        "Stalled on the definition, then got it immediately from a worked example with tiny numbers.",
-    )),
-    Trait("rushes-ahead", "rushes ahead", (
-        "Skips to the next idea before the current one is solid; slow down and check each step.",
-        "Jumped ahead twice before finishing the exercise; ask for a recap before moving on.",
-    )),
-    Trait("wants-real-world-uses", "wants real-world uses", (
-        "Engages once shown where the idea is used in practice, such as HTTPS or password storage.",
-        "Perked up when the example was a real website; open with a real use before theory.",
-    )),
-    Trait("anxious-about-math", "anxious about math", (
-        "Freezes at formulas; introduce the idea in words and pictures before any notation.",
-        "Said 'I'm bad at maths' at the first exponent; words before symbols works better.",
-    )),
-    Trait("learns-by-breaking", "learns by breaking things", (
-        "Learns best by attacking a weak scheme first; give something to break before the fix.",
-        "Most engaged while trying to crack a toy cipher; lead with an attack, then the defence.",
-    )),
+    Trait(
+        "prefers-diagrams",
+        "prefers diagrams",
+        (
+            "Understands faster from a diagram of who holds which key than from prose; sketch it first.",
+            "Asked twice for a picture; once the boxes-and-arrows sketch appeared the idea landed.",
+        ),
+    ),
+    Trait(
+        "needs-worked-examples",
+        "needs worked examples",
+        (
+            "Needs one fully worked example with small numbers before any general rule makes sense.",
+            "Stalled on the definition, then got it immediately from a worked example with tiny numbers.",
+        ),
+    ),
+    Trait(
+        "rushes-ahead",
+        "rushes ahead",
+        (
+            "Skips to the next idea before the current one is solid; slow down and check each step.",
+            "Jumped ahead twice before finishing the exercise; ask for a recap before moving on.",
+        ),
+    ),
+    Trait(
+        "wants-real-world-uses",
+        "wants real-world uses",
+        (
+            "Engages once shown where the idea is used in practice, such as HTTPS or password storage.",
+            "Perked up when the example was a real website; open with a real use before theory.",
+        ),
+    ),
+    Trait(
+        "anxious-about-math",
+        "anxious about math",
+        (
+            "Freezes at formulas; introduce the idea in words and pictures before any notation.",
+            "Said 'I'm bad at maths' at the first exponent; words before symbols works better.",
+        ),
+    ),
+    Trait(
+        "learns-by-breaking",
+        "learns by breaking things",
+        (
+            "Learns best by attacking a weak scheme first; give something to break before the fix.",
+            "Most engaged while trying to crack a toy cipher; lead with an attack, then the defence.",
+        ),
+    ),
 )
 
 
@@ -67,10 +91,18 @@ class OutcomeModel:
     bridge_bonus: float = 0.25  # unready, but the prompt's edge lines name a missing prerequisite
     p_root_mastered: float = 0.4  # a new learner already knows a concept with no prerequisites
     p_inner_mastered: float = 0.1  # ...or one whose prerequisites they know
-    p_overreach: float = 0.3  # a session's goal ignores readiness (else: a concept they are ready for)
+    p_overreach: float = (
+        0.3  # a session's goal ignores readiness (else: a concept they are ready for)
+    )
 
-    def success_probability(self, learner: Learner, concept: str, world: World,
-                            trait_in_prompt: bool = False, shown: Iterable[str] = ()) -> float:
+    def success_probability(
+        self,
+        learner: Learner,
+        concept: str,
+        world: World,
+        trait_in_prompt: bool = False,
+        shown: Iterable[str] = (),
+    ) -> float:
         """`shown`: concepts the prompt's prerequisite/fallback lines (from the entry acted on)
         point at; a line naming a missing prerequisite lets the tutor bridge the gap in-turn."""
         missing = learner.missing_prerequisites(concept, world)
@@ -106,8 +138,9 @@ class Learner:
         return pool[int(rng.integers(len(pool)))]
 
 
-def make_learners(world: World, n: int, rng: np.random.Generator, model: OutcomeModel,
-                  prefix: str = "sim") -> list[Learner]:
+def make_learners(
+    world: World, n: int, rng: np.random.Generator, model: OutcomeModel, prefix: str = "sim"
+) -> list[Learner]:
     """`n` learners with a trait each and an initial mastery drawn prerequisites-first."""
     depth = world.depth()
     order = sorted(world.slugs, key=lambda s: (depth[s], s))

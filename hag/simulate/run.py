@@ -84,7 +84,7 @@ class SimulationRun:
     turns: int = 0
     successes: int = 0
     quarantined: int = 0
-    seconds: dict[str, float] = field(default_factory=lambda: Counter())
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def end(self) -> DaySnapshot:
@@ -94,9 +94,13 @@ class SimulationRun:
         """Per (concept, missing): true struggles, reported true ones, invented ones."""
         pairs = sorted({(c, m) for c, m, _ in self.struggles})
         return [
-            {"concept": c, "missing": m, "true": self.struggles[(c, m, "true")],
-             "reported_true": self.struggles[(c, m, "reported_true")],
-             "reported_false": self.struggles[(c, m, "reported_false")]}
+            {
+                "concept": c,
+                "missing": m,
+                "true": self.struggles[(c, m, "true")],
+                "reported_true": self.struggles[(c, m, "reported_true")],
+                "reported_false": self.struggles[(c, m, "reported_false")],
+            }
             for c, m in pairs
         ]
 
@@ -116,8 +120,10 @@ class Progress:
         self.last = now
         width = 28
         filled = int(width * done / self.total)
-        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                         f"{done}/{self.total} {note} {now - self.started:5.0f}s ")
+        sys.stderr.write(
+            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
+            f"{done}/{self.total} {note} {now - self.started:5.0f}s "
+        )
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -146,29 +152,55 @@ def _plain(value: Any) -> dict[str, Any]:
 
 def snapshot(conn: Any, world: World, day: int, at: datetime, sessions: int) -> DaySnapshot:
     """A read of the topic graph and the lifecycle counts as they stand."""
-    edges = [dict(r) for r in conn.execute(query("simulate", "topic_edges"), {"topic_id": world.topic_id})]
+    edges = [
+        dict(r)
+        for r in conn.execute(query("simulate", "topic_edges"), {"topic_id": world.topic_id})
+    ]
     maturity: dict[str, dict[str, int]] = {}
     for r in conn.execute(query("simulate", "maturity_counts")):
         maturity.setdefault(r["graph"], {})[r["maturity"]] = int(r["n"])
     audit = [dict(r) for r in conn.execute(query("simulate", "audit_counts"))]
-    enrichment = {k: int(v) for k, v in conn.execute(query("simulate", "enrichment_totals")).fetchone().items()}
-    visible = conn.execute(query("simulate", "visible_topic_entries"), {"topic_id": world.topic_id}).fetchone()
+    enrichment = {
+        k: int(v)
+        for k, v in conn.execute(query("simulate", "enrichment_totals")).fetchone().items()
+    }
+    visible = conn.execute(
+        query("simulate", "visible_topic_entries"), {"topic_id": world.topic_id}
+    ).fetchone()
     conn.rollback()
-    return DaySnapshot(day, at, sessions, edges, maturity, audit, enrichment,
-                       visible_entries=int(visible["visible"]), topic_entries=int(visible["entries"]))
+    return DaySnapshot(
+        day,
+        at,
+        sessions,
+        edges,
+        maturity,
+        audit,
+        enrichment,
+        visible_entries=int(visible["visible"]),
+        topic_entries=int(visible["entries"]),
+    )
 
 
-def _schedule(config: SimulationConfig, rng: np.random.Generator) -> list[list[tuple[int, datetime]]]:
+def _schedule(
+    config: SimulationConfig, rng: np.random.Generator
+) -> list[list[tuple[int, datetime]]]:
     """Per day: (learner index, ended_at) of each session, in time order, times unique."""
-    per_day = [config.sessions // config.days + (1 if d < config.sessions % config.days else 0)
-               for d in range(config.days)]
+    per_day = [
+        config.sessions // config.days + (1 if d < config.sessions % config.days else 0)
+        for d in range(config.days)
+    ]
     out = []
     for d, n in enumerate(per_day):
         day_start = config.start + timedelta(days=d, hours=8)
         who = rng.integers(config.learners, size=n)
         # spread over 14 hours, one second apart at least, so ended_at orders them exactly
         offsets = np.sort(rng.choice(14 * 3600, size=n, replace=False))
-        out.append([(int(w), day_start + timedelta(seconds=int(s))) for w, s in zip(who, offsets, strict=True)])
+        out.append(
+            [
+                (int(w), day_start + timedelta(seconds=int(s)))
+                for w, s in zip(who, offsets, strict=True)
+            ]
+        )
     return out
 
 
@@ -222,8 +254,13 @@ class _Memory:
                 return
 
 
-def simulate(world: World, config: SimulationConfig, *, progress: bool = True,
-             on_day: Callable[[DaySnapshot], None] | None = None) -> SimulationRun:
+def simulate(
+    world: World,
+    config: SimulationConfig,
+    *,
+    progress: bool = True,
+    on_day: Callable[[DaySnapshot], None] | None = None,
+) -> SimulationRun:
     """Run the whole simulation against the configured database and return what happened."""
     from hag import db  # noqa: PLC0415
 
@@ -249,20 +286,34 @@ def simulate(world: World, config: SimulationConfig, *, progress: bool = True,
             memory.forget_cached_reads()
             entry_concepts = {
                 str(r["id"]): r["concept_slug"]
-                for r in conn.execute(query("simulate", "topic_entry_concepts"), {"topic_id": world.topic_id})
+                for r in conn.execute(
+                    query("simulate", "topic_entry_concepts"), {"topic_id": world.topic_id}
+                )
             }
             conn.rollback()
             day_turns = day_successes = day_decisions = 0
             for k, (who, ended_at) in enumerate(sessions):
                 record = run_session(
-                    retrieve=memory.retrieve, world=world, learner=learners[who],
-                    model=config.model, extractor=extractor, policy=config.policy, rng=rng,
-                    session_id=f"sim{config.seed}-d{day:03d}-s{k:03d}", ended_at=ended_at,
-                    day=day, entry_concepts=entry_concepts, edge_info=edge_info, drift=drift,
+                    retrieve=memory.retrieve,
+                    world=world,
+                    learner=learners[who],
+                    model=config.model,
+                    extractor=extractor,
+                    policy=config.policy,
+                    rng=rng,
+                    session_id=f"sim{config.seed}-d{day:03d}-s{k:03d}",
+                    ended_at=ended_at,
+                    day=day,
+                    entry_concepts=entry_concepts,
+                    edge_info=edge_info,
+                    drift=drift,
                 )
                 result = memory.ingest_payload(conn, record.payload, source="simulator")
                 conn.commit()
-                if getattr(result, "quarantined", False) or getattr(result, "accepted", True) is False:
+                if (
+                    getattr(result, "quarantined", False)
+                    or getattr(result, "accepted", True) is False
+                ):
                     run.quarantined += 1
                 run.uses.extend(record.uses)
                 for c, m in record.true_struggles:
@@ -287,12 +338,20 @@ def simulate(world: World, config: SimulationConfig, *, progress: bool = True,
                 enriched = memory.enrich(world.topic_id)
             t4 = time.monotonic()
             snap = snapshot(conn, world, day, day_end, len(sessions))
-            snap.process, snap.nightly, snap.enrich = _plain(processed), _plain(nightly), _plain(enriched)
+            snap.process, snap.nightly, snap.enrich = (
+                _plain(processed),
+                _plain(nightly),
+                _plain(enriched),
+            )
             snap.turns, snap.successes, snap.decisions = day_turns, day_successes, day_decisions
             run.days.append(snap)
-            for key, seconds in (("sessions", t1 - t0), ("processing", t2 - t1),
-                                 ("nightly", t3 - t2), ("enrichment", t4 - t3)):
-                run.seconds[key] += seconds
+            for key, seconds in (
+                ("sessions", t1 - t0),
+                ("processing", t2 - t1),
+                ("nightly", t3 - t2),
+                ("enrichment", t4 - t3),
+            ):
+                run.seconds[key] = run.seconds.get(key, 0.0) + seconds
             if on_day is not None:
                 on_day(snap)
         bar.close()

@@ -1,8 +1,10 @@
 """The simulated tutor: one session of turns, each one read from the memory through `retrieve`.
 
 Every turn the tutor calls the project's own `hag.retrieval.retrieve` (a read; it writes
-nothing), acts on the top topic advisory (its concept is what gets taught; its id is the
-turn's `decision_entry_id`), and walks the edges the memory rendered: after a failure it
+nothing) with the concept it means to teach as focus and expected concept, acts on the
+best-ranked topic advisory for that concept (normally the top one, which the concept bonus
+puts first; its id is the turn's `decision_entry_id`; with none, it teaches without memory
+and reports no decision), and walks the edges the memory rendered: after a failure it
 retreats along the decision entry's first rendered `prerequisite` or `fallback` edge, after
 a finished goal it follows a rendered `leads_to`. The learner model decides the outcome, the
 noisy extractor decides which struggles get reported, and the whole turn is written down in
@@ -43,19 +45,34 @@ FALSE_EVIDENCE = (
 # Things learners bring up that the catalogue does not have: drift for the ladder to mint,
 # and orphans for enrichment to wire in (crypto only; other worlds have none).
 CRYPTO_DRIFT = (
-    ("quantum key distribution", "Learner asked whether quantum key distribution makes the "
-     "one-time pad practical; photons carry the key and eavesdropping disturbs them."),
-    ("side-channel attacks", "Learner asked how timing and power measurements can leak a key "
-     "even when the cipher itself is sound."),
-    ("zero-knowledge proofs", "Learner wanted to know how you can prove you know a password "
-     "without revealing anything about it."),
+    (
+        "quantum key distribution",
+        "Learner asked whether quantum key distribution makes the "
+        "one-time pad practical; photons carry the key and eavesdropping disturbs them.",
+    ),
+    (
+        "side-channel attacks",
+        "Learner asked how timing and power measurements can leak a key "
+        "even when the cipher itself is sound.",
+    ),
+    (
+        "zero-knowledge proofs",
+        "Learner wanted to know how you can prove you know a password "
+        "without revealing anything about it.",
+    ),
     ("HMAC", "Learner noticed HMAC hashes the key twice and asked why a single hash is unsafe."),
 )
 TUTOR_MOVES = (
-    ("predict-then-check", "Asking the learner to predict the output before computing it "
-     "surfaced the misconception immediately."),
-    ("toy-numbers-first", "Working the scheme with tiny numbers first made the general rule "
-     "easy to accept afterwards."),
+    (
+        "predict-then-check",
+        "Asking the learner to predict the output before computing it "
+        "surfaced the misconception immediately.",
+    ),
+    (
+        "toy-numbers-first",
+        "Working the scheme with tiny numbers first made the general rule "
+        "easy to accept afterwards.",
+    ),
 )
 
 
@@ -137,8 +154,9 @@ def run_session(
     """
     n_turns = int(rng.integers(policy.min_turns, policy.max_turns + 1))
     student_turn = int(rng.integers(n_turns)) if rng.random() < policy.p_student_observation else -1
-    topic_turn = (int(rng.integers(n_turns))
-                  if drift and rng.random() < policy.p_topic_observation else -1)
+    topic_turn = (
+        int(rng.integers(n_turns)) if drift and rng.random() < policy.p_topic_observation else -1
+    )
     tutor_turn = int(rng.integers(n_turns)) if rng.random() < policy.p_tutor_observation else -1
 
     record = SessionRecord(payload={})
@@ -151,25 +169,37 @@ def run_session(
         message = _pick(rng, MESSAGES).format(title=title)
         recent_slugs = list(dict.fromkeys([focus] + [s for turn in recent[-3:] for s in turn]))
         result = retrieve(
-            world.topic_id, learner.learner_id, message, level=learner.level(world), focus=focus,
-            recent_concepts=tuple(recent_slugs), expected_concepts=(focus,),
+            world.topic_id,
+            learner.learner_id,
+            message,
+            level=learner.level(world),
+            focus=focus,
+            recent_concepts=tuple(recent_slugs),
+            expected_concepts=(focus,),
         )
         # act on the best-ranked advisory for the concept being taught (normally the top one:
         # it is the expected concept); with none, teach from scratch (no decision entry)
         taught = focus
-        top = next((a for a in _get(result, "topic_advisories", ()) or ()
-                    if _get(a, "concept_slug") == focus), None)
+        top = next(
+            (
+                a
+                for a in _get(result, "topic_advisories", ()) or ()
+                if _get(a, "concept_slug") == focus
+            ),
+            None,
+        )
         decision = str(_get(top, "entry_id")) if top is not None else None
 
         student_adv = list(_get(result, "student_advisories", ()) or ())
-        trait_in_prompt = any(
-            _get(a, "concept_slug") == learner.trait.slug for a in student_adv
-        )
-        shown = {entry_concepts.get(str(_get(e, "target_entry_id")))
-                 for e in _get(result, "edges", ()) or ()
-                 if decision is not None and str(_get(e, "source_entry_id")) == decision
-                 and _get(e, "edge_type") in ("prerequisite", "fallback")}
-        p = model.success_probability(learner, taught, world, trait_in_prompt, shown - {None})
+        trait_in_prompt = any(_get(a, "concept_slug") == learner.trait.slug for a in student_adv)
+        shown = {
+            entry_concepts.get(str(_get(e, "target_entry_id")), "")
+            for e in _get(result, "edges", ()) or ()
+            if decision is not None
+            and str(_get(e, "source_entry_id")) == decision
+            and _get(e, "edge_type") in ("prerequisite", "fallback")
+        }
+        p = model.success_probability(learner, taught, world, trait_in_prompt, shown - {""})
         success = bool(rng.random() < p)
 
         # the extractor: one visible struggle per failed, unready turn; plus invented ones
@@ -181,23 +211,33 @@ def run_session(
             record.true_struggles.append((taught, struggled_on))
             if rng.random() >= extractor.p_miss:
                 evidence = _pick(rng, TRUE_EVIDENCE).format(
-                    missing=world.concepts[struggled_on].title, concept=world.concepts[taught].title)
-                struggles.append({"concept_slug": taught, "missing_slug": struggled_on,
-                                  "evidence": evidence})
+                    missing=world.concepts[struggled_on].title, concept=world.concepts[taught].title
+                )
+                struggles.append(
+                    {"concept_slug": taught, "missing_slug": struggled_on, "evidence": evidence}
+                )
                 record.reported_struggles.append((taught, struggled_on, True))
         if rng.random() < extractor.p_false and not success:
-            wrong = [s for s in world.slugs
-                     if s != taught and s not in world.prerequisites_of(taught)]
+            wrong = [
+                s for s in world.slugs if s != taught and s not in world.prerequisites_of(taught)
+            ]
             if wrong:
                 named = _pick(rng, wrong)
                 evidence = _pick(rng, FALSE_EVIDENCE).format(missing=world.concepts[named].title)
-                struggles.append({"concept_slug": taught, "missing_slug": named, "evidence": evidence})
+                struggles.append(
+                    {"concept_slug": taught, "missing_slug": named, "evidence": evidence}
+                )
                 record.reported_struggles.append((taught, named, False))
 
         observations: list[dict[str, str]] = []
         if t == student_turn:
-            observations.append({"graph": "student", "concept": learner.trait.name,
-                                 "text": _pick(rng, learner.trait.phrasings)})
+            observations.append(
+                {
+                    "graph": "student",
+                    "concept": learner.trait.name,
+                    "text": _pick(rng, learner.trait.phrasings),
+                }
+            )
         if t == topic_turn:
             name, text = _pick(rng, drift)
             observations.append({"graph": "topic", "concept": name, "text": text})
@@ -207,28 +247,44 @@ def run_session(
 
         used = [str(u) for u in (_get(result, "used_entry_ids", ()) or ())]
         rendered = [str(e) for e in (_get(result, "rendered_edge_ids", ()) or ())]
-        turns.append({
-            "turn_index": t,
-            "student_message": message,
-            "concept_slugs": [taught],
-            "decision_entry_id": decision,
-            "used_entry_ids": used,
-            "rendered_edge_ids": rendered,
-            "outcome": "success" if success else "failure",
-            "outcome_strength": 1.0,
-            "struggles": struggles,
-            "observations": observations,
-        })
+        turns.append(
+            {
+                "turn_index": t,
+                "student_message": message,
+                "concept_slugs": [taught],
+                "decision_entry_id": decision,
+                "used_entry_ids": used,
+                "rendered_edge_ids": rendered,
+                "outcome": "success" if success else "failure",
+                "outcome_strength": 1.0,
+                "struggles": struggles,
+                "observations": observations,
+            }
+        )
         recent.append([taught])
-        _record_uses(record, result, decision, used, rendered, edge_info, day, session_id, t, success)
+        _record_uses(
+            record, result, decision, used, rendered, edge_info, day, session_id, t, success
+        )
         record.turns += 1
         record.successes += int(success)
 
         # learning, then where the tutor goes next
         if success and rng.random() < model.p_learn:
             learner.mastered.add(taught)
-        plan = _next_plan(plan, taught, success, decision, result, entry_concepts, world,
-                          struggled_on, policy, rng, learner, model)
+        plan = _next_plan(
+            plan,
+            taught,
+            success,
+            decision,
+            result,
+            entry_concepts,
+            world,
+            struggled_on,
+            policy,
+            rng,
+            learner,
+            model,
+        )
 
     record.payload = {
         "session_id": session_id,
@@ -240,13 +296,26 @@ def run_session(
     return record
 
 
-def _next_plan(plan: list[str], taught: str, success: bool, decision: str | None, result: Any,
-               entry_concepts: Mapping[str, str], world: World, struggled_on: str | None,
-               policy: TutorPolicy, rng: np.random.Generator, learner: Learner,
-               model: OutcomeModel) -> list[str]:
+def _next_plan(
+    plan: list[str],
+    taught: str,
+    success: bool,
+    decision: str | None,
+    result: Any,
+    entry_concepts: Mapping[str, str],
+    world: World,
+    struggled_on: str | None,
+    policy: TutorPolicy,
+    rng: np.random.Generator,
+    learner: Learner,
+    model: OutcomeModel,
+) -> list[str]:
     """The tutor's stack of concepts: retreat on failure, return to the goal on success."""
-    walked = [e for e in (_get(result, "edges", ()) or ())
-              if decision is not None and str(_get(e, "source_entry_id")) == decision]
+    walked = [
+        e
+        for e in (_get(result, "edges", ()) or ())
+        if decision is not None and str(_get(e, "source_entry_id")) == decision
+    ]
 
     def target_of(kinds: tuple[str, ...]) -> str | None:
         for e in walked:
@@ -273,9 +342,18 @@ def _next_plan(plan: list[str], taught: str, success: bool, decision: str | None
     return plan
 
 
-def _record_uses(record: SessionRecord, result: Any, decision: str | None, used: list[str],
-                 rendered: list[str], edge_info: Callable[[Sequence[str]], Mapping[str, tuple[float, str]]],
-                 day: int, session_id: str, turn: int, success: bool) -> None:
+def _record_uses(
+    record: SessionRecord,
+    result: Any,
+    decision: str | None,
+    used: list[str],
+    rendered: list[str],
+    edge_info: Callable[[Sequence[str]], Mapping[str, tuple[float, str]]],
+    day: int,
+    session_id: str,
+    turn: int,
+    success: bool,
+) -> None:
     advisories = {}
     for group in ("topic_advisories", "tutor_advisories", "student_advisories"):
         for a in _get(result, group, ()) or ():
@@ -287,10 +365,16 @@ def _record_uses(record: SessionRecord, result: Any, decision: str | None, used:
         conf = float(_get(a, "confidence"))
         record.uses.append(Use(day, session_id, turn, "entry", entry_id, None, None, conf, success))
         if entry_id == decision:
-            record.uses.append(Use(day, session_id, turn, "decision", entry_id, None, None, conf, success))
+            record.uses.append(
+                Use(day, session_id, turn, "decision", entry_id, None, None, conf, success)
+            )
     described = {str(_get(e, "edge_id")): e for e in _get(result, "edges", ()) or ()}
-    unknown = [i for i in rendered
-               if _get(described.get(i), "confidence") is None or _get(described.get(i), "source_type") is None]
+    unknown = [
+        i
+        for i in rendered
+        if _get(described.get(i), "confidence") is None
+        or _get(described.get(i), "source_type") is None
+    ]
     looked_up = edge_info(unknown) if unknown else {}
     for edge_id in rendered:
         e = described.get(edge_id)
@@ -298,5 +382,16 @@ def _record_uses(record: SessionRecord, result: Any, decision: str | None, used:
             conf, source_type = looked_up[edge_id]
         else:
             conf, source_type = float(_get(e, "confidence")), str(_get(e, "source_type"))
-        record.uses.append(Use(day, session_id, turn, "edge", edge_id,
-                               _get(e, "edge_type"), source_type, float(conf), success))
+        record.uses.append(
+            Use(
+                day,
+                session_id,
+                turn,
+                "edge",
+                edge_id,
+                _get(e, "edge_type"),
+                source_type,
+                float(conf),
+                success,
+            )
+        )

@@ -105,7 +105,9 @@ class World:
         for source, target in self.prerequisites:
             for slug in (source, target):
                 if slug not in self.concepts:
-                    raise HagError(f"truth names {slug!r}, which is not a concept of {self.topic_id}")
+                    raise HagError(
+                        f"truth names {slug!r}, which is not a concept of {self.topic_id}"
+                    )
             if source == target:
                 raise HagError(f"truth has a self-loop on {source!r}")
         self._prereqs_of = {
@@ -212,8 +214,14 @@ def cryptography_world(corpus: Mapping[str, Any] | None = None) -> World:
     return World(CRYPTOGRAPHY, concepts, frozenset(CRYPTO_PREREQUISITES))
 
 
-def random_world(rng: np.random.Generator, n_concepts: int, *, topic_id: str = "simtopic",
-                 edge_probability: float = 0.3, max_prerequisites: int = 3) -> World:
+def random_world(
+    rng: np.random.Generator,
+    n_concepts: int,
+    *,
+    topic_id: str = "simtopic",
+    edge_probability: float = 0.3,
+    max_prerequisites: int = 3,
+) -> World:
     """A random layered DAG over `n_concepts` made-up concepts (for small test worlds).
 
     Concept i may only depend on concepts with a smaller index, so the graph is acyclic.
@@ -232,8 +240,13 @@ def random_world(rng: np.random.Generator, n_concepts: int, *, topic_id: str = "
     return World(topic_id, concepts, frozenset(pairs))
 
 
-def world_corpus(world: World, *, confidence: float = 0.8, maturity: str = "pattern",
-                 edges: Iterable[tuple[str, str, str]] = ()) -> dict[str, Any]:
+def world_corpus(
+    world: World,
+    *,
+    confidence: float = 0.8,
+    maturity: str = "pattern",
+    edges: Iterable[tuple[str, str, str]] = (),
+) -> dict[str, Any]:
     """A corpus (SPEC §9 shape) with one public entry per concept of `world` and no edges
     unless given as (source slug, target slug, edge_type); what tests and benchmarks load."""
     from hag.corpus import Entry, derived_entry_id  # noqa: PLC0415
@@ -242,23 +255,36 @@ def world_corpus(world: World, *, confidence: float = 0.8, maturity: str = "patt
     ids: dict[str, str] = {}
     for c in sorted(world.concepts.values(), key=lambda c: c.slug):
         e = {
-            "topic_id": world.topic_id, "concept_slug": c.slug, "visibility_scope": "public",
-            "maturity": maturity, "confidence": confidence,
+            "topic_id": world.topic_id,
+            "concept_slug": c.slug,
+            "visibility_scope": "public",
+            "maturity": maturity,
+            "confidence": confidence,
             "instruction": f"Teach {c.title}: {c.description} Check understanding with one question.",
             "created_at": "2026-11-01T00:00:00Z",
         }
-        ids[c.slug] = str(derived_entry_id(Entry(**e)))
+        ids[c.slug] = str(derived_entry_id(Entry.model_validate(e)))
         entries.append({"id": ids[c.slug], **e})
     return {
         "topics": [{"topic_id": world.topic_id, "title": world.topic_id.replace("-", " ").title()}],
         "concepts": [
-            {"topic_id": world.topic_id, "slug": c.slug, "title": c.title, "description": c.description}
+            {
+                "topic_id": world.topic_id,
+                "slug": c.slug,
+                "title": c.title,
+                "description": c.description,
+            }
             for c in sorted(world.concepts.values(), key=lambda c: c.slug)
         ],
         "entries": entries,
         "edges": [
-            {"source_entry_id": ids[s], "target_entry_id": ids[t], "edge_type": kind,
-             "confidence": confidence, "source_type": "seed"}
+            {
+                "source_entry_id": ids[s],
+                "target_entry_id": ids[t],
+                "edge_type": kind,
+                "confidence": confidence,
+                "source_type": "seed",
+            }
             for s, t, kind in edges
         ],
     }
