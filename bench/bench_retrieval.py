@@ -51,14 +51,18 @@ class Scale:
 
 def scales(argv: list[str]) -> list[Scale]:
     dim_1m = int(os.environ.get("HAG_BENCH_DIM_1M", "384"))
-    known = {"100k": Scale("100k", 100_000, 1536), "1m": Scale("1m", 1_000_000, dim_1m),
-             "10k": Scale("10k", 10_000, 1536)}
+    known = {
+        "100k": Scale("100k", 100_000, 1536),
+        "1m": Scale("1m", 1_000_000, dim_1m),
+        "10k": Scale("10k", 10_000, 1536),
+    }
     wanted = [a.lower() for a in argv if a.lower() in known]
     wanted = wanted or os.environ.get("HAG_BENCH_SCALES", "100k,1m").lower().split(",")
     return [known[w] for w in wanted if w in known]
 
 
 # --- the data ---------------------------------------------------------------------------
+
 
 @dataclass
 class Corpus:
@@ -91,9 +95,17 @@ def make_corpus(n: int, dim: int, rng: np.random.Generator) -> Corpus:
         part = slice(start, min(n, start + step))
         noise = rng.standard_normal((part.stop - part.start, dim)).astype(np.float32)
         vectors[part] = unit(centres[cluster[part]] + noise * (1.2 / np.sqrt(dim)) * 1.0)
-    return Corpus(topic, scope, learner, rng.choice(MATURITIES, n, p=MATURITY_P),
-                  rng.random(n).round(4), [uuid.UUID(bytes=rng.bytes(16), version=4) for _ in range(n)],
-                  vectors, centres, learners)
+    return Corpus(
+        topic,
+        scope,
+        learner,
+        rng.choice(MATURITIES, n, p=MATURITY_P),
+        rng.random(n).round(4),
+        [uuid.UUID(bytes=rng.bytes(16), version=4) for _ in range(n)],
+        vectors,
+        centres,
+        learners,
+    )
 
 
 def scope_text(c: Corpus, i: int) -> str:
@@ -111,18 +123,31 @@ def copy_rows(conn: Any, c: Corpus) -> float:
         b = s.encode()
         return struct.pack("!i", len(b)) + b
 
-    columns = "id, topic_id, concept_slug, visibility_scope, maturity, confidence, instruction, embedding"
+    columns = (
+        "id, topic_id, concept_slug, visibility_scope, maturity, confidence, instruction, embedding"
+    )
     big_endian = c.vectors.astype(">f4")
     with conn.cursor().copy(f"COPY hag_entries ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
         copy.write(header)
         chunk: list[bytes] = []
         for i in range(len(c.ids)):
-            chunk.append(b"".join((
-                b"\x00\x08", struct.pack("!i", 16), c.ids[i].bytes,
-                text(f"t{c.topic[i]:02d}"), text(f"c{i}"), text(scope_text(c, i)),
-                text(str(c.maturity[i])), struct.pack("!id", 8, float(c.confidence[i])),
-                text(f"Advice number {i}. It is about cluster things."),
-                vec_head, big_endian[i].tobytes())))
+            chunk.append(
+                b"".join(
+                    (
+                        b"\x00\x08",
+                        struct.pack("!i", 16),
+                        c.ids[i].bytes,
+                        text(f"t{c.topic[i]:02d}"),
+                        text(f"c{i}"),
+                        text(scope_text(c, i)),
+                        text(str(c.maturity[i])),
+                        struct.pack("!id", 8, float(c.confidence[i])),
+                        text(f"Advice number {i}. It is about cluster things."),
+                        vec_head,
+                        big_endian[i].tobytes(),
+                    )
+                )
+            )
             if len(chunk) == 5000:
                 copy.write(b"".join(chunk))
                 chunk = []
@@ -133,14 +158,20 @@ def copy_rows(conn: Any, c: Corpus) -> float:
 
 # --- the numpy floor --------------------------------------------------------------------
 
+
 class Floor:
     """Top 5 by the seed's boosted order over eligible rows held in memory (the floor)."""
 
     def __init__(self, c: Corpus, dials: Mapping[str, Any]):
-        floors = {"proven": dials["floor_proven"], "pattern": dials["floor_pattern"],
-                  "candidate": dials["floor_candidate"], "archived": 2.0}
-        need = np.maximum(dials["retrieval_min_confidence"],
-                          np.vectorize(floors.get)(c.maturity).astype(float))
+        floors = {
+            "proven": dials["floor_proven"],
+            "pattern": dials["floor_pattern"],
+            "candidate": dials["floor_candidate"],
+            "archived": 2.0,
+        }
+        need = np.maximum(
+            dials["retrieval_min_confidence"], np.vectorize(floors.get)(c.maturity).astype(float)
+        )
         ok = c.confidence >= need
         boosts = {"proven": dials["boost_proven"], "pattern": dials["boost_pattern"]}
         boost = np.array([boosts.get(m, dials["boost_candidate"]) for m in c.maturity], np.float32)
@@ -165,6 +196,7 @@ class Floor:
 
 # --- the run ----------------------------------------------------------------------------
 
+
 def pct(values: list[float], p: float) -> float:
     return float(np.percentile(np.asarray(values), p)) if values else float("nan")
 
@@ -179,10 +211,15 @@ def start_server(folder: str) -> Any:
     import psycopg
 
     with psycopg.connect(str(server.get_uri()), autocommit=True) as conn:
-        for setting, value in (("shared_buffers", "3GB"), ("maintenance_work_mem", "2GB"),
-                               ("max_parallel_maintenance_workers", "1"),
-                               ("work_mem", "64MB"), ("jit", "off"),
-                               ("max_wal_size", "8GB"), ("checkpoint_timeout", "30min")):
+        for setting, value in (
+            ("shared_buffers", "3GB"),
+            ("maintenance_work_mem", "2GB"),
+            ("max_parallel_maintenance_workers", "1"),
+            ("work_mem", "64MB"),
+            ("jit", "off"),
+            ("max_wal_size", "8GB"),
+            ("checkpoint_timeout", "30min"),
+        ):
             conn.execute(f"ALTER SYSTEM SET {setting} = '{value}'")
     server.stop()
     server.start()  # the same object: get_server would hand back the stopped instance
@@ -197,10 +234,12 @@ def run_scale(scale: Scale, queries: int) -> None:
     folder = tempfile.mkdtemp(prefix=f"hag-bench-{scale.label}-")
     os.chmod(folder, 0o755)
     server = start_server(os.path.join(folder, "pgdata"))
-    print(f"\n--- {scale.label}: {scale.rows:,} entries x {scale.dim} dimensions"
-          + ("" if scale.dim == 1536 else " (fewer than 1,536 to keep disk and build time"
-             " in bounds)") + f"; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
-          flush=True)
+    print(
+        f"\n--- {scale.label}: {scale.rows:,} entries x {scale.dim} dimensions"
+        + ("" if scale.dim == 1536 else " (fewer than 1,536 to keep disk and build time in bounds)")
+        + f"; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
+        flush=True,
+    )
     try:
         os.environ["DATABASE_URL"] = str(server.get_uri())
         os.environ["HAG_EMBEDDING_DIM"] = str(scale.dim)
@@ -213,8 +252,11 @@ def run_scale(scale: Scale, queries: int) -> None:
         rng = np.random.default_rng(20261130)
         with db.connect() as conn:
             migrate.migrate(conn, scale.dim)
-            conn.execute("INSERT INTO hag_topics (topic_id, title) SELECT 't' || lpad(g::text, 2, '0'), "
-                         "'Topic ' || g FROM generate_series(0, %s) g", (TOPICS - 1,))
+            conn.execute(
+                "INSERT INTO hag_topics (topic_id, title) SELECT 't' || lpad(g::text, 2, '0'), "
+                "'Topic ' || g FROM generate_series(0, %s) g",
+                (TOPICS - 1,),
+            )
             conn.commit()
             settings.set_value(conn, "retrieval_cache_ttl_seconds", 0, by="bench")
             conn.commit()
@@ -228,20 +270,27 @@ def run_scale(scale: Scale, queries: int) -> None:
         print(f"generated in {made:.1f} s; binary COPY {rate:,.0f} rows/s", flush=True)
         started = time.perf_counter()
         with db.connect(autocommit=True) as conn:
-            conn.execute("CREATE INDEX hag_entries_tutor_ann_idx ON hag_entries USING hnsw "
-                         "(embedding vector_cosine_ops) WHERE visibility_scope = 'tutor'")
+            conn.execute(
+                "CREATE INDEX hag_entries_tutor_ann_idx ON hag_entries USING hnsw "
+                "(embedding vector_cosine_ops) WHERE visibility_scope = 'tutor'"
+            )
             conn.execute("COMMENT ON INDEX hag_entries_tutor_ann_idx IS 'hag-ann scope:tutor'")
             tutor_s = time.perf_counter() - started
             conn.execute("VACUUM ANALYZE hag_entries")
             dials = settings.load(conn)
-            sizes = conn.execute(query("retrieval", "topic_sizes"), {"scopes": ["public"]}).fetchall()
+            sizes = conn.execute(
+                query("retrieval", "topic_sizes"), {"scopes": ["public"]}
+            ).fetchall()
         biggest = max(int(r["n"]) for r in sizes)
         started = time.perf_counter()
         built = ann.build_topic_indexes(concurrently=False)
         topic_s = time.perf_counter() - started
-        print(f"tutor HNSW {tutor_s:.1f} s; per-topic HNSW for {len(built)} of {TOPICS} topics "
-              f"(largest topic {biggest:,} rows, exact_scan_max_rows {dials['exact_scan_max_rows']:,}) "
-              f"{topic_s:.1f} s", flush=True)
+        print(
+            f"tutor HNSW {tutor_s:.1f} s; per-topic HNSW for {len(built)} of {TOPICS} topics "
+            f"(largest topic {biggest:,} rows, exact_scan_max_rows {dials['exact_scan_max_rows']:,}) "
+            f"{topic_s:.1f} s",
+            flush=True,
+        )
         retrieval.clear_caches()
         settings.invalidate()
         measure(corpus, dials, queries, rng, scale)
@@ -256,8 +305,9 @@ def run_scale(scale: Scale, queries: int) -> None:
         embeddings.reset_embedder()
 
 
-def measure(c: Corpus, dials: Mapping[str, Any], queries: int, rng: np.random.Generator,
-            scale: Scale) -> None:
+def measure(
+    c: Corpus, dials: Mapping[str, Any], queries: int, rng: np.random.Generator, scale: Scale
+) -> None:
     from hag import db, retrieval
     from hag.retrieval import ranking, store
     from hag.sqlfiles import query
@@ -270,8 +320,11 @@ def measure(c: Corpus, dials: Mapping[str, Any], queries: int, rng: np.random.Ge
         t = int(rng.integers(0, TOPICS))
         unrelated = i % 2 == 1
         if unrelated:  # another topic's centre, or no centre at all
-            centre = (c.centres[(int(rng.integers(0, CLUSTERS)) + 4 * t + 7) % CLUSTERS]
-                      if i % 4 == 1 else np.zeros(dim, np.float32))
+            centre = (
+                c.centres[(int(rng.integers(0, CLUSTERS)) + 4 * t + 7) % CLUSTERS]
+                if i % 4 == 1
+                else np.zeros(dim, np.float32)
+            )
         else:
             centre = c.centres[t * (CLUSTERS // TOPICS) + int(rng.integers(0, CLUSTERS // TOPICS))]
         q = unit(centre + rng.standard_normal(dim).astype(np.float32) * (1.2 / np.sqrt(dim)))
@@ -300,16 +353,37 @@ def measure(c: Corpus, dials: Mapping[str, Any], queries: int, rng: np.random.Ge
             paths[f"{p.name}: {p.path}"] = paths.get(f"{p.name}: {p.path}", 0) + 1
 
         started = time.perf_counter()
-        exact = reference.execute(query("retrieval", "semantic_exact"), {
-            **params_base, "query": q, "topic_id": topic_id, "scopes": ["public"],
-            "match_count": int(dials["match_count"])}).fetchall()
+        exact = reference.execute(
+            query("retrieval", "semantic_exact"),
+            {
+                **params_base,
+                "query": q,
+                "topic_id": topic_id,
+                "scopes": ["public"],
+                "match_count": int(dials["match_count"]),
+            },
+        ).fetchall()
         seed_exact.append((time.perf_counter() - started) * 1000)
-        concept = reference.execute(query("retrieval", "concept_pass"), {
-            **params_base, "slugs": slugs, "topic_id": topic_id, "scopes": ["public"],
-            "match_count": int(dials["concept_match_count"])}).fetchall()
-        tutor_exact = reference.execute(query("retrieval", "semantic_exact"), {
-            **params_base, "query": q, "topic_id": None, "scopes": ["tutor"],
-            "match_count": int(dials["tutor_match_count"])}).fetchall()
+        concept = reference.execute(
+            query("retrieval", "concept_pass"),
+            {
+                **params_base,
+                "slugs": slugs,
+                "topic_id": topic_id,
+                "scopes": ["public"],
+                "match_count": int(dials["concept_match_count"]),
+            },
+        ).fetchall()
+        tutor_exact = reference.execute(
+            query("retrieval", "semantic_exact"),
+            {
+                **params_base,
+                "query": q,
+                "topic_id": None,
+                "scopes": ["tutor"],
+                "match_count": int(dials["tutor_match_count"]),
+            },
+        ).fetchall()
         want = [r.row["id"] for r in ranking.merge_topic(exact, concept, slugs[:1], dials)]
         got = [a.entry_id for a in result.topic_advisories]
         recall_hits += len(set(want) & set(got))
@@ -331,29 +405,36 @@ def measure(c: Corpus, dials: Mapping[str, Any], queries: int, rng: np.random.Ge
         sequential.append((time.perf_counter() - started) * 1000)
 
     def line(name: str, values: list[float]) -> str:
-        return (f"  {name:<44} p50 {pct(values, 50):7.2f}  p95 {pct(values, 95):7.2f}  "
-                f"p99 {pct(values, 99):7.2f} ms  (n={len(values)})")
+        return (
+            f"  {name:<44} p50 {pct(values, 50):7.2f}  p95 {pct(values, 95):7.2f}  "
+            f"p99 {pct(values, 99):7.2f} ms  (n={len(values)})"
+        )
 
     print(f"\nlatency, {len(samples)} queries (half with a vector unrelated to their topic):")
     print(line("retrieve, 4 passes concurrently (threads)", concurrent))
     print(line("retrieve, same passes on one connection", sequential))
     print(line("seed's exact topic query alone (reference)", seed_exact))
     print(line("numpy floor: topic + tutor top 5 in memory", floor_ms))
-    print(f"  ratio retrieve / numpy floor: p50 {pct(concurrent, 50) / pct(floor_ms, 50):.1f}x, "
-          f"p99 {pct(concurrent, 99) / pct(floor_ms, 99):.1f}x; "
-          f"concurrent / one connection p50 {pct(concurrent, 50) / pct(sequential, 50):.2f}x")
+    print(
+        f"  ratio retrieve / numpy floor: p50 {pct(concurrent, 50) / pct(floor_ms, 50):.1f}x, "
+        f"p99 {pct(concurrent, 99) / pct(floor_ms, 99):.1f}x; "
+        f"concurrent / one connection p50 {pct(concurrent, 50) / pct(sequential, 50):.2f}x"
+    )
     goal = 15 if scale.rows <= 100_000 else 50
     print(f"  goal p99 <= {goal} ms: {'met' if pct(concurrent, 99) <= goal else 'NOT met'}")
-    print(f"\nrecall@5 against the exact answer: topic block {recall_hits / max(1, recall_total):.4f} "
-          f"({short} short of {len(samples)}), tutor block {tutor_hits / max(1, tutor_total):.4f} "
-          f"({tutor_short} short)")
+    print(
+        f"\nrecall@5 against the exact answer: topic block {recall_hits / max(1, recall_total):.4f} "
+        f"({short} short of {len(samples)}), tutor block {tutor_hits / max(1, tutor_total):.4f} "
+        f"({tutor_short} short)"
+    )
     print("paths taken: " + ", ".join(f"{k} x{v}" for k, v in sorted(paths.items())))
     explain(reference, samples[0], samples[1], dials)
     reference.close()
 
 
-def explain(conn: Any, related: tuple[Any, ...], unrelated: tuple[Any, ...],
-            dials: Mapping[str, Any]) -> None:
+def explain(
+    conn: Any, related: tuple[Any, ...], unrelated: tuple[Any, ...], dials: Mapping[str, Any]
+) -> None:
     from hag.retrieval import store
     from hag.sqlfiles import query
 
@@ -361,26 +442,54 @@ def explain(conn: Any, related: tuple[Any, ...], unrelated: tuple[Any, ...],
     base = store.filters(dials)
     t, q, slugs, learner, _ = related
     cases = [
-        ("topic-semantic (candidates)", "semantic_candidates",
-         {"query": q, "topic_id": f"t{t:02d}", "scopes": ["public"],
-          "candidates": int(dials["ann_candidates"])}),
-        ("topic-semantic (seed's exact order)", "semantic_exact",
-         {"query": q, "topic_id": f"t{t:02d}", "scopes": ["public"], "match_count": 5}),
-        ("topic-concept", "concept_pass",
-         {"slugs": slugs, "topic_id": f"t{t:02d}", "scopes": ["public"], "match_count": 5}),
-        ("tutor (candidates)", "semantic_candidates",
-         {"query": unrelated[1], "topic_id": None, "scopes": ["tutor"],
-          "candidates": int(dials["ann_candidates"])}),
-        ("student (seed's exact order)", "semantic_exact",
-         {"query": q, "topic_id": None, "scopes": [f"student:{learner}"], "match_count": 5}),
+        (
+            "topic-semantic (candidates)",
+            "semantic_candidates",
+            {
+                "query": q,
+                "topic_id": f"t{t:02d}",
+                "scopes": ["public"],
+                "candidates": int(dials["ann_candidates"]),
+            },
+        ),
+        (
+            "topic-semantic (seed's exact order)",
+            "semantic_exact",
+            {"query": q, "topic_id": f"t{t:02d}", "scopes": ["public"], "match_count": 5},
+        ),
+        (
+            "topic-concept",
+            "concept_pass",
+            {"slugs": slugs, "topic_id": f"t{t:02d}", "scopes": ["public"], "match_count": 5},
+        ),
+        (
+            "tutor (candidates)",
+            "semantic_candidates",
+            {
+                "query": unrelated[1],
+                "topic_id": None,
+                "scopes": ["tutor"],
+                "candidates": int(dials["ann_candidates"]),
+            },
+        ),
+        (
+            "student (seed's exact order)",
+            "semantic_exact",
+            {"query": q, "topic_id": None, "scopes": [f"student:{learner}"], "match_count": 5},
+        ),
     ]
     print("\nplans (EXPLAIN ANALYZE, one related query):")
     for name, sql_name, params in cases:
-        plan = conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) "
-                            + query("retrieval", sql_name), {**base, **params}).fetchall()
+        plan = conn.execute(
+            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) " + query("retrieval", sql_name),
+            {**base, **params},
+        ).fetchall()
         lines = [r["QUERY PLAN"] for r in plan]
-        keep = [ln.strip() for ln in lines if any(k in ln for k in (
-            "Scan", "Execution Time", "Function", "Limit"))]
+        keep = [
+            ln.strip()
+            for ln in lines
+            if any(k in ln for k in ("Scan", "Execution Time", "Function", "Limit"))
+        ]
         print(f"  {name}:")
         for ln in keep[:6]:
             print(f"      {ln}")

@@ -50,26 +50,48 @@ def build_world(conn: Any) -> None:
 
     from hag.embeddings import embed_texts
 
-    conn.execute("TRUNCATE hag_edge_audit, hag_confidence_history, hag_session_quarantine, hag_sessions, "
-                 "hag_runs, hag_edges, hag_entries, hag_concepts, hag_topics RESTART IDENTITY CASCADE")
+    conn.execute(
+        "TRUNCATE hag_edge_audit, hag_confidence_history, hag_session_quarantine, hag_sessions, "
+        "hag_runs, hag_edges, hag_entries, hag_concepts, hag_topics RESTART IDENTITY CASCADE"
+    )
     conn.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('cryptography', 'Cryptography')")
-    texts = [f"Advice about concept {k}: explain it with a small worked example." for k in range(ENTRIES)]
+    texts = [
+        f"Advice about concept {k}: explain it with a small worked example." for k in range(ENTRIES)
+    ]
     vectors = embed_texts(texts)
     for k in range(ENTRIES):
-        conn.execute("INSERT INTO hag_concepts (topic_id, slug, title, description, embedding) "
-                     "VALUES ('cryptography', %s, %s, %s, %s)",
-                     (f"concept-{k}", f"Concept {k}", texts[k], Vector(vectors[k])))
+        conn.execute(
+            "INSERT INTO hag_concepts (topic_id, slug, title, description, embedding) "
+            "VALUES ('cryptography', %s, %s, %s, %s)",
+            (f"concept-{k}", f"Concept {k}", texts[k], Vector(vectors[k])),
+        )
         conn.execute(
             "INSERT INTO hag_entries (id, topic_id, concept_slug, visibility_scope, maturity, confidence, "
             "instruction, embedding, created_at, updated_at) VALUES (%s, 'cryptography', %s, 'public', %s, "
             "0.6, %s, %s, %s, %s)",
-            (_entry_id(k), f"concept-{k}", ["candidate", "pattern", "proven"][k % 3], texts[k],
-             Vector(vectors[k]), T0 - timedelta(days=30), T0 - timedelta(days=30)))
+            (
+                _entry_id(k),
+                f"concept-{k}",
+                ["candidate", "pattern", "proven"][k % 3],
+                texts[k],
+                Vector(vectors[k]),
+                T0 - timedelta(days=30),
+                T0 - timedelta(days=30),
+            ),
+        )
     for k, (s, t, kind) in enumerate(EDGES):
         conn.execute(
             "INSERT INTO hag_edges (id, source_entry_id, target_entry_id, edge_type, confidence, source_type, "
             "created_at, updated_at) VALUES (%s, %s, %s, %s, 0.5, 'seed', %s, %s)",
-            (_edge_id(k), _entry_id(s), _entry_id(t), kind, T0 - timedelta(days=30), T0 - timedelta(days=30)))
+            (
+                _edge_id(k),
+                _entry_id(s),
+                _entry_id(t),
+                kind,
+                T0 - timedelta(days=30),
+                T0 - timedelta(days=30),
+            ),
+        )
     conn.commit()
 
 
@@ -84,24 +106,53 @@ def sessions() -> list[dict[str, Any]]:
         turns = []
         for t in range(TURNS):
             d = rng.randrange(ENTRIES)
-            struggles = ([{"concept_slug": f"concept-{d}", "missing_slug": f"concept-{rng.randrange(ENTRIES)}",
-                           "evidence": "I don't see where that comes from"}] if rng.random() < 0.1 else [])
-            observations = ([{"graph": rng.choice(["topic", "student", "tutor"]),
-                              "concept": rng.choice([f"Concept {rng.randrange(ENTRIES)}", "drift thing",
-                                                     "visual learner"]),
-                              "text": f"Observed in session {i} turn {t}: draw it first."}]
-                            if rng.random() < 0.05 else [])
-            turns.append({
-                "turn_index": t, "student_message": f"question {t} of session {i}",
-                "concept_slugs": [f"concept-{d}"], "decision_entry_id": str(_entry_id(d)),
-                "used_entry_ids": [str(_entry_id(d)), str(_entry_id(rng.randrange(ENTRIES)))],
-                "rendered_edge_ids": [str(_edge_id(k)) for k in by_source.get(d, [])[:2]],
-                "outcome": rng.choice(["success", "success", "failure", None]),
-                "outcome_strength": rng.choice([None, 0.5, 1.0]),
-                "struggles": struggles, "observations": observations})
-        out.append({"session_id": f"bench-{i:05d}", "learner_id": f"learner-{i % 50}",
-                    "topic_id": "cryptography",
-                    "ended_at": (T0 + timedelta(minutes=i)).isoformat(), "turns": turns})
+            struggles = (
+                [
+                    {
+                        "concept_slug": f"concept-{d}",
+                        "missing_slug": f"concept-{rng.randrange(ENTRIES)}",
+                        "evidence": "I don't see where that comes from",
+                    }
+                ]
+                if rng.random() < 0.1
+                else []
+            )
+            observations = (
+                [
+                    {
+                        "graph": rng.choice(["topic", "student", "tutor"]),
+                        "concept": rng.choice(
+                            [f"Concept {rng.randrange(ENTRIES)}", "drift thing", "visual learner"]
+                        ),
+                        "text": f"Observed in session {i} turn {t}: draw it first.",
+                    }
+                ]
+                if rng.random() < 0.05
+                else []
+            )
+            turns.append(
+                {
+                    "turn_index": t,
+                    "student_message": f"question {t} of session {i}",
+                    "concept_slugs": [f"concept-{d}"],
+                    "decision_entry_id": str(_entry_id(d)),
+                    "used_entry_ids": [str(_entry_id(d)), str(_entry_id(rng.randrange(ENTRIES)))],
+                    "rendered_edge_ids": [str(_edge_id(k)) for k in by_source.get(d, [])[:2]],
+                    "outcome": rng.choice(["success", "success", "failure", None]),
+                    "outcome_strength": rng.choice([None, 0.5, 1.0]),
+                    "struggles": struggles,
+                    "observations": observations,
+                }
+            )
+        out.append(
+            {
+                "session_id": f"bench-{i:05d}",
+                "learner_id": f"learner-{i % 50}",
+                "topic_id": "cryptography",
+                "ended_at": (T0 + timedelta(minutes=i)).isoformat(),
+                "turns": turns,
+            }
+        )
     return out
 
 
@@ -156,8 +207,10 @@ def main() -> None:
         with db.connect() as conn:
             migrate.migrate(conn, embeddings.get_embedder().dim)
         payloads = sessions()
-        print(f"{SESSIONS} sessions x {TURNS} turns; {ENTRIES} entries, {len(EDGES)} seed edges; "
-              f"embedder {embeddings.get_embedder().name}")
+        print(
+            f"{SESSIONS} sessions x {TURNS} turns; {ENTRIES} entries, {len(EDGES)} seed edges; "
+            f"embedder {embeddings.get_embedder().name}"
+        )
         with db.connect() as conn:
             build_world(conn)
             ingest_seconds = ingest_all(conn, payloads)
@@ -165,7 +218,9 @@ def main() -> None:
             recorder = Recorder(conn)
             summary = ProcessSummary()
             caches, dials = Caches(), settings.current()
-            while apply_pending_session(recorder, dials, run_id=None, caches=caches, summary=summary):
+            while apply_pending_session(
+                recorder, dials, run_id=None, caches=caches, summary=summary
+            ):
                 pass
             trace = recorder.transactions
 
@@ -207,13 +262,19 @@ def main() -> None:
 
         print(f"  ingest (validate + queue)     {rate(ingest_seconds)}")
         print(f"  bare SQL (same statements)    {rate(bare)}   baseline")
-        print(f"  process_pending (no Prefect)  {rate(direct.seconds)}   ratio {direct.seconds / bare:.2f}")
-        print(f"  session-end flow (Prefect)    {rate(flow_seconds)}   ratio {flow_seconds / bare:.2f}")
+        print(
+            f"  process_pending (no Prefect)  {rate(direct.seconds)}   ratio {direct.seconds / bare:.2f}"
+        )
+        print(
+            f"  session-end flow (Prefect)    {rate(flow_seconds)}   ratio {flow_seconds / bare:.2f}"
+        )
         print(f"  expectation suites            {checks}")
         steps = ", ".join(f"{k} {v:.2f} s" for k, v in direct.step_seconds.items())
         print(f"  time per step (no Prefect): {steps}")
-        print(f"  goal: >= 1,000 sessions/min through the flow, ratio <= 2 "
-              f"-> {'met' if SESSIONS / flow_seconds * 60 >= 1000 and flow_seconds / bare <= 2 else 'NOT met'}")
+        print(
+            f"  goal: >= 1,000 sessions/min through the flow, ratio <= 2 "
+            f"-> {'met' if SESSIONS / flow_seconds * 60 >= 1000 and flow_seconds / bare <= 2 else 'NOT met'}"
+        )
     finally:
         db.close_all()
         server.stop()

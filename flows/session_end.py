@@ -23,8 +23,9 @@ from tasks.session import (
 
 
 @flow(name="session-end")
-def session_end_flow(batch_size: int | None = None, limit: int | None = None, workers: int = 1,
-                     check: bool = True) -> dict[str, Any]:
+def session_end_flow(
+    batch_size: int | None = None, limit: int | None = None, workers: int = 1, check: bool = True
+) -> dict[str, Any]:
     """Open a run, apply pending sessions batch by batch, publish the summary, close the run,
     then run the data-quality suites (a failed expectation fails the flow run)."""
     size = int(batch_size or settings.current()["session_batch_size"])

@@ -36,10 +36,16 @@ def apply_session_batch(run_id: UUID, size: int, workers: int = 1) -> ProcessSum
 @task(name="publish-session-summary", cache_policy=NONE)
 def publish_session_summary(summary: ProcessSummary) -> None:
     """The run summary as a markdown artifact and the counts as a table artifact."""
-    create_markdown_artifact(key="session-end-summary", markdown=render_markdown(summary),
-                             description=f"Session-end run {summary.run_id}")
-    create_table_artifact(key="session-end-counts", table=summary_table(summary),
-                          description=f"Session-end run {summary.run_id}: what changed")
+    create_markdown_artifact(
+        key="session-end-summary",
+        markdown=render_markdown(summary),
+        description=f"Session-end run {summary.run_id}",
+    )
+    create_table_artifact(
+        key="session-end-counts",
+        table=summary_table(summary),
+        description=f"Session-end run {summary.run_id}: what changed",
+    )
 
 
 @task(name="close-session-run", cache_policy=NONE)

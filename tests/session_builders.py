@@ -8,31 +8,58 @@ from typing import Any
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def turn(i: int, *, decision: Any = None, used: Any = (), rendered: Any = (),
-         outcome: str | None = None, strength: float | None = None, struggles: Any = (),
-         observations: Any = (), concepts: Any = (), message: str = "hello") -> dict[str, Any]:
+def turn(
+    i: int,
+    *,
+    decision: Any = None,
+    used: Any = (),
+    rendered: Any = (),
+    outcome: str | None = None,
+    strength: float | None = None,
+    struggles: Any = (),
+    observations: Any = (),
+    concepts: Any = (),
+    message: str = "hello",
+) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "turn_index": i, "student_message": message, "concept_slugs": list(concepts),
+        "turn_index": i,
+        "student_message": message,
+        "concept_slugs": list(concepts),
         "decision_entry_id": str(decision) if decision is not None else None,
-        "used_entry_ids": [str(u) for u in used], "rendered_edge_ids": [str(r) for r in rendered],
-        "outcome": outcome, "struggles": list(struggles), "observations": list(observations),
+        "used_entry_ids": [str(u) for u in used],
+        "rendered_edge_ids": [str(r) for r in rendered],
+        "outcome": outcome,
+        "struggles": list(struggles),
+        "observations": list(observations),
     }
     if strength is not None:
         out["outcome_strength"] = strength
     return out
 
 
-def payload(session_id: str, turns: list[dict[str, Any]], *, learner: str = "learner-1",
-            topic: str = "cryptography", ended_at: datetime | None = None,
-            day: int = 0) -> dict[str, Any]:
-    return {"session_id": session_id, "learner_id": learner, "topic_id": topic,
-            "ended_at": (ended_at or T0 + timedelta(days=day)).isoformat(), "turns": turns}
+def payload(
+    session_id: str,
+    turns: list[dict[str, Any]],
+    *,
+    learner: str = "learner-1",
+    topic: str = "cryptography",
+    ended_at: datetime | None = None,
+    day: int = 0,
+) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "learner_id": learner,
+        "topic_id": topic,
+        "ended_at": (ended_at or T0 + timedelta(days=day)).isoformat(),
+        "turns": turns,
+    }
 
 
 def sequence(session_id: str, a: Any, b: Any, *, day: int = 0, **kw: Any) -> dict[str, Any]:
     """A session whose turn 0 succeeded acting on `a` and turn 1 acted on `b` (leads_to a -> b)."""
-    return payload(session_id, [turn(0, decision=a, outcome="success"), turn(1, decision=b)],
-                   day=day, **kw)
+    return payload(
+        session_id, [turn(0, decision=a, outcome="success"), turn(1, decision=b)], day=day, **kw
+    )
 
 
 def ingest(db: Any, *payloads: Any, source: str = "test") -> list[Any]:
@@ -56,7 +83,8 @@ def run(db: Any, *payloads: Any, workers: int = 1, batch_size: int | None = None
 def edge_row(db: Any, source: Any, target: Any, edge_type: str) -> dict[str, Any] | None:
     return db.execute(
         "SELECT * FROM hag_edges WHERE source_entry_id = %s AND target_entry_id = %s AND edge_type = %s",
-        (source, target, edge_type)).fetchone()
+        (source, target, edge_type),
+    ).fetchone()
 
 
 def entry_row(db: Any, entry_id: Any) -> dict[str, Any]:

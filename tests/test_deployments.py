@@ -159,9 +159,22 @@ def test_hag_serve_starts_everything_and_stops_on_ctrl_c(db, database_url, tmp_p
     port = _free_port()
     env = {**os.environ, "DATABASE_URL": database_url, "PREFECT_UI_ENABLED": "false"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hag.cli", "serve", "--no-worker", "--port", str(port),
-         "--home", str(tmp_path / "home")],
-        env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "hag.cli",
+            "serve",
+            "--no-worker",
+            "--port",
+            str(port),
+            "--home",
+            str(tmp_path / "home"),
+        ],
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         lines = []

@@ -145,24 +145,72 @@ Graph edges (decision tree from top match):
 
 def fixed_corpus(db: Any) -> dict[str, Any]:
     ids: dict[str, Any] = {}
-    ids["rsa"] = put(db, 0.8, 10, concept_slug="rsa", maturity="proven", confidence=0.9,
-                     instruction="Build RSA with tiny primes first. Then scale up.")
-    ids["mod"] = put(db, 0.6, 11, concept_slug="modular-arithmetic", confidence=0.7,
-                     instruction="Practise modular arithmetic on a clock face.")
-    ids["pad"] = put(db, 0.1, 12, concept_slug="padlock", maturity="candidate", confidence=0.65,
-                     instruction="Use the padlock analogy.")
-    ids["sign"] = put(db, 0.05, 13, concept_slug="signatures", maturity="candidate",
-                      confidence=0.5, instruction="Sign a message with the private key.")
-    ids["old"] = put(db, 0.02, 14, concept_slug="old-rsa", maturity="archived",
-                     confidence=0.9, instruction="An archived note.")
-    ids["tutor"] = put(db, 0.3, 15, scope="tutor", maturity="proven", confidence=0.45,
-                       instruction="Ask for a prediction before every command.")
+    ids["rsa"] = put(
+        db,
+        0.8,
+        10,
+        concept_slug="rsa",
+        maturity="proven",
+        confidence=0.9,
+        instruction="Build RSA with tiny primes first. Then scale up.",
+    )
+    ids["mod"] = put(
+        db,
+        0.6,
+        11,
+        concept_slug="modular-arithmetic",
+        confidence=0.7,
+        instruction="Practise modular arithmetic on a clock face.",
+    )
+    ids["pad"] = put(
+        db,
+        0.1,
+        12,
+        concept_slug="padlock",
+        maturity="candidate",
+        confidence=0.65,
+        instruction="Use the padlock analogy.",
+    )
+    ids["sign"] = put(
+        db,
+        0.05,
+        13,
+        concept_slug="signatures",
+        maturity="candidate",
+        confidence=0.5,
+        instruction="Sign a message with the private key.",
+    )
+    ids["old"] = put(
+        db,
+        0.02,
+        14,
+        concept_slug="old-rsa",
+        maturity="archived",
+        confidence=0.9,
+        instruction="An archived note.",
+    )
+    ids["tutor"] = put(
+        db,
+        0.3,
+        15,
+        scope="tutor",
+        maturity="proven",
+        confidence=0.45,
+        instruction="Ask for a prediction before every command.",
+    )
     e = ids["edges"] = {}
     e["prereq"] = f.edge(db, ids["rsa"], ids["mod"], "prerequisite", confidence=0.9)
-    e["fallback"] = f.edge(db, ids["rsa"], ids["pad"], "fallback", confidence=0.5,
-                           condition="student is lost in the maths")
-    e["next"] = f.edge(db, ids["rsa"], ids["sign"], "leads_to", confidence=0.3,
-                       condition="encryption works")
+    e["fallback"] = f.edge(
+        db,
+        ids["rsa"],
+        ids["pad"],
+        "fallback",
+        confidence=0.5,
+        condition="student is lost in the maths",
+    )
+    e["next"] = f.edge(
+        db, ids["rsa"], ids["sign"], "leads_to", confidence=0.3, condition="encryption works"
+    )
     e["related"] = f.edge(db, ids["rsa"], ids["mod"], "related", confidence=0.8)  # 4th: cut
     e["weak"] = f.edge(db, ids["rsa"], ids["sign"], "prerequisite", confidence=0.29)
     e["archived"] = f.edge(db, ids["rsa"], ids["old"], "prerequisite", confidence=0.9)
@@ -185,7 +233,8 @@ def test_returned_edge_ids_are_exactly_the_rendered_lines(db):
     result = run(learner_id="nobody")
     assert result.rendered_edge_ids == [e["prereq"], e["fallback"], e["next"], e["back"]]
     assert [line.line for line in result.edges] == [
-        line for line in result.text.splitlines() if line.startswith("  ")]
+        line for line in result.text.splitlines() if line.startswith("  ")
+    ]
 
 
 def test_edge_walk_skips_candidate_targets_when_the_dial_is_off(db, dials):
@@ -193,8 +242,11 @@ def test_edge_walk_skips_candidate_targets_when_the_dial_is_off(db, dials):
     ids = fixed_corpus(db)
     dials(edge_include_candidate_targets=False)
     result = run(learner_id="nobody")
-    assert result.rendered_edge_ids == [ids["edges"]["prereq"], ids["edges"]["related"],
-                                        ids["edges"]["back"]]
+    assert result.rendered_edge_ids == [
+        ids["edges"]["prereq"],
+        ids["edges"]["related"],
+        ids["edges"]["back"],
+    ]
 
 
 def test_visual_drawing_has_its_own_read_and_never_reaches_the_blocks(db):
@@ -219,7 +271,10 @@ def test_the_read_path_writes_nothing(db):
     assert (db.execute(entries).fetchone()["h"], db.execute(edges).fetchone()["h"]) == before
     import psycopg
 
-    with store.read_pool().connection() as reader, pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+    with (
+        store.read_pool().connection() as reader,
+        pytest.raises(psycopg.errors.ReadOnlySqlTransaction),
+    ):
         reader.execute("DELETE FROM hag_edges")
 
 
@@ -235,8 +290,9 @@ def test_approximate_path_returns_the_exact_top_five_on_the_demo_corpus(db, dial
     assert {"cryptography", "linux-basics", "data-structures"} <= set(built)
     retrieval.clear_caches()
     titles = {r["topic_id"]: r["title"] for r in db.execute("SELECT * FROM hag_topics")}
-    messages = [r["instruction"][:80] for r in db.execute(
-        "SELECT instruction FROM hag_entries ORDER BY id")] + ["what is a prime", "ls -la", "?"]
+    messages = [
+        r["instruction"][:80] for r in db.execute("SELECT instruction FROM hag_entries ORDER BY id")
+    ] + ["what is a prime", "ls -la", "?"]
     paths = set()
     try:
         for topic_id, title in titles.items():
@@ -245,10 +301,14 @@ def test_approximate_path_returns_the_exact_top_five_on_the_demo_corpus(db, dial
                 semantic = next(p for p in result.passes if p.name == "topic-semantic")
                 paths.add(semantic.path)
                 q = query_vector(f"topic:{title} level:none focus:none student:{message}")
-                exact = db.execute("SELECT * FROM match_hag_entries(%s, %s, ARRAY['public'])",
-                                   (q.astype(np.float32), topic_id)).fetchall()
+                exact = db.execute(
+                    "SELECT * FROM match_hag_entries(%s, %s, ARRAY['public'])",
+                    (q.astype(np.float32), topic_id),
+                ).fetchall()
                 expected = ranking.merge_topic(exact, [], [], settings.load(db))
-                assert [a.entry_id for a in result.topic_advisories] == [r.row["id"] for r in expected]
+                assert [a.entry_id for a in result.topic_advisories] == [
+                    r.row["id"] for r in expected
+                ]
         assert paths & {"candidates", "candidates-widened"}, paths
     finally:
         db.rollback()  # DROP INDEX waits for this connection's open snapshot otherwise

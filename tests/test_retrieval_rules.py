@@ -12,10 +12,16 @@ from hag.settings import defaults
 DIALS = defaults()
 
 
-def row(n: int, similarity: float, confidence: float = 0.8, maturity: str = "pattern",
-        slug: str = "x") -> dict:
-    return {"id": UUID(int=n), "similarity": similarity, "confidence": confidence,
-            "maturity": maturity, "concept_slug": slug}
+def row(
+    n: int, similarity: float, confidence: float = 0.8, maturity: str = "pattern", slug: str = "x"
+) -> dict:
+    return {
+        "id": UUID(int=n),
+        "similarity": similarity,
+        "confidence": confidence,
+        "maturity": maturity,
+        "concept_slug": slug,
+    }
 
 
 def test_query_context_is_the_seeds_string_with_the_message_cut_to_500():
@@ -64,8 +70,9 @@ def test_semantic_wins_a_collision_and_only_five_survive():
     ranked = ranking.merge_topic(semantic, concept, [], DIALS)
     assert len(ranked) == 5
     collided = [r for r in ranked if r.row["id"] == UUID(int=1)]
-    assert collided == [] or (collided[0].source == "semantic"
-                              and collided[0].row["similarity"] == pytest.approx(0.49))
+    assert collided == [] or (
+        collided[0].source == "semantic" and collided[0].row["similarity"] == pytest.approx(0.49)
+    )
 
 
 def test_rerank_proves_exactness_only_past_the_boost_bound():
@@ -80,7 +87,11 @@ def test_rerank_proves_exactness_only_past_the_boost_bound():
 def test_bands_are_labels_by_confidence():
     """0.75 and above is high, 0.5 and above medium, below that low."""
     assert [ranking.band(c, DIALS) for c in (0.75, 0.74, 0.5, 0.49)] == [
-        "high", "medium", "medium", "low"]
+        "high",
+        "medium",
+        "medium",
+        "low",
+    ]
 
 
 def test_clip_cuts_at_the_last_sentence_end_within_the_limit():
@@ -104,7 +115,9 @@ def test_clip_without_a_sentence_end_cuts_at_a_word_and_marks_it():
 def test_edge_lines_keep_the_seeds_columns():
     """prereq/fallback/next lines match SPEC §3; condition appended as (when: ...)."""
     assert render.edge_line("prerequisite", "x" * 150, None, 100) == "  prereq:   " + "x" * 100
-    assert render.edge_line("fallback", "Try it.", "stuck", 100) == "  fallback: Try it. (when: stuck)"
+    assert (
+        render.edge_line("fallback", "Try it.", "stuck", 100) == "  fallback: Try it. (when: stuck)"
+    )
     assert render.edge_line("leads_to", "Go on.", "ok", 100) == "  next:     Go on. (when: ok)"
     assert render.edge_line("related", "See.", "", 100) == "  related:  See."
     assert render.edge_line("supersedes", "Old.", None, 100) == "  replaces: Old."

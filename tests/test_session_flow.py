@@ -25,7 +25,8 @@ async def _artifacts(flow_run_id):
 
     async with get_client() as client:
         found = await client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
     return {a.key: a for a in found}
 
 
@@ -34,18 +35,31 @@ def test_the_flow_applies_pending_sessions_in_batches_and_publishes_a_summary(db
     from flows.session_end import session_end_flow
 
     a, b, e = _world(db)
-    ingest(db, *[sequence(f"s{i}", a, b, day=i) for i in range(4)],
-           payload("s4", [turn(0, rendered=[e], outcome="success")], day=9))
+    ingest(
+        db,
+        *[sequence(f"s{i}", a, b, day=i) for i in range(4)],
+        payload("s4", [turn(0, rendered=[e], outcome="success")], day=9),
+    )
     state = session_end_flow(batch_size=2, return_state=True)
     assert state.is_completed(), state.message
     summary = state.result()
-    assert (summary["sessions"], summary["edges_created"], summary["edges_reinforced"],
-            summary["edges_graded_up"]) == (5, 1, 3, 1)
-    run = db.execute("SELECT kind, status, summary FROM hag_runs WHERE run_id = %s",
-                     (summary["run_id"],)).fetchone()
+    assert (
+        summary["sessions"],
+        summary["edges_created"],
+        summary["edges_reinforced"],
+        summary["edges_graded_up"],
+    ) == (5, 1, 3, 1)
+    run = db.execute(
+        "SELECT kind, status, summary FROM hag_runs WHERE run_id = %s", (summary["run_id"],)
+    ).fetchone()
     assert (run["kind"], run["status"], run["summary"]["sessions"]) == ("session_end", "done", 5)
-    assert db.execute("SELECT count(*) AS n FROM hag_sessions WHERE run_id = %s AND status = 'processed'",
-                      (summary["run_id"],)).fetchone()["n"] == 5
+    assert (
+        db.execute(
+            "SELECT count(*) AS n FROM hag_sessions WHERE run_id = %s AND status = 'processed'",
+            (summary["run_id"],),
+        ).fetchone()["n"]
+        == 5
+    )
     artifacts = asyncio.run(_artifacts(state.state_details.flow_run_id))
     assert {"session-end-summary", "session-end-counts"} <= set(artifacts)
     assert "| edges created | 1 |" in artifacts["session-end-summary"].data
@@ -79,17 +93,33 @@ def test_a_session_that_breaks_a_database_rule_is_rejected_whole(db):
     a, b, e = _world(db)
     f.topic(db, "ghost")
     db.commit()
-    bad = payload("bad", [turn(0, rendered=[e], outcome="success",
-                                observations=[{"graph": "topic", "concept": "rsa", "text": "Boo."}])],
-                  topic="ghost")
+    bad = payload(
+        "bad",
+        [
+            turn(
+                0,
+                rendered=[e],
+                outcome="success",
+                observations=[{"graph": "topic", "concept": "rsa", "text": "Boo."}],
+            )
+        ],
+        topic="ghost",
+    )
     assert ingest(db, bad)[0].accepted
     db.execute("DELETE FROM hag_topics WHERE topic_id = 'ghost'")
     db.commit()
     summary = process_pending()
     assert (summary.sessions, summary.rejects) == (0, 1)
-    row = db.execute("SELECT status, reject_reason FROM hag_sessions WHERE session_id = 'bad'").fetchone()
+    row = db.execute(
+        "SELECT status, reject_reason FROM hag_sessions WHERE session_id = 'bad'"
+    ).fetchone()
     assert row["status"] == "rejected" and "cannot be applied" in row["reject_reason"]
-    assert db.execute("SELECT confidence, traversal_count FROM hag_edges WHERE id = %s",
-                      (e,)).fetchone() == {"confidence": 0.5, "traversal_count": 0}
-    assert db.execute("SELECT count(*) AS n FROM hag_session_quarantine WHERE source = 'process-sessions'"
-                      ).fetchone()["n"] == 1
+    assert db.execute(
+        "SELECT confidence, traversal_count FROM hag_edges WHERE id = %s", (e,)
+    ).fetchone() == {"confidence": 0.5, "traversal_count": 0}
+    assert (
+        db.execute(
+            "SELECT count(*) AS n FROM hag_session_quarantine WHERE source = 'process-sessions'"
+        ).fetchone()["n"]
+        == 1
+    )

@@ -14,14 +14,23 @@ from hag.session.ingest import ingest_payload, list_quarantined, read_payloads
 from tests import factories as f
 from tests.session_builders import payload, run, turn
 
-MEMORY_TABLES = ("hag_entries", "hag_edges", "hag_concepts", "hag_topics", "hag_confidence_history",
-                 "hag_sessions", "hag_edge_audit")
+MEMORY_TABLES = (
+    "hag_entries",
+    "hag_edges",
+    "hag_concepts",
+    "hag_topics",
+    "hag_confidence_history",
+    "hag_sessions",
+    "hag_edge_audit",
+)
 
 
 def snapshot(db):
     """Every memory row as text: equal snapshots mean a byte-for-byte unchanged memory."""
-    return {t: [r["row"] for r in db.execute(f"SELECT t::text AS row FROM {t} t ORDER BY 1").fetchall()]
-            for t in MEMORY_TABLES}
+    return {
+        t: [r["row"] for r in db.execute(f"SELECT t::text AS row FROM {t} t ORDER BY 1").fetchall()]
+        for t in MEMORY_TABLES
+    }
 
 
 @pytest.fixture
@@ -31,15 +40,22 @@ def world(db):
     b = f.entry(db, concept_slug="modular-arithmetic")
     e = f.edge(db, a, b)
     db.commit()
-    ok = ingest_payload(db, payload("queued", [turn(0, decision=a, used=[a], rendered=[e], outcome="success")]))
+    ok = ingest_payload(
+        db, payload("queued", [turn(0, decision=a, used=[a], rendered=[e], outcome="success")])
+    )
     db.commit()
     assert ok.status == "accepted"
     return a, b, e
 
 
 def valid(a, e, session_id="s1"):
-    return payload(session_id, [turn(0, decision=a, used=[a], rendered=[e], outcome="success"),
-                                turn(1, decision=a, outcome="failure")])
+    return payload(
+        session_id,
+        [
+            turn(0, decision=a, used=[a], rendered=[e], outcome="success"),
+            turn(1, decision=a, outcome="failure"),
+        ],
+    )
 
 
 def _bad_cases(a, e):
@@ -111,11 +127,19 @@ def test_bad_input_is_refused_quarantined_and_changes_nothing(db, world, case):
     assert result.quarantined and not result.accepted
     assert words in result.reason and (result.field, result.turn_index) == (field, turn_index)
     assert snapshot(db) == before
-    stored = db.execute("SELECT * FROM hag_session_quarantine WHERE quarantine_id = %s",
-                        (result.quarantine_id,)).fetchone()
-    assert (stored["reason"], stored["field"], stored["turn_index"]) == (result.reason, field, turn_index)
-    expected_raw = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else (
-        raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False))
+    stored = db.execute(
+        "SELECT * FROM hag_session_quarantine WHERE quarantine_id = %s", (result.quarantine_id,)
+    ).fetchone()
+    assert (stored["reason"], stored["field"], stored["turn_index"]) == (
+        result.reason,
+        field,
+        turn_index,
+    )
+    expected_raw = (
+        raw.decode("utf-8", "replace")
+        if isinstance(raw, bytes)
+        else (raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False))
+    )
     assert stored["raw"] == expected_raw.replace("\x00", "\\u0000")
 
 
@@ -124,8 +148,14 @@ def test_a_valid_payload_waits_as_pending(db, world):
     a, _, e = world
     result = ingest_payload(db, valid(a, e))
     db.commit()
-    row = db.execute("SELECT status, payload_sha256, ended_at FROM hag_sessions WHERE session_id = 's1'").fetchone()
-    assert result.status == "accepted" and row["status"] == "pending" and len(row["payload_sha256"]) == 64
+    row = db.execute(
+        "SELECT status, payload_sha256, ended_at FROM hag_sessions WHERE session_id = 's1'"
+    ).fetchone()
+    assert (
+        result.status == "accepted"
+        and row["status"] == "pending"
+        and len(row["payload_sha256"]) == 64
+    )
 
 
 def test_re_ingesting_the_same_session_changes_nothing(db, world):
@@ -181,7 +211,8 @@ def test_the_published_schema_is_up_to_date():
     """docs/session-contract.schema.json is what the pydantic contract generates today."""
     path = Path(PROJECT_ROOT) / "docs" / "session-contract.schema.json"
     assert path.read_text() == contract.schema_text(), (
-        "regenerate: python -m hag.session.contract > docs/session-contract.schema.json")
+        "regenerate: python -m hag.session.contract > docs/session-contract.schema.json"
+    )
 
 
 def test_the_schema_names_every_contract_field():
@@ -189,6 +220,15 @@ def test_the_schema_names_every_contract_field():
     schema = contract.json_schema()
     assert set(schema["required"]) == {"session_id", "learner_id", "topic_id", "ended_at", "turns"}
     turn_props = set(schema["$defs"]["Turn"]["properties"])
-    assert turn_props == {"turn_index", "student_message", "concept_slugs", "decision_entry_id",
-                          "used_entry_ids", "rendered_edge_ids", "outcome", "outcome_strength",
-                          "struggles", "observations"}
+    assert turn_props == {
+        "turn_index",
+        "student_message",
+        "concept_slugs",
+        "decision_entry_id",
+        "used_entry_ids",
+        "rendered_edge_ids",
+        "outcome",
+        "outcome_strength",
+        "struggles",
+        "observations",
+    }

@@ -26,29 +26,46 @@ def observe(*observations, learner="learner-1", session_id="s1"):
 
 
 def entries(db, scope="public"):
-    return {r["concept_slug"]: r for r in db.execute(
-        "SELECT * FROM hag_entries WHERE visibility_scope = %s", (scope,)).fetchall()}
+    return {
+        r["concept_slug"]: r
+        for r in db.execute(
+            "SELECT * FROM hag_entries WHERE visibility_scope = %s", (scope,)
+        ).fetchall()
+    }
 
 
 def test_the_ladder_records_each_step_and_scales_the_initial_confidence(db):
     """exact 1.0 -> 0.5, near 0.8 -> 0.4, minted 0.6 -> 0.3, unanchored 0.25 -> 0.125 (base 0.5)."""
     f.concept(db, "cryptography", "rsa", title="RSA", aliases=["rivest-shamir-adleman"])
     db.commit()
-    run(db, observe(
-        {"graph": "topic", "concept": "rsa", "text": "Start RSA from small primes."},
-        {"graph": "topic", "concept": "Rivest Shamir Adleman", "text": "Name the three inventors."},
-        {"graph": "topic", "concept": "Buffer Overflow", "text": "Show the stack frame first."},
-        {"graph": "topic", "concept": "??", "text": "Something the extractor could not name."},
-    ))
-    rows = db.execute("SELECT concept_slug, concept_match_quality AS q, confidence, maturity, instruction "
-                      "FROM hag_entries ORDER BY confidence DESC").fetchall()
+    run(
+        db,
+        observe(
+            {"graph": "topic", "concept": "rsa", "text": "Start RSA from small primes."},
+            {
+                "graph": "topic",
+                "concept": "Rivest Shamir Adleman",
+                "text": "Name the three inventors.",
+            },
+            {"graph": "topic", "concept": "Buffer Overflow", "text": "Show the stack frame first."},
+            {"graph": "topic", "concept": "??", "text": "Something the extractor could not name."},
+        ),
+    )
+    rows = db.execute(
+        "SELECT concept_slug, concept_match_quality AS q, confidence, maturity, instruction "
+        "FROM hag_entries ORDER BY confidence DESC"
+    ).fetchall()
     # The alias lands on the same identity as the exact slug (merged; the near step on its
     # own is pinned below).
     assert [(r["concept_slug"], r["q"], r["confidence"]) for r in rows] == [
-        ("rsa", 1.0, 0.5), ("buffer-overflow", 0.6, pytest.approx(0.3)),
-        ("_unanchored_", 0.25, 0.125)]
+        ("rsa", 1.0, 0.5),
+        ("buffer-overflow", 0.6, pytest.approx(0.3)),
+        ("_unanchored_", 0.25, 0.125),
+    ]
     assert {r["maturity"] for r in rows} == {"candidate"}
-    minted = db.execute("SELECT slug, title, origin FROM hag_concepts WHERE origin = 'minted'").fetchall()
+    minted = db.execute(
+        "SELECT slug, title, origin FROM hag_concepts WHERE origin = 'minted'"
+    ).fetchall()
     assert [(m["slug"], m["title"]) for m in minted] == [("buffer-overflow", "Buffer Overflow")]
 
 
@@ -56,7 +73,12 @@ def test_a_near_match_by_alias_scales_by_the_near_quality(db):
     """An alias of a canonical concept is step 2: quality 0.8, confidence 0.4."""
     f.concept(db, "cryptography", "rsa", title="RSA", aliases=["rivest-shamir-adleman"])
     db.commit()
-    run(db, observe({"graph": "topic", "concept": "Rivest Shamir Adleman", "text": "Name the inventors."}))
+    run(
+        db,
+        observe(
+            {"graph": "topic", "concept": "Rivest Shamir Adleman", "text": "Name the inventors."}
+        ),
+    )
     row = entries(db)["rsa"]
     assert (row["concept_match_quality"], row["confidence"]) == (0.8, 0.4)
 
@@ -65,22 +87,40 @@ def test_a_near_match_by_embedding_needs_the_similarity_dial(db, dials):
     """A name whose embedding is within ladder_near_similarity of a concept's anchors there."""
     from hag.embeddings import embed_text
 
-    f.concept(db, "cryptography", "hashing", title="Hashing",
-              embedding=embed_text("one way digest functions"))
+    f.concept(
+        db,
+        "cryptography",
+        "hashing",
+        title="Hashing",
+        embedding=embed_text("one way digest functions"),
+    )
     db.commit()
-    run(db, observe({"graph": "topic", "concept": "one way digest functions", "text": "SHA first."}))
+    run(
+        db, observe({"graph": "topic", "concept": "one way digest functions", "text": "SHA first."})
+    )
     assert entries(db)["hashing"]["concept_match_quality"] == 0.8
     dials(ladder_near_similarity=1.0, ladder_mint_min_chars=100)
-    run(db, observe({"graph": "topic", "concept": "one way digest functions for passwords", "text": "MD5 is broken."},
-                    session_id="s2"))
+    run(
+        db,
+        observe(
+            {
+                "graph": "topic",
+                "concept": "one way digest functions for passwords",
+                "text": "MD5 is broken.",
+            },
+            session_id="s2",
+        ),
+    )
     assert "_unanchored_" in entries(db)  # no near match, too long to mint: step 4
 
 
 def test_minted_slugs_never_become_canonical(db):
     """The same drift name twice lands on the same minted entry, still at minted quality."""
     run(db, observe({"graph": "topic", "concept": "Steganography", "text": "Hide it in pixels."}))
-    summary = run(db, observe({"graph": "topic", "concept": "steganography", "text": "Again."},
-                              session_id="s2"))
+    summary = run(
+        db,
+        observe({"graph": "topic", "concept": "steganography", "text": "Again."}, session_id="s2"),
+    )
     row = entries(db)["steganography"]
     assert row["concept_match_quality"] == 0.6 and summary.entries_merged == 1
 
@@ -93,22 +133,39 @@ def test_short_names_are_not_minted(db):
 
 def test_unanchored_rows_never_merge(db):
     """Two unanchored observations of one concept are two rows (no identity to merge on)."""
-    run(db, observe({"graph": "topic", "concept": "!", "text": "One."},
-                    {"graph": "topic", "concept": "!", "text": "One."}))
+    run(
+        db,
+        observe(
+            {"graph": "topic", "concept": "!", "text": "One."},
+            {"graph": "topic", "concept": "!", "text": "One."},
+        ),
+    )
     assert db.execute("SELECT count(*) AS n FROM hag_entries").fetchone()["n"] == 2
 
 
 def test_graphs_get_their_scopes(db):
     """topic -> public, tutor -> tutor, student -> student:<learner>, visual -> visual."""
-    run(db, observe({"graph": "topic", "concept": "rsa", "text": "a."},
-                    {"graph": "tutor", "concept": "worked examples", "text": "b."},
-                    {"graph": "student", "concept": "visual learner", "text": "c."},
-                    {"graph": "visual", "concept": "rsa", "text": "d."},
-                    {"graph": "visual", "concept": "%", "text": "dropped."}, learner="ada"))
-    scopes = sorted((r["visibility_scope"], r["concept_slug"]) for r in
-                    db.execute("SELECT visibility_scope, concept_slug FROM hag_entries").fetchall())
-    assert scopes == [("public", "rsa"), ("student:ada", "visual-learner"), ("tutor", "worked-examples"),
-                      ("visual", "rsa")]
+    run(
+        db,
+        observe(
+            {"graph": "topic", "concept": "rsa", "text": "a."},
+            {"graph": "tutor", "concept": "worked examples", "text": "b."},
+            {"graph": "student", "concept": "visual learner", "text": "c."},
+            {"graph": "visual", "concept": "rsa", "text": "d."},
+            {"graph": "visual", "concept": "%", "text": "dropped."},
+            learner="ada",
+        ),
+    )
+    scopes = sorted(
+        (r["visibility_scope"], r["concept_slug"])
+        for r in db.execute("SELECT visibility_scope, concept_slug FROM hag_entries").fetchall()
+    )
+    assert scopes == [
+        ("public", "rsa"),
+        ("student:ada", "visual-learner"),
+        ("tutor", "worked-examples"),
+        ("visual", "rsa"),
+    ]
 
 
 def _at_cosine(base: np.ndarray, cos: float) -> np.ndarray:
@@ -127,11 +184,22 @@ def test_student_patterns_merge_at_cosine_073_and_not_at_071(db, cos, merged):
 
     text = "Builds a physical model before the abstract one."
     base = embed_text(text).astype(np.float64)
-    f.entry(db, topic_id="linux", concept_slug="visual-learner-mapping", scope="student:ada",
-            maturity="candidate", confidence=0.5, embedding=_at_cosine(base, cos))
+    f.entry(
+        db,
+        topic_id="linux",
+        concept_slug="visual-learner-mapping",
+        scope="student:ada",
+        maturity="candidate",
+        confidence=0.5,
+        embedding=_at_cosine(base, cos),
+    )
     db.commit()
-    summary = run(db, observe({"graph": "student", "concept": "visual model builder", "text": text},
-                              learner="ada"))
+    summary = run(
+        db,
+        observe(
+            {"graph": "student", "concept": "visual model builder", "text": text}, learner="ada"
+        ),
+    )
     rows = entries(db, "student:ada")
     assert (len(rows) == 1) is merged
     assert (summary.entries_merged, summary.entries_created) == ((1, 0) if merged else (0, 1))
@@ -146,16 +214,23 @@ def test_student_dedup_is_per_learner(db):
 
 def test_student_patterns_merge_within_one_session(db):
     """The second of two near-identical traits in one session merges into the first."""
-    run(db, observe({"graph": "student", "concept": "visual learner", "text": "Likes diagrams a lot."},
-                    {"graph": "student", "concept": "diagram person", "text": "Likes diagrams a lot!"},
-                    learner="ada"))
+    run(
+        db,
+        observe(
+            {"graph": "student", "concept": "visual learner", "text": "Likes diagrams a lot."},
+            {"graph": "student", "concept": "diagram person", "text": "Likes diagrams a lot!"},
+            learner="ada",
+        ),
+    )
     assert len(entries(db, "student:ada")) == 1
 
 
 def test_resolve_all_embeds_only_names_that_need_it():
     """Lexical hits are not embedded; the rest are embedded once, together."""
-    cat = Catalogue.from_rows("t", [{"slug": "rsa", "title": "RSA", "aliases": [],
-                                     "embedding": np.ones(4, dtype=np.float32)}])
+    cat = Catalogue.from_rows(
+        "t",
+        [{"slug": "rsa", "title": "RSA", "aliases": [], "embedding": np.ones(4, dtype=np.float32)}],
+    )
     calls = []
 
     def embed(names):
@@ -173,12 +248,21 @@ def test_an_unanchored_student_observation_never_merges_by_cosine(db):
     from hag.embeddings import embed_text
 
     text = "Builds a physical model before the abstract one."
-    f.entry(db, topic_id="linux", concept_slug="visual-model-builder", scope="student:ada",
-            maturity="candidate", confidence=0.5, embedding=embed_text(text))
+    f.entry(
+        db,
+        topic_id="linux",
+        concept_slug="visual-model-builder",
+        scope="student:ada",
+        maturity="candidate",
+        confidence=0.5,
+        embedding=embed_text(text),
+    )
     db.commit()
     summary = run(db, observe({"graph": "student", "concept": "?", "text": text}, learner="ada"))
-    rows = db.execute("SELECT concept_slug FROM hag_entries WHERE visibility_scope = 'student:ada' "
-                      "ORDER BY concept_slug").fetchall()
+    rows = db.execute(
+        "SELECT concept_slug FROM hag_entries WHERE visibility_scope = 'student:ada' "
+        "ORDER BY concept_slug"
+    ).fetchall()
     assert [r["concept_slug"] for r in rows] == ["_unanchored_", "visual-model-builder"]
     assert (summary.entries_merged, summary.entries_created) == (0, 1)
 
@@ -188,13 +272,32 @@ def test_a_named_student_observation_never_merges_into_an_unanchored_pattern(db)
     from hag.embeddings import embed_text
 
     text = "Builds a physical model before the abstract one."
-    f.entry(db, topic_id="linux", concept_slug="_unanchored_", scope="student:ada",
-            maturity="candidate", confidence=0.5, embedding=embed_text(text))
+    f.entry(
+        db,
+        topic_id="linux",
+        concept_slug="_unanchored_",
+        scope="student:ada",
+        maturity="candidate",
+        confidence=0.5,
+        embedding=embed_text(text),
+    )
     db.commit()
-    summary = run(db, observe({"graph": "student", "concept": "visual model builder", "text": text},
-                              {"graph": "student", "concept": "!", "text": text}, learner="ada"))
-    rows = db.execute("SELECT concept_slug FROM hag_entries WHERE visibility_scope = 'student:ada' "
-                      "ORDER BY concept_slug").fetchall()
+    summary = run(
+        db,
+        observe(
+            {"graph": "student", "concept": "visual model builder", "text": text},
+            {"graph": "student", "concept": "!", "text": text},
+            learner="ada",
+        ),
+    )
+    rows = db.execute(
+        "SELECT concept_slug FROM hag_entries WHERE visibility_scope = 'student:ada' "
+        "ORDER BY concept_slug"
+    ).fetchall()
     # the named trait is new; the second, nameless one merges with nothing (not even the first)
-    assert [r["concept_slug"] for r in rows] == ["_unanchored_", "_unanchored_", "visual-model-builder"]
+    assert [r["concept_slug"] for r in rows] == [
+        "_unanchored_",
+        "_unanchored_",
+        "visual-model-builder",
+    ]
     assert (summary.entries_merged, summary.entries_created) == (0, 2)

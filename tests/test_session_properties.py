@@ -18,11 +18,15 @@ from tests.session_builders import T0, ingest, payload, turn
 DIALS = hag_settings.defaults()
 unit = st.floats(0.0, 1.0, allow_nan=False)
 outcomes = st.sampled_from(["success", "failure", None])
-DB_SETTINGS = settings(max_examples=25, deadline=None,
-                       suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+DB_SETTINGS = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 # --- the pure rules -------------------------------------------------------------------------
+
 
 @given(st.floats(0.05, 1.0), st.lists(outcomes, max_size=12))
 def test_composed_edge_grading_equals_turn_by_turn(c, seq):
@@ -40,7 +44,9 @@ def test_edge_grading_stays_within_floor_and_ceiling(c, seq):
         assert 0.05 - 1e-12 <= rules.edge_grading(seq, DIALS)(c) <= 1.0 + 1e-12
 
 
-@given(unit, st.lists(st.tuples(outcomes, unit), max_size=20), st.sampled_from(["proven", "candidate"]))
+@given(
+    unit, st.lists(st.tuples(outcomes, unit), max_size=20), st.sampled_from(["proven", "candidate"])
+)
 def test_composed_entry_grading_equals_turn_by_turn_and_stays_in_bounds(c, steps, maturity):
     """The affine composition equals the seed's rule applied turn by turn, within [0, 1]."""
     step_by_step = c
@@ -64,15 +70,29 @@ def test_reinforcement_never_lowers_and_counts_one_hit(db, c, hits):
     db.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('cryptography', 'Cryptography')")
     a, b = entry_id(0, 0), entry_id(0, 1)
     for i in (a, b):
-        db.execute("INSERT INTO hag_entries (id, topic_id, concept_slug, visibility_scope, maturity, "
-                   "confidence, instruction, embedding) VALUES (%s, 'cryptography', %s, 'public', "
-                   "'pattern', 0.5, 'x', %s)", (i, f"c-{i}", Vector(vec(0.5))))
-    db.execute("INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
-               "hit_count, source_type) VALUES (%s, %s, 'leads_to', %s, %s, 'learned')", (a, b, c, hits))
-    [result] = upsert_edges(db, [EdgeObservation(a, b, "leads_to")], DIALS, source_type="learned",
-                            at=T0, session_id="s1")
+        db.execute(
+            "INSERT INTO hag_entries (id, topic_id, concept_slug, visibility_scope, maturity, "
+            "confidence, instruction, embedding) VALUES (%s, 'cryptography', %s, 'public', "
+            "'pattern', 0.5, 'x', %s)",
+            (i, f"c-{i}", Vector(vec(0.5))),
+        )
+    db.execute(
+        "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
+        "hit_count, source_type) VALUES (%s, %s, 'leads_to', %s, %s, 'learned')",
+        (a, b, c, hits),
+    )
+    [result] = upsert_edges(
+        db,
+        [EdgeObservation(a, b, "leads_to")],
+        DIALS,
+        source_type="learned",
+        at=T0,
+        session_id="s1",
+    )
     db.commit()
-    expected = max(c, 0.6 if hits + 1 >= 3 else 0.3)  # the seed's rule, hit_count after the increment
+    expected = max(
+        c, 0.6 if hits + 1 >= 3 else 0.3
+    )  # the seed's rule, hit_count after the increment
     assert (result.inserted, result.hit_count, result.confidence) == (False, hits + 1, expected)
 
 
@@ -102,58 +122,123 @@ def build_world(db):
                 "INSERT INTO hag_entries (id, topic_id, concept_slug, visibility_scope, maturity, "
                 "confidence, instruction, embedding, created_at, updated_at) VALUES "
                 "(%s, 'cryptography', %s, 'public', %s, %s, %s, %s, %s, %s)",
-                (entry_id(g, k), slug, maturities[k], 0.2 + 0.2 * k, f"Advice {g}/{k}.",
-                 Vector(vec(0.5, axis=7 + k)), T0 - timedelta(days=30),
-                 T0 - timedelta(days=30)))
-        for k, (s, t, kind, conf) in enumerate([(0, 1, "prerequisite", 0.06), (1, 2, "leads_to", 0.97),
-                                                (2, 0, "fallback", 0.5)]):
+                (
+                    entry_id(g, k),
+                    slug,
+                    maturities[k],
+                    0.2 + 0.2 * k,
+                    f"Advice {g}/{k}.",
+                    Vector(vec(0.5, axis=7 + k)),
+                    T0 - timedelta(days=30),
+                    T0 - timedelta(days=30),
+                ),
+            )
+        for k, (s, t, kind, conf) in enumerate(
+            [(0, 1, "prerequisite", 0.06), (1, 2, "leads_to", 0.97), (2, 0, "fallback", 0.5)]
+        ):
             db.execute(
                 "INSERT INTO hag_edges (id, source_entry_id, target_entry_id, edge_type, confidence, "
                 "hit_count, source_type, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, 1, 'seed', %s, %s)",
-                (edge_id(g, k), entry_id(g, s), entry_id(g, t), kind, conf, T0 - timedelta(days=30),
-                 T0 - timedelta(days=30)))
+                (
+                    edge_id(g, k),
+                    entry_id(g, s),
+                    entry_id(g, t),
+                    kind,
+                    conf,
+                    T0 - timedelta(days=30),
+                    T0 - timedelta(days=30),
+                ),
+            )
     db.commit()
 
 
 def turns_for(group: int):
     entries = st.sampled_from([entry_id(group, k) for k in range(PER_GROUP)])
     slugs = st.sampled_from([f"g{group}-c{k}" for k in range(3)] + ["nowhere"])
-    observation = st.fixed_dictionaries({
-        "graph": st.sampled_from(["topic", "tutor", "student", "visual"]),
-        "concept": st.sampled_from([f"g{group} idea {k}" for k in range(3)] + [f"g{group}-c0", "?"]),
-        "text": st.sampled_from([f"Group {group} says {w}." for w in ("this", "that", "more")]),
-    })
+    observation = st.fixed_dictionaries(
+        {
+            "graph": st.sampled_from(["topic", "tutor", "student", "visual"]),
+            "concept": st.sampled_from(
+                [f"g{group} idea {k}" for k in range(3)] + [f"g{group}-c0", "?"]
+            ),
+            "text": st.sampled_from([f"Group {group} says {w}." for w in ("this", "that", "more")]),
+        }
+    )
     one = st.builds(
         lambda decision, used, rendered, outcome, strength, struggles, observations: dict(
-            decision=decision, used=used, rendered=rendered, outcome=outcome, strength=strength,
-            struggles=struggles, observations=observations),
-        st.one_of(st.none(), entries), st.lists(entries, max_size=3),
-        st.lists(st.sampled_from([edge_id(group, k) for k in range(3)]), max_size=3), outcomes,
+            decision=decision,
+            used=used,
+            rendered=rendered,
+            outcome=outcome,
+            strength=strength,
+            struggles=struggles,
+            observations=observations,
+        ),
+        st.one_of(st.none(), entries),
+        st.lists(entries, max_size=3),
+        st.lists(st.sampled_from([edge_id(group, k) for k in range(3)]), max_size=3),
+        outcomes,
         st.one_of(st.none(), unit),
-        st.lists(st.fixed_dictionaries({"concept_slug": slugs, "missing_slug": slugs,
-                                        "evidence": st.sampled_from(["", "I said so"])}), max_size=2),
-        st.lists(observation, max_size=2))
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "concept_slug": slugs,
+                    "missing_slug": slugs,
+                    "evidence": st.sampled_from(["", "I said so"]),
+                }
+            ),
+            max_size=2,
+        ),
+        st.lists(observation, max_size=2),
+    )
     return st.lists(one, min_size=1, max_size=6)
 
 
 def session_of(group: int, n: int, spec, day: int):
-    return payload(f"g{group}-s{n}", [turn(i, **t) for i, t in enumerate(spec)],
-                   learner=f"learner-{group}", day=day)
+    return payload(
+        f"g{group}-s{n}",
+        [turn(i, **t) for i, t in enumerate(spec)],
+        learner=f"learner-{group}",
+        day=day,
+    )
 
 
 def memory(db):
     """Entries and edges by natural keys (new rows get random ids)."""
-    keys = {r["id"]: (r["concept_slug"], r["visibility_scope"], r["instruction"], r["created_at"])
-            for r in db.execute("SELECT * FROM hag_entries").fetchall()}
+    keys = {
+        r["id"]: (r["concept_slug"], r["visibility_scope"], r["instruction"], r["created_at"])
+        for r in db.execute("SELECT * FROM hag_entries").fetchall()
+    }
     entries = sorted(
-        (keys[r["id"]], r["maturity"], round(r["confidence"], 12), r["concept_match_quality"],
-         r["success_count"], r["failure_count"], r["last_matched_at"], r["updated_at"])
-        for r in db.execute("SELECT * FROM hag_entries").fetchall())
+        (
+            keys[r["id"]],
+            r["maturity"],
+            round(r["confidence"], 12),
+            r["concept_match_quality"],
+            r["success_count"],
+            r["failure_count"],
+            r["last_matched_at"],
+            r["updated_at"],
+        )
+        for r in db.execute("SELECT * FROM hag_entries").fetchall()
+    )
     edges = sorted(
-        (keys[r["source_entry_id"]], keys[r["target_entry_id"]], r["edge_type"], r["condition"],
-         round(r["confidence"], 12), r["hit_count"], r["source_type"], r["source_session_id"],
-         r["traversal_count"], r["last_traversed_at"], r["created_at"], r["updated_at"])
-        for r in db.execute("SELECT * FROM hag_edges").fetchall())
+        (
+            keys[r["source_entry_id"]],
+            keys[r["target_entry_id"]],
+            r["edge_type"],
+            r["condition"],
+            round(r["confidence"], 12),
+            r["hit_count"],
+            r["source_type"],
+            r["source_session_id"],
+            r["traversal_count"],
+            r["last_traversed_at"],
+            r["created_at"],
+            r["updated_at"],
+        )
+        for r in db.execute("SELECT * FROM hag_edges").fetchall()
+    )
     return entries, edges
 
 
@@ -200,8 +285,14 @@ def test_confidences_stay_in_bounds_for_any_payload(db, plan):
     for n, (group, data) in enumerate(plan):
         assert ingest(db, session_of(group, n, data.draw(turns_for(group)), day=n))[0].accepted
     process()
-    bad_entries = db.execute("SELECT count(*) AS n FROM hag_entries WHERE confidence < 0 OR confidence > 1")
-    bad_edges = db.execute("SELECT count(*) AS n FROM hag_edges WHERE confidence < 0.05 OR confidence > 1")
+    bad_entries = db.execute(
+        "SELECT count(*) AS n FROM hag_entries WHERE confidence < 0 OR confidence > 1"
+    )
+    bad_edges = db.execute(
+        "SELECT count(*) AS n FROM hag_edges WHERE confidence < 0.05 OR confidence > 1"
+    )
     assert bad_entries.fetchone()["n"] == 0 and bad_edges.fetchone()["n"] == 0
-    counters = db.execute("SELECT count(*) AS n FROM hag_entries WHERE success_count < 0 OR failure_count < 0")
+    counters = db.execute(
+        "SELECT count(*) AS n FROM hag_entries WHERE success_count < 0 OR failure_count < 0"
+    )
     assert counters.fetchone()["n"] == 0

@@ -43,28 +43,38 @@ def test_an_edge_graded_up_to_075_stays_075_when_re_observed(db, pair):
 def test_the_same_edge_twice_in_one_session_is_one_observation(db, pair):
     """hit_count counts sessions: A->B seen in two turn pairs of one session counts once."""
     a, b = pair
-    turns = [turn(0, decision=a, outcome="success"), turn(1, decision=b, outcome="failure"),
-             turn(2, decision=a, outcome="success"), turn(3, decision=b)]
+    turns = [
+        turn(0, decision=a, outcome="success"),
+        turn(1, decision=b, outcome="failure"),
+        turn(2, decision=a, outcome="success"),
+        turn(3, decision=b),
+    ]
     run(db, payload("s1", turns))
     assert edge_row(db, a, b, "leads_to")["hit_count"] == 1
 
 
-@pytest.mark.parametrize(("start", "outcome", "expected"), [
-    (0.07, "failure", 0.05),   # max(0.05, 0.02)
-    (0.05, "failure", 0.05),   # stays on the floor
-    (0.50, "failure", 0.45),
-    (0.98, "success", 1.0),    # min(1.0, 1.03)
-    (1.0, "success", 1.0),     # stays on the ceiling
-    (0.50, "success", 0.55),
-])
-def test_edge_grading_moves_005_within_the_floor_and_the_ceiling(db, pair, start, outcome, expected):
+@pytest.mark.parametrize(
+    ("start", "outcome", "expected"),
+    [
+        (0.07, "failure", 0.05),  # max(0.05, 0.02)
+        (0.05, "failure", 0.05),  # stays on the floor
+        (0.50, "failure", 0.45),
+        (0.98, "success", 1.0),  # min(1.0, 1.03)
+        (1.0, "success", 1.0),  # stays on the ceiling
+        (0.50, "success", 0.55),
+    ],
+)
+def test_edge_grading_moves_005_within_the_floor_and_the_ceiling(
+    db, pair, start, outcome, expected
+):
     """An edge rendered in a turn moves by 0.05 with its outcome, clamped to [0.05, 1.0]."""
     a, b = pair
     e = f.edge(db, a, b, "prerequisite", confidence=start)
     db.commit()
     run(db, payload("s1", [turn(0, rendered=[e], outcome=outcome)]))
-    row = db.execute("SELECT confidence, traversal_count, last_traversed_at FROM hag_edges "
-                     "WHERE id = %s", (e,)).fetchone()
+    row = db.execute(
+        "SELECT confidence, traversal_count, last_traversed_at FROM hag_edges WHERE id = %s", (e,)
+    ).fetchone()
     assert row["confidence"] == pytest.approx(expected, abs=1e-12)
     assert row["traversal_count"] == 1
     assert row["last_traversed_at"].isoformat() == "2026-03-01T12:00:00+00:00"
@@ -75,22 +85,35 @@ def test_an_edge_rendered_in_three_turns_is_graded_turn_by_turn(db, pair):
     a, b = pair
     e = f.edge(db, a, b, "prerequisite", confidence=0.98)
     db.commit()
-    run(db, payload("s1", [turn(0, rendered=[e], outcome="success"),
-                           turn(1, rendered=[e], outcome="failure"),
-                           turn(2, rendered=[e], outcome="failure"),
-                           turn(3, rendered=[e])]))
-    row = db.execute("SELECT confidence, traversal_count FROM hag_edges WHERE id = %s", (e,)).fetchone()
+    run(
+        db,
+        payload(
+            "s1",
+            [
+                turn(0, rendered=[e], outcome="success"),
+                turn(1, rendered=[e], outcome="failure"),
+                turn(2, rendered=[e], outcome="failure"),
+                turn(3, rendered=[e]),
+            ],
+        ),
+    )
+    row = db.execute(
+        "SELECT confidence, traversal_count FROM hag_edges WHERE id = %s", (e,)
+    ).fetchone()
     assert row["confidence"] == pytest.approx(0.90, abs=1e-12)
     assert row["traversal_count"] == 4
 
 
-@pytest.mark.parametrize(("maturity", "outcome", "expected"), [
-    ("proven", "success", 0.62),      # 0.6 + 0.10 * 0.4 * 0.5
-    ("candidate", "success", 0.64),   # 0.6 + 0.20 * 0.4 * 0.5
-    ("pattern", "success", 0.64),
-    ("proven", "failure", 0.57),      # 0.6 - 0.10 * 0.6 * 0.5
-    ("candidate", "failure", 0.54),   # 0.6 - 0.20 * 0.6 * 0.5
-])
+@pytest.mark.parametrize(
+    ("maturity", "outcome", "expected"),
+    [
+        ("proven", "success", 0.62),  # 0.6 + 0.10 * 0.4 * 0.5
+        ("candidate", "success", 0.64),  # 0.6 + 0.20 * 0.4 * 0.5
+        ("pattern", "success", 0.64),
+        ("proven", "failure", 0.57),  # 0.6 - 0.10 * 0.6 * 0.5
+        ("candidate", "failure", 0.54),  # 0.6 - 0.20 * 0.6 * 0.5
+    ],
+)
 def test_entry_update_proven_vs_candidate_at_strength_05(db, maturity, outcome, expected):
     """Entries move by the asymmetric saturating rule, lr 0.10 when proven and 0.20 otherwise."""
     e = f.entry(db, concept_slug="rsa", maturity=maturity, confidence=0.6)
@@ -98,7 +121,9 @@ def test_entry_update_proven_vs_candidate_at_strength_05(db, maturity, outcome, 
     run(db, payload("s1", [turn(0, used=[e], outcome=outcome, strength=0.5)]))
     row = entry_row(db, e)
     assert row["confidence"] == pytest.approx(expected, abs=1e-12)
-    assert (row["success_count"], row["failure_count"]) == ((1, 0) if outcome == "success" else (0, 1))
+    assert (row["success_count"], row["failure_count"]) == (
+        (1, 0) if outcome == "success" else (0, 1)
+    )
     assert row["last_matched_at"].isoformat() == "2026-03-01T12:00:00+00:00"
 
 
@@ -119,22 +144,55 @@ def test_reinforcement_lands_before_grading_in_the_same_session(db, pair):
     a, b = pair
     e = f.edge(db, a, b, "leads_to", confidence=0.3, source_type="learned", hit_count=2)
     db.commit()
-    run(db, payload("s1", [turn(0, decision=a, outcome="success"),
-                           turn(1, decision=b, rendered=[e], outcome="failure")]))
+    run(
+        db,
+        payload(
+            "s1",
+            [
+                turn(0, decision=a, outcome="success"),
+                turn(1, decision=b, rendered=[e], outcome="failure"),
+            ],
+        ),
+    )
     row = edge_row(db, a, b, "leads_to")
     assert (row["hit_count"], row["confidence"]) == (3, pytest.approx(0.55, abs=1e-12))
-    reasons = [r["reason"] for r in db.execute(
-        "SELECT reason FROM hag_confidence_history WHERE entity_id = %s ORDER BY history_id", (e,))]
-    assert reasons[-2:] == ["session reinforcement (discovery, prerequisite proposals)", "outcome grading"]
+    reasons = [
+        r["reason"]
+        for r in db.execute(
+            "SELECT reason FROM hag_confidence_history WHERE entity_id = %s ORDER BY history_id",
+            (e,),
+        )
+    ]
+    assert reasons[-2:] == [
+        "session reinforcement (discovery, prerequisite proposals)",
+        "outcome grading",
+    ]
 
 
 def test_recovery_makes_a_fallback_edge_with_a_condition(db, pair):
     """Turn t failed on A, turn t+1 succeeded on B: fallback A -> B (when: what failed)."""
     a, b = pair
-    run(db, payload("s1", [
-        turn(0, decision=a, outcome="failure", struggles=[
-            {"concept_slug": "rsa", "missing_slug": "modular-arithmetic", "evidence": "what is mod?"}]),
-        turn(1, decision=b, outcome="success")]))
+    run(
+        db,
+        payload(
+            "s1",
+            [
+                turn(
+                    0,
+                    decision=a,
+                    outcome="failure",
+                    struggles=[
+                        {
+                            "concept_slug": "rsa",
+                            "missing_slug": "modular-arithmetic",
+                            "evidence": "what is mod?",
+                        }
+                    ],
+                ),
+                turn(1, decision=b, outcome="success"),
+            ],
+        ),
+    )
     row = edge_row(db, a, b, "fallback")
     assert row["condition"] == "the student did not get rsa (missing modular-arithmetic)"
     assert (row["confidence"], row["hit_count"]) == (0.3, 1)
@@ -144,8 +202,17 @@ def test_recovery_makes_a_fallback_edge_with_a_condition(db, pair):
 def test_a_turn_without_a_decision_breaks_the_chain(db, pair):
     """A, (no decision), B: no edge, since only consecutive decisions are linked."""
     a, b = pair
-    run(db, payload("s1", [turn(0, decision=a, outcome="success"), turn(1, outcome="success"),
-                           turn(2, decision=b, outcome="success")]))
+    run(
+        db,
+        payload(
+            "s1",
+            [
+                turn(0, decision=a, outcome="success"),
+                turn(1, outcome="success"),
+                turn(2, decision=b, outcome="success"),
+            ],
+        ),
+    )
     assert db.execute("SELECT count(*) AS n FROM hag_edges").fetchone()["n"] == 0
 
 
@@ -154,14 +221,34 @@ def test_unanchored_entries_never_get_edges(db, pair):
     a, b = pair
     u = f.entry(db, concept_slug="_unanchored_", confidence=0.8)
     db.commit()
-    summary = run(db, payload("s1", [
-        turn(0, decision=a, outcome="success"), turn(1, decision=u, outcome="failure"),
-        turn(2, decision=b, outcome="success", struggles=[
-            {"concept_slug": "_unanchored_", "missing_slug": "rsa", "evidence": "I am lost"}],
-            observations=[{"graph": "topic", "concept": "?", "text": "Something vague."}])]))
-    n = db.execute("SELECT count(*) AS n FROM hag_edges e JOIN hag_entries s ON s.id = e.source_entry_id "
-                   "JOIN hag_entries t ON t.id = e.target_entry_id "
-                   "WHERE '_unanchored_' IN (s.concept_slug, t.concept_slug)").fetchone()["n"]
+    summary = run(
+        db,
+        payload(
+            "s1",
+            [
+                turn(0, decision=a, outcome="success"),
+                turn(1, decision=u, outcome="failure"),
+                turn(
+                    2,
+                    decision=b,
+                    outcome="success",
+                    struggles=[
+                        {
+                            "concept_slug": "_unanchored_",
+                            "missing_slug": "rsa",
+                            "evidence": "I am lost",
+                        }
+                    ],
+                    observations=[{"graph": "topic", "concept": "?", "text": "Something vague."}],
+                ),
+            ],
+        ),
+    )
+    n = db.execute(
+        "SELECT count(*) AS n FROM hag_edges e JOIN hag_entries s ON s.id = e.source_entry_id "
+        "JOIN hag_entries t ON t.id = e.target_entry_id "
+        "WHERE '_unanchored_' IN (s.concept_slug, t.concept_slug)"
+    ).fetchone()["n"]
     assert n == 0
     assert edge_row(db, a, u, "leads_to") is None and edge_row(db, u, b, "fallback") is None
     assert summary.struggles_unresolved == 1 and summary.entries_created == 1
@@ -170,9 +257,25 @@ def test_unanchored_entries_never_get_edges(db, pair):
 def test_a_struggle_with_evidence_proposes_a_prerequisite(db, pair):
     """A struggle with quoted evidence: prerequisite from the struggled to the missing concept."""
     a, b = pair
-    summary = run(db, payload("s1", [turn(0, outcome="failure", struggles=[
-        {"concept_slug": "rsa", "missing_slug": "modular-arithmetic",
-         "evidence": "I don't get why we take the remainder"}])]))
+    summary = run(
+        db,
+        payload(
+            "s1",
+            [
+                turn(
+                    0,
+                    outcome="failure",
+                    struggles=[
+                        {
+                            "concept_slug": "rsa",
+                            "missing_slug": "modular-arithmetic",
+                            "evidence": "I don't get why we take the remainder",
+                        }
+                    ],
+                )
+            ],
+        ),
+    )
     row = edge_row(db, a, b, "prerequisite")
     assert (row["confidence"], row["hit_count"], row["source_type"]) == (0.3, 1, "learned")
     assert summary.struggles_proposed == 1
@@ -180,9 +283,26 @@ def test_a_struggle_with_evidence_proposes_a_prerequisite(db, pair):
 
 def test_a_struggle_with_no_evidence_proposes_nothing(db, pair):
     """Empty or blank evidence is no evidence: no edge, and the summary says so."""
-    summary = run(db, payload("s1", [turn(0, outcome="failure", struggles=[
-        {"concept_slug": "rsa", "missing_slug": "modular-arithmetic", "evidence": "  "},
-        {"concept_slug": "rsa", "missing_slug": "modular-arithmetic"}])]))
+    summary = run(
+        db,
+        payload(
+            "s1",
+            [
+                turn(
+                    0,
+                    outcome="failure",
+                    struggles=[
+                        {
+                            "concept_slug": "rsa",
+                            "missing_slug": "modular-arithmetic",
+                            "evidence": "  ",
+                        },
+                        {"concept_slug": "rsa", "missing_slug": "modular-arithmetic"},
+                    ],
+                )
+            ],
+        ),
+    )
     assert db.execute("SELECT count(*) AS n FROM hag_edges").fetchone()["n"] == 0
     assert summary.struggles_without_evidence == 2
 
@@ -190,16 +310,34 @@ def test_a_struggle_with_no_evidence_proposes_nothing(db, pair):
 def test_co_occurrence_alone_proposes_nothing(db, pair):
     """Two concepts used and named together in failing turns make no prerequisite."""
     a, b = pair
-    turns = [turn(i, concepts=["rsa", "modular-arithmetic"], used=[a, b], outcome="failure")
-             for i in range(5)]
+    turns = [
+        turn(i, concepts=["rsa", "modular-arithmetic"], used=[a, b], outcome="failure")
+        for i in range(5)
+    ]
     run(db, payload("s1", turns))
     assert db.execute("SELECT count(*) AS n FROM hag_edges").fetchone()["n"] == 0
 
 
 def test_a_struggle_naming_a_concept_without_an_entry_is_unresolved(db, pair):
     """No topic entry for the missing concept: nothing proposed, counted as unresolved."""
-    summary = run(db, payload("s1", [turn(0, struggles=[
-        {"concept_slug": "rsa", "missing_slug": "group-theory", "evidence": "what's a group"}])]))
+    summary = run(
+        db,
+        payload(
+            "s1",
+            [
+                turn(
+                    0,
+                    struggles=[
+                        {
+                            "concept_slug": "rsa",
+                            "missing_slug": "group-theory",
+                            "evidence": "what's a group",
+                        }
+                    ],
+                )
+            ],
+        ),
+    )
     assert db.execute("SELECT count(*) AS n FROM hag_edges").fetchone()["n"] == 0
     assert summary.struggles_unresolved == 1
 
@@ -207,11 +345,32 @@ def test_a_struggle_naming_a_concept_without_an_entry_is_unresolved(db, pair):
 def test_a_struggle_resolves_names_through_the_catalogue(db, pair):
     """A struggle may name a concept by alias: 'Modular Arithmetic' finds modular-arithmetic."""
     a, b = pair
-    f.concept(db, "cryptography", "modular-arithmetic", title="Modular arithmetic",
-              aliases=["clock arithmetic"])
+    f.concept(
+        db,
+        "cryptography",
+        "modular-arithmetic",
+        title="Modular arithmetic",
+        aliases=["clock arithmetic"],
+    )
     db.commit()
-    run(db, payload("s1", [turn(0, struggles=[
-        {"concept_slug": "rsa", "missing_slug": "Clock Arithmetic", "evidence": "mod confuses me"}])]))
+    run(
+        db,
+        payload(
+            "s1",
+            [
+                turn(
+                    0,
+                    struggles=[
+                        {
+                            "concept_slug": "rsa",
+                            "missing_slug": "Clock Arithmetic",
+                            "evidence": "mod confuses me",
+                        }
+                    ],
+                )
+            ],
+        ),
+    )
     assert edge_row(db, a, b, "prerequisite") is not None
 
 

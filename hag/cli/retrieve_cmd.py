@@ -13,13 +13,29 @@ from hag.cli._common import echo_json, json_option, note, ready
 @click.option("--message", required=True, help="The student's message this turn.")
 @click.option("--level", default=None, help="Proficiency level for the query context.")
 @click.option("--focus", default=None, help="Current focus for the query context.")
-@click.option("--recent", multiple=True, metavar="SLUGS",
-              help="Concept slugs of one recent turn, comma-separated; repeat per turn, oldest first.")
-@click.option("--expected", multiple=True, metavar="SLUG",
-              help="An expected concept slug (earns the concept-match bonus); repeatable.")
+@click.option(
+    "--recent",
+    multiple=True,
+    metavar="SLUGS",
+    help="Concept slugs of one recent turn, comma-separated; repeat per turn, oldest first.",
+)
+@click.option(
+    "--expected",
+    multiple=True,
+    metavar="SLUG",
+    help="An expected concept slug (earns the concept-match bonus); repeatable.",
+)
 @json_option
-def retrieve(topic_id: str, learner_id: str, message: str, level: str | None, focus: str | None,
-             recent: tuple[str, ...], expected: tuple[str, ...], as_json: bool) -> None:
+def retrieve(
+    topic_id: str,
+    learner_id: str,
+    message: str,
+    level: str | None,
+    focus: str | None,
+    recent: tuple[str, ...],
+    expected: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Print the rendered memory blocks for one turn (--json: the whole result)."""
     ready()
     from hag.embeddings import announce  # noqa: PLC0415
@@ -29,8 +45,15 @@ def retrieve(topic_id: str, learner_id: str, message: str, level: str | None, fo
     announce()
     turns = [[s.strip() for s in item.split(",") if s.strip()] for item in recent]
     try:
-        result = run_retrieval(topic_id, learner_id, message, level=level, focus=focus,
-                               recent_concepts=turns, expected_concepts=expected)
+        result = run_retrieval(
+            topic_id,
+            learner_id,
+            message,
+            level=level,
+            focus=focus,
+            recent_concepts=turns,
+            expected_concepts=expected,
+        )
     finally:
         store.close()
     if as_json:

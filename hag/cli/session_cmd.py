@@ -13,9 +13,16 @@ from hag.cli._common import echo_json, json_option, note, ready
 
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path, allow_dash=True))
-@click.option("--quarantined", is_flag=True, help="List the refused payloads instead (newest first).")
-@click.option("--limit", type=click.IntRange(1), default=50, show_default=True,
-              help="Rows --quarantined lists.")
+@click.option(
+    "--quarantined", is_flag=True, help="List the refused payloads instead (newest first)."
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(1),
+    default=50,
+    show_default=True,
+    help="Rows --quarantined lists.",
+)
 @json_option
 def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool) -> None:
     """Queue session payloads from JSON files (an object or an array) or JSON Lines files
@@ -36,11 +43,20 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
             echo_json(rows)
             return
         for r in rows:
-            where = ", ".join(x for x in (r["field"] and f"field {r['field']}",
-                                          r["turn_index"] is not None and f"turn {r['turn_index']}") if x)
-            click.echo(f"#{r['quarantine_id']} {r['received_at']:%Y-%m-%d %H:%M:%S} {r['source']} "
-                       f"session={r['session_id'] or '-'} ({r['raw_bytes']} bytes)"
-                       + (f" [{where}]" if where else "") + f"\n    {r['reason']}")
+            where = ", ".join(
+                x
+                for x in (
+                    r["field"] and f"field {r['field']}",
+                    r["turn_index"] is not None and f"turn {r['turn_index']}",
+                )
+                if x
+            )
+            click.echo(
+                f"#{r['quarantine_id']} {r['received_at']:%Y-%m-%d %H:%M:%S} {r['source']} "
+                f"session={r['session_id'] or '-'} ({r['raw_bytes']} bytes)"
+                + (f" [{where}]" if where else "")
+                + f"\n    {r['reason']}"
+            )
         note(f"{len(rows)} quarantined payload(s) shown")
         return
     if not files:
@@ -57,32 +73,50 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
             for source, raw in items:
                 results.append(ingest_payload(conn, raw, source=source))
                 conn.commit()  # each payload stands alone: a later refusal never undoes it
-    counts = {s: sum(1 for r in results if r.status == s) for s in ("accepted", "duplicate", "quarantined")}
+    counts = {
+        s: sum(1 for r in results if r.status == s)
+        for s in ("accepted", "duplicate", "quarantined")
+    }
     if as_json:
         echo_json({"counts": counts, "results": [r.as_dict() for r in results]})
     else:
         for r in results:
             if r.quarantined:
                 click.echo(f"quarantined {r.source}: {r.reason}")
-        click.echo(f"{counts['accepted']} accepted, {counts['duplicate']} already queued, "
-                   f"{counts['quarantined']} quarantined")
+        click.echo(
+            f"{counts['accepted']} accepted, {counts['duplicate']} already queued, "
+            f"{counts['quarantined']} quarantined"
+        )
     if counts["quarantined"]:
-        click.echo(f"hag: {counts['quarantined']} payload(s) quarantined (hag ingest --quarantined)",
-                   err=True)
+        click.echo(
+            f"hag: {counts['quarantined']} payload(s) quarantined (hag ingest --quarantined)",
+            err=True,
+        )
         sys.exit(1)
 
 
 @click.command("process-sessions")
-@click.option("--batch-size", type=click.IntRange(1), help="Sessions per batch (dial session_batch_size).")
+@click.option(
+    "--batch-size", type=click.IntRange(1), help="Sessions per batch (dial session_batch_size)."
+)
 @click.option("--limit", type=click.IntRange(1), help="Stop after this many sessions.")
-@click.option("--workers", type=click.IntRange(1, 6), default=1, show_default=True,
-              help="Concurrent workers, each session still one transaction (at most 6 of the "
-                   "pool's 8 connections, so settings reads never starve).")
-@click.option("--no-prefect", is_flag=True,
-              help="Apply the sessions directly, without the Prefect flow (no artifacts, no suites).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 6),
+    default=1,
+    show_default=True,
+    help="Concurrent workers, each session still one transaction (at most 6 of the "
+    "pool's 8 connections, so settings reads never starve).",
+)
+@click.option(
+    "--no-prefect",
+    is_flag=True,
+    help="Apply the sessions directly, without the Prefect flow (no artifacts, no suites).",
+)
 @json_option
-def process_sessions(batch_size: int | None, limit: int | None, workers: int, no_prefect: bool,
-                     as_json: bool) -> None:
+def process_sessions(
+    batch_size: int | None, limit: int | None, workers: int, no_prefect: bool, as_json: bool
+) -> None:
     """Apply pending sessions to the memory through the session-end flow.
 
     Each session, in its own transaction: observations -> entries, discovery, prerequisite
@@ -97,8 +131,12 @@ def process_sessions(batch_size: int | None, limit: int | None, workers: int, no
     if no_prefect:
         from hag.session.process import process_pending  # noqa: PLC0415
 
-        summary = process_pending(batch_size=batch_size, limit=limit, workers=workers,
-                                  on_batch=lambda b: note(f"batch: {b.sessions} session(s)"))
+        summary = process_pending(
+            batch_size=batch_size,
+            limit=limit,
+            workers=workers,
+            on_batch=lambda b: note(f"batch: {b.sessions} session(s)"),
+        )
         result = summary.as_dict()
     else:
         from flows.session_end import session_end_flow  # noqa: PLC0415
@@ -108,10 +146,20 @@ def process_sessions(batch_size: int | None, limit: int | None, workers: int, no
         echo_json(result)
         return
     rate = result["sessions"] / result["seconds"] * 60 if result["seconds"] else 0.0
-    click.echo(f"run {result['run_id']}: {result['sessions']} session(s) applied, "
-               f"{result['rejects']} rejected, in {result['seconds']:.2f} s ({rate:,.0f}/min)")
-    for key in ("entries_created", "entries_merged", "edges_created", "edges_reinforced",
-                "edges_graded_up", "edges_graded_down", "entries_graded", "struggles_unresolved"):
+    click.echo(
+        f"run {result['run_id']}: {result['sessions']} session(s) applied, "
+        f"{result['rejects']} rejected, in {result['seconds']:.2f} s ({rate:,.0f}/min)"
+    )
+    for key in (
+        "entries_created",
+        "entries_merged",
+        "edges_created",
+        "edges_reinforced",
+        "edges_graded_up",
+        "edges_graded_down",
+        "entries_graded",
+        "struggles_unresolved",
+    ):
         click.echo(f"  {key.replace('_', ' '):<22} {result[key]}")
     for r in result["rejected"]:
         click.echo(f"  rejected {r['session_id']}: {r['reason']}")

@@ -38,8 +38,15 @@ from hag.retrieval.cache import TTLCache
 from hag.retrieval.model import Advisory, PassReport, RenderedEdge, RetrievalResult, Visual
 
 __all__ = [
-    "Advisory", "RenderedEdge", "RetrievalResult", "Visual", "clear_caches", "retrieve",
-    "retrieve_with_vector", "topic_scopes", "visual_for",
+    "Advisory",
+    "RenderedEdge",
+    "RetrievalResult",
+    "Visual",
+    "clear_caches",
+    "retrieve",
+    "retrieve_with_vector",
+    "topic_scopes",
+    "visual_for",
 ]
 
 # The shapes the schema admits (migration 001's CHECKs): anything else cannot exist, so it is
@@ -60,9 +67,17 @@ def clear_caches() -> None:
     store.catalog.clear()
 
 
-def retrieve(topic_id: str, learner_id: str, student_message: str, level: str | None = None,
-             focus: str | None = None, recent_concepts: Iterable[str | Sequence[str]] = (),
-             expected_concepts: Iterable[str] = (), *, conn: Any = None) -> RetrievalResult:
+def retrieve(
+    topic_id: str,
+    learner_id: str,
+    student_message: str,
+    level: str | None = None,
+    focus: str | None = None,
+    recent_concepts: Iterable[str | Sequence[str]] = (),
+    expected_concepts: Iterable[str] = (),
+    *,
+    conn: Any = None,
+) -> RetrievalResult:
     """The memory for one turn: ranked advisories, the edge trees and the rendered blocks.
 
     `recent_concepts`: the recent turns' concept slugs, either flat or one list per turn
@@ -72,8 +87,12 @@ def retrieve(topic_id: str, learner_id: str, student_message: str, level: str | 
     run concurrently on the read pool.
     """
     _check_text("topic id", topic_id, _TOPIC_ID, "lower-case letters, digits, '-' or '_'")
-    _check_text("learner id", learner_id, _LEARNER_ID,
-                "letters, digits, '.', '_', '@' or '-', at most 128 characters")
+    _check_text(
+        "learner id",
+        learner_id,
+        _LEARNER_ID,
+        "letters, digits, '.', '_', '@' or '-', at most 128 characters",
+    )
     if not isinstance(student_message, str) or not student_message.strip():
         raise ValidationError("the student message is empty: there is nothing to retrieve for")
     dials = settings.current() if conn is None else settings.load(conn)
@@ -91,38 +110,58 @@ def retrieve(topic_id: str, learner_id: str, student_message: str, level: str | 
     from hag.embeddings import cut, get_embedder  # noqa: PLC0415 - keeps openai off import
 
     embedder = get_embedder()
-    context = cut(ranking.query_context(title, level, focus, student_message, dials),
-                  int(dials["embed_max_chars"]))
+    context = cut(
+        ranking.query_context(title, level, focus, student_message, dials),
+        int(dials["embed_max_chars"]),
+    )
     # Everything that changes the answer: the embedded text (topic title, level, focus,
     # message), the topic, the learner (whose patterns the student pass reads), the slugs,
     # the expected set, the embedder and every dial.
-    key = (context, topic_id, learner_id, tuple(sorted(slugs)), tuple(expected), embedder.name,
-           _fingerprint(dials))
+    key = (
+        context,
+        topic_id,
+        learner_id,
+        tuple(sorted(slugs)),
+        tuple(expected),
+        embedder.name,
+        _fingerprint(dials),
+    )
     ttl = float(dials["retrieval_cache_ttl_seconds"])
     cached = _results.get(key, ttl) if ttl > 0 else None
     if cached is not None:
         return dataclasses.replace(cached, cached=True)
 
     vector = _embed(embedder, context, dials)
-    result = _retrieve_uncached(topic_id, learner_id, context, vector, slugs, expected, ann,
-                                dials, conn)
+    result = _retrieve_uncached(
+        topic_id, learner_id, context, vector, slugs, expected, ann, dials, conn
+    )
     if ttl > 0:
         _results.put(key, result, int(dials["retrieval_cache_size"]))
     return result
 
 
-def retrieve_with_vector(topic_id: str, learner_id: str, vector: np.ndarray,
-                         recent_concepts: Iterable[str | Sequence[str]] = (),
-                         expected_concepts: Iterable[str] = (), *, conn: Any = None,
-                         context: str = "") -> RetrievalResult:
+def retrieve_with_vector(
+    topic_id: str,
+    learner_id: str,
+    vector: np.ndarray,
+    recent_concepts: Iterable[str | Sequence[str]] = (),
+    expected_concepts: Iterable[str] = (),
+    *,
+    conn: Any = None,
+    context: str = "",
+) -> RetrievalResult:
     """The passes, merge, walk and render for a query vector already embedded (no caches).
 
     For callers that embed the context themselves, and for the benchmark (whose figures
     exclude the embedding call).
     """
     _check_text("topic id", topic_id, _TOPIC_ID, "lower-case letters, digits, '-' or '_'")
-    _check_text("learner id", learner_id, _LEARNER_ID,
-                "letters, digits, '.', '_', '@' or '-', at most 128 characters")
+    _check_text(
+        "learner id",
+        learner_id,
+        _LEARNER_ID,
+        "letters, digits, '.', '_', '@' or '-', at most 128 characters",
+    )
     dials = settings.current() if conn is None else settings.load(conn)
     slugs = [s for s in ranking.recent_slugs(recent_concepts, dials) if _SLUG.match(s)]
     expected = sorted({s for s in expected_concepts if isinstance(s, str)})
@@ -131,8 +170,9 @@ def retrieve_with_vector(topic_id: str, learner_id: str, vector: np.ndarray,
             title, ann = _catalog(reader, topic_id, dials)
     else:
         title, ann = _catalog(conn, topic_id, dials)
-    return _retrieve_uncached(topic_id, learner_id, context, vector, slugs, expected, ann,
-                              dials, conn)
+    return _retrieve_uncached(
+        topic_id, learner_id, context, vector, slugs, expected, ann, dials, conn
+    )
 
 
 def visual_for(concept_slug: str, *, conn: Any = None) -> Visual | None:
@@ -141,15 +181,22 @@ def visual_for(concept_slug: str, *, conn: Any = None) -> Visual | None:
         return None
     if conn is None:
         with store.read_pool().connection() as reader:
-            row = reader.execute(store.query("retrieval", "visual_for"),
-                                 {"concept_slug": concept_slug}).fetchone()
+            row = reader.execute(
+                store.query("retrieval", "visual_for"), {"concept_slug": concept_slug}
+            ).fetchone()
     else:
-        row = conn.execute(store.query("retrieval", "visual_for"),
-                           {"concept_slug": concept_slug}).fetchone()
+        row = conn.execute(
+            store.query("retrieval", "visual_for"), {"concept_slug": concept_slug}
+        ).fetchone()
     if row is None:
         return None
-    return Visual(row["id"], row["concept_slug"], row["maturity"], float(row["confidence"]),
-                  row["instruction"])
+    return Visual(
+        row["id"],
+        row["concept_slug"],
+        row["maturity"],
+        float(row["confidence"]),
+        row["instruction"],
+    )
 
 
 def topic_scopes(dials: Mapping[str, Any]) -> list[str]:
@@ -158,8 +205,11 @@ def topic_scopes(dials: Mapping[str, Any]) -> list[str]:
     Those have passes (or a read) of their own; a misconfigured dial must never put one
     learner's patterns, or the drawings, into the topic block.
     """
-    return [s for s in dials["topic_scopes"]
-            if s not in ("tutor", "visual") and not s.startswith("student")]
+    return [
+        s
+        for s in dials["topic_scopes"]
+        if s not in ("tutor", "visual") and not s.startswith("student")
+    ]
 
 
 def _check_text(what: str, value: Any, shape: re.Pattern[str], rule: str) -> None:
@@ -168,10 +218,14 @@ def _check_text(what: str, value: Any, shape: re.Pattern[str], rule: str) -> Non
         raise ValidationError(f"{what} {shown} is not valid: use {rule}")
 
 
-def _catalog(conn: Any, topic_id: str, dials: Mapping[str, Any]) -> tuple[str | None, frozenset[str]]:
+def _catalog(
+    conn: Any, topic_id: str, dials: Mapping[str, Any]
+) -> tuple[str | None, frozenset[str]]:
     ttl = float(dials["settings_cache_ttl_seconds"])
-    return (store.catalog.title(conn, topic_id, ttl),
-            store.catalog.ann_labels(conn, ttl, int(dials["exact_scan_max_rows"])))
+    return (
+        store.catalog.title(conn, topic_id, ttl),
+        store.catalog.ann_labels(conn, ttl, int(dials["exact_scan_max_rows"])),
+    )
 
 
 def _fingerprint(dials: Mapping[str, Any]) -> str:
@@ -179,8 +233,9 @@ def _fingerprint(dials: Mapping[str, Any]) -> str:
     hit = _fingerprints.get(id(dials))
     if hit is not None and hit[0] is dials:
         return hit[1]
-    digest = hashlib.blake2b(json.dumps(sorted(dials.items()), default=str).encode(),
-                             digest_size=12).hexdigest()
+    digest = hashlib.blake2b(
+        json.dumps(sorted(dials.items()), default=str).encode(), digest_size=12
+    ).hexdigest()
     _fingerprints.clear()
     _fingerprints[id(dials)] = (dials, digest)
     return digest
@@ -196,29 +251,61 @@ def _embed(embedder: Any, context: str, dials: Mapping[str, Any]) -> np.ndarray:
     return vector
 
 
-def _retrieve_uncached(topic_id: str, learner_id: str, context: str, vector: np.ndarray,
-                       slugs: list[str], expected: list[str], ann: frozenset[str],
-                       dials: Mapping[str, Any], conn: Any) -> RetrievalResult:
+def _retrieve_uncached(
+    topic_id: str,
+    learner_id: str,
+    context: str,
+    vector: np.ndarray,
+    slugs: list[str],
+    expected: list[str],
+    ann: frozenset[str],
+    dials: Mapping[str, Any],
+    conn: Any,
+) -> RetrievalResult:
     scopes = topic_scopes(dials)
     jobs: dict[str, tuple[Any, ...]] = {
-        "topic-semantic": (store.semantic_pass, "topic-semantic", vector, topic_id, scopes,
-                           int(dials["match_count"]), dials, f"topic:{topic_id}" in ann),
+        "topic-semantic": (
+            store.semantic_pass,
+            "topic-semantic",
+            vector,
+            topic_id,
+            scopes,
+            int(dials["match_count"]),
+            dials,
+            f"topic:{topic_id}" in ann,
+        ),
     }
     if slugs:
         jobs["topic-concept"] = (store.concept_pass, slugs, topic_id, scopes, dials)
     if int(dials["tutor_match_count"]) > 0:
-        jobs["tutor"] = (store.semantic_pass, "tutor", vector, None, ["tutor"],
-                         int(dials["tutor_match_count"]), dials, "scope:tutor" in ann)
+        jobs["tutor"] = (
+            store.semantic_pass,
+            "tutor",
+            vector,
+            None,
+            ["tutor"],
+            int(dials["tutor_match_count"]),
+            dials,
+            "scope:tutor" in ann,
+        )
     if int(dials["student_match_count"]) > 0:
-        jobs["student"] = (store.semantic_pass, "student", vector, None,
-                           [f"student:{learner_id}"], int(dials["student_match_count"]),
-                           dials, False)
+        jobs["student"] = (
+            store.semantic_pass,
+            "student",
+            vector,
+            None,
+            [f"student:{learner_id}"],
+            int(dials["student_match_count"]),
+            dials,
+            False,
+        )
     outputs = _run_passes(jobs, conn)
     rows = {name: out[0] for name, out in outputs.items()}
     reports = [out[1] for out in outputs.values()]
 
-    ranked = ranking.merge_topic(rows["topic-semantic"], rows.get("topic-concept", []),
-                                 expected, dials)
+    ranked = ranking.merge_topic(
+        rows["topic-semantic"], rows.get("topic-concept", []), expected, dials
+    )
     topic = tuple(_advisory(r.row, dials, r.source, r.score) for r in ranked)
     tutor = tuple(_advisory(r, dials) for r in rows.get("tutor", []))
     student = tuple(_advisory(r, dials) for r in rows.get("student", []))
@@ -233,19 +320,38 @@ def _retrieve_uncached(topic_id: str, learner_id: str, context: str, vector: np.
                 edge_rows = store.edge_walk(reader, walked, dials)
         else:
             edge_rows = store.edge_walk(conn, walked, dials)
-        reports.append(PassReport("edge-walk", "exact", len(edge_rows),
-                                  round((time.perf_counter() - started) * 1000, 3)))
+        reports.append(
+            PassReport(
+                "edge-walk",
+                "exact",
+                len(edge_rows),
+                round((time.perf_counter() - started) * 1000, 3),
+            )
+        )
         trees = [[] for _ in walked]
         for e in edge_rows:
-            line = render.edge_line(e["edge_type"], e["target_instruction"], e["condition"],
-                                    int(dials["edge_target_max_chars"]))
+            line = render.edge_line(
+                e["edge_type"],
+                e["target_instruction"],
+                e["condition"],
+                int(dials["edge_target_max_chars"]),
+            )
             trees[int(e["rank"]) - 1].append(line)
-            edges.append(RenderedEdge(e["edge_id"], e["source_entry_id"], e["target_entry_id"],
-                                      e["edge_type"], float(e["confidence"]), e["condition"],
-                                      line))
+            edges.append(
+                RenderedEdge(
+                    e["edge_id"],
+                    e["source_entry_id"],
+                    e["target_entry_id"],
+                    e["edge_type"],
+                    float(e["confidence"]),
+                    e["condition"],
+                    line,
+                )
+            )
     text = render.render(topic, tutor, student, trees)
-    return RetrievalResult(topic_id, learner_id, context, topic, tutor, student, tuple(edges),
-                           text, tuple(reports))
+    return RetrievalResult(
+        topic_id, learner_id, context, topic, tutor, student, tuple(edges), text, tuple(reports)
+    )
 
 
 def _run_passes(jobs: dict[str, tuple[Any, ...]], conn: Any) -> dict[str, Any]:
@@ -264,8 +370,9 @@ def _run_passes(jobs: dict[str, tuple[Any, ...]], conn: Any) -> dict[str, Any]:
     return {name: future.result() for name, future in futures.items()}
 
 
-def _advisory(row: Mapping[str, Any], dials: Mapping[str, Any], source: str = "semantic",
-              score: float = 0.0) -> Advisory:
+def _advisory(
+    row: Mapping[str, Any], dials: Mapping[str, Any], source: str = "semantic", score: float = 0.0
+) -> Advisory:
     confidence = float(row["confidence"])
     return Advisory(
         entry_id=row["id"],

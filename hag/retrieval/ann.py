@@ -50,18 +50,33 @@ def build_topic_indexes(*, concurrently: bool = True, topics: list[str] | None =
             if f"hag-ann topic:{topic_id}" in existing:
                 continue
             name = sql.Identifier(index_name(topic_id))
-            conn.execute(sql.SQL("DROP INDEX {} {}").format(  # a failed earlier build is invalid
-                sql.SQL("CONCURRENTLY IF EXISTS" if concurrently else "IF EXISTS"), name))
-            conn.execute(sql.SQL(
-                "CREATE INDEX {} {} ON hag_entries USING hnsw (embedding vector_cosine_ops) "
-                "WITH (m = {}, ef_construction = {}) WHERE topic_id = {}").format(
-                sql.SQL("CONCURRENTLY") if concurrently else sql.SQL(""), name,
-                sql.Literal(HNSW_M), sql.Literal(HNSW_EF_CONSTRUCTION), sql.Literal(topic_id)))
-            conn.execute(sql.SQL("COMMENT ON INDEX {} IS {}").format(
-                name, sql.Literal(f"hag-ann topic:{topic_id}")))
-        return sorted(r["label"].removeprefix("hag-ann topic:")
-                      for r in conn.execute(query("retrieval", "ann_indexes"))
-                      if r["label"].startswith("hag-ann topic:"))
+            conn.execute(
+                sql.SQL("DROP INDEX {} {}").format(  # a failed earlier build is invalid
+                    sql.SQL("CONCURRENTLY IF EXISTS" if concurrently else "IF EXISTS"), name
+                )
+            )
+            conn.execute(
+                sql.SQL(
+                    "CREATE INDEX {} {} ON hag_entries USING hnsw (embedding vector_cosine_ops) "
+                    "WITH (m = {}, ef_construction = {}) WHERE topic_id = {}"
+                ).format(
+                    sql.SQL("CONCURRENTLY") if concurrently else sql.SQL(""),
+                    name,
+                    sql.Literal(HNSW_M),
+                    sql.Literal(HNSW_EF_CONSTRUCTION),
+                    sql.Literal(topic_id),
+                )
+            )
+            conn.execute(
+                sql.SQL("COMMENT ON INDEX {} IS {}").format(
+                    name, sql.Literal(f"hag-ann topic:{topic_id}")
+                )
+            )
+        return sorted(
+            r["label"].removeprefix("hag-ann topic:")
+            for r in conn.execute(query("retrieval", "ann_indexes"))
+            if r["label"].startswith("hag-ann topic:")
+        )
 
 
 def drop_topic_indexes() -> int:
@@ -71,7 +86,8 @@ def drop_topic_indexes() -> int:
         dropped = 0
         for r in rows:
             if r["label"].startswith("hag-ann topic:"):
-                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
-                    sql.Identifier(r["index_name"])))
+                conn.execute(
+                    sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(r["index_name"]))
+                )
                 dropped += 1
         return dropped

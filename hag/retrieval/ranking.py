@@ -14,12 +14,15 @@ from typing import Any
 Row = Mapping[str, Any]
 
 
-def query_context(topic_title: str, level: str | None, focus: str | None, message: str,
-                  dials: Mapping[str, Any]) -> str:
+def query_context(
+    topic_title: str, level: str | None, focus: str | None, message: str, dials: Mapping[str, Any]
+) -> str:
     """The seed's one context string per turn, embedded once and reused by every pass."""
     limit = int(dials["query_message_max_chars"])
-    return (f"topic:{topic_title} level:{level or 'none'} focus:{focus or 'none'} "
-            f"student:{message[:limit]}")
+    return (
+        f"topic:{topic_title} level:{level or 'none'} focus:{focus or 'none'} "
+        f"student:{message[:limit]}"
+    )
 
 
 def recent_slugs(recent: Iterable[str | Sequence[str]], dials: Mapping[str, Any]) -> list[str]:
@@ -32,7 +35,7 @@ def recent_slugs(recent: Iterable[str | Sequence[str]], dials: Mapping[str, Any]
     slugs: list[str] = [i for i in given if isinstance(i, str)]
     if len(slugs) < len(given):
         turns = [[i] if isinstance(i, str) else list(i) for i in given]
-        turns = turns[-int(dials["recent_concept_turns"]):]
+        turns = turns[-int(dials["recent_concept_turns"]) :]
         slugs = [slug for turn in reversed(turns) for slug in turn if isinstance(slug, str)]
     return list(dict.fromkeys(s.strip() for s in slugs if s and s.strip()))
 
@@ -57,8 +60,9 @@ class Reranked:
     proven: bool  # True when these rows are certainly the exact query's top rows
 
 
-def rerank_candidates(candidates: Sequence[Row], k: int, requested: int,
-                      dials: Mapping[str, Any]) -> Reranked:
+def rerank_candidates(
+    candidates: Sequence[Row], k: int, requested: int, dials: Mapping[str, Any]
+) -> Reranked:
     """Top `k` of nearest-first candidates by the seed's boosted order, and whether that is exact.
 
     The candidates are the `requested` rows nearest the query (cosine), in that order. A row
@@ -84,8 +88,12 @@ class Ranked:
     score: float  # seed: similarity x confidence x maturity weight x concept bonus
 
 
-def merge_topic(semantic: Sequence[Row], by_concept: Sequence[Row], expected: Iterable[str],
-                dials: Mapping[str, Any]) -> list[Ranked]:
+def merge_topic(
+    semantic: Sequence[Row],
+    by_concept: Sequence[Row],
+    expected: Iterable[str],
+    dials: Mapping[str, Any],
+) -> list[Ranked]:
     """The seed's merge of the two topic passes: dedupe (semantic wins), re-rank, keep top k."""
     expected_slugs = set(expected)
     bonus = float(dials["concept_match_bonus"])
@@ -94,9 +102,12 @@ def merge_topic(semantic: Sequence[Row], by_concept: Sequence[Row], expected: It
         for row in rows:
             if row["id"] in merged:
                 continue  # semantic wins a collision: only it carries the geometry
-            score = (float(row["similarity"]) * float(row["confidence"])
-                     * maturity_boost(row["maturity"], dials)
-                     * (bonus if row["concept_slug"] in expected_slugs else 1.0))
+            score = (
+                float(row["similarity"])
+                * float(row["confidence"])
+                * maturity_boost(row["maturity"], dials)
+                * (bonus if row["concept_slug"] in expected_slugs else 1.0)
+            )
             merged[row["id"]] = Ranked(row, source, score)
     ranked = sorted(merged.values(), key=lambda r: (-r.score, r.source != "semantic", r.row["id"]))
     return ranked[: int(dials["topic_top_k"])]

@@ -38,8 +38,9 @@ BLOCK_TITLES = ("## TOPIC MEMORY", "## TUTOR MEMORY", "## STUDENT PATTERNS")
 EMPTY_BLOCK = "(none)"
 
 
-def edge_line(edge_type: str, target_instruction: str, condition: str | None,
-              target_max_chars: int) -> str:
+def edge_line(
+    edge_type: str, target_instruction: str, condition: str | None, target_max_chars: int
+) -> str:
     """One decision-tree line: label padded to the seed's column, target cut, condition."""
     line = f"  {EDGE_LABELS[edge_type]:<10}{one_line(target_instruction)[:target_max_chars]}"
     condition = one_line(condition or "")
@@ -50,8 +51,12 @@ def advisory_line(advisory: Advisory) -> str:
     return f"- [{advisory.band}] {advisory.instruction}"
 
 
-def render(topic: Sequence[Advisory], tutor: Sequence[Advisory], student: Sequence[Advisory],
-           trees: Iterable[Sequence[str]]) -> str:
+def render(
+    topic: Sequence[Advisory],
+    tutor: Sequence[Advisory],
+    student: Sequence[Advisory],
+    trees: Iterable[Sequence[str]],
+) -> str:
     """The three blocks; the edge trees follow the topic advisories they grew from."""
     blocks: list[list[str]] = []
     for title, advisories in zip(BLOCK_TITLES, (topic, tutor, student), strict=True):

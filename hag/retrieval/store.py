@@ -61,9 +61,13 @@ def read_pool() -> Any:
             from psycopg_pool import ConnectionPool  # noqa: PLC0415
 
             _pool = ConnectionPool(
-                url, min_size=_PASSES, max_size=2 * _PASSES, open=True,
+                url,
+                min_size=_PASSES,
+                max_size=2 * _PASSES,
+                open=True,
                 kwargs={"row_factory": dict_row, "autocommit": True},
-                configure=configure_reader, name="hag-retrieval",
+                configure=configure_reader,
+                name="hag-retrieval",
             )
             _pool_url = url
         return _pool
@@ -91,9 +95,11 @@ def use_ef_search(conn: psycopg.Connection[Any], ef_search: int) -> None:
     if _ef_search.get(conn) == ef_search:
         return
     local = not conn.autocommit  # a caller's connection: only for its transaction
-    conn.execute("SELECT set_config('hnsw.ef_search', %s, %s), "
-                 "set_config('hnsw.iterative_scan', 'relaxed_order', %s)",
-                 (str(ef_search), local, local))
+    conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, %s), "
+        "set_config('hnsw.iterative_scan', 'relaxed_order', %s)",
+        (str(ef_search), local, local),
+    )
     if not local:
         _ef_search[conn] = ef_search
 
@@ -111,9 +117,16 @@ def filters(dials: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def semantic_pass(conn: psycopg.Connection[Any], name: str, vector: np.ndarray,
-                  topic_id: str | None, scopes: Sequence[str], count: int,
-                  dials: Mapping[str, Any], approximate: bool) -> tuple[list[Row], PassReport]:
+def semantic_pass(
+    conn: psycopg.Connection[Any],
+    name: str,
+    vector: np.ndarray,
+    topic_id: str | None,
+    scopes: Sequence[str],
+    count: int,
+    dials: Mapping[str, Any],
+    approximate: bool,
+) -> tuple[list[Row], PassReport]:
     """The seed's semantic pass: top `count` by boosted similarity, exactly as the seed orders.
 
     With an ANN index for this eligible set, the nearest `ann_candidates` rows are fetched
@@ -127,8 +140,9 @@ def semantic_pass(conn: psycopg.Connection[Any], name: str, vector: np.ndarray,
         use_ef_search(conn, int(dials["hnsw_ef_search"]))
         requested = max(int(dials["ann_candidates"]), count)
         for attempt in range(2):
-            rows = conn.execute(query("retrieval", "semantic_candidates"),
-                                {**params, "candidates": requested}).fetchall()
+            rows = conn.execute(
+                query("retrieval", "semantic_candidates"), {**params, "candidates": requested}
+            ).fetchall()
             reranked = rerank_candidates(rows, count, requested, dials)
             if reranked.proven:
                 path = "candidates" if attempt == 0 else "candidates-widened"
@@ -137,31 +151,47 @@ def semantic_pass(conn: psycopg.Connection[Any], name: str, vector: np.ndarray,
                 break  # the scan ran dry: the eligible set is small, or the scan stopped
             requested *= _WIDEN
         path = "exact-fallback"
-    rows = conn.execute(query("retrieval", "semantic_exact"),
-                        {**params, "match_count": count}).fetchall()
+    rows = conn.execute(
+        query("retrieval", "semantic_exact"), {**params, "match_count": count}
+    ).fetchall()
     return rows, _report(name, path, rows, started)
 
 
-def concept_pass(conn: psycopg.Connection[Any], slugs: Sequence[str], topic_id: str,
-                 scopes: Sequence[str], dials: Mapping[str, Any]) -> tuple[list[Row], PassReport]:
+def concept_pass(
+    conn: psycopg.Connection[Any],
+    slugs: Sequence[str],
+    topic_id: str,
+    scopes: Sequence[str],
+    dials: Mapping[str, Any],
+) -> tuple[list[Row], PassReport]:
     """The seed's by-concept pass over the topic scopes."""
     started = time.perf_counter()
-    rows = conn.execute(query("retrieval", "concept_pass"), {
-        **filters(dials), "slugs": list(slugs), "topic_id": topic_id, "scopes": list(scopes),
-        "match_count": int(dials["concept_match_count"]),
-    }).fetchall()
+    rows = conn.execute(
+        query("retrieval", "concept_pass"),
+        {
+            **filters(dials),
+            "slugs": list(slugs),
+            "topic_id": topic_id,
+            "scopes": list(scopes),
+            "match_count": int(dials["concept_match_count"]),
+        },
+    ).fetchall()
     return rows, _report("topic-concept", "exact", rows, started)
 
 
-def edge_walk(conn: psycopg.Connection[Any], entry_ids: Sequence[Any],
-              dials: Mapping[str, Any]) -> list[Row]:
+def edge_walk(
+    conn: psycopg.Connection[Any], entry_ids: Sequence[Any], dials: Mapping[str, Any]
+) -> list[Row]:
     """Outgoing edges of each entry in order, walk-filtered, at most the per-entry dial each."""
-    return conn.execute(query("retrieval", "edge_walk"), {
-        "entry_ids": list(entry_ids),
-        "min_confidence": float(dials["edge_min_confidence"]),
-        "include_candidates": bool(dials["edge_include_candidate_targets"]),
-        "per_entry": int(dials["edge_walk_max_edges_per_entry"]),
-    }).fetchall()
+    return conn.execute(
+        query("retrieval", "edge_walk"),
+        {
+            "entry_ids": list(entry_ids),
+            "min_confidence": float(dials["edge_min_confidence"]),
+            "include_candidates": bool(dials["edge_include_candidate_targets"]),
+            "per_entry": int(dials["edge_walk_max_edges_per_entry"]),
+        },
+    ).fetchall()
 
 
 def _report(name: str, path: str, rows: Sequence[Row], started: float) -> PassReport:
@@ -196,8 +226,9 @@ class Catalog:
             self._titles[topic_id] = (now, title)
         return title
 
-    def ann_labels(self, conn: psycopg.Connection[Any], ttl: float,
-                   exact_scan_max_rows: int) -> frozenset[str]:
+    def ann_labels(
+        self, conn: psycopg.Connection[Any], ttl: float, exact_scan_max_rows: int
+    ) -> frozenset[str]:
         """Labels ('topic:<id>', 'scope:tutor') of the valid ANN indexes worth using.
 
         An index over no more than `exact_scan_max_rows` rows is left alone: an exact scan

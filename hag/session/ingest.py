@@ -58,8 +58,12 @@ class Refusal(Exception):
         self.reason, self.field, self.turn_index = reason, field, turn_index
 
 
-def ingest_payload(conn: Any, payload: Mapping[str, Any] | str | bytes, source: str = "api",
-                   dials: Mapping[str, Any] | None = None) -> IngestResult:
+def ingest_payload(
+    conn: Any,
+    payload: Mapping[str, Any] | str | bytes,
+    source: str = "api",
+    dials: Mapping[str, Any] | None = None,
+) -> IngestResult:
     """Queue one session payload (a dict, JSON text or bytes), or quarantine it with the reason."""
     if dials is None:
         from hag import settings  # noqa: PLC0415
@@ -81,17 +85,31 @@ def ingest_payload(conn: Any, payload: Mapping[str, Any] | str | bytes, source: 
         return quarantine(conn, raw, refusal, source, session_id)
 
 
-def quarantine(conn: Any, raw: str, refusal: Refusal, source: str,
-               session_id: str | None = None) -> IngestResult:
+def quarantine(
+    conn: Any, raw: str, refusal: Refusal, source: str, session_id: str | None = None
+) -> IngestResult:
     """Keep a refused payload whole, with the reason; returns the quarantined result."""
-    row = conn.execute(query("session", "quarantine_payload"), {
-        "source": source, "session_id": session_id, "reason": refusal.reason,
-        "field": refusal.field, "turn_index": refusal.turn_index,
-        # PostgreSQL text cannot hold NUL; every other character is kept as received.
-        "raw": raw.replace("\x00", "\\u0000"),
-    }).fetchone()
-    return IngestResult("quarantined", session_id, source, refusal.reason, refusal.field,
-                        refusal.turn_index, row["quarantine_id"])
+    row = conn.execute(
+        query("session", "quarantine_payload"),
+        {
+            "source": source,
+            "session_id": session_id,
+            "reason": refusal.reason,
+            "field": refusal.field,
+            "turn_index": refusal.turn_index,
+            # PostgreSQL text cannot hold NUL; every other character is kept as received.
+            "raw": raw.replace("\x00", "\\u0000"),
+        },
+    ).fetchone()
+    return IngestResult(
+        "quarantined",
+        session_id,
+        source,
+        refusal.reason,
+        refusal.field,
+        refusal.turn_index,
+        row["quarantine_id"],
+    )
 
 
 def _raw_text(payload: Mapping[str, Any] | str | bytes) -> str:
@@ -105,13 +123,18 @@ def _raw_text(payload: Mapping[str, Any] | str | bytes) -> str:
 def _parse(raw: str, dials: Mapping[str, Any]) -> dict[str, Any]:
     size = len(raw.encode("utf-8", errors="replace"))
     if size > dials["session_max_payload_bytes"]:
-        raise Refusal(f"payload is {size} bytes, over the limit of "
-                      f"{dials['session_max_payload_bytes']} (dial session_max_payload_bytes)")
+        raise Refusal(
+            f"payload is {size} bytes, over the limit of "
+            f"{dials['session_max_payload_bytes']} (dial session_max_payload_bytes)"
+        )
     try:
         parsed = json.loads(raw, parse_constant=_no_constants)
     except (json.JSONDecodeError, ValueError) as exc:
-        where = (f" at line {exc.lineno} column {exc.colno}"
-                 if isinstance(exc, json.JSONDecodeError) else "")
+        where = (
+            f" at line {exc.lineno} column {exc.colno}"
+            if isinstance(exc, json.JSONDecodeError)
+            else ""
+        )
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise Refusal(f"malformed JSON: {message}{where}") from None
     if not isinstance(parsed, dict):
@@ -140,18 +163,27 @@ def _validate(raw: str, parsed: dict[str, Any], dials: Mapping[str, Any]) -> Ses
     if nul is not None:
         raise Refusal(f"{nul}: contains a NUL character", nul, _turn_of(nul, parsed))
     if len(session.turns) > dials["session_max_turns"]:
-        raise Refusal(f"turns: {len(session.turns)} turns, over the limit of "
-                      f"{dials['session_max_turns']} (dial session_max_turns)", "turns")
+        raise Refusal(
+            f"turns: {len(session.turns)} turns, over the limit of "
+            f"{dials['session_max_turns']} (dial session_max_turns)",
+            "turns",
+        )
     seen: set[int] = set()
     for position, turn in enumerate(session.turns):
         if turn.turn_index in seen:
-            raise Refusal(f"turns[{position}].turn_index: turn_index {turn.turn_index} appears twice",
-                          f"turns[{position}].turn_index", turn.turn_index)
+            raise Refusal(
+                f"turns[{position}].turn_index: turn_index {turn.turn_index} appears twice",
+                f"turns[{position}].turn_index",
+                turn.turn_index,
+            )
         seen.add(turn.turn_index)
     missing = sorted(set(range(len(session.turns))) - seen)
     if missing:
-        raise Refusal(f"turns: turn {missing[0]} is missing (turn indexes run 0..{len(seen) - 1}, "
-                      "once each)", "turns", missing[0])
+        raise Refusal(
+            f"turns: turn {missing[0]} is missing (turn indexes run 0..{len(seen) - 1}, once each)",
+            "turns",
+            missing[0],
+        )
     return session
 
 
@@ -161,8 +193,9 @@ def _refusal_from(exc: ValidationError, parsed: dict[str, Any]) -> Refusal:
     field = _path(first["loc"])
     more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
     shown = "" if first["type"] == "missing" else f", got {_short(first.get('input'))}"
-    return Refusal(f"{field or 'payload'}: {first['msg']}{shown}{more}", field or None,
-                   _turn_of(field, parsed))
+    return Refusal(
+        f"{field or 'payload'}: {first['msg']}{shown}{more}", field or None, _turn_of(field, parsed)
+    )
 
 
 def _path(loc: tuple[Any, ...]) -> str:
@@ -181,7 +214,7 @@ def _turn_of(field: str | None, parsed: dict[str, Any]) -> int | None:
     """The turn a field path points into: its declared turn_index, or its position."""
     if not field or not field.startswith("turns["):
         return None
-    position = int(field[len("turns["):field.index("]")])
+    position = int(field[len("turns[") : field.index("]")])
     turns = parsed.get("turns")
     if isinstance(turns, list) and position < len(turns) and isinstance(turns[position], dict):
         declared = turns[position].get("turn_index")
@@ -208,23 +241,35 @@ def _first_nul(value: Any, path: str) -> str | None:
 
 def _check_references(conn: Any, session: SessionPayload) -> None:
     """Refuse a payload that names a topic, entry or edge the memory does not hold."""
-    if conn.execute(query("session", "topic_exists"), {"topic_id": session.topic_id}).fetchone() is None:
+    if (
+        conn.execute(query("session", "topic_exists"), {"topic_id": session.topic_id}).fetchone()
+        is None
+    ):
         raise Refusal(f"topic_id: unknown topic {session.topic_id!r}", "topic_id")
     entries: dict[UUID, tuple[str, int]] = {}
     edges: dict[UUID, tuple[str, int]] = {}
     for position, turn in enumerate(session.turns):
         if turn.decision_entry_id is not None:
-            entries.setdefault(turn.decision_entry_id,
-                               (f"turns[{position}].decision_entry_id", turn.turn_index))
+            entries.setdefault(
+                turn.decision_entry_id, (f"turns[{position}].decision_entry_id", turn.turn_index)
+            )
         for j, entry_id in enumerate(turn.used_entry_ids):
-            entries.setdefault(entry_id, (f"turns[{position}].used_entry_ids[{j}]", turn.turn_index))
+            entries.setdefault(
+                entry_id, (f"turns[{position}].used_entry_ids[{j}]", turn.turn_index)
+            )
         for j, edge_id in enumerate(turn.rendered_edge_ids):
-            edges.setdefault(edge_id, (f"turns[{position}].rendered_edge_ids[{j}]", turn.turn_index))
+            edges.setdefault(
+                edge_id, (f"turns[{position}].rendered_edge_ids[{j}]", turn.turn_index)
+            )
     for kind, wanted in (("entry", entries), ("edge", edges)):
         if not wanted:
             continue
-        known = {r["id"] for r in conn.execute(query("session", f"known_{kind}_ids"),
-                                               {"ids": list(wanted)}).fetchall()}
+        known = {
+            r["id"]
+            for r in conn.execute(
+                query("session", f"known_{kind}_ids"), {"ids": list(wanted)}
+            ).fetchall()
+        }
         unknown = [i for i in wanted if i not in known]
         if unknown:
             field, turn_index = wanted[unknown[0]]
@@ -232,11 +277,17 @@ def _check_references(conn: Any, session: SessionPayload) -> None:
             raise Refusal(f"{field}: unknown {kind} id {unknown[0]}{extra}", field, turn_index)
 
 
-def _queue(conn: Any, session: SessionPayload, canonical: str, digest: str,
-           source: str) -> IngestResult:
-    params = {"session_id": session.session_id, "learner_id": session.learner_id,
-              "topic_id": session.topic_id, "ended_at": session.ended_at,
-              "payload": canonical, "payload_sha256": digest}
+def _queue(
+    conn: Any, session: SessionPayload, canonical: str, digest: str, source: str
+) -> IngestResult:
+    params = {
+        "session_id": session.session_id,
+        "learner_id": session.learner_id,
+        "topic_id": session.topic_id,
+        "ended_at": session.ended_at,
+        "payload": canonical,
+        "payload_sha256": digest,
+    }
     conn.execute("SAVEPOINT hag_ingest")
     try:
         inserted = conn.execute(query("session", "queue_session"), params).fetchone()
@@ -247,15 +298,19 @@ def _queue(conn: Any, session: SessionPayload, canonical: str, digest: str,
     conn.execute("RELEASE SAVEPOINT hag_ingest")
     if inserted is not None:
         return IngestResult("accepted", session.session_id, source)
-    stored = conn.execute(query("session", "stored_digest"),
-                          {"session_id": session.session_id}).fetchone()
+    stored = conn.execute(
+        query("session", "stored_digest"), {"session_id": session.session_id}
+    ).fetchone()
     if stored["payload_sha256"] == digest:
         return IngestResult("duplicate", session.session_id, source)
-    raise Refusal(f"session_id: session {session.session_id!r} was already received with a "
-                  "different payload", "session_id")
+    raise Refusal(
+        f"session_id: session {session.session_id!r} was already received with a different payload",
+        "session_id",
+    )
 
 
 # --- files ---------------------------------------------------------------------------------
+
 
 def read_payloads(path: Path, text: str | None = None) -> Iterator[tuple[str, str]]:
     """(source, raw text) for each payload of a JSON file (object or array) or JSON Lines file.
@@ -284,5 +339,7 @@ def read_payloads(path: Path, text: str | None = None) -> Iterator[tuple[str, st
 
 def list_quarantined(conn: Any, limit: int = 100) -> list[dict[str, Any]]:
     """The latest refused payloads, newest first (raw text shortened to its size and start)."""
-    return [dict(r) for r in conn.execute(query("session", "list_quarantined"),
-                                          {"limit": limit}).fetchall()]
+    return [
+        dict(r)
+        for r in conn.execute(query("session", "list_quarantined"), {"limit": limit}).fetchall()
+    ]

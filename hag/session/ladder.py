@@ -89,14 +89,22 @@ class Catalogue:
             normal[slugify(r["slug"])] = r["slug"]
         normal.pop("", None)
         embedded = [r for r in rows if r.get("embedding") is not None]
-        matrix = (np.vstack([as_array(r["embedding"]) for r in embedded])
-                  if embedded else np.zeros((0, 0), dtype=np.float32))
+        matrix = (
+            np.vstack([as_array(r["embedding"]) for r in embedded])
+            if embedded
+            else np.zeros((0, 0), dtype=np.float32)
+        )
         if len(matrix):
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)
             norms[norms == 0] = 1.0
             matrix = matrix / norms
-        return cls(topic_id, frozenset(r["slug"] for r in rows), normal,
-                   [r["slug"] for r in embedded], matrix)
+        return cls(
+            topic_id,
+            frozenset(r["slug"] for r in rows),
+            normal,
+            [r["slug"] for r in embedded],
+            matrix,
+        )
 
     def lexical(self, name: str) -> tuple[str, str] | None:
         """(slug, step) from steps 1 and 2 without embeddings, or None."""
@@ -118,8 +126,12 @@ def quality(step: str, dials: Mapping[str, Any]) -> float:
     return float(dials[_QUALITY_DIAL[step]])
 
 
-def resolve_all(names: Sequence[str], catalogue: Catalogue, dials: Mapping[str, Any],
-                embed: Callable[[list[str]], np.ndarray]) -> list[Resolution]:
+def resolve_all(
+    names: Sequence[str],
+    catalogue: Catalogue,
+    dials: Mapping[str, Any],
+    embed: Callable[[list[str]], np.ndarray],
+) -> list[Resolution]:
     """Climb the ladder for every name; names that need the embedding step are embedded once, together."""
     found: dict[str, tuple[str, str]] = {}
     for name in names:

@@ -102,9 +102,13 @@ class ProcessSummary(SessionCounts):
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"run_id": str(self.run_id) if self.run_id else None}
         out.update(super().as_dict())
-        out.update(rejects=self.rejects, retries=self.retries, seconds=round(self.seconds, 3),
-                   step_seconds={k: round(v, 3) for k, v in self.step_seconds.items()},
-                   rejected=self.rejected)
+        out.update(
+            rejects=self.rejects,
+            retries=self.retries,
+            seconds=round(self.seconds, 3),
+            step_seconds={k: round(v, 3) for k, v in self.step_seconds.items()},
+            rejected=self.rejected,
+        )
         return out
 
 
@@ -133,6 +137,7 @@ def _embed(texts: list[str]) -> np.ndarray:
 
 # --- one session ---------------------------------------------------------------------------
 
+
 @dataclass
 class _Plan:
     """What a session will write, decided from the payload and static reads (no locks yet)."""
@@ -152,28 +157,47 @@ def graph_scope(graph: str, learner_id: str, dials: Mapping[str, Any]) -> str:
     return graph  # tutor | visual
 
 
-def _plan(session: SessionPayload, turns: list[Turn], catalogue: Catalogue,
-          dials: Mapping[str, Any], embed: Callable[[list[str]], np.ndarray]) -> _Plan:
+def _plan(
+    session: SessionPayload,
+    turns: list[Turn],
+    catalogue: Catalogue,
+    dials: Mapping[str, Any],
+    embed: Callable[[list[str]], np.ndarray],
+) -> _Plan:
     items = [(t.turn_index, o) for t in turns for o in t.observations]
     resolutions = resolve_all([o.concept for _, o in items], catalogue, dials, embed)
     vectors = embed([o.text for _, o in items]) if items else np.zeros((0, 0), dtype=np.float32)
     topic_scope = graph_scope("topic", session.learner_id, dials)
-    struggles = [(s, candidate_slug(s.concept_slug, catalogue), candidate_slug(s.missing_slug, catalogue))
-                 for t in turns for s in t.struggles if s.evidence.strip()]
-    keys = {f"entry:{session.topic_id}:{topic_scope}:{r.slug}"
-            for (_, o), r in zip(items, resolutions, strict=True) if o.graph == "topic" and r.anchored}
-    keys.update(f"entry:{session.topic_id}:{topic_scope}:{slug}"
-                for _, a, b in struggles for slug in (a, b))
+    struggles = [
+        (s, candidate_slug(s.concept_slug, catalogue), candidate_slug(s.missing_slug, catalogue))
+        for t in turns
+        for s in t.struggles
+        if s.evidence.strip()
+    ]
+    keys = {
+        f"entry:{session.topic_id}:{topic_scope}:{r.slug}"
+        for (_, o), r in zip(items, resolutions, strict=True)
+        if o.graph == "topic" and r.anchored
+    }
+    keys.update(
+        f"entry:{session.topic_id}:{topic_scope}:{slug}" for _, a, b in struggles for slug in (a, b)
+    )
     if any(o.graph == "student" for _, o in items):
         keys.add(f"learner:{session.learner_id}")
     observations = [(ti, o, r) for (ti, o), r in zip(items, resolutions, strict=True)]
     return _Plan(observations, vectors, struggles, sorted(keys))
 
 
-def apply_session(conn: Any, session: SessionPayload, dials: Mapping[str, Any], *,
-                  run_id: UUID | None = None, caches: Caches | None = None,
-                  step_seconds: dict[str, float] | None = None,
-                  embed: Callable[[list[str]], np.ndarray] = _embed) -> SessionCounts:
+def apply_session(
+    conn: Any,
+    session: SessionPayload,
+    dials: Mapping[str, Any],
+    *,
+    run_id: UUID | None = None,
+    caches: Caches | None = None,
+    step_seconds: dict[str, float] | None = None,
+    embed: Callable[[list[str]], np.ndarray] = _embed,
+) -> SessionCounts:
     """Apply one session's five steps inside the caller's transaction; returns what changed."""
     caches = caches or Caches()
     timings = step_seconds if step_seconds is not None else {}
@@ -206,9 +230,14 @@ def _timed(timings: dict[str, float], step: str) -> Iterator[None]:
         timings[step] = timings.get(step, 0.0) + time.perf_counter() - start
 
 
-def observations_to_entries(conn: Any, session: SessionPayload, plan: _Plan,
-                            dials: Mapping[str, Any], counts: SessionCounts,
-                            run_id: UUID | None) -> None:
+def observations_to_entries(
+    conn: Any,
+    session: SessionPayload,
+    plan: _Plan,
+    dials: Mapping[str, Any],
+    counts: SessionCounts,
+    run_id: UUID | None,
+) -> None:
     """Step 1: each observation lands on its graph's entry, or becomes a new candidate.
 
     Topic, tutor and visual observations merge by identity; student observations merge by
@@ -251,34 +280,57 @@ def observations_to_entries(conn: Any, session: SessionPayload, plan: _Plan,
                 counts.entries_merged += 1
                 continue
             seen_identities.add((res.slug, scope))
-        new_rows.append({
-            "id": uuid.uuid4(), "slug": res.slug, "scope": scope, "quality": res.quality,
-            "confidence": rules.initial_entry_confidence(res.quality, dials),
-            "instruction": obs.text, "embedding": Vector(vector),
-        })
+        new_rows.append(
+            {
+                "id": uuid.uuid4(),
+                "slug": res.slug,
+                "scope": scope,
+                "quality": res.quality,
+                "confidence": rules.initial_entry_confidence(res.quality, dials),
+                "instruction": obs.text,
+                "embedding": Vector(vector),
+            }
+        )
         if obs.graph == "topic" and res.step == "minted":
-            minted.setdefault(res.slug, {"title": obs.concept, "description": obs.text,
-                                         "embedding": Vector(vector)})
+            minted.setdefault(
+                res.slug,
+                {"title": obs.concept, "description": obs.text, "embedding": Vector(vector)},
+            )
     if minted:
-        conn.execute(query("session", "mint_concepts"), {
-            "topic_id": session.topic_id, "at": session.ended_at, "slugs": list(minted),
-            "titles": [m["title"] for m in minted.values()],
-            "descriptions": [m["description"] for m in minted.values()],
-            "embeddings": [m["embedding"] for m in minted.values()],
-        })
+        conn.execute(
+            query("session", "mint_concepts"),
+            {
+                "topic_id": session.topic_id,
+                "at": session.ended_at,
+                "slugs": list(minted),
+                "titles": [m["title"] for m in minted.values()],
+                "descriptions": [m["description"] for m in minted.values()],
+                "embeddings": [m["embedding"] for m in minted.values()],
+            },
+        )
     if not new_rows:
         return
-    say_why(conn, "new entry from a session observation", session_id=session.session_id,
-            run_id=run_id, at=session.ended_at)
-    inserted = conn.execute(query("session", "insert_entries"), {
-        "topic_id": session.topic_id, "at": session.ended_at,
-        "ids": [r["id"] for r in new_rows], "slugs": [r["slug"] for r in new_rows],
-        "scopes": [r["scope"] for r in new_rows],
-        "confidences": [r["confidence"] for r in new_rows],
-        "qualities": [r["quality"] for r in new_rows],
-        "instructions": [r["instruction"] for r in new_rows],
-        "embeddings": [r["embedding"] for r in new_rows],
-    }).fetchall()
+    say_why(
+        conn,
+        "new entry from a session observation",
+        session_id=session.session_id,
+        run_id=run_id,
+        at=session.ended_at,
+    )
+    inserted = conn.execute(
+        query("session", "insert_entries"),
+        {
+            "topic_id": session.topic_id,
+            "at": session.ended_at,
+            "ids": [r["id"] for r in new_rows],
+            "slugs": [r["slug"] for r in new_rows],
+            "scopes": [r["scope"] for r in new_rows],
+            "confidences": [r["confidence"] for r in new_rows],
+            "qualities": [r["quality"] for r in new_rows],
+            "instructions": [r["instruction"] for r in new_rows],
+            "embeddings": [r["embedding"] for r in new_rows],
+        },
+    ).fetchall()
     # A row that inserted nothing met an existing identity: the observation merged there.
     counts.entries_created += len(inserted)
     counts.entries_merged += len(new_rows) - len(inserted)
@@ -295,8 +347,10 @@ def discover(conn: Any, turns: list[Turn]) -> list[EdgeObservation]:
     decisions = {t.decision_entry_id for t in turns if t.decision_entry_id is not None}
     if len(decisions) < 2:
         return []
-    slugs = {r["id"]: r["concept_slug"] for r in
-             conn.execute(query("session", "entry_slugs"), {"ids": list(decisions)}).fetchall()}
+    slugs = {
+        r["id"]: r["concept_slug"]
+        for r in conn.execute(query("session", "entry_slugs"), {"ids": list(decisions)}).fetchall()
+    }
     observed: list[EdgeObservation] = []
     for turn, following in zip(turns, turns[1:], strict=False):
         a, b = turn.decision_entry_id, following.decision_entry_id
@@ -316,8 +370,9 @@ def fallback_condition(turn: Turn, failed_slug: str) -> str:
     return f"the student did not get {failed_slug}{said}"
 
 
-def propose_prerequisites(conn: Any, session: SessionPayload, plan: _Plan,
-                          dials: Mapping[str, Any], counts: SessionCounts) -> list[EdgeObservation]:
+def propose_prerequisites(
+    conn: Any, session: SessionPayload, plan: _Plan, dials: Mapping[str, Any], counts: SessionCounts
+) -> list[EdgeObservation]:
     """Step 3: a `prerequisite` edge per struggle with evidence, struggled -> missing concept.
 
     Never from co-occurrence: only the extractor's explicit evidence counts. Both ends are
@@ -325,13 +380,22 @@ def propose_prerequisites(conn: Any, session: SessionPayload, plan: _Plan,
     there (or the same entry twice) proposes nothing and is counted as unresolved.
     """
     counts.struggles_without_evidence += sum(
-        1 for t in session.turns for s in t.struggles if not s.evidence.strip())
+        1 for t in session.turns for s in t.struggles if not s.evidence.strip()
+    )
     if not plan.struggle_slugs:
         return []
     wanted = sorted({slug for _, a, b in plan.struggle_slugs for slug in (a, b)})
-    found = {r["concept_slug"]: r["id"] for r in conn.execute(query("session", "topic_entries_by_slug"), {
-        "topic_id": session.topic_id, "scope": graph_scope("topic", session.learner_id, dials),
-        "slugs": wanted}).fetchall()}
+    found = {
+        r["concept_slug"]: r["id"]
+        for r in conn.execute(
+            query("session", "topic_entries_by_slug"),
+            {
+                "topic_id": session.topic_id,
+                "scope": graph_scope("topic", session.learner_id, dials),
+                "slugs": wanted,
+            },
+        ).fetchall()
+    }
     observed = []
     for _, concept, missing in plan.struggle_slugs:
         source, target = found.get(concept), found.get(missing)
@@ -350,21 +414,39 @@ def _lock_rows(conn: Any, turns: list[Turn], observed: list[EdgeObservation]) ->
         conn.execute(query("session", "lock_entries"), {"ids": entry_ids}).fetchall()
     edge_ids = sorted({i for t in turns for i in t.rendered_edge_ids}, key=str)
     if edge_ids or observed:
-        conn.execute(query("session", "lock_edges"), {
-            "ids": edge_ids, "sources": [o.source_entry_id for o in observed],
-            "targets": [o.target_entry_id for o in observed],
-            "types": [o.edge_type for o in observed]}).fetchall()
+        conn.execute(
+            query("session", "lock_edges"),
+            {
+                "ids": edge_ids,
+                "sources": [o.source_entry_id for o in observed],
+                "targets": [o.target_entry_id for o in observed],
+                "types": [o.edge_type for o in observed],
+            },
+        ).fetchall()
 
 
-def reinforce(conn: Any, session: SessionPayload, observed: list[EdgeObservation],
-              dials: Mapping[str, Any], counts: SessionCounts, run_id: UUID | None) -> None:
+def reinforce(
+    conn: Any,
+    session: SessionPayload,
+    observed: list[EdgeObservation],
+    dials: Mapping[str, Any],
+    counts: SessionCounts,
+    run_id: UUID | None,
+) -> None:
     """Step 4: every observed edge through the one upsert: new at 0.3, or hit_count + 1 and
     raised to its floor. One observation per edge per session (the upsert dedups)."""
     if not observed:
         return
-    results = upsert_edges(conn, observed, dials, source_type="learned", at=session.ended_at,
-                           session_id=session.session_id, run_id=run_id,
-                           reason="session reinforcement (discovery, prerequisite proposals)")
+    results = upsert_edges(
+        conn,
+        observed,
+        dials,
+        source_type="learned",
+        at=session.ended_at,
+        session_id=session.session_id,
+        run_id=run_id,
+        reason="session reinforcement (discovery, prerequisite proposals)",
+    )
     counts.edges_created += sum(1 for r in results if r.inserted)
     counts.edges_reinforced += sum(1 for r in results if not r.inserted)
 
@@ -377,8 +459,14 @@ def _graded_entries(turn: Turn) -> list[UUID]:
     return list(dict.fromkeys(ids))
 
 
-def grade_outcomes(conn: Any, session: SessionPayload, turns: list[Turn],
-                   dials: Mapping[str, Any], counts: SessionCounts, run_id: UUID | None) -> None:
+def grade_outcomes(
+    conn: Any,
+    session: SessionPayload,
+    turns: list[Turn],
+    dials: Mapping[str, Any],
+    counts: SessionCounts,
+    run_id: UUID | None,
+) -> None:
     """Step 5: grade what reached the prompt by its turn's outcome, in turn order.
 
     Edges: +-0.05 within [0.05, 1], and one traversal per turn that rendered them. Entries:
@@ -399,17 +487,30 @@ def grade_outcomes(conn: Any, session: SessionPayload, turns: list[Turn],
     if edge_outcomes:
         shifts = {i: rules.edge_grading(o, dials) for i, o in edge_outcomes.items()}
         ids = list(shifts)
-        say_why(conn, "outcome grading", session_id=session.session_id, run_id=run_id,
-                at=session.ended_at)
-        rows = conn.execute(query("session", "grade_edges"), {
-            "at": session.ended_at, "ids": ids,
-            "deltas": [shifts[i].delta for i in ids], "los": [shifts[i].lo for i in ids],
-            "his": [shifts[i].hi for i in ids],
-            "traversals": [len(edge_outcomes[i]) for i in ids]}).fetchall()
+        say_why(
+            conn,
+            "outcome grading",
+            session_id=session.session_id,
+            run_id=run_id,
+            at=session.ended_at,
+        )
+        rows = conn.execute(
+            query("session", "grade_edges"),
+            {
+                "at": session.ended_at,
+                "ids": ids,
+                "deltas": [shifts[i].delta for i in ids],
+                "los": [shifts[i].lo for i in ids],
+                "his": [shifts[i].hi for i in ids],
+                "traversals": [len(edge_outcomes[i]) for i in ids],
+            },
+        ).fetchall()
         counts.edges_traversed += len(rows)
         counts.edges_missing += len(ids) - len(rows)  # culled since the tutor rendered them
         counts.edges_graded_up += sum(1 for r in rows if r["new_confidence"] > r["old_confidence"])
-        counts.edges_graded_down += sum(1 for r in rows if r["new_confidence"] < r["old_confidence"])
+        counts.edges_graded_down += sum(
+            1 for r in rows if r["new_confidence"] < r["old_confidence"]
+        )
 
     if entry_steps:
         lr_proven = rules.learning_rate("proven", dials)
@@ -417,24 +518,41 @@ def grade_outcomes(conn: Any, session: SessionPayload, turns: list[Turn],
         ids = list(entry_steps)
         proven = [rules.entry_grading(entry_steps[i], lr_proven) for i in ids]
         default = [rules.entry_grading(entry_steps[i], lr_default) for i in ids]
-        say_why(conn, "outcome grading", session_id=session.session_id, run_id=run_id,
-                at=session.ended_at)
-        rows = conn.execute(query("session", "grade_entries"), {
-            "at": session.ended_at, "ids": ids,
-            "scales_proven": [m.scale for m in proven], "shifts_proven": [m.shift for m in proven],
-            "scales_default": [m.scale for m in default],
-            "shifts_default": [m.shift for m in default],
-            "successes": [sum(1 for o, _ in entry_steps[i] if o == rules.SUCCESS) for i in ids],
-            "failures": [sum(1 for o, _ in entry_steps[i] if o == rules.FAILURE) for i in ids],
-        }).fetchall()
+        say_why(
+            conn,
+            "outcome grading",
+            session_id=session.session_id,
+            run_id=run_id,
+            at=session.ended_at,
+        )
+        rows = conn.execute(
+            query("session", "grade_entries"),
+            {
+                "at": session.ended_at,
+                "ids": ids,
+                "scales_proven": [m.scale for m in proven],
+                "shifts_proven": [m.shift for m in proven],
+                "scales_default": [m.scale for m in default],
+                "shifts_default": [m.shift for m in default],
+                "successes": [sum(1 for o, _ in entry_steps[i] if o == rules.SUCCESS) for i in ids],
+                "failures": [sum(1 for o, _ in entry_steps[i] if o == rules.FAILURE) for i in ids],
+            },
+        ).fetchall()
         counts.entries_graded += sum(1 for r in rows if r["new_confidence"] != r["old_confidence"])
 
 
 # --- the queue -------------------------------------------------------------------------------
 
-def apply_pending_session(conn: Any, dials: Mapping[str, Any], *, run_id: UUID | None,
-                          caches: Caches, summary: ProcessSummary,
-                          session_id: str | None = None) -> str | None:
+
+def apply_pending_session(
+    conn: Any,
+    dials: Mapping[str, Any],
+    *,
+    run_id: UUID | None,
+    caches: Caches,
+    summary: ProcessSummary,
+    session_id: str | None = None,
+) -> str | None:
     """Claim, apply and commit one pending session (the oldest, or the named one).
 
     Returns the session id applied (or rejected), None when nothing was pending. Retries a
@@ -447,16 +565,26 @@ def apply_pending_session(conn: Any, dials: Mapping[str, Any], *, run_id: UUID |
             if session_id is None:
                 row = conn.execute(query("session", "claim_next_session")).fetchone()
             else:
-                row = conn.execute(query("session", "claim_session"), {"session_id": session_id}).fetchone()
+                row = conn.execute(
+                    query("session", "claim_session"), {"session_id": session_id}
+                ).fetchone()
             if row is None:
                 conn.rollback()
                 return None
             claimed = row["session_id"]
             session = SessionPayload.model_validate_json(row["payload_text"])
-            counts = apply_session(conn, session, dials, run_id=run_id, caches=caches,
-                                   step_seconds=summary.step_seconds)
-            conn.execute(query("session", "mark_processed"), {
-                "session_id": claimed, "run_id": run_id, "summary": json.dumps(counts.as_dict())})
+            counts = apply_session(
+                conn,
+                session,
+                dials,
+                run_id=run_id,
+                caches=caches,
+                step_seconds=summary.step_seconds,
+            )
+            conn.execute(
+                query("session", "mark_processed"),
+                {"session_id": claimed, "run_id": run_id, "summary": json.dumps(counts.as_dict())},
+            )
             conn.commit()
             summary.add(counts)
             return claimed
@@ -472,8 +600,10 @@ def apply_pending_session(conn: Any, dials: Mapping[str, Any], *, run_id: UUID |
             if claimed is None:
                 raise
             reason = f"cannot be applied: {_one_line(exc)}"
-            conn.execute(query("session", "reject_session"),
-                         {"session_id": claimed, "run_id": run_id, "reason": reason}).fetchall()
+            conn.execute(
+                query("session", "reject_session"),
+                {"session_id": claimed, "run_id": run_id, "reason": reason},
+            ).fetchall()
             conn.commit()
             summary.rejects += 1
             summary.rejected.append({"session_id": claimed, "reason": reason})
@@ -485,9 +615,14 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def process_batch(size: int, *, run_id: UUID | None = None, workers: int = 1,
-                  dials: Mapping[str, Any] | None = None,
-                  caches: Caches | None = None) -> ProcessSummary:
+def process_batch(
+    size: int,
+    *,
+    run_id: UUID | None = None,
+    workers: int = 1,
+    dials: Mapping[str, Any] | None = None,
+    caches: Caches | None = None,
+) -> ProcessSummary:
     """Apply up to `size` pending sessions, each in its own transaction, with N workers."""
     from hag import db, settings  # noqa: PLC0415
 
@@ -500,8 +635,12 @@ def process_batch(size: int, *, run_id: UUID | None = None, workers: int = 1,
     def work(summary: ProcessSummary) -> None:
         with db.pool().connection() as conn:
             while budget.take():
-                if apply_pending_session(conn, dials, run_id=run_id, caches=caches,
-                                         summary=summary) is None:
+                if (
+                    apply_pending_session(
+                        conn, dials, run_id=run_id, caches=caches, summary=summary
+                    )
+                    is None
+                ):
                     budget.close()
 
     if len(summaries) == 1:
@@ -538,9 +677,14 @@ class _Budget:
             self._left = 0
 
 
-def process_pending(batch_size: int | None = None, limit: int | None = None, *,
-                    workers: int = 1, run_id: UUID | None = None,
-                    on_batch: Callable[[ProcessSummary], None] | None = None) -> ProcessSummary:
+def process_pending(
+    batch_size: int | None = None,
+    limit: int | None = None,
+    *,
+    workers: int = 1,
+    run_id: UUID | None = None,
+    on_batch: Callable[[ProcessSummary], None] | None = None,
+) -> ProcessSummary:
     """Apply pending sessions in batches until none is left (or `limit` were taken).
 
     Records a `hag_runs` row of kind 'session_end' unless the caller (the flow) passes its
@@ -558,8 +702,15 @@ def process_pending(batch_size: int | None = None, limit: int | None = None, *,
     start = time.perf_counter()
     status = "failed"
     try:
-        drain(lambda want: process_batch(want, run_id=run_id, workers=workers, dials=dials,
-                                         caches=caches), size, limit, total, on_batch)
+        drain(
+            lambda want: process_batch(
+                want, run_id=run_id, workers=workers, dials=dials, caches=caches
+            ),
+            size,
+            limit,
+            total,
+            on_batch,
+        )
         status = "done"
     finally:
         total.seconds = time.perf_counter() - start
@@ -568,9 +719,13 @@ def process_pending(batch_size: int | None = None, limit: int | None = None, *,
     return total
 
 
-def drain(run_batch: Callable[[int], ProcessSummary], size: int, limit: int | None,
-          total: ProcessSummary,
-          on_batch: Callable[[ProcessSummary], None] | None = None) -> ProcessSummary:
+def drain(
+    run_batch: Callable[[int], ProcessSummary],
+    size: int,
+    limit: int | None,
+    total: ProcessSummary,
+    on_batch: Callable[[ProcessSummary], None] | None = None,
+) -> ProcessSummary:
     """Run batches of `size` until a batch comes back short (the queue is empty) or `limit`."""
     while limit is None or total.sessions + total.rejects < limit:
         want = size if limit is None else min(size, limit - total.sessions - total.rejects)
@@ -588,8 +743,10 @@ def open_run(params: Mapping[str, Any]) -> UUID:
     from hag import db  # noqa: PLC0415
 
     with db.pool().connection() as conn:
-        row = conn.execute(query("session", "open_run"),
-                           {"kind": RUN_KIND, "params": json.dumps(dict(params), default=str)}).fetchone()
+        row = conn.execute(
+            query("session", "open_run"),
+            {"kind": RUN_KIND, "params": json.dumps(dict(params), default=str)},
+        ).fetchone()
     return row["run_id"]  # type: ignore[no-any-return]
 
 
@@ -600,8 +757,10 @@ def close_run(run_id: UUID | None, summary: ProcessSummary, status: str = "done"
     if run_id is None:
         return
     with db.pool().connection() as conn:
-        conn.execute(query("session", "close_run"), {
-            "run_id": run_id, "status": status, "summary": json.dumps(summary.as_dict())})
+        conn.execute(
+            query("session", "close_run"),
+            {"run_id": run_id, "status": status, "summary": json.dumps(summary.as_dict())},
+        )
 
 
 def pending_count(conn: Any) -> int:
@@ -610,8 +769,12 @@ def pending_count(conn: Any) -> int:
 
 def memory_after(conn: Any, session_id: str) -> list[dict[str, Any]]:
     """Every entry's and edge's confidence as it stood right after a session was applied."""
-    return [dict(r) for r in conn.execute(query("session", "memory_after_session"),
-                                          {"session_id": session_id}).fetchall()]
+    return [
+        dict(r)
+        for r in conn.execute(
+            query("session", "memory_after_session"), {"session_id": session_id}
+        ).fetchall()
+    ]
 
 
 def render_markdown(summary: ProcessSummary) -> str:
@@ -623,20 +786,31 @@ def render_markdown(summary: ProcessSummary) -> str:
         f"{summary.sessions} session(s) applied, {summary.rejects} rejected, "
         f"{summary.retries} retried, in {summary.seconds:.1f} s ({rate:,.0f} sessions/min).",
         "",
-        "| what | count |", "| --- | ---: |",
-        *(f"| {name.replace('_', ' ')} | {value} |" for name, value in SessionCounts.as_dict(summary).items()),
+        "| what | count |",
+        "| --- | ---: |",
+        *(
+            f"| {name.replace('_', ' ')} | {value} |"
+            for name, value in SessionCounts.as_dict(summary).items()
+        ),
         "",
-        "| step | seconds |", "| --- | ---: |",
+        "| step | seconds |",
+        "| --- | ---: |",
         *(f"| {step} | {seconds:.2f} |" for step, seconds in summary.step_seconds.items()),
     ]
     if summary.rejected:
-        lines += ["", "## Rejected sessions", "",
-                  *(f"- `{r['session_id']}`: {r['reason']}" for r in summary.rejected)]
+        lines += [
+            "",
+            "## Rejected sessions",
+            "",
+            *(f"- `{r['session_id']}`: {r['reason']}" for r in summary.rejected),
+        ]
     return "\n".join(lines) + "\n"
 
 
 def summary_table(summary: ProcessSummary) -> list[dict[str, Any]]:
     """The counts as table rows (a Prefect table artifact)."""
     rows = [{"what": k, "count": v} for k, v in SessionCounts.as_dict(summary).items()]
-    return rows + [{"what": "rejects", "count": summary.rejects},
-                   {"what": "retries", "count": summary.retries}]
+    return rows + [
+        {"what": "rejects", "count": summary.rejects},
+        {"what": "retries", "count": summary.retries},
+    ]

@@ -24,6 +24,7 @@ SUCCESS, FAILURE = "success", "failure"
 
 # --- edges: outcome grading (seed) --------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ClampedShift:
     """x -> min(hi, max(lo, x + delta)); None is an open side. Closed under composition."""
@@ -64,11 +65,13 @@ def edge_step(outcome: str | None, dials: Mapping[str, Any]) -> ClampedShift:
     success: min(1.0, c + 0.05); failure: max(0.05, c - 0.05); no outcome: unchanged.
     """
     if outcome == SUCCESS:
-        return ClampedShift(float(dials["edge_grade_step_success"]), None,
-                            float(dials["edge_confidence_ceiling"]))
+        return ClampedShift(
+            float(dials["edge_grade_step_success"]), None, float(dials["edge_confidence_ceiling"])
+        )
     if outcome == FAILURE:
-        return ClampedShift(-float(dials["edge_grade_step_failure"]),
-                            float(dials["edge_confidence_floor"]), None)
+        return ClampedShift(
+            -float(dials["edge_grade_step_failure"]), float(dials["edge_confidence_floor"]), None
+        )
     return IDENTITY_SHIFT
 
 
@@ -86,6 +89,7 @@ def edge_grading(outcomes: Iterable[str | None], dials: Mapping[str, Any]) -> Cl
 
 
 # --- entries: outcome grading (seed) ------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Affine:
@@ -119,8 +123,9 @@ def entry_step(outcome: str | None, strength: float, lr: float) -> Affine:
     return Affine()
 
 
-def grade_entry(confidence: float, outcome: str | None, strength: float, maturity: str,
-                dials: Mapping[str, Any]) -> float:
+def grade_entry(
+    confidence: float, outcome: str | None, strength: float, maturity: str, dials: Mapping[str, Any]
+) -> float:
     """An entry's confidence after one turn's outcome (the asymmetric saturating rule)."""
     lr = learning_rate(maturity, dials)
     if outcome == SUCCESS:
@@ -139,6 +144,7 @@ def entry_grading(steps: Iterable[tuple[str | None, float]], lr: float) -> Affin
 
 
 # --- new entries ---------------------------------------------------------------------------
+
 
 def initial_entry_confidence(quality: float, dials: Mapping[str, Any]) -> float:
     """A new entry's confidence: the base, scaled by its ladder step's quality."""
