@@ -87,6 +87,9 @@ _DIALS: tuple[Dial, ...] = (
     _i("embedding_cache_size", 4096, 0, 1000000, "ours: cached query embeddings by context string", R),
     _i("ann_candidates", 40, 5, 10000, "ours: nearest rows fetched before the maturity re-rank", R),
     _i("hnsw_ef_search", 400, 1, 1000, "ours (measured, docs/retrieval.md): hnsw.ef_search on the approximate path", R),
+    _i("ann_widen_factor", 4, 2, 100, "ours: how much larger the second approximate try is before the exact query", R),
+    _i("hnsw_m", 16, 2, 100, "ours: m of the per-topic HNSW indexes (pgvector's default, with which recall was measured)", R),
+    _i("hnsw_ef_construction", 64, 4, 1000, "ours: ef_construction of the per-topic HNSW indexes (pgvector's default)", R),
     _i("exact_scan_max_rows", 2000, 0, 100000000, "ours (measured, docs/retrieval.md): eligible sets this small are scanned exactly", R),
     # --- session-end processing (SPEC §4) ---
     _f("observation_base_confidence", 0.5, 0, 1, "ours: initial confidence of a new entry before the ladder quality", S),

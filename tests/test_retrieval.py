@@ -367,3 +367,33 @@ def test_cli_prints_the_blocks_and_json(db):
     data = json.loads(out.stdout)
     assert data["rendered_edge_ids"][0] == str(ids["edges"]["prereq"])
     assert data["topic_advisories"][0]["band"] == "high"
+
+
+def test_edge_walk_never_renders_another_learners_pattern_or_a_drawing(db):
+    """Edges from the top match into bob's pattern or a visual entry never reach ada's prompt."""
+    top = put(db, 0.9, 10, concept_slug="rsa", instruction="Start from tiny primes.")
+    bobs = put(db, 0.0, 11, scope="student:bob", concept_slug="proofs", instruction="Bob: proofs.")
+    drawing = put(db, 0.0, 12, scope="visual", concept_slug="rsa", instruction="DRAW: keys.")
+    adas = put(db, 0.0, 13, scope="student:ada", concept_slug="maps", instruction="Ada: maps.")
+    tutor = put(db, 0.0, 14, scope="tutor", concept_slug="predict", instruction="Predict first.")
+    leak = f.edge(db, top, bobs, "leads_to", confidence=0.9, source_type="learned")
+    f.edge(db, top, drawing, "related", confidence=0.9, source_type="learned")
+    own = f.edge(db, top, adas, "fallback", confidence=0.9, source_type="learned")
+    shared = f.edge(db, top, tutor, "prerequisite", confidence=0.9, source_type="learned")
+    db.commit()
+    result = run(learner_id="ada")
+    assert "Bob" not in result.text and "DRAW" not in result.text
+    assert leak not in result.rendered_edge_ids
+    assert result.rendered_edge_ids == [shared, own]
+
+
+def test_a_result_read_inside_a_callers_transaction_is_never_served_from_the_cache(db):
+    """A retrieval on a caller's connection sees its uncommitted rows; after rollback, no one does."""
+    f.topic(db, "cryptography", "Cryptography")
+    db.commit()
+    ghost = put(db, 0.9, 10, instruction="Uncommitted advice.")
+    inside = run(conn=db)
+    assert [a.entry_id for a in inside.topic_advisories] == [ghost]
+    db.rollback()
+    after = run()
+    assert after.topic_advisories == () and "Uncommitted" not in after.text

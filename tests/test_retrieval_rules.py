@@ -68,11 +68,11 @@ def test_semantic_wins_a_collision_and_only_five_survive():
     semantic = [row(i, 0.5 - i / 100) for i in range(1, 5)]
     concept = [{**row(1, 1.0), "similarity": 1.0}] + [row(10 + i, 1.0) for i in range(3)]
     ranked = ranking.merge_topic(semantic, concept, [], DIALS)
-    assert len(ranked) == 5
-    collided = [r for r in ranked if r.row["id"] == UUID(int=1)]
-    assert collided == [] or (
-        collided[0].source == "semantic" and collided[0].row["similarity"] == pytest.approx(0.49)
-    )
+    # concept rows: 1.0 x 0.8 x 1.05 = 0.84; the collided row keeps 0.49 -> 0.4116
+    assert [r.row["id"] for r in ranked] == [UUID(int=n) for n in (10, 11, 12, 1, 2)]
+    collided = ranked[3]
+    assert collided.source == "semantic" and collided.row["similarity"] == pytest.approx(0.49)
+    assert collided.score == pytest.approx(0.4116)
 
 
 def test_rerank_proves_exactness_only_past_the_boost_bound():

@@ -83,8 +83,8 @@ def retrieve(
     `recent_concepts`: the recent turns' concept slugs, either flat or one list per turn
     (oldest first; only the last `recent_concept_turns` count). `expected_concepts`: slugs
     that earn the concept-match bonus in the merge. With `conn`, every query runs on that
-    connection one after another (inside the caller's transaction); without it, the passes
-    run concurrently on the read pool.
+    connection one after another (inside the caller's transaction, bypassing the result
+    cache); without it, the passes run concurrently on the read pool.
     """
     _check_text("topic id", topic_id, _TOPIC_ID, "lower-case letters, digits, '-' or '_'")
     _check_text(
@@ -126,7 +126,9 @@ def retrieve(
         embedder.name,
         _fingerprint(dials),
     )
-    ttl = float(dials["retrieval_cache_ttl_seconds"])
+    # On a caller's connection the answer is what that transaction sees (perhaps rows it
+    # never commits): such a result is neither served from the shared cache nor put in it.
+    ttl = float(dials["retrieval_cache_ttl_seconds"]) if conn is None else 0.0
     cached = _results.get(key, ttl) if ttl > 0 else None
     if cached is not None:
         return dataclasses.replace(cached, cached=True)
@@ -315,11 +317,14 @@ def _retrieve_uncached(
     trees: list[list[str]] = []
     if walked:
         started = time.perf_counter()
+        # An edge may point anywhere (discovery links any two decision entries): only targets
+        # this learner may read are walked, never another learner's pattern or a drawing.
+        readable = [*scopes, "tutor", f"student:{learner_id}"]
         if conn is None:
             with store.read_pool().connection() as reader:
-                edge_rows = store.edge_walk(reader, walked, dials)
+                edge_rows = store.edge_walk(reader, walked, dials, readable)
         else:
-            edge_rows = store.edge_walk(conn, walked, dials)
+            edge_rows = store.edge_walk(conn, walked, dials, readable)
         reports.append(
             PassReport(
                 "edge-walk",

@@ -20,9 +20,6 @@ from psycopg import sql
 from hag import db, settings
 from hag.sqlfiles import query
 
-HNSW_M = 16  # pgvector's defaults, kept: recall was measured with them
-HNSW_EF_CONSTRUCTION = 64
-
 
 def index_name(topic_id: str) -> str:
     return "hag_entries_ann_" + hashlib.md5(topic_id.encode()).hexdigest()[:16]
@@ -44,7 +41,8 @@ def build_topic_indexes(*, concurrently: bool = True, topics: list[str] | None =
     CONCURRENTLY (the default) lets sessions keep writing while an index builds.
     """
     with db.connect(autocommit=True) as conn:
-        wanted = topics if topics is not None else topics_needing_index(conn)
+        dials = settings.load(conn)
+        wanted = topics if topics is not None else topics_needing_index(conn, dials)
         existing = {r["label"] for r in conn.execute(query("retrieval", "ann_indexes"))}
         for topic_id in wanted:
             if f"hag-ann topic:{topic_id}" in existing:
@@ -62,8 +60,8 @@ def build_topic_indexes(*, concurrently: bool = True, topics: list[str] | None =
                 ).format(
                     sql.SQL("CONCURRENTLY") if concurrently else sql.SQL(""),
                     name,
-                    sql.Literal(HNSW_M),
-                    sql.Literal(HNSW_EF_CONSTRUCTION),
+                    sql.Literal(int(dials["hnsw_m"])),
+                    sql.Literal(int(dials["hnsw_ef_construction"])),
                     sql.Literal(topic_id),
                 )
             )

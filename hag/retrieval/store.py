@@ -25,9 +25,6 @@ from hag.retrieval.model import PassReport
 from hag.retrieval.ranking import Row, rerank_candidates
 from hag.sqlfiles import query
 
-# How much larger the second approximate try is, when the first could not prove its
-# re-ranked answer exact (ours; past it the exact query answers).
-_WIDEN = 4
 _PASSES = 4  # connections the pool keeps open: one per concurrent pass
 
 _lock = threading.Lock()
@@ -149,7 +146,7 @@ def semantic_pass(
                 return reranked.rows, _report(name, path, reranked.rows, started)
             if len(rows) < requested:
                 break  # the scan ran dry: the eligible set is small, or the scan stopped
-            requested *= _WIDEN
+            requested *= int(dials["ann_widen_factor"])
         path = "exact-fallback"
     rows = conn.execute(
         query("retrieval", "semantic_exact"), {**params, "match_count": count}
@@ -180,13 +177,20 @@ def concept_pass(
 
 
 def edge_walk(
-    conn: psycopg.Connection[Any], entry_ids: Sequence[Any], dials: Mapping[str, Any]
+    conn: psycopg.Connection[Any],
+    entry_ids: Sequence[Any],
+    dials: Mapping[str, Any],
+    target_scopes: Sequence[str],
 ) -> list[Row]:
-    """Outgoing edges of each entry in order, walk-filtered, at most the per-entry dial each."""
+    """Outgoing edges of each entry in order, walk-filtered, at most the per-entry dial each.
+
+    Only edges into `target_scopes` (what this turn may read) are walked.
+    """
     return conn.execute(
         query("retrieval", "edge_walk"),
         {
             "entry_ids": list(entry_ids),
+            "target_scopes": list(target_scopes),
             "min_confidence": float(dials["edge_min_confidence"]),
             "include_candidates": bool(dials["edge_include_candidate_targets"]),
             "per_entry": int(dials["edge_walk_max_edges_per_entry"]),

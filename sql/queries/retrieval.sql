@@ -66,6 +66,10 @@ FROM match_hag_entries_by_concept(
 -- `per_entry` edges each. `rank` is the source's position in the ranking (1 = top match).
 -- Ties go to the target's concept before the edge id: ids are random, so an id tie-break
 -- would render different lines when the same sessions are replayed on a fresh database.
+-- Targets are limited to the scopes this turn may read (`target_scopes`: the topic scopes,
+-- `tutor`, this learner's `student:` scope): discovery links any two decision entries, so
+-- an edge can point at another learner's pattern or at a drawing, and neither may reach
+-- this prompt.
 SELECT w.rank, w.edge_id, w.source_entry_id, w.target_entry_id, w.edge_type, w.condition,
        w.confidence, w.target_instruction
 FROM (
@@ -86,6 +90,7 @@ FROM (
     WHERE e.confidence >= %(min_confidence)s
       AND he.maturity <> 'archived'
       AND (%(include_candidates)s OR he.maturity <> 'candidate')
+      AND he.visibility_scope = ANY (%(target_scopes)s::text[])
 ) w
 WHERE w.position <= %(per_entry)s
 ORDER BY w.rank, w.position
