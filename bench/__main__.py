@@ -9,6 +9,9 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
+    from hag.config import ensure_runtime_dir  # noqa: PLC0415
+
+    ensure_runtime_dir()  # before anything imports the embedded server's wheel
     wanted = set(argv)
     names = sorted(
         m.name

@@ -321,6 +321,8 @@ def test_unknown_topic_is_a_clear_error(db):
     db.commit()
     with pytest.raises(NotFoundError, match="unknown topic 'astrology'"):
         retrieval.retrieve("astrology", "ada", "hello")
+    with pytest.raises(NotFoundError, match="unknown topic 'astrology'"):
+        retrieval.retrieve_with_vector("astrology", "ada", f.QUERY)
 
 
 def test_empty_message_is_a_clear_error(db):

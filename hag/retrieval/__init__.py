@@ -86,26 +86,11 @@ def retrieve(
     connection one after another (inside the caller's transaction, bypassing the result
     cache); without it, the passes run concurrently on the read pool.
     """
-    _check_text("topic id", topic_id, _TOPIC_ID, "lower-case letters, digits, '-' or '_'")
-    _check_text(
-        "learner id",
-        learner_id,
-        _LEARNER_ID,
-        "letters, digits, '.', '_', '@' or '-', at most 128 characters",
-    )
     if not isinstance(student_message, str) or not student_message.strip():
         raise ValidationError("the student message is empty: there is nothing to retrieve for")
-    dials = settings.current() if conn is None else settings.load(conn)
-    slugs = [s for s in ranking.recent_slugs(recent_concepts, dials) if _SLUG.match(s)]
-    expected = sorted({s for s in expected_concepts if isinstance(s, str)})
-
-    if conn is None:
-        with store.read_pool().connection() as reader:
-            title, ann = _catalog(reader, topic_id, dials)
-    else:
-        title, ann = _catalog(conn, topic_id, dials)
-    if title is None:
-        raise NotFoundError(f"unknown topic {topic_id!r}")
+    dials, slugs, expected, title, ann = _prepare(
+        topic_id, learner_id, recent_concepts, expected_concepts, conn
+    )
 
     from hag.embeddings import cut, get_embedder  # noqa: PLC0415 - keeps openai off import
 
@@ -157,6 +142,25 @@ def retrieve_with_vector(
     For callers that embed the context themselves, and for the benchmark (whose figures
     exclude the embedding call).
     """
+    dials, slugs, expected, _title, ann = _prepare(
+        topic_id, learner_id, recent_concepts, expected_concepts, conn
+    )
+    return _retrieve_uncached(
+        topic_id, learner_id, context, vector, slugs, expected, ann, dials, conn
+    )
+
+
+def _prepare(
+    topic_id: str,
+    learner_id: str,
+    recent_concepts: Iterable[str | Sequence[str]],
+    expected_concepts: Iterable[str],
+    conn: Any,
+) -> tuple[Mapping[str, Any], list[str], list[str], str, Any]:
+    """Check the ids, read the dials, the slugs, the topic's title and its ANN index.
+
+    Refuses ids the schema could never hold, and a topic that does not exist.
+    """
     _check_text("topic id", topic_id, _TOPIC_ID, "lower-case letters, digits, '-' or '_'")
     _check_text(
         "learner id",
@@ -172,9 +176,9 @@ def retrieve_with_vector(
             title, ann = _catalog(reader, topic_id, dials)
     else:
         title, ann = _catalog(conn, topic_id, dials)
-    return _retrieve_uncached(
-        topic_id, learner_id, context, vector, slugs, expected, ann, dials, conn
-    )
+    if title is None:
+        raise NotFoundError(f"unknown topic {topic_id!r}")
+    return dials, slugs, expected, title, ann
 
 
 def visual_for(concept_slug: str, *, conn: Any = None) -> Visual | None:
