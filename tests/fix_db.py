@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,6 +72,9 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db.close_all()
     yield url
     db.close_all()
+    store = sys.modules.get("hag.retrieval.store")
+    if store is not None:
+        store.close()  # the read path's own pool, before its server goes away
     if server is not None:
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
