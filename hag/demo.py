@@ -61,6 +61,7 @@ def run_demo(
     folder: Path | None = None,
     checks: bool = True,
     progress: bool = True,
+    keep_running: bool = False,
 ) -> dict[str, Any]:
     """Run the whole story and return the summary (graphs before/after and the headline)."""
     from hag.corpus import DEMO_CORPUS  # noqa: PLC0415
@@ -89,7 +90,7 @@ def run_demo(
         enrich_every_days=DEMO_ENRICH_EVERY,
     )
     note(f"demo database: a fresh embedded PostgreSQL in {folder}")
-    with private_database(folder):
+    with private_database(folder, keep_running=keep_running) as url:
         note(
             f"loading the demo corpus, then {sessions} sessions by {learners} simulated learners "
             f"over {days} simulated days (seed {seed})"
@@ -111,6 +112,12 @@ def run_demo(
     assert outcome.report is not None
     for line in summary_lines(outcome.report, out):
         click.echo(line)
+    if keep_running:
+        click.echo(
+            f"\nthe demo's database is still running; explore it with\n"
+            f"  DATABASE_URL='{url}' hag retrieve --topic cryptography --learner ada "
+            f"--message 'why does RSA need modular arithmetic?'"
+        )
     return {
         "headline": outcome.report["headline"],
         "run": outcome.report["run"],
