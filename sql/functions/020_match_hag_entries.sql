@@ -24,15 +24,12 @@ LANGUAGE sql STABLE AS $$
            e.concept_match_quality, e.instruction, e.last_matched_at,
            1 - (e.embedding <=> p_query_embedding) AS similarity
     FROM hag_entries e
-    WHERE e.maturity <> 'archived'
-      AND e.confidence >= GREATEST(
+    WHERE hag_entry_visible(
+            e.maturity, e.confidence,
             COALESCE(p_min_confidence, hag_setting_float('retrieval_min_confidence')),
-            CASE e.maturity
-                WHEN 'proven'    THEN COALESCE(p_floor_proven, hag_setting_float('floor_proven'))
-                WHEN 'pattern'   THEN COALESCE(p_floor_pattern, hag_setting_float('floor_pattern'))
-                WHEN 'candidate' THEN COALESCE(p_floor_candidate, hag_setting_float('floor_candidate'))
-                ELSE 1.0 -- unknown maturity locked out (seed)
-            END)
+            COALESCE(p_floor_proven, hag_setting_float('floor_proven')),
+            COALESCE(p_floor_pattern, hag_setting_float('floor_pattern')),
+            COALESCE(p_floor_candidate, hag_setting_float('floor_candidate')))
       AND (p_topic_id IS NULL OR e.topic_id = p_topic_id)
       AND e.visibility_scope = ANY (p_visibility_scopes)
     ORDER BY (1 - (e.embedding <=> p_query_embedding))

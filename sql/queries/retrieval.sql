@@ -30,15 +30,8 @@ FROM (
     SELECT e.id, e.topic_id, e.concept_slug, e.visibility_scope, e.maturity, e.confidence,
            e.instruction, e.embedding <=> %(query)b AS distance
     FROM hag_entries e
-    WHERE e.maturity <> 'archived'
-      AND e.confidence >= GREATEST(
-            %(min_confidence)s,
-            CASE e.maturity
-                WHEN 'proven'    THEN %(floor_proven)s
-                WHEN 'pattern'   THEN %(floor_pattern)s
-                WHEN 'candidate' THEN %(floor_candidate)s
-                ELSE 1.0 -- unknown maturity locked out (seed)
-            END)
+    WHERE hag_entry_visible(e.maturity, e.confidence, %(min_confidence)s, %(floor_proven)s,
+                            %(floor_pattern)s, %(floor_candidate)s)
       AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
       AND e.visibility_scope = ANY (%(scopes)s::text[])
     ORDER BY e.embedding <=> %(query)b

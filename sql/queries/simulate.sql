@@ -68,15 +68,11 @@ FROM hag_enrichment_ledger
 -- entry graded below its floor is never shown again, so it is never graded again either.
 SELECT count(*) AS entries,
        count(*) FILTER (
-           WHERE maturity <> 'archived'
-             AND confidence >= GREATEST(
-                   hag_setting_float('retrieval_min_confidence'),
-                   CASE maturity
-                       WHEN 'proven' THEN hag_setting_float('floor_proven')
-                       WHEN 'pattern' THEN hag_setting_float('floor_pattern')
-                       WHEN 'candidate' THEN hag_setting_float('floor_candidate')
-                       ELSE 1.0
-                   END)) AS visible
+           WHERE hag_entry_visible(maturity, confidence,
+                                   hag_setting_float('retrieval_min_confidence'),
+                                   hag_setting_float('floor_proven'),
+                                   hag_setting_float('floor_pattern'),
+                                   hag_setting_float('floor_candidate'))) AS visible
 FROM hag_entries
 WHERE topic_id = %(topic_id)s
   AND visibility_scope NOT IN ('tutor', 'visual')
