@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "process-sessions": "hag.cli.session_cmd:process_sessions",
     "nightly": "hag.cli.nightly_cmd:nightly",
     "audit": "hag.cli.nightly_cmd:audit",
+    "history": "hag.cli.history_cmd:history",
     "check": "hag.cli.check_cmd:check",
     "enrich": "hag.cli.enrich_cmd:enrich",
     "serve": "hag.cli.serve_cmd:serve",

@@ -1,0 +1,33 @@
+"""What the memory believed, and why: reads of the confidence history (migration 003)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from hag.errors import NotFoundError, ValidationError
+from hag.sqlfiles import query
+
+
+def confidence_history(conn: Any, entity_id: str) -> list[dict[str, Any]]:
+    """Every confidence change of one entry or edge, oldest first (at least one row)."""
+    try:
+        key = uuid.UUID(str(entity_id))
+    except ValueError:
+        raise ValidationError(f"{entity_id!r} is not an entry or edge id (a UUID)") from None
+    rows = [dict(r) for r in conn.execute(query("history", "entity_history"), {"entity_id": key})]
+    if not rows:
+        raise NotFoundError(f"no entry or edge {key} has a confidence history")
+    return rows
+
+
+def memory_after_session(conn: Any, session_id: str) -> list[dict[str, Any]]:
+    """Every entry's and edge's confidence right after a session was applied."""
+    from hag.session.process import memory_after  # noqa: PLC0415 - keeps the CLI start light
+
+    known = conn.execute(query("history", "session_known"), {"session_id": session_id}).fetchone()
+    if known is None:
+        raise NotFoundError(f"no session {session_id!r} was ingested")
+    if known["applied_seq"] is None:
+        raise NotFoundError(f"session {session_id!r} has not been applied ({known['status']})")
+    return memory_after(conn, session_id)
