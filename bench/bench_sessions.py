@@ -12,6 +12,7 @@ Run: `python -m bench sessions` (a private embedded PostgreSQL in a temporary fo
 from __future__ import annotations
 
 import os
+import shutil
 import random
 import tempfile
 import time
@@ -278,6 +279,7 @@ def main() -> None:
     finally:
         db.close_all()
         server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
