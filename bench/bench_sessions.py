@@ -12,8 +12,8 @@ Run: `python -m bench sessions` (a private embedded PostgreSQL in a temporary fo
 from __future__ import annotations
 
 import os
-import shutil
 import random
+import shutil
 import tempfile
 import time
 import uuid
