@@ -141,11 +141,30 @@ def read(path: Path) -> Corpus:
         raise CorpusError(f"{path}: no such file") from None
     except json.JSONDecodeError as exc:
         raise CorpusError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except UnicodeDecodeError:
+        raise CorpusError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:  # a directory, no permission, ...
+        raise CorpusError(f"{path}: cannot read ({exc.strerror or exc})") from None
     return parse(data, str(path))
 
 
 def _check(corpus: Corpus, dim: int) -> None:
     """Refuse what the file alone shows to be wrong, naming the item."""
+    first_topic: dict[str, int] = {}
+    for i, t in enumerate(corpus.topics):
+        if t.topic_id in first_topic:
+            raise CorpusError(
+                f"topics[{i}] ({t.topic_id}): duplicate of topics[{first_topic[t.topic_id]}]"
+            )
+        first_topic[t.topic_id] = i
+    first_concept: dict[tuple[str, str], int] = {}
+    for i, c in enumerate(corpus.concepts):
+        key = (c.topic_id, c.slug)
+        if key in first_concept:
+            raise CorpusError(
+                f"concepts[{i}] ({c.topic_id}/{c.slug}): duplicate of concepts[{first_concept[key]}]"
+            )
+        first_concept[key] = i
     seen_identity: dict[tuple[str, ...], int] = {}
     seen_ids: set[uuid.UUID] = set()
     for i, e in enumerate(corpus.entries):

@@ -11,6 +11,7 @@ the report on whether the memory learned (`reports/demo/`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +36,16 @@ def graph_summary() -> dict[str, Any]:
     return {"graphs": graphs, "topics": topics}
 
 
-def print_summary(summary: dict[str, Any]) -> None:
-    click.echo("\nThe three graphs (and the visual bucket):")
+def print_summary(summary: dict[str, Any], echo: Callable[[str], None] = click.echo) -> None:
+    echo("\nThe three graphs (and the visual bucket):")
     for g in summary["graphs"]:
-        click.echo(
+        echo(
             f"  {g['graph']:<8} {g['entries']:>5} entries  (proven {g['proven']}, pattern {g['pattern']}, "
             f"candidate {g['candidate']}, archived {g['archived']}) across {g['topics']} topic(s)"
         )
-    click.echo("\nTopics:")
+    echo("\nTopics:")
     for t in summary["topics"]:
-        click.echo(
+        echo(
             f"  {t['topic_id']:<16} {t['entries']:>4} entries {t['edges']:>4} edges "
             f"(seed {t['seed_edges']}, learned {t['learned_edges']}, enriched {t['enriched_edges']}), "
             f"{t['orphans']} orphan(s)"
@@ -62,8 +63,12 @@ def run_demo(
     checks: bool = True,
     progress: bool = True,
     keep_running: bool = False,
+    quiet: bool = False,
 ) -> dict[str, Any]:
-    """Run the whole story and return the summary (graphs before/after and the headline)."""
+    """Run the whole story and return the summary (graphs before/after and the headline).
+
+    `quiet`: the human summary goes to stderr, leaving stdout to the caller (`--json`).
+    """
     from hag.corpus import DEMO_CORPUS  # noqa: PLC0415
     from hag.embeddings import announce  # noqa: PLC0415
     from hag.report.build import summary_lines  # noqa: PLC0415
@@ -74,6 +79,8 @@ def run_demo(
 
     def note(message: str) -> None:
         click.echo(message, err=True)
+
+    say = note if quiet else click.echo
 
     out = out or PROJECT_ROOT / "reports" / "demo"
     folder = folder or PROJECT_ROOT / ".hag" / "demo"
@@ -107,13 +114,13 @@ def run_demo(
         )
         outcome = run_experiment(experiment)
         after = graph_summary()
-    print_summary(after)
-    click.echo("")
+    print_summary(after, say)
+    say("")
     assert outcome.report is not None
     for line in summary_lines(outcome.report, out):
-        click.echo(line)
+        say(line)
     if keep_running:
-        click.echo(
+        say(
             f"\nthe demo's database is still running; explore it with\n"
             f"  DATABASE_URL='{url}' hag retrieve --topic cryptography --learner ada "
             f"--message 'why does RSA need modular arithmetic?'"

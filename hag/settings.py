@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -21,6 +22,8 @@ from hag.errors import SettingsError
 
 EDGE_TYPES = ("prerequisite", "fallback", "leads_to", "related", "supersedes")
 KNOWN_SOURCE_TYPES = ("seed", "learned", "enriched")
+# A topic scope as the schema admits it (migration 001): a lower-case slug not naming another graph.
+TOPIC_SCOPE = r"^(?!student)[a-z][a-z0-9_-]*$"
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class Dial:
     max: float | None = None
     choices: tuple[str, ...] = ()  # allowed items of a list dial (or values of a str dial)
     forbidden: tuple[str, ...] = field(default=())  # items a list dial may never hold
+    pattern: str = ""  # the shape every item of a list dial (or a str dial's value) must have
+    min_items: int = 0  # a list dial with fewer items is refused
 
 
 def _f(key: str, default: float, lo: float, hi: float, desc: str, consumer: str) -> Dial:
@@ -74,7 +79,7 @@ _DIALS: tuple[Dial, ...] = (
     _i("query_message_max_chars", 500, 1, 100000, "seed: student message characters in the query context", R),
     _i("embed_max_chars", 2000, 1, 100000, "seed: every embedded text is cut to this many characters", "hag/embeddings"),
     _i("advisory_max_chars", 400, 20, 100000, "seed: advisory text clipped at a sentence boundary", R),
-    Dial("topic_scopes", "list", ["public"], "ours: visibility scopes the topic passes read", R),
+    Dial("topic_scopes", "list", ["public"], "ours: visibility scopes the topic passes read", R, pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"), min_items=1),
     _f("band_high_min", 0.75, 0, 1, "ours: confidence at or above which the band label is 'high'", R),
     _f("band_medium_min", 0.5, 0, 1, "ours: confidence at or above which the band label is 'medium'", R),
     _i("edge_walk_top_k", 2, 0, 20, "seed: top entries that get a decision tree", R),
@@ -115,7 +120,7 @@ _DIALS: tuple[Dial, ...] = (
     _i("session_batch_size", 200, 1, 100000, "ours: pending sessions taken per flow batch", S),
     _i("session_max_payload_bytes", 5_000_000, 1000, 1_000_000_000, "ours: larger payloads are refused", S),
     _i("session_max_turns", 1000, 1, 1_000_000, "ours: sessions with more turns are refused", S),
-    Dial("session_topic_scope", "str", "public", "ours: visibility scope of the topic entries sessions write and look up", S),
+    Dial("session_topic_scope", "str", "public", "ours: visibility scope of the topic entries sessions write and look up", S, pattern=TOPIC_SCOPE, forbidden=("tutor", "visual")),
     _i("session_max_retries", 8, 0, 1000, "ours: retries of a session whose transaction hit a deadlock or serialization failure", S),
     # --- daily sweeps (SPEC §5) ---
     _i("promotion_min_age_days", 14, 0, 3650, "seed: candidate age before promotion to pattern", W),
@@ -133,7 +138,7 @@ _DIALS: tuple[Dial, ...] = (
     Dial(
         "cull_source_types", "list", ["learned", "enriched"],
         "seed: positive allowlist of provenance classes the cull may delete", W,
-        forbidden=("seed",),
+        forbidden=("seed",), pattern=r"^[a-z][a-z0-9_]*$",
     ),
     _i("sweep_report_max_rows", 200, 1, 100000, "ours: culled edges listed in a run's report (all stay in the audit)", W),
     # --- enrichment (SPEC §6) ---
@@ -214,11 +219,36 @@ def validate(key: str, value: Any) -> Any:
         banned = [i for i in items if i in d.forbidden]
         if banned:
             raise SettingsError(f"{key} may never contain {', '.join(banned)}")
+        misshapen = [i for i in items if d.pattern and not re.match(d.pattern, i)]
+        if misshapen:
+            raise SettingsError(f"{key} items must match {d.pattern}; not {', '.join(misshapen)}")
+        if len(items) < d.min_items:
+            raise SettingsError(f"{key} needs at least {d.min_items} item(s)")
         return items
     text = str(value)
     if d.choices and text not in d.choices:
         raise SettingsError(f"{key} must be one of {', '.join(d.choices)}, not {value!r}")
+    if text in d.forbidden or (d.pattern and not re.match(d.pattern, text)):
+        raise SettingsError(
+            f"{key} must match {d.pattern} and not be {', '.join(d.forbidden)}; not {value!r}"
+        )
     return text
+
+
+# Pairs of dials whose values must stay ordered: (lower, upper). Checked when one is set.
+ORDERED: tuple[tuple[str, str], ...] = (
+    ("band_medium_min", "band_high_min"),
+    ("edge_reinforce_confidence_low", "edge_reinforce_confidence_high"),
+    ("edge_confidence_floor", "edge_confidence_ceiling"),
+    ("edge_confidence_floor", "edge_new_confidence"),
+)
+
+
+def check_order(values: Mapping[str, Any]) -> None:
+    """Refuse a set of dial values in which an ordered pair is inverted."""
+    for low, high in ORDERED:
+        if values[low] > values[high]:
+            raise SettingsError(f"{low} ({values[low]}) may not exceed {high} ({values[high]})")
 
 
 def _as_int(value: Any) -> int:
@@ -258,7 +288,8 @@ def _fmt(x: float | None) -> str:
 def sync_registry(conn: Any) -> None:
     """Write every registry dial into hag_settings: new keys get defaults, values are kept.
 
-    Descriptions, bounds and consumers always follow the registry. A stored value that the
+    A value still equal to the stored default follows the registry's (possibly new) default;
+    an edited value is kept. Descriptions, bounds and consumers always follow the registry. A stored value that the
     registry's new bounds no longer admit is reset to the default, and says so in updated_by.
     """
     rows = [
@@ -280,6 +311,10 @@ def sync_registry(conn: Any) -> None:
             INSERT INTO hag_settings (key, value, value_type, default_value, min_value, max_value, description, consumer)
             VALUES (%s, %s::jsonb, %s, %s::jsonb, %s, %s, %s, %s)
             ON CONFLICT (key) DO UPDATE SET
+                -- A value still at the old default was never edited: it follows a changed
+                -- default (the old row values are read before any assignment).
+                value = CASE WHEN hag_settings.value = hag_settings.default_value
+                             THEN EXCLUDED.value ELSE hag_settings.value END,
                 value_type = EXCLUDED.value_type, default_value = EXCLUDED.default_value,
                 min_value = EXCLUDED.min_value, max_value = EXCLUDED.max_value,
                 description = EXCLUDED.description, consumer = EXCLUDED.consumer
@@ -379,6 +414,7 @@ def get(key: str) -> Any:
 def set_value(conn: Any, key: str, raw: Any, by: str = "cli") -> Any:
     """Validate and store one dial; returns the stored value."""
     value = validate(key, raw)
+    check_order({**load(conn), key: value})
     conn.execute(
         "UPDATE hag_settings SET value = %s::jsonb, updated_at = now(), updated_by = %s WHERE key = %s",
         (json.dumps(value), by, key),

@@ -10,6 +10,7 @@ import sys
 import click
 import pytest
 from click.testing import CliRunner
+from psycopg.conninfo import make_conninfo
 
 from hag import PROJECT_ROOT
 from hag.cli import COMMANDS, cli
@@ -87,3 +88,24 @@ def test_a_missing_corpus_file_is_one_line(db, database_url):
     result = _hag(database_url, "load-corpus", "/nonexistent/corpus.json")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == "hag: /nonexistent/corpus.json: no such file"
+
+
+def test_a_directory_as_corpus_is_one_line(db, database_url, tmp_path):
+    """`hag load-corpus DIR` exits 1 with one line naming the path, not a traceback."""
+    result = _hag(database_url, "load-corpus", str(tmp_path))
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip().splitlines()[-1] == f"hag: {tmp_path}: cannot read (Is a directory)"
+    )
+    assert "Traceback" not in result.stderr
+
+
+def test_a_database_refusal_is_one_line(db, database_url):
+    """A read-only database (a replica) refusing `settings set`: exit 1, one line, no traceback."""
+    read_only = make_conninfo(database_url, options="-c default_transaction_read_only=on")
+    result = _hag(read_only, "settings", "set", "floor_pattern", "0.45")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "hag: database error: cannot execute UPDATE in a read-only transaction"
+    ]

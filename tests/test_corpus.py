@@ -163,8 +163,27 @@ def _bad_maturity(d):
     return "entries[1] (t/b, public)"
 
 
+def _duplicate_topic(d):
+    d["topics"].append({"topic_id": "t", "title": "T again"})
+    return "topics[1] (t): duplicate of topics[0]"
+
+
+def _duplicate_concept(d):
+    d["concepts"].append({"topic_id": "t", "slug": "a", "title": "A again"})
+    return "concepts[1] (t/a): duplicate of concepts[0]"
+
+
 @pytest.mark.parametrize(
-    "breaker", [_bad_edge_type, _dangling, _wrong_dim, _duplicate_identity, _bad_maturity]
+    "breaker",
+    [
+        _bad_edge_type,
+        _dangling,
+        _wrong_dim,
+        _duplicate_identity,
+        _bad_maturity,
+        _duplicate_topic,
+        _duplicate_concept,
+    ],
 )
 def test_a_bad_corpus_is_refused_whole_naming_the_item(db, breaker):
     """Unknown edge type, dangling edge, wrong dimension, duplicate identity: nothing written."""
@@ -175,7 +194,7 @@ def test_a_bad_corpus_is_refused_whole_naming_the_item(db, breaker):
     named = breaker(data)
     with pytest.raises(CorpusError) as info:
         _load(db, data)
-    db.rollback()
+    # No rollback here: load() itself must leave nothing behind on this very connection.
     assert named in str(info.value)
     assert fingerprint(db) == before
 
@@ -192,8 +211,7 @@ def test_an_identity_already_in_the_database_is_refused(db):
         CorpusError, match=r"entries\[0\] \(t/a, public\).*hag_entries_topic_concept_slug_uniq"
     ):
         _load(db, clash)
-    db.rollback()
-    assert fingerprint(db) == before
+    assert fingerprint(db) == before  # no rollback: load() undid its own writes
 
 
 def test_unreadable_files_are_refused_with_the_reason(tmp_path):
@@ -204,3 +222,13 @@ def test_unreadable_files_are_refused_with_the_reason(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(CorpusError, match="not valid JSON"):
         corpus.read(bad)
+
+
+def test_a_directory_or_binary_file_is_refused_with_the_reason(tmp_path):
+    """A directory and a non-UTF-8 file get a CorpusError (one line), not an OSError."""
+    with pytest.raises(CorpusError, match="cannot read"):
+        corpus.read(tmp_path)
+    binary = tmp_path / "corpus.json"
+    binary.write_bytes(b"\xff\xfe\x00{")
+    with pytest.raises(CorpusError, match="not a UTF-8 text file"):
+        corpus.read(binary)

@@ -36,8 +36,9 @@ def folder(database_url, tmp_path_factory):
     return out
 
 
-def recompute(folder, edge_type, learned_only):
-    """Precision/recall per threshold from edges.json + entries.json + truth.json alone."""
+def recompute(folder, edge_type, learned_only, struggled_only=False):
+    """(claims, precision, recall, direction accuracy) per threshold from edges.json +
+    entries.json + truth.json alone; `struggled_only`: recall of the pairs reported true."""
     edges = json.loads((folder / "edges.json").read_text())
     entries = json.loads((folder / "entries.json").read_text())
     truth = json.loads((folder / "truth.json").read_text())
@@ -53,6 +54,9 @@ def recompute(folder, edge_type, learned_only):
             if b["edge_type"] == edge_type and b["source_type"] != "learned"
         }
         denominator = true_pairs - held
+    if struggled_only:
+        reported = {(r["concept"], r["missing"]) for r in truth["struggles"] if r["reported_true"]}
+        denominator = true_pairs & reported
     out = {}
     for t in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
         claims = set()
@@ -67,10 +71,13 @@ def recompute(folder, edge_type, learned_only):
             ):
                 claims.add((s, d))
         hits = len(claims & true_pairs)
+        related = [c for c in claims if c in true_pairs or (c[1], c[0]) in true_pairs]
+        right = [c for c in related if c in true_pairs]
         out[t] = (
             len(claims),
             hits / len(claims) if claims else None,
             len(claims & denominator) / len(denominator) if denominator else None,
+            len(right) / len(related) if related else None,
         )
     return out
 
@@ -82,15 +89,46 @@ def test_recovery_figures_match_an_independent_recount(folder, edge_type, scope)
     report = json.loads((folder / "report.json").read_text())
     expected = recompute(folder, edge_type, learned_only=scope == "learned")
     got = {
-        row["threshold"]: (row["claimed"], row["precision"], row["recall"])
+        row["threshold"]: (
+            row["claimed"],
+            row["precision"],
+            row["recall"],
+            row["direction_accuracy"],
+        )
         for row in report["recovery"][edge_type][scope]
     }
     assert set(got) == set(expected)
-    for t, (claimed, precision, recall) in expected.items():
+    for t, (claimed, precision, recall, direction) in expected.items():
         assert got[t][0] == claimed
         assert got[t][1] == pytest.approx(precision) if precision is not None else got[t][1] is None
         assert got[t][2] == pytest.approx(recall)
-    assert any(c for c, _, _ in expected.values())  # something was claimed: the check has teeth
+        assert got[t][3] == pytest.approx(direction) if direction is not None else got[t][3] is None
+    assert any(c for c, *_ in expected.values())  # something was claimed: the check has teeth
+
+
+def test_headline_figures_match_an_independent_recount(folder):
+    """The headline's recovery figures equal the recount at 0.6 and 0.3 (right scope and row)."""
+    h = json.loads((folder / "report.json").read_text())["headline"]
+    learned = recompute(folder, "prerequisite", learned_only=True)
+    memory = recompute(folder, "prerequisite", learned_only=False)
+    struggled = recompute(folder, "prerequisite", learned_only=False, struggled_only=True)
+    leads_to = recompute(folder, "leads_to", learned_only=False)
+    fallback = recompute(folder, "fallback", learned_only=False)
+    expected = {
+        "learned_prereq_precision_at_0.6": learned[0.6][1],
+        "learned_prereq_recall_at_0.6": learned[0.6][2],
+        "learned_prereq_precision_at_0.3": learned[0.3][1],
+        "learned_prereq_recall_at_0.3": learned[0.3][2],
+        "learned_prereq_direction_accuracy_at_0.3": learned[0.3][3],
+        "struggled_prereq_recall_at_0.3": struggled[0.3][2],
+        "memory_prereq_precision_at_0.6": memory[0.6][1],
+        "memory_prereq_recall_at_0.6": memory[0.6][2],
+        "leads_to_precision_at_0.6": leads_to[0.6][1],
+        "fallback_precision_at_0.6": fallback[0.6][1],
+    }
+    assert learned[0.3][0] > 0  # the learned scope claimed something: the check has teeth
+    for key, value in expected.items():
+        assert (h[key] is None) if value is None else h[key] == pytest.approx(value), key
 
 
 def test_calibration_figures_match_an_independent_recount(folder):

@@ -195,3 +195,83 @@ def test_any_edge_delete_is_audited_in_the_same_transaction(db):
         row["condition"],
         row["reason"],
     ) == (e, "leads_to", 0.42, "after a win", "manual delete")
+
+
+OTHER_CHECKS = [
+    (
+        "INSERT INTO hag_topics (topic_id, title) VALUES ('Bad Topic', 'T')",
+        "hag_topics_topic_id_check",
+    ),
+    ("INSERT INTO hag_topics (topic_id, title) VALUES ('t', '  ')", "hag_topics_title_check"),
+    (
+        "INSERT INTO hag_concepts (topic_id, slug, title) VALUES ('t', 'Bad_Slug', 'x')",
+        "hag_concepts_slug_check",
+    ),
+    (
+        "INSERT INTO hag_concepts (topic_id, slug, title) VALUES ('t', 'ok', '')",
+        "hag_concepts_title_check",
+    ),
+    (
+        "INSERT INTO hag_concepts (topic_id, slug, title, origin) VALUES ('t', 'ok', 'x', 'guessed')",
+        "hag_concepts_origin_check",
+    ),
+    (
+        "INSERT INTO hag_confidence_history (entity_kind, entity_id, new_value, reason) "
+        "VALUES ('topic', gen_random_uuid(), 0.5, 'x')",
+        "hag_confidence_history_entity_kind_check",
+    ),
+    ("INSERT INTO hag_runs (kind) VALUES ('Nightly Run')", "hag_runs_kind_check"),
+    ("INSERT INTO hag_runs (kind, status) VALUES ('nightly', 'crashed')", "hag_runs_status_check"),
+    (
+        "INSERT INTO hag_sessions (session_id, learner_id, topic_id, ended_at, payload, payload_sha256) "
+        "VALUES ('', 'l', 't', now(), '{}', 'x')",
+        "hag_sessions_session_id_check",
+    ),
+    (
+        "INSERT INTO hag_sessions (session_id, learner_id, topic_id, ended_at, payload, payload_sha256, status) "
+        "VALUES ('s', 'l', 't', now(), '{}', 'x', 'lost')",
+        "hag_sessions_status_check",
+    ),
+    (
+        "INSERT INTO hag_settings (key, value, value_type, default_value, description, consumer) "
+        "VALUES ('Bad-Key', '1', 'int', '1', 'd', 'c')",
+        "hag_settings_key_check",
+    ),
+    (
+        "INSERT INTO hag_settings (key, value, value_type, default_value, description, consumer) "
+        "VALUES ('new_dial', '1', 'complex', '1', 'd', 'c')",
+        "hag_settings_value_type_check",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("statement", "constraint"), OTHER_CHECKS, ids=[c for _, c in OTHER_CHECKS]
+)
+def test_other_checks_refuse_bad_values(db, statement, constraint):
+    """The CHECKs of topics, concepts, history, runs, sessions and settings each refuse by name."""
+    f.topic(db, "t")
+    with pytest.raises(psycopg.errors.CheckViolation) as info:
+        db.execute(statement)
+    assert info.value.diag.constraint_name == constraint
+
+
+def _tested_constraints() -> set[str]:
+    names = {c for _, c in OTHER_CHECKS}
+    for test in (test_entry_checks_refuse_bad_values, test_edge_checks_refuse_bad_values):
+        for mark in test.pytestmark:
+            if mark.name == "parametrize":
+                names |= {constraint for _, constraint in mark.args[1]}
+    return names
+
+
+def test_every_check_constraint_has_a_refusal_test(db):
+    """Each CHECK in the schema appears in one of the refusal tests above."""
+    schema = {
+        r["conname"]
+        for r in db.execute(
+            "SELECT conname FROM pg_constraint WHERE contype = 'c' "
+            "AND connamespace = 'public'::regnamespace"
+        ).fetchall()
+    }
+    assert sorted(schema - _tested_constraints()) == []

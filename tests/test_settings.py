@@ -87,6 +87,12 @@ def test_every_consumer_path_exists():
         ("cull_source_types", "learned,seed", "may never contain seed"),
         ("enrichment_allowed_types", "prerequisite,causes", "not causes"),
         ("no_such_dial", "1", "unknown setting"),
+        ("topic_scopes", "", "at least 1 item"),
+        ("topic_scopes", '["{}"]', "items must match"),
+        ("topic_scopes", "public,student:ada", "items must match"),
+        ("topic_scopes", "tutor", "may never contain tutor"),
+        ("cull_source_types", "Learned", "items must match"),
+        ("session_topic_scope", "visual", "not be tutor, visual"),
     ],
 )
 def test_validation_refuses_bad_values_with_a_reason(key, value, message):
@@ -111,9 +117,35 @@ def test_validation_coerces_good_values(key, value, expected):
 
 
 def test_defaults_pass_their_own_validation():
-    """No registry default is out of its own bounds."""
+    """No registry default is out of its own bounds, and ordered pairs are in order."""
     for key, d in REGISTRY.items():
         assert settings.validate(key, d.default) == d.default
+    settings.check_order(settings.defaults())
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("band_medium_min", "0.8", "band_medium_min (0.8) may not exceed band_high_min (0.75)"),
+        (
+            "edge_reinforce_confidence_high",
+            "0.2",
+            "edge_reinforce_confidence_low (0.3) may not exceed",
+        ),
+        (
+            "edge_confidence_floor",
+            "0.4",
+            "edge_confidence_floor (0.4) may not exceed edge_new_confidence",
+        ),
+    ],
+)
+def test_ordered_dials_cannot_be_inverted(db, key, value, message):
+    """A value that would invert an ordered pair of dials is refused and nothing is stored."""
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        settings.set_value(db, key, value)
+    db.rollback()
+    stored = db.execute("SELECT value FROM hag_settings WHERE key = %s", (key,)).fetchone()["value"]
+    assert stored == REGISTRY[key].default
 
 
 def test_set_value_persists_and_is_seen_after_invalidation(db):
@@ -175,3 +207,25 @@ def test_every_registry_key_is_a_row(db):
         for r in db.execute("SELECT key, consumer FROM hag_settings").fetchall()
     }
     assert rows == {k: d.consumer for k, d in REGISTRY.items()}
+
+
+def test_sync_moves_an_unedited_value_to_a_changed_default(db):
+    """A dial still at its old default follows a new registry default; an edited one stays."""
+    old_default = REGISTRY["match_count"].default + 1  # as if the registry had said 6 before
+    db.execute(
+        "UPDATE hag_settings SET value = %s::jsonb, default_value = %s::jsonb "
+        "WHERE key = 'match_count'",
+        (str(old_default), str(old_default)),
+    )
+    db.execute(
+        "UPDATE hag_settings SET value = '0.33', default_value = '0.25' WHERE key = 'floor_proven'"
+    )
+    settings.sync_registry(db)
+    db.commit()
+    values = {
+        r["key"]: r["value"]
+        for r in db.execute(
+            "SELECT key, value FROM hag_settings WHERE key IN ('match_count', 'floor_proven')"
+        ).fetchall()
+    }
+    assert values == {"match_count": REGISTRY["match_count"].default, "floor_proven": 0.33}

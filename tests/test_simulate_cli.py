@@ -106,3 +106,38 @@ def test_simulation_through_the_flows_matches_the_direct_calls(db, prefect_harne
         )
         assert run.days[0].process  # the flow's summary came back
     assert graphs[0] == graphs[1] and graphs[0]
+
+
+def test_demo_json_prints_one_json_document(db, database_url, tmp_path, monkeypatch):
+    """`hag demo --json` prints only the JSON summary on stdout (the human lines stay off it)."""
+    from contextlib import contextmanager
+    from functools import partial
+
+    from click.testing import CliRunner
+
+    import hag.demo
+    from hag.cli.demo_cmd import demo
+    from hag.simulate import sandbox
+
+    @contextmanager
+    def configured_database(folder, *, keep_running=False):
+        yield database_url  # the test database instead of a second embedded server
+
+    monkeypatch.setattr(sandbox, "private_database", configured_database)
+    small = partial(
+        hag.demo.run_demo,
+        learners=2,
+        sessions=4,
+        days=1,
+        checks=False,
+        progress=False,
+        out=tmp_path / "demo",
+        folder=tmp_path / "db",
+    )
+    monkeypatch.setattr(hag.demo, "run_demo", small)
+    result = CliRunner().invoke(demo, ["--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (
+        summary["run"]["sessions"] == 4 and "learned_prereq_precision_at_0.6" in summary["headline"]
+    )

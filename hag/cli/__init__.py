@@ -66,6 +66,16 @@ def main(argv: list[str] | None = None) -> Any:
     except HagError as exc:
         click.echo(f"hag: {exc}", err=True)
         sys.exit(1)
+    except Exception as exc:
+        # A database refusal nobody foresaw (a read-only replica, a lock timeout) is still an
+        # operator's one-line reason, not a traceback; psycopg is in sys.modules once any
+        # command has touched the database, and only then can the error be one of its.
+        psycopg = sys.modules.get("psycopg")
+        if psycopg is None or not isinstance(exc, psycopg.Error):
+            raise
+        lines = str(exc).strip().splitlines()
+        click.echo(f"hag: database error: {lines[0] if lines else type(exc).__name__}", err=True)
+        sys.exit(1)
     finally:
         from hag import db  # noqa: PLC0415
 

@@ -23,6 +23,6 @@ def demo(keep_running: bool, as_json: bool) -> None:
     """
     from hag.demo import run_demo  # noqa: PLC0415
 
-    summary = run_demo(keep_running=keep_running)
+    summary = run_demo(keep_running=keep_running, quiet=as_json)
     if as_json:
         echo_json(summary)

@@ -22,7 +22,7 @@ def history(entity_id: str | None, session_id: str | None, as_json: bool) -> Non
     from hag.history import confidence_history, memory_after_session  # noqa: PLC0415
 
     if (entity_id is None) == (session_id is None):
-        raise click.UsageError("give either an entry/edge id or --after-session, not both")
+        raise click.UsageError("give exactly one of: an entry/edge id, or --after-session SESSION")
     ready()
     with db.connect() as conn:
         rows = (

@@ -36,14 +36,16 @@ from hag.cli._common import echo_json, json_option, note
     default=0.1,
     show_default=True,
     type=click.FloatRange(0, 1),
-    help="Extractor noise: true struggles dropped AND false ones invented (per turn) "
+    help="Extractor noise: true struggles dropped AND false ones invented (per failed turn) "
     "with this probability, unless --p-miss / --p-false say otherwise.",
 )
 @click.option(
     "--p-miss", type=click.FloatRange(0, 1), help="Probability a true struggle goes unreported."
 )
 @click.option(
-    "--p-false", type=click.FloatRange(0, 1), help="Per-turn probability of an invented struggle."
+    "--p-false",
+    type=click.FloatRange(0, 1),
+    help="Per failed turn: probability of an invented struggle.",
 )
 @click.option(
     "--seed",

@@ -10,12 +10,10 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import date, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
+from hag.cli._common import to_jsonable
 from hag.report import metrics, plots
 from hag.report.metrics import EdgeFact
 from hag.simulate.run import SimulationRun
@@ -24,20 +22,6 @@ from hag.sqlfiles import query
 
 HEADLINE_THRESHOLD = 0.6  # the seed's "three independent observations" floor
 ENTRY_THRESHOLD = 0.3  # where a new learned edge enters (and the edge walk starts)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, UUID):
-        return str(value)
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, set | frozenset | tuple):
-        return sorted(value) if isinstance(value, set | frozenset) else list(value)
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 def _clean(value: Any) -> Any:
@@ -52,7 +36,7 @@ def _clean(value: Any) -> Any:
 
 
 def write_json(path: Path, data: Any) -> Path:
-    path.write_text(json.dumps(_clean(data), default=_jsonable, indent=2, sort_keys=False) + "\n")
+    path.write_text(json.dumps(_clean(data), default=to_jsonable, indent=2, sort_keys=False) + "\n")
     return path
 
 

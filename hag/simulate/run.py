@@ -245,13 +245,9 @@ class _Memory:
 
     def forget_cached_reads(self) -> None:
         """The memory changed overnight: yesterday's cached retrieval answers are stale."""
-        from hag import retrieval  # noqa: PLC0415
+        from hag.retrieval import clear_caches  # noqa: PLC0415
 
-        for name in ("clear_cache", "clear_caches", "invalidate", "reset_cache"):
-            fn = getattr(retrieval, name, None)
-            if callable(fn):
-                fn()
-                return
+        clear_caches()
 
 
 def simulate(

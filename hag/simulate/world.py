@@ -39,7 +39,7 @@ class Concept:
 
 # The hidden prerequisite DAG of the demo corpus's Cryptography topic: (concept, prerequisite).
 # Most of the authored seed prerequisites are true; three are authored mistakes (listed below,
-# absent here) and nine true ones were never written down, so the memory has something to
+# absent here) and eleven true ones were never written down, so the memory has something to
 # discover and something to unlearn.
 CRYPTO_PREREQUISITES: tuple[tuple[str, str], ...] = (
     ("substitution-cipher", "caesar-cipher"),
@@ -99,7 +99,6 @@ class World:
     concepts: dict[str, Concept]
     prerequisites: frozenset[tuple[str, str]]
     _prereqs_of: dict[str, tuple[str, ...]] = field(init=False, repr=False)
-    _dependents_of: dict[str, tuple[str, ...]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         for source, target in self.prerequisites:
@@ -113,9 +112,6 @@ class World:
         self._prereqs_of = {
             c: tuple(sorted(t for s, t in self.prerequisites if s == c)) for c in self.concepts
         }
-        self._dependents_of = {
-            c: tuple(sorted(s for s, t in self.prerequisites if t == c)) for c in self.concepts
-        }
         self.depth()  # raises on a cycle
 
     @property
@@ -125,9 +121,6 @@ class World:
     def prerequisites_of(self, slug: str) -> tuple[str, ...]:
         """The direct prerequisites of a concept, sorted (stable for a seeded generator)."""
         return self._prereqs_of.get(slug, ())
-
-    def dependents_of(self, slug: str) -> tuple[str, ...]:
-        return self._dependents_of.get(slug, ())
 
     def leads_to_truth(self) -> frozenset[tuple[str, str]]:
         """`leads_to` A -> B is true when A is a direct prerequisite of B."""
