@@ -159,12 +159,13 @@ def _check(corpus: Corpus, dim: int) -> None:
         first_topic[t.topic_id] = i
     first_concept: dict[tuple[str, str], int] = {}
     for i, c in enumerate(corpus.concepts):
-        key = (c.topic_id, c.slug)
-        if key in first_concept:
+        concept_key = (c.topic_id, c.slug)
+        if concept_key in first_concept:
             raise CorpusError(
-                f"concepts[{i}] ({c.topic_id}/{c.slug}): duplicate of concepts[{first_concept[key]}]"
+                f"concepts[{i}] ({c.topic_id}/{c.slug}): duplicate of "
+                f"concepts[{first_concept[concept_key]}]"
             )
-        first_concept[key] = i
+        first_concept[concept_key] = i
     seen_identity: dict[tuple[str, ...], int] = {}
     seen_ids: set[uuid.UUID] = set()
     for i, e in enumerate(corpus.entries):
