@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from prefect import flow
@@ -16,13 +17,14 @@ def enrichment_flow(
     limit: int | None = None,
     dry_run: bool = False,
     model: str | None = None,
+    as_of: datetime | None = None,
 ) -> dict[str, Any]:
     """Enrich orphans (validated proposals), publish the cost ledger and the proposals, check.
 
     The same parameters as `hag enrich`: a backfill from the Prefect UI is this deployment
     run with a topic, a limit, a model, or as a dry run.
     """
-    summary = enrich_orphans(topic, limit, dry_run, model)
+    summary = enrich_orphans(topic, limit, dry_run, model, as_of)
     publish_cost_ledger(summary)
     publish_proposals(summary)
     if not dry_run:

@@ -5,6 +5,7 @@ The data-quality suites after a run are the shared `tasks.checks.run_expectation
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from prefect import task
@@ -16,11 +17,15 @@ from hag.enrichment import EnrichmentSummary, enrich
 
 @task(name="enrich-orphans", cache_policy=NO_CACHE)
 def enrich_orphans(
-    topic: str | None, limit: int | None, dry_run: bool, model: str | None
+    topic: str | None,
+    limit: int | None,
+    dry_run: bool,
+    model: str | None,
+    as_of: datetime | None = None,
 ) -> EnrichmentSummary:
     """One enrichment run. Never cached, never retried here: the attempt budget is per model
     call, inside hag.enrichment, and a re-run skips what the ledger already holds."""
-    return enrich(topic=topic, limit=limit, dry_run=dry_run, model=model)
+    return enrich(topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of)
 
 
 @task(name="publish-cost-ledger", cache_policy=NO_CACHE)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -126,6 +127,19 @@ def test_a_good_reply_is_written_enriched_at_the_dial_confidence(db, dials, llm)
         "ON g.id = h.entity_id WHERE g.source_type = 'enriched'"
     ).fetchall()
     assert {r["reason"] for r in history} == {f"enriched by {MODEL}"}
+
+
+def test_as_of_is_the_moment_the_edges_are_created_at(db, llm):
+    """A backfill or a simulation stamps enriched edges and their history with its own time."""
+    crypto_graph(db)
+    moment = datetime(2027, 1, 15, 2, 30, tzinfo=UTC)
+    llm.queue_chat(reply(("rsa", "modular-arithmetic", "prerequisite")))
+    enrich(model=MODEL, conn=db, as_of=moment)
+    row = db.execute(
+        "SELECT g.created_at, g.updated_at, h.at FROM hag_edges g "
+        "JOIN hag_confidence_history h ON h.entity_id = g.id WHERE g.source_type = 'enriched'"
+    ).fetchone()
+    assert (row["created_at"], row["updated_at"], row["at"]) == (moment, moment, moment)
 
 
 def test_every_invalid_kind_is_rejected_with_its_reason_and_recorded(db, dials, llm):

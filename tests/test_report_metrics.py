@@ -167,3 +167,18 @@ def test_plots_are_written(tmp_path):
     ]
     for f in files:
         assert f.read_bytes()[:4] == b"\x89PNG" and f.stat().st_size > 5000
+
+
+def test_uses_csv_keeps_each_confidence_exactly(tmp_path):
+    """uses.csv round-trips confidences bit for bit, so a recount bins them as the report did."""
+    import csv
+
+    from hag.report.build import write_uses
+    from hag.simulate.tutor import Use
+
+    near_edge = 0.3 - 1e-16 * 3  # just below a bin edge: rounding would move it to [0.3, 0.4)
+    assert int(near_edge * 10) == 2
+    uses = [Use(0, "s", 0, "edge", "e1", "prerequisite", "learned", near_edge, True)]
+    with write_uses(tmp_path / "uses.csv", uses).open() as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert float(row["confidence"]) == near_edge

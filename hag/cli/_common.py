@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
@@ -48,3 +48,25 @@ def note(message: str) -> None:
 def fail(message: str) -> None:
     click.echo(f"hag: {message}", err=True)
     sys.exit(1)
+
+
+class Timestamp(click.ParamType):
+    """An ISO-8601 moment (`2026-03-01`, `2026-03-01T02:30:00+01:00`); naive means UTC."""
+
+    name = "timestamp"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            self.fail(
+                f"{value!r} is not an ISO-8601 timestamp (e.g. 2026-03-01T02:00:00Z)", param, ctx
+            )
+        return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+TIMESTAMP = Timestamp()

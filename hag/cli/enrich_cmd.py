@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 
 import click
 
-from hag.cli._common import echo_json, json_option, note, ready
+from hag.cli._common import TIMESTAMP, echo_json, json_option, note, ready
 
 
 def _edge(p: dict) -> str:
@@ -24,9 +25,19 @@ def _edge(p: dict) -> str:
     "--dry-run", is_flag=True, help="Propose and validate, show everything, write nothing."
 )
 @click.option("--model", help="The chat model to ask (default: HAG_LLM_MODEL); the ledger key.")
+@click.option(
+    "--as-of",
+    type=TIMESTAMP,
+    help="The moment the accepted edges are created at (default: now); naive = UTC.",
+)
 @json_option
 def enrich(
-    topic: str | None, limit: int | None, dry_run: bool, model: str | None, as_json: bool
+    topic: str | None,
+    limit: int | None,
+    dry_run: bool,
+    model: str | None,
+    as_of: datetime | None,
+    as_json: bool,
 ) -> None:
     """Wire orphan concepts into their topic's graph with model-proposed, validated edges.
 
@@ -37,7 +48,7 @@ def enrich(
     from hag.enrichment import enrich as run_enrichment  # noqa: PLC0415
 
     ready()
-    summary = run_enrichment(topic=topic, limit=limit, dry_run=dry_run, model=model)
+    summary = run_enrichment(topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of)
     note(summary.proposer_line)
     if as_json:
         echo_json(summary.to_dict())

@@ -4,34 +4,12 @@ from __future__ import annotations
 
 import csv
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import click
 
-from hag.cli._common import echo_json, json_option, note, ready
-
-
-class Timestamp(click.ParamType):
-    """An ISO-8601 moment (`2026-03-01`, `2026-03-01T02:30:00+01:00`); naive means UTC."""
-
-    name = "timestamp"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> datetime:
-        if isinstance(value, datetime):
-            return value
-        try:
-            moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
-        except ValueError:
-            self.fail(
-                f"{value!r} is not an ISO-8601 timestamp (e.g. 2026-03-01T02:00:00Z)", param, ctx
-            )
-        return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-TIMESTAMP = Timestamp()
+from hag.cli._common import TIMESTAMP, echo_json, json_option, note, ready
 
 
 @click.command()

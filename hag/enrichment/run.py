@@ -234,6 +234,7 @@ def enrich_orphan(
     run_id: UUID,
     dry_run: bool,
     unstored: list[Accepted],
+    as_of: datetime | None = None,
 ) -> tuple[OrphanResult, list[Call]]:
     """Ask for, validate and (unless a dry run) write the edges of one orphan, all or nothing."""
     candidates = graph.select_candidates(conn, orphan, int(dials["enrichment_candidate_count"]))
@@ -255,7 +256,7 @@ def enrich_orphan(
             _record_calls_alone(conn, run_id, calls)
         return result, calls
 
-    at = _now()
+    at = as_of or _now()  # the event time of the edges (a replay or simulation passes its own)
     try:
         if not dry_run and not graph.claim_orphan(conn, orphan, proposer.name, run_id, at):
             conn.rollback()
@@ -330,12 +331,15 @@ def enrich(
     dry_run: bool = False,
     model: str | None = None,
     *,
+    as_of: datetime | None = None,
     conn: Any = None,
 ) -> EnrichmentSummary:
     """Wire orphan concepts into their topic's graph; returns what was proposed, kept and paid.
 
     `conn` (optional) is used and committed once per orphan; by default a new connection
     is made and closed. A dry run reads, asks and validates, and writes nothing at all.
+    `as_of` is the moment the accepted edges are created at (default: now), so a backfill or
+    a simulation stamps them with its own time, as sessions do with their `ended_at`.
     """
     own = conn is None
     conn = db.connect() if own else conn
@@ -374,7 +378,7 @@ def enrich(
         unstored: list[Accepted] = []
         for orphan in orphans:
             result, calls = enrich_orphan(
-                conn, orphan, proposer, dials, summary.run_id, dry_run, unstored
+                conn, orphan, proposer, dials, summary.run_id, dry_run, unstored, as_of
             )
             summary.orphans.append(result)
             summary.calls.extend(calls)

@@ -294,7 +294,7 @@ def write_uses(path: Path, uses: Sequence[Any]) -> Path:
                     u.id,
                     u.edge_type or "",
                     u.source_type or "",
-                    f"{u.confidence:.6f}",
+                    repr(float(u.confidence)),  # exact: a recount must bin it the same way
                     int(u.success),
                 ]
             )

@@ -234,14 +234,14 @@ class _Memory:
 
         return run_nightly(as_of=as_of)
 
-    def enrich(self, topic: str) -> Any:
+    def enrich(self, topic: str, as_of: datetime) -> Any:
         if self.use_flows:
             from flows.enrichment import enrichment_flow  # noqa: PLC0415
 
-            return enrichment_flow(topic=topic)
+            return enrichment_flow(topic=topic, as_of=as_of)
         from hag.enrichment import enrich  # noqa: PLC0415
 
-        return enrich(topic=topic)
+        return enrich(topic=topic, as_of=as_of)
 
     def forget_cached_reads(self) -> None:
         """The memory changed overnight: yesterday's cached retrieval answers are stale."""
@@ -331,7 +331,7 @@ def simulate(
             t3 = time.monotonic()
             enriched = None
             if config.enrich_every_days and (day + 1) % config.enrich_every_days == 0:
-                enriched = memory.enrich(world.topic_id)
+                enriched = memory.enrich(world.topic_id, day_end)
             t4 = time.monotonic()
             snap = snapshot(conn, world, day, day_end, len(sessions))
             snap.process, snap.nightly, snap.enrich = (
