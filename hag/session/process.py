@@ -484,9 +484,7 @@ def grade_outcomes(
         for entry_id in _graded_entries(turn):
             entry_steps[entry_id].append((turn.outcome, strength))
 
-    if edge_outcomes:
-        shifts = {i: rules.edge_grading(o, dials) for i, o in edge_outcomes.items()}
-        ids = list(shifts)
+    if edge_outcomes or entry_steps:  # one reason for every grading write of this session
         say_why(
             conn,
             "outcome grading",
@@ -494,6 +492,9 @@ def grade_outcomes(
             run_id=run_id,
             at=session.ended_at,
         )
+    if edge_outcomes:
+        shifts = {i: rules.edge_grading(o, dials) for i, o in edge_outcomes.items()}
+        ids = list(shifts)
         rows = conn.execute(
             query("session", "grade_edges"),
             {
@@ -518,13 +519,6 @@ def grade_outcomes(
         ids = list(entry_steps)
         proven = [rules.entry_grading(entry_steps[i], lr_proven) for i in ids]
         default = [rules.entry_grading(entry_steps[i], lr_default) for i in ids]
-        say_why(
-            conn,
-            "outcome grading",
-            session_id=session.session_id,
-            run_id=run_id,
-            at=session.ended_at,
-        )
         rows = conn.execute(
             query("session", "grade_entries"),
             {

