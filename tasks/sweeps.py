@@ -16,6 +16,17 @@ def nightly_sweep(as_of: datetime | None, dry_run: bool) -> NightlySummary:
     return run_nightly(as_of=as_of, dry_run=dry_run)
 
 
+@task(name="build-topic-indexes")
+def build_topic_indexes() -> list[str]:
+    """The missing per-topic HNSW indexes, for topics past `topic_exact_scan_max_rows`.
+
+    Built CONCURRENTLY (sessions keep writing); returns the topics that have one now.
+    """
+    from hag.retrieval import ann  # noqa: PLC0415
+
+    return ann.build_topic_indexes(concurrently=True)
+
+
 @task(name="publish-nightly-report")
 def publish_nightly_report(summary: NightlySummary) -> None:
     """Three artifacts: the counts, the culled edges, and a summary an operator can read."""

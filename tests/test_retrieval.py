@@ -285,7 +285,14 @@ def test_approximate_path_returns_the_exact_top_five_on_the_demo_corpus(db, dial
 
     load(db, read(DEMO_CORPUS), get_embedder().dim)
     db.commit()
-    dials(exact_scan_max_rows=0, ann_candidates=5, retrieval_cache_ttl_seconds=0)
+    # The contrast guard off (1.0): the offline embedder's vectors are near no cluster, so
+    # with it on every query would take the exact path this test means to compare against.
+    dials(
+        topic_exact_scan_max_rows=0,
+        ann_candidates=5,
+        ann_min_contrast=1.0,
+        retrieval_cache_ttl_seconds=0,
+    )
     built = ann.build_topic_indexes(concurrently=False)
     assert {"cryptography", "linux-basics", "data-structures"} <= set(built)
     retrieval.clear_caches()
@@ -312,6 +319,59 @@ def test_approximate_path_returns_the_exact_top_five_on_the_demo_corpus(db, dial
         assert paths & {"candidates", "candidates-widened"}, paths
     finally:
         db.rollback()  # DROP INDEX waits for this connection's open snapshot otherwise
+        ann.drop_topic_indexes()
+
+
+def test_a_query_near_no_cluster_is_answered_exactly_and_the_contrast_dial_decides(db, dials):
+    """Candidates that stand out are used; a query near nothing goes to the exact query.
+
+    Eight rows at cosine 0.9 from basis 0 and 32 at cosine 0.05: their mean unit vector has
+    cosine (8 x 0.9 + 32 x 0.05) / 40 = 0.22 with basis 0, so a query on basis 0 has
+    relative contrast (1 - 0.22) / (1 - 0.9) = 7.8 and keeps the approximate answer. A
+    query orthogonal to every row has contrast (1 - 0) / (1 - 0) = 1.0, below
+    `ann_min_contrast` (1.4), and is answered by the exact query. With the dial at 1.0 the
+    same query is not turned away by contrast: it fails the boost proof instead and falls
+    back after the wider try.
+
+    The reference is the mean, not zero: in a topic whose 40 rows all sit at cosine 0.50 to
+    0.54 from basis 0, the 5th is at 0.535 and the mean near 0.52, so the contrast is
+    about 1.03 (exact), where against zero it would read 1 / 0.465 = 2.2.
+    """
+    f.topic(db, "cryptography")
+    f.topic(db, "linux-basics")
+    near = [f.entry(db, embedding=f.vec(0.9, 10 + i), confidence=0.8) for i in range(8)]
+    for i in range(32):
+        f.entry(db, embedding=f.vec(0.05, 20 + i), confidence=0.8)
+    for i in range(40):
+        f.entry(db, topic_id="linux-basics", embedding=f.vec(0.5 + 0.001 * i, 100 + i))
+    db.commit()
+    dials(topic_exact_scan_max_rows=0, ann_candidates=20, retrieval_cache_ttl_seconds=0)
+    assert ann.build_topic_indexes(concurrently=False) == ["cryptography", "linux-basics"]
+    flat = np.zeros(f.DIM, dtype=np.float32)
+    flat[200:600] = 1.0
+    flat /= np.linalg.norm(flat)
+
+    def semantic(vector: np.ndarray, topic: str = "cryptography") -> tuple[str, list[Any]]:
+        retrieval.clear_caches()
+        result = retrieval.retrieve_with_vector(topic, "ada", vector)
+        path = next(p.path for p in result.passes if p.name == "topic-semantic")
+        return path, [a.entry_id for a in result.topic_advisories]
+
+    try:
+        path, top = semantic(f.QUERY)
+        assert path == "candidates"
+        assert set(top) <= set(near) and len(top) == 5
+        path, top = semantic(flat)
+        assert path == "exact-low-contrast"
+        exact = db.execute(
+            "SELECT id FROM match_hag_entries(%s, 'cryptography', ARRAY['public'])", (flat,)
+        ).fetchall()
+        assert top == [r["id"] for r in exact]
+        assert semantic(f.QUERY, "linux-basics")[0] == "exact-low-contrast"
+        dials(ann_min_contrast=1.0)
+        assert semantic(flat)[0] == "exact-fallback"
+    finally:
+        db.rollback()
         ann.drop_topic_indexes()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from uuid import UUID
 
 import pytest
@@ -82,6 +83,15 @@ def test_rerank_proves_exactness_only_past_the_boost_bound():
     dense = [row(i, 0.80 - i * 0.001, maturity="candidate") for i in range(6)]
     assert not ranking.rerank_candidates(dense, 2, 6, DIALS).proven  # 0.799 < 0.795 x 1.1
     assert not ranking.rerank_candidates(wide[:4], 2, 6, DIALS).proven  # the scan ran dry
+
+
+def test_relative_contrast_is_the_mean_distance_over_the_kths():
+    """k-th similarity 0.8 (distance 0.2), mean similarity 0.3 (distance 0.7): 3.5."""
+    rows = [{"similarity": s} for s in (0.9, 0.8, 0.5)]
+    assert ranking.relative_contrast(rows, 2, 0.3) == pytest.approx(3.5)
+    assert ranking.relative_contrast(rows, 3, 0.5) == pytest.approx(1.0)  # k-th is average
+    assert ranking.relative_contrast(rows, 4, 0.0) == 0.0  # fewer than k candidates
+    assert ranking.relative_contrast([{"similarity": 1.0}], 1, 0.0) == math.inf
 
 
 def test_bands_are_labels_by_confidence():

@@ -62,6 +62,37 @@ def test_floor_dials_are_read_when_parameters_are_null(db, tiers, dials):
     assert sorted(_match(db)) == ["candidate-69", "candidate-71", "pattern-42"]
 
 
+def test_the_filter_with_its_ranges_agrees_with_the_seeds_expression(db):
+    """hag_entry_visible (seed's filter plus the index-friendly ranges) equals the seed's text.
+
+    Every maturity the schema admits, confidences around each floor, and floors above, below
+    and equal to the global one: the seed's expression is written out here, not called.
+    """
+    disagreements = db.execute(
+        """
+        WITH cases AS (
+            SELECT m, c::double precision AS c, g::double precision AS g,
+                   fp::double precision AS fp, fa::double precision AS fa,
+                   fc::double precision AS fc
+            FROM unnest(ARRAY['proven', 'pattern', 'candidate', 'archived']) m,
+                 unnest(ARRAY[0, 0.05, 0.29, 0.3, 0.31, 0.39, 0.4, 0.41, 0.69, 0.7, 0.71, 1]) c,
+                 unnest(ARRAY[0, 0.3, 0.4, 0.7]) g,
+                 unnest(ARRAY[0.3, 0.5]) fp, unnest(ARRAY[0.4, 0.2]) fa,
+                 unnest(ARRAY[0.7, 0.0]) fc
+        )
+        SELECT count(*) AS n,
+               count(*) FILTER (
+                   WHERE hag_entry_visible(m, c, g, fp, fa, fc)
+                         IS DISTINCT FROM (m <> 'archived' AND c >= GREATEST(g,
+                             CASE m WHEN 'proven' THEN fp WHEN 'pattern' THEN fa
+                                    WHEN 'candidate' THEN fc ELSE 1.0 END))
+               ) AS differ
+        FROM cases
+        """
+    ).fetchone()
+    assert disagreements == {"n": 4 * 12 * 4 * 2 * 2 * 2, "differ": 0}
+
+
 def test_topic_and_scope_filters(db):
     """Only the given topic (NULL = all) and only the given scopes come back."""
     f.entry(db, topic_id="cryptography", concept_slug="a", embedding=f.vec(0.9, 1))

@@ -72,6 +72,31 @@ def test_nightly_flow_twice_equals_once_and_publishes_its_report(db, prefect_har
     assert "| edges culled | 2 |" in markdown and "](" not in markdown and "http" not in markdown
 
 
+def test_nightly_flow_builds_the_search_index_a_grown_topic_needs(db, prefect_harness, dials):
+    """A topic past topic_exact_scan_max_rows gets its HNSW index; a dry run builds none."""
+    from flows.nightly import nightly_flow
+    from hag.retrieval import ann
+
+    _memory(db)
+    dials(topic_exact_scan_max_rows=1_000_000)
+    assert nightly_flow(as_of=AS_OF).get("topic_indexes") == []
+    dials(topic_exact_scan_max_rows=0)
+    db.rollback()  # CREATE INDEX CONCURRENTLY waits for open snapshots
+    try:
+        assert nightly_flow(as_of=AS_OF, dry_run=True)["topic_indexes"] == []
+        db.rollback()
+        assert nightly_flow(as_of=AS_OF)["topic_indexes"] == ["cryptography"]
+        db.rollback()
+        labels = db.execute(
+            "SELECT obj_description(indexrelid, 'pg_class') AS label FROM pg_index "
+            "WHERE indrelid = 'hag_entries'::regclass AND indisvalid"
+        ).fetchall()
+        assert {"label": "hag-ann topic:cryptography"} in labels
+    finally:
+        db.rollback()
+        ann.drop_topic_indexes()
+
+
 def test_failed_expectation_fails_the_flow_run_naming_it(db, prefect_harness):
     """An edge below the 0.05 floor makes the nightly run fail, listing that expectation."""
     from flows.nightly import nightly_flow

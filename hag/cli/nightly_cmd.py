@@ -22,17 +22,22 @@ from hag.cli._common import TIMESTAMP, echo_json, json_option, note, ready
 def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool) -> None:
     """Promote, archive and cull (audited), in one transaction, as of a moment; then check.
 
-    The same sweep the Prefect deployment `nightly/nightly` runs on its schedule. After it,
+    The same sweep the Prefect deployment `nightly/nightly` runs on its schedule, then the
+    per-topic search indexes of topics past `topic_exact_scan_max_rows`. After it,
     the data-quality suites run (as `hag check`); exit 1 when an expectation fails.
     """
+    from hag.retrieval import ann  # noqa: PLC0415
     from hag.sweeps import run_nightly  # noqa: PLC0415
 
     ready()
     summary = run_nightly(as_of=as_of, dry_run=dry_run)
+    # As the flow: the per-topic search indexes a grown topic needs (none on a dry run).
+    indexed = [] if dry_run else ann.build_topic_indexes(concurrently=True)
     if as_json:
-        echo_json(summary.to_dict())
+        echo_json({**summary.to_dict(), "topic_indexes": indexed})
     else:
         _print_summary(summary)
+        click.echo(f"  topics with a search index  {', '.join(indexed) or 'none'}")
     if not no_check:
         import expectations  # noqa: PLC0415 - Great Expectations costs about 3 s to import
 

@@ -230,7 +230,7 @@ def _catalog(
     ttl = float(dials["settings_cache_ttl_seconds"])
     return (
         store.catalog.title(conn, topic_id, ttl),
-        store.catalog.ann_labels(conn, ttl, int(dials["exact_scan_max_rows"])),
+        store.catalog.ann_labels(conn, ttl, dials),
     )
 
 
@@ -305,38 +305,31 @@ def _retrieve_uncached(
             dials,
             False,
         )
-    outputs = _run_passes(jobs, conn)
-    rows = {name: out[0] for name, out in outputs.items()}
-    reports = [out[1] for out in outputs.values()]
-
-    ranked = ranking.merge_topic(
-        rows["topic-semantic"], rows.get("topic-concept", []), expected, dials
+    # The passes start together; the edge walk needs only the topic passes, so it starts as
+    # soon as they are merged and runs while the tutor and student passes may still run.
+    running = {name: _start(conn, fn, *args) for name, (fn, *args) in jobs.items()}
+    semantic_rows, semantic_report = running["topic-semantic"].result()
+    concept_rows, concept_report = (
+        running["topic-concept"].result() if "topic-concept" in running else ([], None)
     )
+    ranked = ranking.merge_topic(semantic_rows, concept_rows, expected, dials)
     topic = tuple(_advisory(r.row, dials, r.source, r.score) for r in ranked)
-    tutor = tuple(_advisory(r, dials) for r in rows.get("tutor", []))
-    student = tuple(_advisory(r, dials) for r in rows.get("student", []))
-
     walked = [a.entry_id for a in topic[: int(dials["edge_walk_top_k"])]]
+    # An edge may point anywhere (discovery links any two decision entries): only targets
+    # this learner may read are walked, never another learner's pattern or a drawing.
+    readable = [*scopes, "tutor", f"student:{learner_id}"]
+    walk = _start(conn, _edge_walk, walked, dials, readable) if walked else None
+
+    outputs = {name: future.result() for name, future in running.items()}
+    reports = [out[1] for out in outputs.values()]
+    tutor = tuple(_advisory(r, dials) for r in outputs.get("tutor", ([], None))[0])
+    student = tuple(_advisory(r, dials) for r in outputs.get("student", ([], None))[0])
+
     edges: list[RenderedEdge] = []
     trees: list[list[str]] = []
-    if walked:
-        started = time.perf_counter()
-        # An edge may point anywhere (discovery links any two decision entries): only targets
-        # this learner may read are walked, never another learner's pattern or a drawing.
-        readable = [*scopes, "tutor", f"student:{learner_id}"]
-        if conn is None:
-            with store.read_pool().connection() as reader:
-                edge_rows = store.edge_walk(reader, walked, dials, readable)
-        else:
-            edge_rows = store.edge_walk(conn, walked, dials, readable)
-        reports.append(
-            PassReport(
-                "edge-walk",
-                "exact",
-                len(edge_rows),
-                round((time.perf_counter() - started) * 1000, 3),
-            )
-        )
+    if walk is not None:
+        edge_rows, walk_report = walk.result()
+        reports.append(walk_report)
         trees = [[] for _ in walked]
         for e in edge_rows:
             line = render.edge_line(
@@ -363,20 +356,32 @@ def _retrieve_uncached(
     )
 
 
-def _run_passes(jobs: dict[str, tuple[Any, ...]], conn: Any) -> dict[str, Any]:
-    """Each pass's (rows, report): on the caller's connection in turn, or concurrently."""
+def _start(conn: Any, fn: Any, *args: Any) -> Future[Any]:
+    """Run `fn(connection, *args)`: on the caller's connection now, or on the read pool.
+
+    On the caller's connection the work happens here, in order (one connection cannot run
+    two queries at once); otherwise on a pooled connection in the pass executor.
+    """
     if conn is not None:
-        return {name: fn(conn, *args) for name, (fn, *args) in jobs.items()}
+        done: Future[Any] = Future()
+        done.set_result(fn(conn, *args))
+        return done
     pool = store.read_pool()
 
-    def run(fn: Any, *args: Any) -> Any:
+    def run() -> Any:
         with pool.connection() as reader:
             return fn(reader, *args)
 
-    futures: dict[str, Future[Any]] = {
-        name: store.executor().submit(run, fn, *args) for name, (fn, *args) in jobs.items()
-    }
-    return {name: future.result() for name, future in futures.items()}
+    return store.executor().submit(run)
+
+
+def _edge_walk(
+    conn: Any, walked: list[Any], dials: Mapping[str, Any], readable: list[str]
+) -> tuple[list[Any], PassReport]:
+    started = time.perf_counter()
+    rows = store.edge_walk(conn, walked, dials, readable)
+    took = round((time.perf_counter() - started) * 1000, 3)
+    return rows, PassReport("edge-walk", "exact", len(rows), took)
 
 
 def _advisory(

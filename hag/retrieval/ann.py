@@ -1,6 +1,6 @@
 """Per-topic approximate-search indexes: which topics get one, building and dropping them.
 
-A topic whose rows in the topic scopes outnumber the `exact_scan_max_rows` dial gets its own
+A topic whose rows in the topic scopes outnumber the `topic_exact_scan_max_rows` dial gets its own
 partial HNSW index (`WHERE topic_id = '<topic>'`); below that an exact scan through the
 btree on (topic_id, visibility_scope) is both faster and exact (bench/bench_retrieval.py).
 One index per topic, not one global index: a global index under a 2% filter loses rows
@@ -26,11 +26,11 @@ def index_name(topic_id: str) -> str:
 
 
 def topics_needing_index(conn: Any, dials: Any = None) -> list[str]:
-    """Topics whose topic-scope rows exceed the exact_scan_max_rows dial."""
+    """Topics whose topic-scope rows exceed the topic_exact_scan_max_rows dial."""
     from hag.retrieval import topic_scopes  # noqa: PLC0415
 
     dials = dials or settings.load(conn)
-    limit = int(dials["exact_scan_max_rows"])
+    limit = int(dials["topic_exact_scan_max_rows"])
     rows = conn.execute(query("retrieval", "topic_sizes"), {"scopes": topic_scopes(dials)})
     return [r["topic_id"] for r in rows.fetchall() if int(r["n"]) > limit]
 

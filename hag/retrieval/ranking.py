@@ -113,6 +113,25 @@ def merge_topic(
     return ranked[: int(dials["topic_top_k"])]
 
 
+def relative_contrast(candidates: Sequence[Row], k: int, mean_similarity: float) -> float:
+    """How far the k-th candidate stands out from the whole set: D_mean / D_k.
+
+    The relative contrast of a query (He, Kumar and Chang, ICML 2012): the mean cosine
+    distance from the query to every row, over the distance to its k-th nearest row. A
+    query near a cluster has contrast 1.5-2.0 on the benchmark's data; a query near
+    nothing sees its k-th row barely nearer than the average row (1.05-1.25), and there an
+    HNSW walk misses true neighbours it never reached (recall 0.40-0.80). The mean distance
+    is 1 - the query's cosine with the mean of the set's unit vectors (store.Catalog keeps
+    that mean). Candidates come nearest first; fewer than k give 0.0; a k-th row identical
+    to the query gives infinity.
+    """
+    if len(candidates) < k or k < 1:
+        return 0.0
+    kth = 1.0 - float(candidates[k - 1]["similarity"])
+    mean = 1.0 - mean_similarity
+    return mean / kth if kth > 0 else float("inf")
+
+
 def routing_score(row: Row) -> float:
     """Seed: the score the orchestrator routes on is plain confidence x similarity."""
     return float(row["confidence"]) * float(row["similarity"])

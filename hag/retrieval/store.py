@@ -2,9 +2,10 @@
 
 Each pass is one query on its own pooled connection, so the four passes of a turn run at
 the same time (threads over the sync pool: psycopg releases the GIL while it waits on the
-server; measured against asyncio in bench/bench_retrieval.py). The pool's connections are
-autocommit and `default_transaction_read_only`: the server itself refuses any write from
-the read path. Custom plans are forced so that a partial index whose predicate names a
+server; bench/bench_retrieval.py measures them against the same passes on one connection).
+The edge walk takes a fifth connection while the tutor and student passes finish. The
+pool's connections are autocommit and `default_transaction_read_only`: the server itself
+refuses any write from the read path. Custom plans are forced so that a partial index whose predicate names a
 topic or a scope is matched against the bound value of every call.
 """
 
@@ -22,10 +23,10 @@ import psycopg
 
 from hag import db
 from hag.retrieval.model import PassReport
-from hag.retrieval.ranking import Row, rerank_candidates
+from hag.retrieval.ranking import Row, relative_contrast, rerank_candidates
 from hag.sqlfiles import query
 
-_PASSES = 4  # connections the pool keeps open: one per concurrent pass
+_PASSES = 5  # connections the pool keeps open: one per concurrent pass, and the edge walk
 
 _lock = threading.Lock()
 _pool: Any = None
@@ -74,7 +75,7 @@ def executor() -> ThreadPoolExecutor:
     global _executor
     with _lock:
         if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=_PASSES, thread_name_prefix="hag-pass")
+            _executor = ThreadPoolExecutor(max_workers=2 * _PASSES, thread_name_prefix="hag-pass")
         return _executor
 
 
@@ -127,19 +128,30 @@ def semantic_pass(
     """The seed's semantic pass: top `count` by boosted similarity, exactly as the seed orders.
 
     With an ANN index for this eligible set, the nearest `ann_candidates` rows are fetched
-    through it and re-ranked; when the re-rank cannot be proven equal to the seed's order
-    (see ranking.rerank_candidates) a wider try follows, then the exact query.
+    through it and re-ranked. The exact query answers instead when the query stands near
+    nothing (relative contrast below `ann_min_contrast`: an approximate walk loses rows
+    there), or when the re-rank cannot be proven equal to the seed's order (see
+    ranking.rerank_candidates) even after one wider try.
     """
     started = time.perf_counter()
     params = {**filters(dials), "query": vector, "topic_id": topic_id, "scopes": list(scopes)}
     path = "exact"
     if approximate:
         use_ef_search(conn, int(dials["hnsw_ef_search"]))
+        mean = catalog.mean_vector(conn, topic_id, scopes, float(dials["ann_mean_ttl_seconds"]))
+        norm = float(np.linalg.norm(vector))
+        mean_similarity = float(vector @ mean) / norm if mean is not None and norm else 0.0
         requested = max(int(dials["ann_candidates"]), count)
+        path = "exact-fallback"
         for attempt in range(2):
             rows = conn.execute(
                 query("retrieval", "semantic_candidates"), {**params, "candidates": requested}
             ).fetchall()
+            if len(rows) >= count and relative_contrast(rows, count, mean_similarity) < float(
+                dials["ann_min_contrast"]
+            ):
+                path = "exact-low-contrast"
+                break
             reranked = rerank_candidates(rows, count, requested, dials)
             if reranked.proven:
                 path = "candidates" if attempt == 0 else "candidates-widened"
@@ -147,7 +159,6 @@ def semantic_pass(
             if len(rows) < requested:
                 break  # the scan ran dry: the eligible set is small, or the scan stopped
             requested *= int(dials["ann_widen_factor"])
-        path = "exact-fallback"
     rows = conn.execute(
         query("retrieval", "semantic_exact"), {**params, "match_count": count}
     ).fetchall()
@@ -203,17 +214,19 @@ def _report(name: str, path: str, rows: Sequence[Row], started: float) -> PassRe
 
 
 class Catalog:
-    """Topic titles and the ANN indexes present, re-read every `ttl` seconds."""
+    """Topic titles, the ANN indexes present and the searched sets' mean vectors, with TTLs."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._titles: dict[str, tuple[float, str | None]] = {}
         self._ann: tuple[float, dict[str, float]] | None = None
+        self._means: dict[tuple[Any, ...], tuple[float, np.ndarray | None]] = {}
 
     def clear(self) -> None:
         with self._lock:
             self._titles.clear()
             self._ann = None
+            self._means.clear()
 
     def title(self, conn: psycopg.Connection[Any], topic_id: str, ttl: float) -> str | None:
         """The topic's title, or None when there is no such topic."""
@@ -230,13 +243,40 @@ class Catalog:
             self._titles[topic_id] = (now, title)
         return title
 
+    def mean_vector(
+        self, conn: psycopg.Connection[Any], topic_id: str | None, scopes: Sequence[str], ttl: float
+    ) -> np.ndarray | None:
+        """The mean of the unit vectors a pass searches (not archived), re-read every `ttl` s.
+
+        The reference for the relative contrast (ranking.relative_contrast): one scan of the
+        pass's rows (about 60 ms for 50,000 rows), then served from memory. None when the
+        set is empty.
+        """
+        key = (topic_id, tuple(scopes))
+        now = time.monotonic()
+        with self._lock:
+            hit = self._means.get(key)
+        if hit is not None and now - hit[0] < ttl:
+            return hit[1]
+        row = conn.execute(
+            query("retrieval", "mean_vector"), {"topic_id": topic_id, "scopes": list(scopes)}
+        ).fetchone()
+        value = None if row is None else row["mean"]
+        mean = None if value is None else np.asarray(value.to_numpy(), np.float32)
+        with self._lock:
+            if len(self._means) > 10_000:
+                self._means.clear()
+            self._means[key] = (now, mean)
+        return mean
+
     def ann_labels(
-        self, conn: psycopg.Connection[Any], ttl: float, exact_scan_max_rows: int
+        self, conn: psycopg.Connection[Any], ttl: float, dials: Mapping[str, Any]
     ) -> frozenset[str]:
         """Labels ('topic:<id>', 'scope:tutor') of the valid ANN indexes worth using.
 
-        An index over no more than `exact_scan_max_rows` rows is left alone: an exact scan
-        of that many rows is as fast (measured) and exact.
+        An index over no more rows than its dial (`topic_exact_scan_max_rows` for a topic,
+        `exact_scan_max_rows` for the tutor scope) is left alone: an exact scan of that many
+        rows is exact and, measured, about as fast or faster.
         """
         now = time.monotonic()
         with self._lock:
@@ -246,7 +286,13 @@ class Catalog:
             sizes = {r["label"].removeprefix("hag-ann "): float(r["rows"]) for r in rows}
             with self._lock:
                 self._ann = (now, sizes)
-        return frozenset(label for label, n in sizes.items() if n > exact_scan_max_rows)
+        topic_max = int(dials["topic_exact_scan_max_rows"])
+        scope_max = int(dials["exact_scan_max_rows"])
+        return frozenset(
+            label
+            for label, n in sizes.items()
+            if n > (topic_max if label.startswith("topic:") else scope_max)
+        )
 
 
 catalog = Catalog()

@@ -3,6 +3,14 @@
 -- global floor and the floor of its maturity tier (proven / pattern / candidate); an
 -- unknown maturity is locked out (floor 1.0, as the seed writes it). A plain SQL expression
 -- function: the planner inlines it, so plans are those of the written-out filter.
+--
+-- The second half restates the same rule as three ranges, one per maturity that can pass
+-- (ours, measured in docs/retrieval.md). It changes no answer: the CHECK on maturity admits
+-- only the four values named here, and for those the two halves agree. It is there for the
+-- planner: the seed's GREATEST(.., CASE ..) can only be tested row by row, while
+-- `maturity = 'proven' AND confidence >= x` is a range of the btree on
+-- (scope, maturity, confidence) (migration 040), so an exact pass reads the eligible rows
+-- alone, in block order, instead of every row of the topic or scope.
 CREATE OR REPLACE FUNCTION hag_entry_visible(
     p_maturity        text,
     p_confidence      double precision,
@@ -21,4 +29,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                  WHEN 'candidate' THEN p_floor_candidate
                  ELSE 1.0
              END)
+       AND (   (p_maturity = 'proven'    AND p_confidence >= GREATEST(p_min_confidence, p_floor_proven))
+            OR (p_maturity = 'pattern'   AND p_confidence >= GREATEST(p_min_confidence, p_floor_pattern))
+            OR (p_maturity = 'candidate' AND p_confidence >= GREATEST(p_min_confidence, p_floor_candidate)))
 $$;

@@ -38,6 +38,17 @@ FROM (
     LIMIT %(candidates)s
 ) c
 
+-- name: mean_vector
+-- The mean of the unit vectors an approximate pass searches (its topic, or every topic, and
+-- its scopes; archived rows left out): the query's cosine with it is its mean cosine with
+-- those rows, the reference of the relative-contrast test (hag.retrieval.ranking). NULL
+-- when there are no such rows.
+SELECT avg(l2_normalize(e.embedding)) AS mean
+FROM hag_entries e
+WHERE e.maturity <> 'archived'
+  AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
+  AND e.visibility_scope = ANY (%(scopes)s::text[])
+
 -- name: concept_pass
 -- The seed's by-name pass (match_hag_entries_by_concept with every dial bound): entries
 -- whose concept slug is among the recent turns' slugs, similarity 1.0 by fiat, ordered by
