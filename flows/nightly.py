@@ -16,10 +16,11 @@ def nightly_flow(as_of: datetime | None = None, dry_run: bool = False) -> dict[s
     """Run the sweeps (one transaction, audited cull), build the per-topic search indexes a
     grown topic needs, publish the report, run the suites.
 
-    `as_of` is "now" for the age rules (backfills); a dry run changes nothing.
+    `as_of` is "now" for the age rules (backfills); a dry run changes nothing and builds no
+    index (`topic_indexes` is then None; otherwise the topics that have one).
     """
     summary = nightly_sweep(as_of, dry_run)
-    indexed = [] if dry_run else build_topic_indexes()
+    indexed = None if dry_run else build_topic_indexes()
     publish_nightly_report(summary)
     run_expectations()
     return {**summary.to_dict(), "topic_indexes": indexed}

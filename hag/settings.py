@@ -97,6 +97,8 @@ _DIALS: tuple[Dial, ...] = (
     _i("ann_widen_factor", 4, 2, 100, "ours: how much larger the second approximate try is before the exact query", R),
     _i("hnsw_m", 16, 2, 100, "ours: m of the per-topic HNSW indexes (pgvector's default, with which recall was measured)", R),
     _i("hnsw_ef_construction", 64, 4, 1000, "ours: ef_construction of the per-topic HNSW indexes (pgvector's default)", R),
+    _i("ann_build_lock_timeout_seconds", 60, 1, 86400, "ours: a per-topic index build gives up waiting for open transactions after this long (the nightly run tries again the next night)", R),
+    _i("ann_build_memory_mb", 1024, 64, 65536, "ours: maintenance_work_mem of a per-topic index build (an HNSW graph built in memory is several times faster)", R),
     _i("exact_scan_max_rows", 2000, 0, 100000000, "ours (measured, docs/retrieval.md): the tutor scope is scanned exactly up to this many rows, above it searched through its HNSW index", R),
     _i("topic_exact_scan_max_rows", 25000, 0, 100000000, "ours (measured, docs/retrieval.md): a topic is scanned exactly up to this many rows; above it gets (and uses) its own HNSW index", R),
     # --- session-end processing (SPEC §4) ---

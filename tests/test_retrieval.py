@@ -285,8 +285,9 @@ def test_approximate_path_returns_the_exact_top_five_on_the_demo_corpus(db, dial
 
     load(db, read(DEMO_CORPUS), get_embedder().dim)
     db.commit()
-    # The contrast guard off (1.0): the offline embedder's vectors are near no cluster, so
-    # with it on every query would take the exact path this test means to compare against.
+    # The contrast test at its floor (1.0): the offline embedder's vectors are near no
+    # cluster, so at the default every query would take the exact path this test means to
+    # compare against.
     dials(
         topic_exact_scan_max_rows=0,
         ann_candidates=5,
@@ -360,7 +361,11 @@ def test_a_query_near_no_cluster_is_answered_exactly_and_the_contrast_dial_decid
     try:
         path, top = semantic(f.QUERY)
         assert path == "candidates"
-        assert set(top) <= set(near) and len(top) == 5
+        assert set(top) <= set(near)
+        exact = db.execute(
+            "SELECT id FROM match_hag_entries(%s, 'cryptography', ARRAY['public'])", (f.QUERY,)
+        ).fetchall()
+        assert top == [r["id"] for r in exact]
         path, top = semantic(flat)
         assert path == "exact-low-contrast"
         exact = db.execute(
@@ -373,6 +378,69 @@ def test_a_query_near_no_cluster_is_answered_exactly_and_the_contrast_dial_decid
     finally:
         db.rollback()
         ann.drop_topic_indexes()
+
+
+def test_the_tutor_pass_through_its_index_equals_the_exact_query(db, dials):
+    """The tutor scope (every topic) through HNSW: same rows as the seed's query, both ways.
+
+    With `exact_scan_max_rows` 0 the tutor index (migration 010) is used: a query near the
+    eight close rows keeps the approximate answer, a query near nothing goes exact; each
+    equals match_hag_entries(q, NULL, ARRAY['tutor']) row for row.
+    """
+    f.topic(db, "cryptography")
+    f.topic(db, "linux-basics")
+    for i in range(8):
+        f.entry(db, scope="tutor", embedding=f.vec(0.9 - 0.01 * i, 10 + i), confidence=0.8)
+    for i in range(32):
+        topic = "cryptography" if i % 2 else "linux-basics"
+        f.entry(db, topic_id=topic, scope="tutor", embedding=f.vec(0.05, 30 + i))
+    db.commit()
+    db.execute("ANALYZE hag_entries")  # the index's row count, which the read path consults
+    db.commit()
+    dials(exact_scan_max_rows=0, retrieval_cache_ttl_seconds=0)
+    flat = np.zeros(f.DIM, dtype=np.float32)
+    flat[200:600] = 1.0
+    flat /= np.linalg.norm(flat)
+    for vector, path in ((f.QUERY, "candidates"), (flat, "exact-low-contrast")):
+        retrieval.clear_caches()
+        result = retrieval.retrieve_with_vector("cryptography", "ada", vector)
+        assert next(p.path for p in result.passes if p.name == "tutor") == path
+        exact = db.execute(
+            "SELECT id FROM match_hag_entries(%s, NULL, ARRAY['tutor'])", (vector,)
+        ).fetchall()
+        assert [a.entry_id for a in result.tutor_advisories] == [r["id"] for r in exact]
+
+
+def test_the_mean_vector_is_kept_for_its_ttl_and_not_kept_from_a_callers_connection(db):
+    """Read once per TTL; a caller's connection (maybe uncommitted rows) never fills it."""
+    f.topic(db, "cryptography")
+    f.entry(db, scope="tutor", embedding=f.vec(1.0, 10))
+    catalog = store.Catalog()
+    fresh = catalog.mean_vector(db, None, ["tutor"], 3600, store=False)
+    assert fresh is not None and fresh[0] == pytest.approx(1.0) and not fresh.flags.writeable
+    f.entry(db, scope="tutor", embedding=f.vec(0.0, 11))  # the mean's cosine with q is now 0.5
+    kept = catalog.mean_vector(db, None, ["tutor"], 3600)
+    assert kept is not None and kept[0] == pytest.approx(0.5)  # the fresh read was not kept
+    f.entry(db, scope="tutor", embedding=f.vec(0.0, 12))
+    assert catalog.mean_vector(db, None, ["tutor"], 3600) is kept  # within its TTL
+    again = catalog.mean_vector(db, None, ["tutor"], 0)  # expired: read again
+    assert again is not None and again[0] == pytest.approx(1 / 3)
+
+
+def test_the_approximate_path_sets_the_ef_search_dial_on_its_connection(db, dials):
+    """hnsw.ef_search on the pass's connection is the dial's value."""
+    from hag import db as hag_db
+
+    f.topic(db, "cryptography")
+    f.entry(db, scope="tutor", embedding=f.vec(0.9, 10))
+    db.commit()
+    dials(hnsw_ef_search=123)
+    with hag_db.connect(autocommit=True) as reader:
+        store.configure_reader(reader)
+        store.semantic_pass(
+            reader, "tutor", f.QUERY, None, ["tutor"], 5, settings.load(reader), True
+        )
+        assert reader.execute("SHOW hnsw.ef_search").fetchone() == {"hnsw.ef_search": "123"}
 
 
 def test_unknown_topic_is_a_clear_error(db):

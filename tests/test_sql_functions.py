@@ -65,8 +65,9 @@ def test_floor_dials_are_read_when_parameters_are_null(db, tiers, dials):
 def test_the_filter_with_its_ranges_agrees_with_the_seeds_expression(db):
     """hag_entry_visible (seed's filter plus the index-friendly ranges) equals the seed's text.
 
-    Every maturity the schema admits, confidences around each floor, and floors above, below
-    and equal to the global one: the seed's expression is written out here, not called.
+    Every maturity the schema admits, confidences around each floor, floors above, below and
+    equal to the global one, and NULL floors (a NULL must stay NULL, as in the seed's): the
+    seed's expression is written out here, not called.
     """
     disagreements = db.execute(
         """
@@ -76,8 +77,8 @@ def test_the_filter_with_its_ranges_agrees_with_the_seeds_expression(db):
                    fc::double precision AS fc
             FROM unnest(ARRAY['proven', 'pattern', 'candidate', 'archived']) m,
                  unnest(ARRAY[0, 0.05, 0.29, 0.3, 0.31, 0.39, 0.4, 0.41, 0.69, 0.7, 0.71, 1]) c,
-                 unnest(ARRAY[0, 0.3, 0.4, 0.7]) g,
-                 unnest(ARRAY[0.3, 0.5]) fp, unnest(ARRAY[0.4, 0.2]) fa,
+                 unnest(ARRAY[0, 0.3, 0.4, 0.7, NULL]) g,
+                 unnest(ARRAY[0.3, 0.5, NULL]) fp, unnest(ARRAY[0.4, 0.2]) fa,
                  unnest(ARRAY[0.7, 0.0]) fc
         )
         SELECT count(*) AS n,
@@ -90,7 +91,7 @@ def test_the_filter_with_its_ranges_agrees_with_the_seeds_expression(db):
         FROM cases
         """
     ).fetchone()
-    assert disagreements == {"n": 4 * 12 * 4 * 2 * 2 * 2, "differ": 0}
+    assert disagreements == {"n": 4 * 12 * 5 * 3 * 2 * 2, "differ": 0}
 
 
 def test_topic_and_scope_filters(db):

@@ -279,6 +279,7 @@ def _retrieve_uncached(
             int(dials["match_count"]),
             dials,
             f"topic:{topic_id}" in ann,
+            conn is None,
         ),
     }
     if slugs:
@@ -293,6 +294,7 @@ def _retrieve_uncached(
             int(dials["tutor_match_count"]),
             dials,
             "scope:tutor" in ann,
+            conn is None,
         )
     if int(dials["student_match_count"]) > 0:
         jobs["student"] = (
@@ -308,10 +310,8 @@ def _retrieve_uncached(
     # The passes start together; the edge walk needs only the topic passes, so it starts as
     # soon as they are merged and runs while the tutor and student passes may still run.
     running = {name: _start(conn, fn, *args) for name, (fn, *args) in jobs.items()}
-    semantic_rows, semantic_report = running["topic-semantic"].result()
-    concept_rows, concept_report = (
-        running["topic-concept"].result() if "topic-concept" in running else ([], None)
-    )
+    semantic_rows = running["topic-semantic"].result()[0]
+    concept_rows = running["topic-concept"].result()[0] if "topic-concept" in running else []
     ranked = ranking.merge_topic(semantic_rows, concept_rows, expected, dials)
     topic = tuple(_advisory(r.row, dials, r.source, r.score) for r in ranked)
     walked = [a.entry_id for a in topic[: int(dials["edge_walk_top_k"])]]

@@ -1,24 +1,29 @@
 """Per-topic approximate-search indexes: which topics get one, building and dropping them.
 
-A topic whose rows in the topic scopes outnumber the `topic_exact_scan_max_rows` dial gets its own
-partial HNSW index (`WHERE topic_id = '<topic>'`); below that an exact scan through the
-btree on (topic_id, visibility_scope) is both faster and exact (bench/bench_retrieval.py).
+A topic whose rows in the topic scopes outnumber the `topic_exact_scan_max_rows` dial gets
+its own partial HNSW index (`WHERE topic_id = '<topic>'`); below that an exact scan through
+the btree on (topic_id, visibility_scope, maturity, confidence) is exact and, measured, about
+as fast or faster (bench/bench_retrieval.py, docs/retrieval.md).
 One index per topic, not one global index: a global index under a 2% filter loses rows
 (shared/PERF-NOTES.md), and the planner only matches a partial index to a query that names
 its topic, which the read path's custom plans do. Topics are data, so these indexes are
-built by an operator step after loading (or by the nightly job), never by a migration;
+built by an operator step after loading or by the nightly job, never by a migration;
 each carries the comment 'hag-ann topic:<topic_id>' by which the read path finds it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from typing import Any
 
+import psycopg
 from psycopg import sql
 
 from hag import db, settings
 from hag.sqlfiles import query
+
+log = logging.getLogger("hag.retrieval.ann")
 
 
 def index_name(topic_id: str) -> str:
@@ -35,46 +40,74 @@ def topics_needing_index(conn: Any, dials: Any = None) -> list[str]:
     return [r["topic_id"] for r in rows.fetchall() if int(r["n"]) > limit]
 
 
-def build_topic_indexes(*, concurrently: bool = True, topics: list[str] | None = None) -> list[str]:
+HNSW_MAX_DIMENSIONS = 2000  # pgvector 0.8: an HNSW index over `vector` stops here
+
+
+def build_topic_indexes(
+    *, concurrently: bool = True, topics: list[str] | None = None, strict: bool = True
+) -> list[str]:
     """Build the missing per-topic HNSW indexes; return the topics that have one now.
 
-    CONCURRENTLY (the default) lets sessions keep writing while an index builds.
+    CONCURRENTLY (the default) lets sessions keep writing while an index builds; it waits
+    for transactions open when it starts, at most `ann_build_lock_timeout_seconds` per wait.
+    With `strict` False (the nightly run) a topic whose build fails is logged and skipped,
+    so one blocked build never fails the night; its invalid index is dropped on the next
+    try. Above 2,000 dimensions no index is built: every pass scans exactly.
     """
     with db.connect(autocommit=True) as conn:
         dials = settings.load(conn)
+        meta = conn.execute("SELECT value::integer AS d FROM hag_meta WHERE key = 'embedding_dim'")
+        dim = meta.fetchone()
+        if dim is not None and int(dim["d"]) > HNSW_MAX_DIMENSIONS:
+            return []
+        conn.execute(
+            "SELECT set_config('lock_timeout', %s, false), "
+            "set_config('maintenance_work_mem', %s, false)",
+            (
+                f"{int(dials['ann_build_lock_timeout_seconds'])}s",
+                f"{int(dials['ann_build_memory_mb'])}MB",
+            ),
+        )
         wanted = topics if topics is not None else topics_needing_index(conn, dials)
         existing = {r["label"] for r in conn.execute(query("retrieval", "ann_indexes"))}
         for topic_id in wanted:
             if f"hag-ann topic:{topic_id}" in existing:
                 continue
-            name = sql.Identifier(index_name(topic_id))
-            conn.execute(
-                sql.SQL("DROP INDEX {} {}").format(  # a failed earlier build is invalid
-                    sql.SQL("CONCURRENTLY IF EXISTS" if concurrently else "IF EXISTS"), name
-                )
-            )
-            conn.execute(
-                sql.SQL(
-                    "CREATE INDEX {} {} ON hag_entries USING hnsw (embedding vector_cosine_ops) "
-                    "WITH (m = {}, ef_construction = {}) WHERE topic_id = {}"
-                ).format(
-                    sql.SQL("CONCURRENTLY") if concurrently else sql.SQL(""),
-                    name,
-                    sql.Literal(int(dials["hnsw_m"])),
-                    sql.Literal(int(dials["hnsw_ef_construction"])),
-                    sql.Literal(topic_id),
-                )
-            )
-            conn.execute(
-                sql.SQL("COMMENT ON INDEX {} IS {}").format(
-                    name, sql.Literal(f"hag-ann topic:{topic_id}")
-                )
-            )
+            try:
+                _build(conn, topic_id, dials, concurrently)
+            except psycopg.Error as e:
+                if strict:
+                    raise
+                log.warning("no search index for topic %r this time: %s", topic_id, e)
         return sorted(
             r["label"].removeprefix("hag-ann topic:")
             for r in conn.execute(query("retrieval", "ann_indexes"))
             if r["label"].startswith("hag-ann topic:")
         )
+
+
+def _build(conn: Any, topic_id: str, dials: Any, concurrently: bool) -> None:
+    name = sql.Identifier(index_name(topic_id))
+    conn.execute(
+        sql.SQL("DROP INDEX {} {}").format(  # a failed earlier build is invalid
+            sql.SQL("CONCURRENTLY IF EXISTS" if concurrently else "IF EXISTS"), name
+        )
+    )
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX {} {} ON hag_entries USING hnsw (embedding vector_cosine_ops) "
+            "WITH (m = {}, ef_construction = {}) WHERE topic_id = {}"
+        ).format(
+            sql.SQL("CONCURRENTLY") if concurrently else sql.SQL(""),
+            name,
+            sql.Literal(int(dials["hnsw_m"])),
+            sql.Literal(int(dials["hnsw_ef_construction"])),
+            sql.Literal(topic_id),
+        )
+    )
+    conn.execute(
+        sql.SQL("COMMENT ON INDEX {} IS {}").format(name, sql.Literal(f"hag-ann topic:{topic_id}"))
+    )
 
 
 def drop_topic_indexes() -> int:

@@ -65,12 +65,14 @@ def rerank_candidates(
 ) -> Reranked:
     """Top `k` of nearest-first candidates by the seed's boosted order, and whether that is exact.
 
-    The candidates are the `requested` rows nearest the query (cosine), in that order. A row
-    outside them has similarity at most the last candidate's, so its boosted score is at
-    most that times the largest boost (the smallest, when the similarity is negative). When
-    the k-th re-ranked score beats that bound, no outside row can enter the top k, and the
-    answer equals the seed's ORDER BY over the whole eligible set. Fewer rows than requested
-    prove nothing here (an approximate scan may stop early): the caller asks the exact query.
+    The candidates are the `requested` rows nearest the query (cosine), nearest first. If
+    they are the true nearest rows, a row outside them has similarity at most the last
+    candidate's, so its boosted score is at most that times the largest boost (the smallest,
+    when the similarity is negative). When the k-th re-ranked score beats that bound, no
+    outside row can enter the top k: the answer equals the seed's ORDER BY over the whole
+    eligible set, as far as the candidates are the true nearest (HNSW makes that likely, not
+    certain: its recall is measured, docs/retrieval.md). Fewer rows than requested prove
+    nothing here (an approximate scan may stop early): the caller asks the exact query.
     """
     ranked = sorted(candidates, key=lambda r: (-boosted_similarity(r, dials), r["id"]))[:k]
     if len(candidates) < requested or len(ranked) < k:

@@ -54,6 +54,7 @@ def read_pool() -> Any:
         if _pool is not None and _pool_url != url:
             _pool.close()
             _pool = None
+            catalog.clear()  # titles, indexes and means of the other database
         if _pool is None:
             from psycopg.rows import dict_row  # noqa: PLC0415
             from psycopg_pool import ConnectionPool  # noqa: PLC0415
@@ -124,21 +125,26 @@ def semantic_pass(
     count: int,
     dials: Mapping[str, Any],
     approximate: bool,
+    shared: bool = True,
 ) -> tuple[list[Row], PassReport]:
-    """The seed's semantic pass: top `count` by boosted similarity, exactly as the seed orders.
+    """The seed's semantic pass: top `count` by boosted similarity, as the seed orders.
 
     With an ANN index for this eligible set, the nearest `ann_candidates` rows are fetched
     through it and re-ranked. The exact query answers instead when the query stands near
     nothing (relative contrast below `ann_min_contrast`: an approximate walk loses rows
-    there), or when the re-rank cannot be proven equal to the seed's order (see
-    ranking.rerank_candidates) even after one wider try.
+    there), or when the re-rank over the candidates cannot be proven to hold against every
+    row outside them (see ranking.rerank_candidates) even after one wider try. `shared`:
+    `conn` is a read-pool connection, whose reads may fill the process-wide catalog (not so
+    for a caller's connection, which may see rows it never commits).
     """
     started = time.perf_counter()
     params = {**filters(dials), "query": vector, "topic_id": topic_id, "scopes": list(scopes)}
     path = "exact"
     if approximate:
         use_ef_search(conn, int(dials["hnsw_ef_search"]))
-        mean = catalog.mean_vector(conn, topic_id, scopes, float(dials["ann_mean_ttl_seconds"]))
+        mean = catalog.mean_vector(
+            conn, topic_id, scopes, float(dials["ann_mean_ttl_seconds"]), store=shared
+        )
         norm = float(np.linalg.norm(vector))
         mean_similarity = float(vector @ mean) / norm if mean is not None and norm else 0.0
         requested = max(int(dials["ann_candidates"]), count)
@@ -147,6 +153,9 @@ def semantic_pass(
             rows = conn.execute(
                 query("retrieval", "semantic_candidates"), {**params, "candidates": requested}
             ).fetchall()
+            # Nearest first, exactly: an iterative scan in relaxed order may hand rows back
+            # slightly out of distance order, and both checks below read positions.
+            rows.sort(key=lambda r: (-float(r["similarity"]), r["id"]))
             if len(rows) >= count and relative_contrast(rows, count, mean_similarity) < float(
                 dials["ann_min_contrast"]
             ):
@@ -221,6 +230,7 @@ class Catalog:
         self._titles: dict[str, tuple[float, str | None]] = {}
         self._ann: tuple[float, dict[str, float]] | None = None
         self._means: dict[tuple[Any, ...], tuple[float, np.ndarray | None]] = {}
+        self._refreshing: set[tuple[Any, ...]] = set()
 
     def clear(self) -> None:
         with self._lock:
@@ -244,30 +254,48 @@ class Catalog:
         return title
 
     def mean_vector(
-        self, conn: psycopg.Connection[Any], topic_id: str | None, scopes: Sequence[str], ttl: float
+        self,
+        conn: psycopg.Connection[Any],
+        topic_id: str | None,
+        scopes: Sequence[str],
+        ttl: float,
+        *,
+        store: bool = True,
     ) -> np.ndarray | None:
         """The mean of the unit vectors a pass searches (not archived), re-read every `ttl` s.
 
         The reference for the relative contrast (ranking.relative_contrast): one scan of the
-        pass's rows (about 60 ms for 50,000 rows), then served from memory. None when the
-        set is empty.
+        pass's rows (about 60 ms for 50,000 rows at 384 dimensions), then served from memory.
+        While one thread re-reads an expired mean, the others keep using the old one. With
+        `store` False (a caller's connection) a fresh read is used but not kept. None when
+        the set is empty.
         """
         key = (topic_id, tuple(scopes))
         now = time.monotonic()
         with self._lock:
             hit = self._means.get(key)
-        if hit is not None and now - hit[0] < ttl:
-            return hit[1]
-        row = conn.execute(
-            query("retrieval", "mean_vector"), {"topic_id": topic_id, "scopes": list(scopes)}
-        ).fetchone()
-        value = None if row is None else row["mean"]
-        mean = None if value is None else np.asarray(value.to_numpy(), np.float32)
-        with self._lock:
-            if len(self._means) > 10_000:
-                self._means.clear()
-            self._means[key] = (now, mean)
-        return mean
+            if hit is not None and (now - hit[0] < ttl or key in self._refreshing):
+                return hit[1]
+            if store:
+                self._refreshing.add(key)
+        try:
+            row = conn.execute(
+                query("retrieval", "mean_vector"), {"topic_id": topic_id, "scopes": list(scopes)}
+            ).fetchone()
+            value = None if row is None else row["mean"]
+            mean = None if value is None else np.asarray(value.to_numpy(), np.float32)
+            if mean is not None:
+                mean.setflags(write=False)
+            if store:
+                with self._lock:
+                    if len(self._means) > 10_000:
+                        self._means.clear()
+                    self._means[key] = (now, mean)
+            return mean
+        finally:
+            if store:
+                with self._lock:
+                    self._refreshing.discard(key)
 
     def ann_labels(
         self, conn: psycopg.Connection[Any], ttl: float, dials: Mapping[str, Any]

@@ -22,7 +22,9 @@ FROM match_hag_entries(
 -- The approximate form of the semantic pass: the same filter, ordered by plain cosine
 -- distance so that an HNSW index (partial per topic, or on the tutor scope) drives it with an
 -- iterative scan, limited to `candidates` rows; the caller re-ranks them by the maturity
--- boost and proves the re-ranked top rows equal the exact answer's (or falls back to it).
+-- boost, checks the candidates' contrast and that the re-ranked top rows hold against any
+-- row outside the candidates (or falls back to the exact query). Rows may come back slightly
+-- out of distance order (relaxed iterative scan): the caller sorts them.
 -- `similarity` is computed exactly as match_hag_entries computes it.
 SELECT c.id, c.topic_id, c.concept_slug, c.visibility_scope, c.maturity, c.confidence,
        c.instruction, 1 - c.distance AS similarity
@@ -119,7 +121,7 @@ WHERE i.indrelid = 'hag_entries'::regclass
 
 -- name: topic_sizes
 -- Rows per topic in the topic scopes (not archived): the index builder gives a topic its
--- own HNSW index when this passes the exact_scan_max_rows dial.
+-- own HNSW index when this passes the topic_exact_scan_max_rows dial.
 SELECT topic_id, count(*) AS n
 FROM hag_entries
 WHERE visibility_scope = ANY (%(scopes)s::text[])
