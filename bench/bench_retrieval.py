@@ -33,7 +33,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -320,6 +320,7 @@ class Tally:
     hits: list[int]  # topic hits, topic total, tutor hits, tutor total
     short: list[int]  # short topic answers, short tutor answers
     paths: dict[str, int]
+    by_path: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # wall, pass
 
 
 def make_samples(
@@ -352,20 +353,31 @@ def make_samples(
 def run_set(
     samples: list[tuple[Any, ...]], floor: Floor, reference: Any, dials: Mapping[str, Any]
 ) -> Tally:
-    """Every query through `retrieve_with_vector`, then checked against the exact answer."""
+    """Every query through `retrieve_with_vector`, then checked against the exact answer.
+
+    Three loops, so that no measurement runs in the wake of another's work: the timed
+    retrievals back to back (as a tutor serving turns), then the exact reference queries and
+    the recall count, then the numpy floor.
+    """
     from hag import retrieval
     from hag.retrieval import ranking, store
     from hag.sqlfiles import query
 
     tally = Tally([], [], [], [0, 0, 0, 0], [0, 0], {})
     base = store.filters(dials)
+    results = []
     for t, q, slugs, learner, _kind in samples:
-        topic_id = f"t{t:02d}"
         started = time.perf_counter()
-        result = retrieval.retrieve_with_vector(topic_id, learner, q, slugs, slugs[:1])
+        result = retrieval.retrieve_with_vector(f"t{t:02d}", learner, q, slugs, slugs[:1])
         tally.concurrent.append((time.perf_counter() - started) * 1000)
+        results.append(result)
         for p in result.passes:
             tally.paths[f"{p.name}: {p.path}"] = tally.paths.get(f"{p.name}: {p.path}", 0) + 1
+            if p.name == "tutor":
+                tally.by_path.setdefault(p.path, []).append((tally.concurrent[-1], p.milliseconds))
+
+    for (t, q, slugs, _learner, _kind), result in zip(samples, results, strict=True):
+        topic_id = f"t{t:02d}"
 
         def exact(topic: str | None, scopes: list[str], count: int, q: Any = q) -> list[Any]:
             return reference.execute(
@@ -398,6 +410,7 @@ def run_set(
         tally.short[0] += len(got) < len(want)
         tally.short[1] += len(got_tutor) < len(want_tutor)
 
+    for t, q, *_ in samples:
         started = time.perf_counter()
         floor.query(t, q)
         tally.floor_ms.append((time.perf_counter() - started) * 1000)
@@ -417,6 +430,14 @@ def recall_line(tally: Tally, n: int) -> str:
         f"  recall@5 against the exact answer: topic block {h[0] / max(1, h[1]):.4f}, tutor "
         f"block {h[2] / max(1, h[3]):.4f}; short answers: topic {tally.short[0]}, tutor "
         f"{tally.short[1]} of {n}"
+    )
+
+
+def tutor_paths(tally: Tally) -> str:
+    """p50 of the whole retrieval and of the tutor pass alone, by the path the tutor took."""
+    return "  tutor pass by path (p50 retrieve / p50 pass): " + ", ".join(
+        f"{path} {pct([w for w, _ in v], 50):.1f} / {pct([m for _, m in v], 50):.1f} ms"
+        for path, v in sorted(tally.by_path.items())
     )
 
 
@@ -474,6 +495,7 @@ def measure(
     )
     print(f"  goals (p99 <= {goal} ms, recall@5 >= 0.99, 0 short): {'met' if met else 'NOT met'}")
     print("  paths taken: " + ", ".join(f"{k} x{v}" for k, v in sorted(main.paths.items())))
+    print(tutor_paths(main))
 
     print(
         f"\nstress: {len(stress)} queries whose vector is near no stored row (a random direction):"

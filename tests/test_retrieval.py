@@ -330,13 +330,13 @@ def test_a_query_near_no_cluster_is_answered_exactly_and_the_contrast_dial_decid
     cosine (8 x 0.9 + 32 x 0.05) / 40 = 0.22 with basis 0, so a query on basis 0 has
     relative contrast (1 - 0.22) / (1 - 0.9) = 7.8 and keeps the approximate answer. A
     query orthogonal to every row has contrast (1 - 0) / (1 - 0) = 1.0, below
-    `ann_min_contrast` (1.4), and is answered by the exact query. With the dial at 1.0 the
+    `ann_min_contrast` (1.5), and is answered by the exact query. With the dial at 1.0 the
     same query is not turned away by contrast: it fails the boost proof instead and falls
     back after the wider try.
 
     The reference is the mean, not zero: in a topic whose 40 rows all sit at cosine 0.50 to
-    0.54 from basis 0, the 5th is at 0.535 and the mean near 0.52, so the contrast is
-    about 1.03 (exact), where against zero it would read 1 / 0.465 = 2.2.
+    0.54 from basis 0, the nearest is at 0.539 and the mean near 0.52, so the contrast is
+    about 1.04 (exact), where against zero it would read 1 / 0.461 = 2.2.
     """
     f.topic(db, "cryptography")
     f.topic(db, "linux-basics")

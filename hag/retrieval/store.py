@@ -156,9 +156,7 @@ def semantic_pass(
             # Nearest first, exactly: an iterative scan in relaxed order may hand rows back
             # slightly out of distance order, and both checks below read positions.
             rows.sort(key=lambda r: (-float(r["similarity"]), r["id"]))
-            if len(rows) >= count and relative_contrast(rows, count, mean_similarity) < float(
-                dials["ann_min_contrast"]
-            ):
+            if relative_contrast(rows, 1, mean_similarity) < float(dials["ann_min_contrast"]):
                 path = "exact-low-contrast"
                 break
             reranked = rerank_candidates(rows, count, requested, dials)
