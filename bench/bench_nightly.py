@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -52,10 +53,13 @@ JOIN numbered s ON s.n = n.i
 JOIN numbered t ON t.n = (n.i + 1 + (n.i %% 1000)) %% %(n)s + 1
 """
 
+# The cull rule written out as a bare DELETE (no audit, no report), its values bound from the
+# same dials the sweep reads (hag.sweeps.sweep_parameters).
 BARE_DELETE = """
 DELETE FROM hag_edges
-WHERE source_type IN ('learned', 'enriched') AND confidence < 0.35 AND traversal_count <= 0
-  AND created_at <= %(as_of)s - interval '90 days'
+WHERE source_type = ANY (%(cull_source_types)s) AND confidence < %(cull_max_confidence)s
+  AND traversal_count <= %(cull_max_traversals)s
+  AND created_at <= %(as_of)s - make_interval(days => %(cull_min_age_days)s)
 """
 
 
@@ -92,8 +96,11 @@ def _load(conn, n: int) -> None:
 
 def _bare_delete(conn) -> tuple[float, int]:
     conn.execute("SET LOCAL session_replication_role = replica")  # no audit trigger: bare
+    from hag import settings, sweeps  # noqa: PLC0415 - after DATABASE_URL is set
+
+    params = sweeps.sweep_parameters(settings.load(conn), AS_OF, uuid.uuid4())
     t = time.perf_counter()
-    deleted = conn.execute(BARE_DELETE, {"as_of": AS_OF}).rowcount
+    deleted = conn.execute(BARE_DELETE, params).rowcount
     seconds = time.perf_counter() - t
     conn.rollback()
     return seconds, deleted

@@ -162,9 +162,10 @@ def copy_rows(conn: Any, c: Corpus) -> float:
 
 
 class Floor:
-    """Top 5 by the seed's boosted order over eligible rows held in memory (the floor)."""
+    """The seed's top rows by boosted order over eligible rows held in memory (the floor)."""
 
     def __init__(self, c: Corpus, dials: Mapping[str, Any]):
+        self.counts = (int(dials["match_count"]), int(dials["tutor_match_count"]))
         floors = {
             "proven": dials["floor_proven"],
             "pattern": dials["floor_pattern"],
@@ -185,15 +186,15 @@ class Floor:
         self.tutor = (np.ascontiguousarray(c.vectors[rows]), boost[rows], rows)
 
     @staticmethod
-    def top5(part: tuple[np.ndarray, np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
+    def top(part: tuple[np.ndarray, np.ndarray, np.ndarray], q: np.ndarray, k: int) -> np.ndarray:
         matrix, boost, rows = part
         score = (matrix @ q) * boost
-        k = min(5, len(score))
+        k = min(k, len(score))
         best = np.argpartition(-score, k - 1)[:k]
         return rows[best[np.argsort(-score[best])]]
 
     def query(self, t: int, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.top5(self.topic[t], q), self.top5(self.tutor, q)
+        return self.top(self.topic[t], q, self.counts[0]), self.top(self.tutor, q, self.counts[1])
 
 
 # --- the run ----------------------------------------------------------------------------
@@ -361,10 +362,8 @@ def run_set(
     """
     from hag import retrieval
     from hag.retrieval import ranking, store
-    from hag.sqlfiles import query
 
     tally = Tally([], [], [], [0, 0, 0, 0], [0, 0], {})
-    base = store.filters(dials)
     results = []
     for t, q, slugs, learner, _kind in samples:
         started = time.perf_counter()
@@ -379,26 +378,15 @@ def run_set(
     for (t, q, slugs, _learner, _kind), result in zip(samples, results, strict=True):
         topic_id = f"t{t:02d}"
 
-        def exact(topic: str | None, scopes: list[str], count: int, q: Any = q) -> list[Any]:
-            return reference.execute(
-                query("retrieval", "semantic_exact"),
-                {**base, "query": q, "topic_id": topic, "scopes": scopes, "match_count": count},
-            ).fetchall()
+        def exact(name: str, topic: str | None, scopes: list[str], key: str, q: Any = q) -> Any:
+            count = int(dials[key])
+            return store.semantic_pass(reference, name, q, topic, scopes, count, dials, False)[0]
 
         started = time.perf_counter()
-        topic_exact = exact(topic_id, ["public"], int(dials["match_count"]))
+        topic_exact = exact("topic-semantic", topic_id, ["public"], "match_count")
         tally.seed_exact.append((time.perf_counter() - started) * 1000)
-        concept = reference.execute(
-            query("retrieval", "concept_pass"),
-            {
-                **base,
-                "slugs": slugs,
-                "topic_id": topic_id,
-                "scopes": ["public"],
-                "match_count": int(dials["concept_match_count"]),
-            },
-        ).fetchall()
-        tutor_exact = exact(None, ["tutor"], int(dials["tutor_match_count"]))
+        concept = store.concept_pass(reference, slugs, topic_id, ["public"], dials)[0]
+        tutor_exact = exact("tutor", None, ["tutor"], "tutor_match_count")
         want = [r.row["id"] for r in ranking.merge_topic(topic_exact, concept, slugs[:1], dials)]
         got = [a.entry_id for a in result.topic_advisories]
         want_tutor = [r["id"] for r in tutor_exact]
@@ -531,12 +519,22 @@ def explain(
         (
             "topic-semantic (seed's exact order)",
             "semantic_exact",
-            {"query": q, "topic_id": f"t{t:02d}", "scopes": ["public"], "match_count": 5},
+            {
+                "query": q,
+                "topic_id": f"t{t:02d}",
+                "scopes": ["public"],
+                "match_count": int(dials["match_count"]),
+            },
         ),
         (
             "topic-concept",
             "concept_pass",
-            {"slugs": slugs, "topic_id": f"t{t:02d}", "scopes": ["public"], "match_count": 5},
+            {
+                "slugs": slugs,
+                "topic_id": f"t{t:02d}",
+                "scopes": ["public"],
+                "match_count": int(dials["concept_match_count"]),
+            },
         ),
         (
             "tutor (candidates)",
@@ -551,12 +549,22 @@ def explain(
         (
             "tutor (exact: the stress query's contrast is low)",
             "semantic_exact",
-            {"query": unrelated[1], "topic_id": None, "scopes": ["tutor"], "match_count": 5},
+            {
+                "query": unrelated[1],
+                "topic_id": None,
+                "scopes": ["tutor"],
+                "match_count": int(dials["tutor_match_count"]),
+            },
         ),
         (
             "student (seed's exact order)",
             "semantic_exact",
-            {"query": q, "topic_id": None, "scopes": [f"student:{learner}"], "match_count": 5},
+            {
+                "query": q,
+                "topic_id": None,
+                "scopes": [f"student:{learner}"],
+                "match_count": int(dials["student_match_count"]),
+            },
         ),
     ]
     print("\nplans (EXPLAIN ANALYZE, one related query):")

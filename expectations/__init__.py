@@ -64,12 +64,5 @@ def run_all(conn: Any = None, suites: tuple[str, ...] = SUITES) -> CheckResult:
 
     from hag import db  # noqa: PLC0415
 
-    own = conn is None
-    conn = db.connect() if own else conn
-    try:
-        return CheckResult(
-            [import_module(f"expectations.{name}").validate(conn) for name in suites]
-        )
-    finally:
-        if own:
-            conn.close()
+    with db.connection_or_own(conn) as c:
+        return CheckResult([import_module(f"expectations.{name}").validate(c) for name in suites])

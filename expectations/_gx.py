@@ -105,9 +105,20 @@ def validate(conn: Any, name: str) -> SuiteResult:
     suite, view = load_suite(name)
     frame = read_view(conn, view)
     batch = _batch_definition(name).get_batch(batch_parameters={"dataframe": frame})
-    result = batch.validate(suite)
+    result = batch.validate(suite, expectation_parameters=_parameters(conn))
     failures = tuple(_failure(name, r) for r in result.results if not r.success)
     return SuiteResult(name, view, len(frame), len(result.results), failures)
+
+
+def _parameters(conn: Any) -> dict[str, Any]:
+    """The dials a suite may name as {"$PARAMETER": key} (the numeric ones), as in force."""
+    from hag import settings  # noqa: PLC0415
+
+    return {
+        k: v
+        for k, v in settings.load(conn).items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    }
 
 
 def _failure(suite: str, r: Any) -> Failure:

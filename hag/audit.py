@@ -9,8 +9,6 @@ never culled again by the rule (the operator's word outranks it; see docs/nightl
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -57,15 +55,6 @@ class RestoreResult:
         }
 
 
-@contextmanager
-def _connection(conn: Any) -> Iterator[Any]:
-    if conn is not None:
-        yield conn
-        return
-    with db.connect() as own:
-        yield own
-
-
 def culled(
     since: datetime | None = None,
     run_id: uuid.UUID | str | None = None,
@@ -74,7 +63,7 @@ def culled(
     conn: Any = None,
 ) -> list[dict[str, Any]]:
     """Culled edges, newest first: every audit column an operator reviews, both concepts."""
-    with _connection(conn) as c:
+    with db.connection_or_own(conn) as c:
         rows = c.execute(
             query("audit", "culled"),
             {
@@ -106,7 +95,7 @@ def restore(
         "edge_id": str(edge_id) if edge_id else None,
         "run_id": str(run_id) if run_id else None,
     }
-    with _connection(conn) as c:
+    with db.connection_or_own(conn) as c:
         try:
             result = _restore(c, asked, by)
             c.commit()

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hag.errors import CorpusError
 from hag.settings import EDGE_TYPES
+from hag.sqlfiles import query
 
 _ID_NAMESPACE = uuid.UUID("7d0a5a52-3c51-4b8e-9a44-8f1d2f6b1f00")
 UNANCHORED = "_unanchored_"
@@ -346,3 +347,18 @@ def load_file(path: Path) -> LoadReport:
 
 
 DEMO_CORPUS = Path(__file__).parent / "data" / "demo_corpus.json"
+
+
+def export_rows(
+    conn: Any, what: str, topic_id: str | None = None, *, with_embeddings: bool = False
+) -> list[dict[str, Any]]:
+    """The `entries` or `edges` table as `hag export` prints it (one topic, or all), rows as
+    dicts; an entry's embedding only when asked for."""
+    rows = conn.execute(
+        query("corpus", f"export_{what}"),
+        {"topic_id": topic_id, "with_embeddings": with_embeddings},
+    ).fetchall()
+    if not with_embeddings:
+        for r in rows:
+            r.pop("embedding", None)
+    return [dict(r) for r in rows]

@@ -26,7 +26,6 @@ from hag.errors import ConfigError
 _lock = threading.RLock()
 _url: str | None = None
 _pool: Any = None
-_engine: Any = None
 
 
 @dataclass(frozen=True)
@@ -100,17 +99,6 @@ def database_url() -> str:
         return _url
 
 
-def sqlalchemy_url() -> str:
-    """The same database as a SQLAlchemy URL (psycopg 3 driver)."""
-    url = database_url()
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    if url.startswith("postgresql+psycopg://"):
-        return url
-    raise ConfigError(f"DATABASE_URL must be a postgresql:// URL, got {url.split(':', 1)[0]}://…")
-
-
 def configure_connection(conn: psycopg.Connection[Any]) -> None:
     """Teach a new connection the `vector` type (once the extension exists)."""
     from pgvector.psycopg import register_vector  # noqa: PLC0415
@@ -133,6 +121,16 @@ def connect(*, autocommit: bool = False) -> psycopg.Connection[dict[str, Any]]:
     return conn
 
 
+@contextmanager
+def connection_or_own(conn: Any = None) -> Iterator[Any]:
+    """The caller's connection when given (left open), else a new one closed after."""
+    if conn is not None:
+        yield conn
+        return
+    with connect() as own:
+        yield own
+
+
 def pool():  # type: ignore[no-untyped-def]
     """The process-wide connection pool (made on first use)."""
     global _pool
@@ -151,32 +149,11 @@ def pool():  # type: ignore[no-untyped-def]
         return _pool
 
 
-@contextmanager
-def transaction() -> Iterator[psycopg.Connection[dict[str, Any]]]:
-    """A pooled connection inside one transaction: committed on success, rolled back on error."""
-    with pool().connection() as conn:
-        yield conn
-
-
-def engine():  # type: ignore[no-untyped-def]
-    """The process-wide SQLAlchemy engine (for pandas and Great Expectations)."""
-    global _engine
-    with _lock:
-        if _engine is None:
-            import sqlalchemy  # noqa: PLC0415
-
-            _engine = sqlalchemy.create_engine(sqlalchemy_url(), pool_pre_ping=True)
-        return _engine
-
-
 def close_all() -> None:
-    """Close the pool and the engine (tests switch databases; the CLI exits)."""
-    global _pool, _engine, _url
+    """Close the pool (tests switch databases; the CLI exits)."""
+    global _pool, _url
     with _lock:
         if _pool is not None:
             _pool.close()
             _pool = None
-        if _engine is not None:
-            _engine.dispose()
-            _engine = None
         _url = None

@@ -69,6 +69,7 @@ def run_demo(
 
     `quiet`: the human summary goes to stderr, leaving stdout to the caller (`--json`).
     """
+    from hag.cli._common import note  # noqa: PLC0415
     from hag.corpus import DEMO_CORPUS  # noqa: PLC0415
     from hag.embeddings import announce  # noqa: PLC0415
     from hag.report.build import summary_lines  # noqa: PLC0415
@@ -76,9 +77,6 @@ def run_demo(
     from hag.simulate.run import SimulationConfig  # noqa: PLC0415
     from hag.simulate.sandbox import private_database  # noqa: PLC0415
     from hag.simulate.world import cryptography_world  # noqa: PLC0415
-
-    def note(message: str) -> None:
-        click.echo(message, err=True)
 
     say = note if quiet else click.echo
 

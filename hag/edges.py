@@ -113,9 +113,5 @@ def upsert_edges(
             r["hit_count"],
             r["inserted"],
         )
-        for r in rows_as_dicts(result)
+        for r in result
     ]
-
-
-def rows_as_dicts(rows: list[Any]) -> list[Mapping[str, Any]]:
-    return [r if isinstance(r, Mapping) else r._asdict() for r in rows]

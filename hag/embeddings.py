@@ -57,7 +57,8 @@ def cut(text: str, limit: int) -> str:
     return text[:limit]
 
 
-def _normalise(matrix: np.ndarray) -> np.ndarray:
+def normalise_rows(matrix: np.ndarray) -> np.ndarray:
+    """Each row scaled to unit length (an all-zero row stays zero), as float32."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (matrix / norms).astype(np.float32)
@@ -94,7 +95,7 @@ class OfflineEmbedder:
         for row, text in enumerate(texts):
             for index, weight in self._features(text).items():
                 out[row, index] += weight
-        return _normalise(out)
+        return normalise_rows(out)
 
 
 class OpenAIEmbedder:
@@ -141,7 +142,7 @@ class OpenAIEmbedder:
             raise ConfigError(
                 f"{self.model} returned {matrix.shape[1]} dimensions, expected {self.dim}"
             )
-        return _normalise(matrix)
+        return normalise_rows(matrix)
 
 
 class LocalEmbedder:

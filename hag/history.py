@@ -23,11 +23,10 @@ def confidence_history(conn: Any, entity_id: str) -> list[dict[str, Any]]:
 
 def memory_after_session(conn: Any, session_id: str) -> list[dict[str, Any]]:
     """Every entry's and edge's confidence right after a session was applied."""
-    from hag.session.process import memory_after  # noqa: PLC0415 - keeps the CLI start light
-
     known = conn.execute(query("history", "session_known"), {"session_id": session_id}).fetchone()
     if known is None:
         raise NotFoundError(f"no session {session_id!r} was ingested")
     if known["applied_seq"] is None:
         raise NotFoundError(f"session {session_id!r} has not been applied ({known['status']})")
-    return memory_after(conn, session_id)
+    rows = conn.execute(query("history", "memory_after_session"), {"session_id": session_id})
+    return [dict(r) for r in rows]

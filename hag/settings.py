@@ -411,11 +411,6 @@ def invalidate() -> None:
         _cache = None
 
 
-def get(key: str) -> Any:
-    dial(key)
-    return current()[key]
-
-
 def set_value(conn: Any, key: str, raw: Any, by: str = "cli") -> Any:
     """Validate and store one dial; returns the stored value."""
     value = validate(key, raw)

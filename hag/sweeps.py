@@ -16,14 +16,14 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from hag import db, settings
 from hag.sqlfiles import query
+from hag.timing import timed
 
 # Any constant works; it only has to differ from the other advisory locks of the project.
 NIGHTLY_LOCK = 0x4A47_0030
@@ -169,24 +169,26 @@ def sweep_parameters(
     dials: Mapping[str, Any], as_of: datetime, run_id: uuid.UUID
 ) -> dict[str, Any]:
     """The bound parameters every sweep query takes (the dials by their own keys)."""
-    params: dict[str, Any] = {key: dials[key] for key in (*PROMOTION_DIALS, *CULL_DIALS)}
-    params["cull_source_types"] = list(dials["cull_source_types"])
-    params.update(as_of=as_of, run_id=run_id, limit=dials["sweep_report_max_rows"])
-    return params
+    return {
+        **rule_values(dials, as_of),
+        "cull_source_types": list(dials["cull_source_types"]),
+        "as_of": as_of,
+        "run_id": run_id,
+        "limit": dials["sweep_report_max_rows"],
+    }
 
 
 def _apply(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
-    clock = _Stopwatch(summary.step_seconds)
     conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
-    with clock("promotion"):
+    with timed(summary.step_seconds, "promotion"):
         summary.promoted_to_pattern = _count(conn, "promote_to_pattern", params)
         summary.promoted_to_proven = _count(conn, "promote_to_proven", params)
-    with clock("archive"):
+    with timed(summary.step_seconds, "archive"):
         summary.archived = sum(
             _count(conn, "archive_sunk", {**params, "from_maturity": m})
             for m in ("candidate", "pattern")
         )
-    with clock("cull"):
+    with timed(summary.step_seconds, "cull"):
         conn.execute(
             query("sweeps", "set_delete_context"),
             {
@@ -199,25 +201,10 @@ def _apply(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
         by_type = conn.execute(query("sweeps", "cull_edges"), params).fetchall()
         summary.culled_by_source_type = {r["source_type"]: r["n"] for r in by_type}
         summary.culled = sum(summary.culled_by_source_type.values())
-    with clock("report"):
+    with timed(summary.step_seconds, "report"):
         if summary.culled:
             rows = conn.execute(query("sweeps", "culled_report_rows"), params).fetchall()
             summary.culled_edges = [CulledEdge(**r) for r in rows]
-
-
-class _Stopwatch:
-    """`with clock("cull"): ...` adds the block's wall time to a dict of step seconds."""
-
-    def __init__(self, into: dict[str, float]):
-        self.into = into
-
-    @contextmanager
-    def __call__(self, step: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.into[step] = self.into.get(step, 0.0) + time.perf_counter() - start
 
 
 def _forecast(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
@@ -293,6 +280,20 @@ def render_markdown(summary: NightlySummary) -> str:
     if summary.culled and not summary.dry_run:
         lines += ["", f"To undo: `hag audit restore --run {summary.run_id}`."]
     return "\n".join(lines) + "\n"
+
+
+def counts_table(summary: NightlySummary) -> list[dict[str, Any]]:
+    """What the run changed, a row per step (the nightly-counts artifact)."""
+    return [
+        {"step": step, "count": n}
+        for step, n in (
+            ("candidate → pattern", summary.promoted_to_pattern),
+            ("pattern → proven", summary.promoted_to_proven),
+            ("archived", summary.archived),
+            ("promotions", summary.promotions),
+            ("culls", summary.culled),
+        )
+    ]
 
 
 def culled_table(summary: NightlySummary) -> list[dict[str, Any]]:

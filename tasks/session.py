@@ -1,31 +1,17 @@
-"""Thin Prefect tasks around `hag.session.process`: open the run, apply a batch, report, close."""
+"""Thin Prefect tasks around `hag.session.process`: apply a batch, report."""
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NONE
 
-from hag.session.process import (
-    ProcessSummary,
-    close_run,
-    open_run,
-    process_batch,
-    render_markdown,
-    summary_table,
-)
+from hag.session.process import ProcessSummary, process_batch, render_markdown, summary_table
 
 
 # No caching: every call writes to the memory, and the inputs (summaries) are not keys.
-@task(name="open-session-run", cache_policy=NONE)
-def open_session_run(params: dict[str, Any]) -> UUID:
-    """A `hag_runs` row of kind 'session_end' for this flow run."""
-    return open_run(params)
-
-
 @task(name="apply-session-batch", cache_policy=NONE)
 def apply_session_batch(run_id: UUID, size: int, workers: int = 1) -> ProcessSummary:
     """Apply up to `size` pending sessions, each in its own transaction, the five steps in the
@@ -46,9 +32,3 @@ def publish_session_summary(summary: ProcessSummary) -> None:
         table=summary_table(summary),
         description=f"Session-end run {summary.run_id}: what changed",
     )
-
-
-@task(name="close-session-run", cache_policy=NONE)
-def close_session_run(run_id: UUID, summary: ProcessSummary, status: str) -> None:
-    """Record the run's summary and status in `hag_runs`."""
-    close_run(run_id, summary, status)

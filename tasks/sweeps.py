@@ -7,7 +7,7 @@ from datetime import datetime
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from hag.sweeps import NightlySummary, culled_table, render_markdown, run_nightly
+from hag.sweeps import NightlySummary, counts_table, culled_table, render_markdown, run_nightly
 
 
 @task(name="nightly-sweep")
@@ -35,16 +35,7 @@ def publish_nightly_report(summary: NightlySummary) -> None:
     suffix = " (dry run: nothing changed)" if summary.dry_run else ""
     create_table_artifact(
         key="nightly-counts",
-        table=[
-            {"step": step, "count": n}
-            for step, n in (
-                ("candidate → pattern", summary.promoted_to_pattern),
-                ("pattern → proven", summary.promoted_to_proven),
-                ("archived", summary.archived),
-                ("promotions", summary.promotions),
-                ("culls", summary.culled),
-            )
-        ],
+        table=counts_table(summary),
         description=f"Nightly run {summary.run_id} as of {summary.as_of.isoformat()}{suffix}",
     )
     create_table_artifact(

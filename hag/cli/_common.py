@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -43,11 +42,6 @@ def ready() -> None:
 def note(message: str) -> None:
     """A progress or provenance line for the operator, on stderr (stdout stays data)."""
     click.echo(message, err=True)
-
-
-def fail(message: str) -> None:
-    click.echo(f"hag: {message}", err=True)
-    sys.exit(1)
 
 
 class Timestamp(click.ParamType):

@@ -35,16 +35,10 @@ def load_corpus(file: Path, as_json: bool) -> None:
 def export(what: str, topic: str | None, with_embeddings: bool) -> None:
     """Print a table as a JSON array of objects keyed by column name."""
     from hag import db  # noqa: PLC0415
-    from hag.sqlfiles import query  # noqa: PLC0415
+    from hag.corpus import export_rows  # noqa: PLC0415
 
     ready()
     with db.connect() as conn:
-        rows = conn.execute(
-            query("corpus", f"export_{what}"),
-            {"topic_id": topic, "with_embeddings": with_embeddings},
-        ).fetchall()
-    if what == "entries" and not with_embeddings:
-        for r in rows:
-            r.pop("embedding", None)
+        rows = export_rows(conn, what, topic, with_embeddings=with_embeddings)
     note(f"{len(rows)} {what}")
     echo_json(rows)

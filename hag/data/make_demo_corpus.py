@@ -31,15 +31,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from hag.settings import defaults
+
+DIALS = defaults()  # the rules the corpus is built to exercise, as the registry states them
+
 OUT = Path(__file__).with_name("demo_corpus.json")
 DEMO_NOW = datetime(2026, 11, 30, tzinfo=UTC)
 UNANCHORED = "_unanchored_"
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 # Ladder qualities recorded on the rows (SPEC §4 concept ladder; the settings' defaults).
-Q_CATALOGUE = 1.0
-Q_MINTED = 0.6
-Q_UNANCHORED = 0.25
+Q_CATALOGUE = float(DIALS["ladder_quality_exact"])
+Q_MINTED = float(DIALS["ladder_quality_minted"])
+Q_UNANCHORED = float(DIALS["ladder_quality_unanchored"])
 
 TOPICS = [
     ("cryptography", "Cryptography"),
@@ -1733,17 +1737,18 @@ def verify(corpus: dict) -> dict:
         assert 8 <= n <= 12, topic
 
     # Visibility floors and promotion.
-    floors = {"proven": 0.30, "pattern": 0.40, "candidate": 0.70}
-    invisible = [e for e in entries if e["confidence"] < max(0.40, floors[e["maturity"]])]
+    floors = {m: DIALS[f"floor_{m}"] for m in ("proven", "pattern", "candidate")}
+    global_floor = DIALS["retrieval_min_confidence"]
+    invisible = [e for e in entries if e["confidence"] < max(global_floor, floors[e["maturity"]])]
     assert sum(1 for e in invisible if e["maturity"] == "candidate") >= 2
-    cutoff14 = DEMO_NOW - timedelta(days=14)
+    cutoff14 = DEMO_NOW - timedelta(days=DIALS["promotion_min_age_days"])
     promotable = {
         (e["visibility_scope"], e["topic_id"], e["concept_slug"])
         for e in entries
         if e["maturity"] == "candidate"
         and parse_ts(e["created_at"]) <= cutoff14
-        and e["confidence"] >= 0.50
-        and e["failure_count"] == 0
+        and e["confidence"] >= DIALS["promotion_min_confidence"]
+        and e["failure_count"] <= DIALS["promotion_max_failures"]
     }
     assert promotable == PROMOTABLE, promotable ^ PROMOTABLE
 
@@ -1814,13 +1819,13 @@ def verify(corpus: dict) -> dict:
     )
 
     # The cull at the demo "now": exactly CULLABLE; neighbours on both sides of each rule.
-    cutoff90 = DEMO_NOW - timedelta(days=90)
+    cutoff90 = DEMO_NOW - timedelta(days=DIALS["cull_min_age_days"])
     slug = {e["id"]: e["concept_slug"] for e in entries}
 
     def culled(g):
         return (
-            g["source_type"] in ("learned", "enriched")
-            and g["confidence"] < 0.35
+            g["source_type"] in DIALS["cull_source_types"]
+            and g["confidence"] < DIALS["cull_max_confidence"]
             and parse_ts(g["created_at"]) <= cutoff90
         )
 

@@ -170,51 +170,35 @@ def ask(
     backoff = float(dials["enrichment_retry_backoff_seconds"])
     for attempt in range(1, attempts + 1):
         at, started = _now(), time.perf_counter()
+        completion, items, retry = None, None, True
         try:
             completion = proposer.complete(prompt)
         except ProposerError as exc:
-            latency = (time.perf_counter() - started) * 1000
-            error = str(exc)
-            calls.append(
-                Call(
-                    orphan.entry_id,
-                    orphan.concept_slug,
-                    attempt,
-                    proposer.name,
-                    0,
-                    0,
-                    latency,
-                    False,
-                    error,
-                    at,
-                )
-            )
-            if not exc.retryable:
-                break
+            error, retry = str(exc), exc.retryable
         else:
-            latency = (time.perf_counter() - started) * 1000
             try:
-                items = parse_reply(completion.content)
+                items, error = parse_reply(completion.content), None
             except ReplyError as exc:
                 error = f"unusable reply: {exc}"
-            else:
-                error = None
-            calls.append(
-                Call(
-                    orphan.entry_id,
-                    orphan.concept_slug,
-                    attempt,
-                    proposer.name,
-                    completion.prompt_tokens,
-                    completion.completion_tokens,
-                    latency,
-                    error is None,
-                    error,
-                    at,
-                )
+        latency = (time.perf_counter() - started) * 1000
+        tokens = (completion.prompt_tokens, completion.completion_tokens) if completion else (0, 0)
+        calls.append(
+            Call(
+                orphan.entry_id,
+                orphan.concept_slug,
+                attempt,
+                proposer.name,
+                *tokens,
+                latency,
+                error is None,
+                error,
+                at,
             )
-            if error is None:
-                return normalise(items), calls, None
+        )
+        if error is None and items is not None:
+            return normalise(items), calls, None
+        if not retry:
+            break
         if attempt < attempts and backoff > 0:
             time.sleep(backoff * 2 ** (attempt - 1))
     return None, calls, error
@@ -341,8 +325,18 @@ def enrich(
     `as_of` is the moment the accepted edges are created at (default: now), so a backfill or
     a simulation stamps them with its own time, as sessions do with their `ended_at`.
     """
-    own = conn is None
-    conn = db.connect() if own else conn
+    with db.connection_or_own(conn) as c:
+        return _enrich(c, topic, limit, dry_run, model, as_of)
+
+
+def _enrich(
+    conn: Any,
+    topic: str | None,
+    limit: int | None,
+    dry_run: bool,
+    model: str | None,
+    as_of: datetime | None,
+) -> EnrichmentSummary:
     run_started = False
     try:
         dials = settings.load(conn)
@@ -399,6 +393,3 @@ def enrich(
             graph.finish_run(conn, summary.run_id, _now(), {}, "failed")
             conn.commit()
         raise
-    finally:
-        if own:
-            conn.close()

@@ -14,14 +14,20 @@ from pathlib import Path
 from typing import Any
 
 from hag.cli._common import to_jsonable
+from hag.corpus import export_rows
 from hag.report import metrics, plots
+from hag.report.markdown import fmt
 from hag.report.metrics import EdgeFact
+from hag.settings import REGISTRY
 from hag.simulate.run import SimulationRun
 from hag.simulate.world import World
 from hag.sqlfiles import query
 
-HEADLINE_THRESHOLD = 0.6  # the seed's "three independent observations" floor
-ENTRY_THRESHOLD = 0.3  # where a new learned edge enters (and the edge walk starts)
+# The registry's defaults, not the live dials: the report's keys ("..._at_0.6") stay put.
+# the seed's "three independent observations" confidence
+HEADLINE_THRESHOLD = float(REGISTRY["edge_reinforce_confidence_high"].default)
+# where a new learned edge enters (and the edge walk starts)
+ENTRY_THRESHOLD = float(REGISTRY["edge_new_confidence"].default)
 
 
 def _clean(value: Any) -> Any:
@@ -45,20 +51,8 @@ def write_json(path: Path, data: Any) -> Path:
 
 def collect_exports(conn: Any, topic_id: str) -> dict[str, list[dict[str, Any]]]:
     """The topic's edges and entries exactly as `hag export` prints them, and the cull audit."""
-    edges = [
-        dict(r)
-        for r in conn.execute(
-            query("corpus", "export_edges"), {"topic_id": topic_id, "with_embeddings": False}
-        )
-    ]
-    entries = [
-        dict(r)
-        for r in conn.execute(
-            query("corpus", "export_entries"), {"topic_id": topic_id, "with_embeddings": False}
-        )
-    ]
-    for e in entries:
-        e.pop("embedding", None)
+    edges = export_rows(conn, "edges", topic_id)
+    entries = export_rows(conn, "entries", topic_id)
     audit = [dict(r) for r in conn.execute(query("simulate", "audit_rows"))]
     conn.rollback()
     return {"edges": edges, "entries": entries, "audit": audit}
@@ -388,37 +382,29 @@ def write_report(
     return report
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
 def summary_lines(report: Mapping[str, Any], folder: Path | None = None) -> list[str]:
     """The terminal summary: the headline figures in a few lines."""
     h = report["headline"]
     r = report["run"]
     lines = [
         f"simulated {r['sessions']} sessions ({r['turns']} turns, success rate "
-        f"{_fmt(r['success_rate'], 2)}) for {r['learners']} learners; "
+        f"{fmt(r['success_rate'], 2)}) for {r['learners']} learners; "
         f"struggles: {r['true_struggles']} true, {r['reported_true']} reported, "
         f"{r['reported_false']} invented by the extractor",
-        f"prerequisite recovery (learned edges): precision {_fmt(h['learned_prereq_precision_at_0.6'])} "
-        f"recall {_fmt(h['learned_prereq_recall_at_0.6'])} at >= 0.6; precision "
-        f"{_fmt(h['learned_prereq_precision_at_0.3'])} recall {_fmt(h['learned_prereq_recall_at_0.3'])} "
-        f"direction {_fmt(h['learned_prereq_direction_accuracy_at_0.3'])} at >= 0.3 "
-        f"(trusting every report: precision {_fmt(h['extractor_precision_reported_1x'])})",
+        f"prerequisite recovery (learned edges): precision {fmt(h['learned_prereq_precision_at_0.6'])} "
+        f"recall {fmt(h['learned_prereq_recall_at_0.6'])} at >= 0.6; precision "
+        f"{fmt(h['learned_prereq_precision_at_0.3'])} recall {fmt(h['learned_prereq_recall_at_0.3'])} "
+        f"direction {fmt(h['learned_prereq_direction_accuracy_at_0.3'])} at >= 0.3 "
+        f"(trusting every report: precision {fmt(h['extractor_precision_reported_1x'])})",
         f"learned prerequisites seen in >= 3 sessions: precision "
-        f"{_fmt(h['learned_prereq_precision_hits_ge_3'])}",
-        f"whole memory at >= 0.6: prerequisite precision {_fmt(h['memory_prereq_precision_at_0.6'])} "
-        f"recall {_fmt(h['memory_prereq_recall_at_0.6'])}; leads_to precision "
-        f"{_fmt(h['leads_to_precision_at_0.6'])}; fallback precision {_fmt(h['fallback_precision_at_0.6'])}",
-        f"calibration: decision entries log-loss {_fmt(h['decision_log_loss'])} (base rate "
-        f"{_fmt(h['decision_baseline_log_loss'])}), binned RMSE {_fmt(h['decision_binned_rmse'])}; "
-        f"edges log-loss {_fmt(h['edge_log_loss'])} (base rate {_fmt(h['edge_baseline_log_loss'])}), "
-        f"binned RMSE {_fmt(h['edge_binned_rmse'])}",
+        f"{fmt(h['learned_prereq_precision_hits_ge_3'])}",
+        f"whole memory at >= 0.6: prerequisite precision {fmt(h['memory_prereq_precision_at_0.6'])} "
+        f"recall {fmt(h['memory_prereq_recall_at_0.6'])}; leads_to precision "
+        f"{fmt(h['leads_to_precision_at_0.6'])}; fallback precision {fmt(h['fallback_precision_at_0.6'])}",
+        f"calibration: decision entries log-loss {fmt(h['decision_log_loss'])} (base rate "
+        f"{fmt(h['decision_baseline_log_loss'])}), binned RMSE {fmt(h['decision_binned_rmse'])}; "
+        f"edges log-loss {fmt(h['edge_log_loss'])} (base rate {fmt(h['edge_baseline_log_loss'])}), "
+        f"binned RMSE {fmt(h['edge_binned_rmse'])}",
         f"lifecycle: {h['promotions']} promotions, {h['archived']} entries archived, "
         f"{h['culls']} edges culled (audited), "
         f"{h['enrichment_accepted']} enrichment proposals accepted",

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def _f(value: Any, digits: int = 3) -> str:
+def fmt(value: Any, digits: int = 3) -> str:
+    """A figure as the report prints it: floats to `digits` places, None as n/a."""
     if value is None:
         return "n/a"
     if isinstance(value, float):
@@ -16,7 +17,7 @@ def _f(value: Any, digits: int = 3) -> str:
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(_f(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
     return lines
 
 
@@ -65,7 +66,7 @@ def render(
         "went in through `ingest_payload` and session-end processing; the nightly sweeps ran "
         "after every simulated day with `as_of` = the end of that day.",
         "",
-        f"Turn success rate {_f(r['success_rate'], 3)}; {r['true_struggles']} true struggles, of "
+        f"Turn success rate {fmt(r['success_rate'], 3)}; {r['true_struggles']} true struggles, of "
         f"which {r['reported_true']} reported; {r['reported_false']} invented; "
         f"{r['quarantined']} payloads quarantined.",
         "",
@@ -119,9 +120,9 @@ def render(
     b = report["extractor_baseline"]
     out += [
         "Trusting the extractor directly (no memory): every pair reported once — precision "
-        f"{_f(b['reported_1x']['precision'])}, recall {_f(b['reported_1x']['recall'])} "
+        f"{fmt(b['reported_1x']['precision'])}, recall {fmt(b['reported_1x']['recall'])} "
         f"({b['reported_1x']['claimed']} claims); reported three times or more — precision "
-        f"{_f(b['reported_3x']['precision'])}, recall {_f(b['reported_3x']['recall'])}.",
+        f"{fmt(b['reported_3x']['precision'])}, recall {fmt(b['reported_3x']['recall'])}.",
         "",
     ]
 
@@ -192,8 +193,8 @@ def render(
             [
                 [
                     d["day"] + 1,
-                    _f(d["success_rate"], 2),
-                    _f(d["decision_coverage"], 2),
+                    fmt(d["success_rate"], 2),
+                    fmt(d["decision_coverage"], 2),
                     f"{d['visible_topic_entries']}/{d['topic_entries']}",
                     d["edges_by_provenance"].get("seed", 0),
                     d["edges_by_provenance"].get("learned", 0),
@@ -202,7 +203,7 @@ def render(
                     d["culls"],
                     d["enrichment_accepted"],
                     f"{d['learned_prereq_true_06']}/{d['learned_prereq_false_06']}",
-                    f"{_f(d['memory_prereq_precision_06'], 2)}/{_f(d['memory_prereq_recall_06'], 2)}",
+                    f"{fmt(d['memory_prereq_precision_06'], 2)}/{fmt(d['memory_prereq_recall_06'], 2)}",
                 ]
                 for d in picked
             ],

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import FancyArrowPatch  # noqa: E402
 
-from hag.report.metrics import EdgeFact  # noqa: E402
+from hag.report.metrics import SCORED_TYPES, EdgeFact  # noqa: E402
 from hag.simulate.world import World  # noqa: E402
 
 PROVENANCE_COLOURS = {"seed": "#4C72B0", "learned": "#DD8452", "enriched": "#55A868"}
@@ -41,14 +41,15 @@ def _save(fig: Any, path: Path) -> Path:
 
 
 def _series(curve: Sequence[Mapping[str, Any]], key: str) -> list[float]:
-    return [float("nan") if row[key] is None else row[key] for row in curve]
+    """One column of a curve, a missing value as NaN (a gap in the line)."""
+    return [float("nan") if row.get(key) is None else row[key] for row in curve]
 
 
 def recovery_plot(
     recovery: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], path: Path
 ) -> Path:
     """Precision and recall against the confidence threshold, one panel per scored type."""
-    kinds = [k for k in ("prerequisite", "leads_to", "fallback") if k in recovery]
+    kinds = [k for k in SCORED_TYPES if k in recovery]
     fig, axes = plt.subplots(1, len(kinds), figsize=(5 * len(kinds), 3.8), squeeze=False)
     for ax, kind in zip(axes[0], kinds, strict=True):
         for scope, style in (("learned", "-"), ("memory", "--")):
@@ -176,9 +177,7 @@ def lifecycle_plot(timeline: Sequence[Mapping[str, Any]], path: Path) -> Path:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     ax = axes[3]
-    rates = [
-        float("nan") if row.get("success_rate") is None else row["success_rate"] for row in timeline
-    ]
+    rates = _series(timeline, "success_rate")
     ax.plot(days, rates, color="#4C72B0", lw=0.8, alpha=0.5, label="success rate per day")
     window = 7
     smooth = [
@@ -186,10 +185,7 @@ def lifecycle_plot(timeline: Sequence[Mapping[str, Any]], path: Path) -> Path:
         for i in range(len(rates))
     ]
     ax.plot(days, smooth, color="#4C72B0", lw=2, label=f"success rate, {window}-day mean")
-    coverage = [
-        float("nan") if row.get("decision_coverage") is None else row["decision_coverage"]
-        for row in timeline
-    ]
+    coverage = _series(timeline, "decision_coverage")
     ax.plot(days, coverage, color="#DD8452", lw=1.2, label="turns with an advisory to act on")
     visible = [
         row.get("visible_topic_entries", 0) / max(1, row.get("topic_entries", 0))

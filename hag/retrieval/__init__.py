@@ -171,11 +171,7 @@ def _prepare(
     dials = settings.current() if conn is None else settings.load(conn)
     slugs = [s for s in ranking.recent_slugs(recent_concepts, dials) if _SLUG.match(s)]
     expected = sorted({s for s in expected_concepts if isinstance(s, str)})
-    if conn is None:
-        with store.read_pool().connection() as reader:
-            title, ann = _catalog(reader, topic_id, dials)
-    else:
-        title, ann = _catalog(conn, topic_id, dials)
+    title, ann = _catalog(conn, topic_id, dials)
     if title is None:
         raise NotFoundError(f"unknown topic {topic_id!r}")
     return dials, slugs, expected, title, ann
@@ -185,13 +181,8 @@ def visual_for(concept_slug: str, *, conn: Any = None) -> Visual | None:
     """The curated drawing for a concept (the visual bucket's own read), or None."""
     if not isinstance(concept_slug, str) or not _SLUG.match(concept_slug):
         return None
-    if conn is None:
-        with store.read_pool().connection() as reader:
-            row = reader.execute(
-                store.query("retrieval", "visual_for"), {"concept_slug": concept_slug}
-            ).fetchone()
-    else:
-        row = conn.execute(
+    with store.reader(conn) as reader:
+        row = reader.execute(
             store.query("retrieval", "visual_for"), {"concept_slug": concept_slug}
         ).fetchone()
     if row is None:
@@ -227,10 +218,14 @@ def _check_text(what: str, value: Any, shape: re.Pattern[str], rule: str) -> Non
 def _catalog(
     conn: Any, topic_id: str, dials: Mapping[str, Any]
 ) -> tuple[str | None, frozenset[str]]:
+    """The topic's title and the usable ANN indexes: from memory when at hand (no connection
+    is taken then); a caller's connection reads them fresh and leaves the shared catalogue be.
+    """
     ttl = float(dials["settings_cache_ttl_seconds"])
+    shared = conn is None
     return (
-        store.catalog.title(conn, topic_id, ttl),
-        store.catalog.ann_labels(conn, ttl, dials),
+        store.catalog.title(lambda: store.reader(conn), topic_id, ttl, store=shared),
+        store.catalog.ann_labels(lambda: store.reader(conn), ttl, dials, store=shared),
     )
 
 
@@ -269,43 +264,38 @@ def _retrieve_uncached(
     conn: Any,
 ) -> RetrievalResult:
     scopes = topic_scopes(dials)
-    jobs: dict[str, tuple[Any, ...]] = {
-        "topic-semantic": (
+
+    def semantic(
+        name: str, topic: str | None, where: list[str], count: int, ann_label: str
+    ) -> tuple[Any, ...]:
+        approximate = ann_label in ann
+        return (
             store.semantic_pass,
-            "topic-semantic",
+            name,
             vector,
-            topic_id,
-            scopes,
-            int(dials["match_count"]),
+            topic,
+            where,
+            count,
             dials,
-            f"topic:{topic_id}" in ann,
+            approximate,
             conn is None,
-        ),
+        )
+
+    jobs: dict[str, tuple[Any, ...]] = {
+        "topic-semantic": semantic(
+            "topic-semantic", topic_id, scopes, int(dials["match_count"]), f"topic:{topic_id}"
+        )
     }
     if slugs:
         jobs["topic-concept"] = (store.concept_pass, slugs, topic_id, scopes, dials)
     if int(dials["tutor_match_count"]) > 0:
-        jobs["tutor"] = (
-            store.semantic_pass,
-            "tutor",
-            vector,
-            None,
-            ["tutor"],
-            int(dials["tutor_match_count"]),
-            dials,
-            "scope:tutor" in ann,
-            conn is None,
+        jobs["tutor"] = semantic(
+            "tutor", None, ["tutor"], int(dials["tutor_match_count"]), "scope:tutor"
         )
     if int(dials["student_match_count"]) > 0:
-        jobs["student"] = (
-            store.semantic_pass,
-            "student",
-            vector,
-            None,
-            [f"student:{learner_id}"],
-            int(dials["student_match_count"]),
-            dials,
-            False,
+        # a learner's rows are few: always exact (no ANN label names a student scope)
+        jobs["student"] = semantic(
+            "student", None, [f"student:{learner_id}"], int(dials["student_match_count"]), ""
         )
     # The passes start together; the edge walk needs only the topic passes, so it starts as
     # soon as they are merged and runs while the tutor and student passes may still run.
@@ -366,11 +356,10 @@ def _start(conn: Any, fn: Any, *args: Any) -> Future[Any]:
         done: Future[Any] = Future()
         done.set_result(fn(conn, *args))
         return done
-    pool = store.read_pool()
 
     def run() -> Any:
-        with pool.connection() as reader:
-            return fn(reader, *args)
+        with store.reader() as pooled:
+            return fn(pooled, *args)
 
     return store.executor().submit(run)
 

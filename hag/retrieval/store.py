@@ -14,8 +14,9 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -70,6 +71,16 @@ def read_pool() -> Any:
             )
             _pool_url = url
         return _pool
+
+
+@contextmanager
+def reader(conn: Any = None) -> Iterator[Any]:
+    """The caller's connection when given, else a read-pool connection for the block."""
+    if conn is not None:
+        yield conn
+        return
+    with read_pool().connection() as pooled:
+        yield pooled
 
 
 def executor() -> ThreadPoolExecutor:
@@ -220,6 +231,9 @@ def _report(name: str, path: str, rows: Sequence[Row], started: float) -> PassRe
     return PassReport(name, path, len(rows), round((time.perf_counter() - started) * 1000, 3))
 
 
+Connect = Callable[[], AbstractContextManager[Any]]  # opens a connection for a block
+
+
 class Catalog:
     """Topic titles, the ANN indexes present and the searched sets' mean vectors, with TTLs."""
 
@@ -236,19 +250,28 @@ class Catalog:
             self._ann = None
             self._means.clear()
 
-    def title(self, conn: psycopg.Connection[Any], topic_id: str, ttl: float) -> str | None:
-        """The topic's title, or None when there is no such topic."""
+    def title(
+        self, connect: Connect, topic_id: str, ttl: float, *, store: bool = True
+    ) -> str | None:
+        """The topic's title, or None when there is no such topic.
+
+        `connect()` opens a connection only when the title is not at hand. With `store`
+        False (a caller's connection, which may see rows it never commits) the title is read
+        fresh and not kept.
+        """
         now = time.monotonic()
         with self._lock:
-            hit = self._titles.get(topic_id)
+            hit = self._titles.get(topic_id) if store else None
         if hit is not None and now - hit[0] < ttl:
             return hit[1]
-        row = conn.execute(query("retrieval", "topic_title"), {"topic_id": topic_id}).fetchone()
+        with connect() as conn:
+            row = conn.execute(query("retrieval", "topic_title"), {"topic_id": topic_id}).fetchone()
         title = row["title"] if row else None
-        with self._lock:
-            if len(self._titles) > 10_000:
-                self._titles.clear()
-            self._titles[topic_id] = (now, title)
+        if store:
+            with self._lock:
+                if len(self._titles) > 10_000:
+                    self._titles.clear()
+                self._titles[topic_id] = (now, title)
         return title
 
     def mean_vector(
@@ -296,22 +319,26 @@ class Catalog:
                     self._refreshing.discard(key)
 
     def ann_labels(
-        self, conn: psycopg.Connection[Any], ttl: float, dials: Mapping[str, Any]
+        self, connect: Connect, ttl: float, dials: Mapping[str, Any], *, store: bool = True
     ) -> frozenset[str]:
         """Labels ('topic:<id>', 'scope:tutor') of the valid ANN indexes worth using.
 
         An index over no more rows than its dial (`topic_exact_scan_max_rows` for a topic,
         `exact_scan_max_rows` for the tutor scope) is left alone: an exact scan of that many
-        rows is exact and, measured, about as fast or faster.
+        rows is exact and, measured, about as fast or faster. `connect` and `store` as in
+        `title`.
         """
         now = time.monotonic()
         with self._lock:
-            sizes = self._ann[1] if self._ann is not None and now - self._ann[0] < ttl else None
+            fresh = store and self._ann is not None and now - self._ann[0] < ttl
+            sizes = self._ann[1] if fresh and self._ann is not None else None
         if sizes is None:
-            rows = conn.execute(query("retrieval", "ann_indexes")).fetchall()
+            with connect() as conn:
+                rows = conn.execute(query("retrieval", "ann_indexes")).fetchall()
             sizes = {r["label"].removeprefix("hag-ann "): float(r["rows"]) for r in rows}
-            with self._lock:
-                self._ann = (now, sizes)
+            if store:
+                with self._lock:
+                    self._ann = (now, sizes)
         topic_max = int(dials["topic_exact_scan_max_rows"])
         scope_max = int(dials["exact_scan_max_rows"])
         return frozenset(

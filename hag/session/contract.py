@@ -35,6 +35,11 @@ class Struggle(_Part):
     missing_slug: NonBlank
     evidence: str = Field("", description="The student's quoted words; empty means no evidence.")
 
+    @property
+    def has_evidence(self) -> bool:
+        """Seed: a prerequisite is only ever proposed from explicit evidence (quoted words)."""
+        return bool(self.evidence.strip())
+
 
 class Observation(_Part):
     """Something worth remembering, for one of the four graphs."""

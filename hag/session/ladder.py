@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from hag.corpus import UNANCHORED  # one spelling of the seed's no-identity slug
+from hag.embeddings import normalise_rows
 
 STEPS = ("exact", "near", "minted", "unanchored")
 _QUALITY_DIAL = {
@@ -95,9 +96,7 @@ class Catalogue:
             else np.zeros((0, 0), dtype=np.float32)
         )
         if len(matrix):
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            norms[norms == 0] = 1.0
-            matrix = matrix / norms
+            matrix = normalise_rows(matrix)
         return cls(
             topic_id,
             frozenset(r["slug"] for r in rows),

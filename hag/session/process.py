@@ -27,8 +27,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 from uuid import UUID
@@ -45,6 +44,7 @@ from hag.session import rules
 from hag.session.contract import SessionPayload, Turn
 from hag.session.ladder import UNANCHORED, Catalogue, as_array, candidate_slug, resolve_all
 from hag.sqlfiles import query
+from hag.timing import timed
 
 RUN_KIND = "session_end"
 STEPS = ("observations", "discovery", "proposals", "reinforcement", "grading")
@@ -172,7 +172,7 @@ def _plan(
         (s, candidate_slug(s.concept_slug, catalogue), candidate_slug(s.missing_slug, catalogue))
         for t in turns
         for s in t.struggles
-        if s.evidence.strip()
+        if s.has_evidence
     ]
     keys = {
         f"entry:{session.topic_id}:{topic_scope}:{r.slug}"
@@ -204,30 +204,21 @@ def apply_session(
     counts = SessionCounts(sessions=1)
     turns = session.ordered_turns()
 
-    with _timed(timings, "observations"):
+    with timed(timings, "observations"):
         plan = _plan(session, turns, caches.catalogue(conn, session.topic_id), dials, embed)
         if plan.lock_keys:
             conn.execute(query("session", "lock_identities"), {"keys": plan.lock_keys})
         observations_to_entries(conn, session, plan, dials, counts, run_id)
-    with _timed(timings, "discovery"):
+    with timed(timings, "discovery"):
         observed = discover(conn, turns)
-    with _timed(timings, "proposals"):
+    with timed(timings, "proposals"):
         observed += propose_prerequisites(conn, session, plan, dials, counts)
-    with _timed(timings, "reinforcement"):
+    with timed(timings, "reinforcement"):
         _lock_rows(conn, turns, observed)
         reinforce(conn, session, observed, dials, counts, run_id)
-    with _timed(timings, "grading"):
+    with timed(timings, "grading"):
         grade_outcomes(conn, session, turns, dials, counts, run_id)
     return counts
-
-
-@contextmanager
-def _timed(timings: dict[str, float], step: str) -> Iterator[None]:
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        timings[step] = timings.get(step, 0.0) + time.perf_counter() - start
 
 
 def observations_to_entries(
@@ -365,7 +356,7 @@ def discover(conn: Any, turns: list[Turn]) -> list[EdgeObservation]:
 
 def fallback_condition(turn: Turn, failed_slug: str) -> str:
     """The condition of a recovery edge: what failed, and what the student was missing."""
-    missing = sorted({s.missing_slug for s in turn.struggles if s.evidence.strip()})
+    missing = sorted({s.missing_slug for s in turn.struggles if s.has_evidence})
     said = f" (missing {', '.join(missing)})" if missing else ""
     return f"the student did not get {failed_slug}{said}"
 
@@ -380,7 +371,7 @@ def propose_prerequisites(
     there (or the same entry twice) proposes nothing and is counted as unresolved.
     """
     counts.struggles_without_evidence += sum(
-        1 for t in session.turns for s in t.struggles if not s.evidence.strip()
+        1 for t in session.turns for s in t.struggles if not s.has_evidence
     )
     if not plan.struggle_slugs:
         return []
@@ -678,38 +669,37 @@ def process_pending(
     workers: int = 1,
     run_id: UUID | None = None,
     on_batch: Callable[[ProcessSummary], None] | None = None,
+    run_batch: Callable[[UUID, int], ProcessSummary] | None = None,
 ) -> ProcessSummary:
     """Apply pending sessions in batches until none is left (or `limit` were taken).
 
-    Records a `hag_runs` row of kind 'session_end' unless the caller (the flow) passes its
-    own run id. A single worker applies sessions in `ended_at` order.
+    Records a `hag_runs` row of kind 'session_end' (done or failed) unless the caller passes
+    its own run id. A single worker applies sessions in `ended_at` order. `run_batch(run_id,
+    size)` applies one batch (the flow passes its Prefect task); by default `process_batch`.
     """
     from hag import settings  # noqa: PLC0415
 
     dials = settings.current()
     size = int(batch_size or dials["session_batch_size"])
     own_run = run_id is None
-    if own_run:
-        run_id = open_run({"batch_size": size, "limit": limit, "workers": workers})
-    total = ProcessSummary(run_id=run_id)
+    run = run_id or open_run({"batch_size": size, "limit": limit, "workers": workers})
+    total = ProcessSummary(run_id=run)
     caches = Caches()
+
+    def apply(want: int) -> ProcessSummary:
+        if run_batch is not None:
+            return run_batch(run, want)
+        return process_batch(want, run_id=run, workers=workers, dials=dials, caches=caches)
+
     start = time.perf_counter()
     status = "failed"
     try:
-        drain(
-            lambda want: process_batch(
-                want, run_id=run_id, workers=workers, dials=dials, caches=caches
-            ),
-            size,
-            limit,
-            total,
-            on_batch,
-        )
+        drain(apply, size, limit, total, on_batch)
         status = "done"
     finally:
         total.seconds = time.perf_counter() - start
         if own_run:
-            close_run(run_id, total, status)
+            close_run(run, total, status)
     return total
 
 
@@ -759,16 +749,6 @@ def close_run(run_id: UUID | None, summary: ProcessSummary, status: str = "done"
 
 def pending_count(conn: Any) -> int:
     return int(conn.execute(query("session", "count_pending")).fetchone()["pending"])
-
-
-def memory_after(conn: Any, session_id: str) -> list[dict[str, Any]]:
-    """Every entry's and edge's confidence as it stood right after a session was applied."""
-    return [
-        dict(r)
-        for r in conn.execute(
-            query("session", "memory_after_session"), {"session_id": session_id}
-        ).fetchall()
-    ]
 
 
 def render_markdown(summary: ProcessSummary) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -255,7 +255,6 @@ def simulate(
     config: SimulationConfig,
     *,
     progress: bool = True,
-    on_day: Callable[[DaySnapshot], None] | None = None,
 ) -> SimulationRun:
     """Run the whole simulation against the configured database and return what happened."""
     from hag import db  # noqa: PLC0415
@@ -271,15 +270,30 @@ def simulate(
         before = snapshot(conn, world, -1, config.start, 0)
         run = SimulationRun(config, world, learners, before)
 
+        # Edges as the day's sessions see them: the last snapshot (taken after the night's
+        # jobs; nothing writes an edge before the day's processing). Only edges outside the
+        # topic graph it holds are read from the database.
+        known: dict[str, tuple[float, str]] = {}
+
         def edge_info(ids: Sequence[str]) -> dict[str, tuple[float, str]]:
-            rows = conn.execute(query("simulate", "edge_info"), {"ids": list(ids)}).fetchall()
-            conn.rollback()
-            return {str(r["id"]): (float(r["confidence"]), r["source_type"]) for r in rows}
+            found = {i: known[i] for i in ids if i in known}
+            missing = [i for i in ids if i not in known]
+            if missing:
+                rows = conn.execute(query("simulate", "edge_info"), {"ids": missing}).fetchall()
+                conn.rollback()
+                found.update(
+                    {str(r["id"]): (float(r["confidence"]), r["source_type"]) for r in rows}
+                )
+            return found
 
         bar = Progress("simulating", config.sessions, progress)
         for day, sessions in enumerate(schedule):
             t0 = time.monotonic()
             memory.forget_cached_reads()
+            known.clear()
+            known.update(
+                (str(e["id"]), (float(e["confidence"]), e["source_type"])) for e in run.end.edges
+            )
             entry_concepts = {
                 str(r["id"]): r["concept_slug"]
                 for r in conn.execute(
@@ -348,7 +362,5 @@ def simulate(
                 ("enrichment", t4 - t3),
             ):
                 run.seconds[key] = run.seconds.get(key, 0.0) + seconds
-            if on_day is not None:
-                on_day(snap)
         bar.close()
     return run

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from hag import settings
 from hag.simulate.learners import Learner, OutcomeModel
 from hag.simulate.world import World
 
@@ -167,7 +168,8 @@ def run_session(
         focus = plan[-1]
         title = world.concepts[focus].title
         message = _pick(rng, MESSAGES).format(title=title)
-        recent_slugs = list(dict.fromkeys([focus] + [s for turn in recent[-3:] for s in turn]))
+        earlier = recent[-int(settings.current()["recent_concept_turns"]) :]
+        recent_slugs = list(dict.fromkeys([focus] + [s for turn in earlier for s in turn]))
         result = retrieve(
             world.topic_id,
             learner.learner_id,

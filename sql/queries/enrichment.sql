@@ -3,21 +3,16 @@
 -- (they have no identity to reason about), and neither are archived (retired) entries.
 
 -- name: orphans
--- The next orphans to enrich, oldest first: those already sent to this model (the ledger
--- is keyed by entry and model) are left out, so a re-run never pays twice for one.
+-- The next orphans to enrich (the view hag_orphan_entries, migration 041), oldest first:
+-- those already sent to this model (the ledger is keyed by entry and model) are left out, so
+-- a re-run never pays twice for one.
 SELECT e.id AS entry_id, e.topic_id, t.title AS topic_title, e.concept_slug,
        e.visibility_scope, COALESCE(c.title, e.concept_slug) AS title,
        COALESCE(c.description, '') AS description, e.instruction
-FROM hag_entries e
+FROM hag_orphan_entries e
 JOIN hag_topics t ON t.topic_id = e.topic_id
 LEFT JOIN hag_concepts c ON c.topic_id = e.topic_id AND c.slug = e.concept_slug
-WHERE e.visibility_scope NOT IN ('tutor', 'visual')
-  AND e.visibility_scope NOT LIKE 'student:%%'
-  AND e.concept_slug <> '_unanchored_'
-  AND e.maturity <> 'archived'
-  AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s::text)
-  AND NOT EXISTS (SELECT 1 FROM hag_edges g WHERE g.source_entry_id = e.id)
-  AND NOT EXISTS (SELECT 1 FROM hag_edges g WHERE g.target_entry_id = e.id)
+WHERE (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s::text)
   AND NOT EXISTS (SELECT 1 FROM hag_enrichment_ledger l
                   WHERE l.entry_id = e.id AND l.model = %(model)s)
 ORDER BY e.topic_id, e.created_at, e.id
@@ -26,15 +21,9 @@ LIMIT %(limit)s
 -- name: orphans_already_enriched
 -- Orphans left out because this model already had them (the summary reports them).
 SELECT count(*) AS n
-FROM hag_entries e
+FROM hag_orphan_entries e
 JOIN hag_enrichment_ledger l ON l.entry_id = e.id AND l.model = %(model)s
-WHERE e.visibility_scope NOT IN ('tutor', 'visual')
-  AND e.visibility_scope NOT LIKE 'student:%%'
-  AND e.concept_slug <> '_unanchored_'
-  AND e.maturity <> 'archived'
-  AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s::text)
-  AND NOT EXISTS (SELECT 1 FROM hag_edges g WHERE g.source_entry_id = e.id)
-  AND NOT EXISTS (SELECT 1 FROM hag_edges g WHERE g.target_entry_id = e.id)
+WHERE (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s::text)
 
 -- name: topic_exists
 -- Whether a topic id is known (a backfill naming a missing topic is an operator error).

@@ -179,23 +179,6 @@ INSERT INTO hag_runs (kind, params) VALUES (%(kind)s, %(params)s) RETURNING run_
 UPDATE hag_runs SET finished_at = now(), summary = %(summary)s, status = %(status)s
 WHERE run_id = %(run_id)s
 
--- name: memory_after_session
--- What the memory believed after a session: for every entry and edge, its confidence in
--- the last history row written by that session or by any session applied before it (by
--- applied_seq), or by anything else (loads, sweeps) at or before that session's time. The
--- history of one row is written under that row's lock, so history_id orders its changes.
-WITH target AS (
-    SELECT applied_seq, ended_at FROM hag_sessions WHERE session_id = %(session_id)s
-)
-SELECT DISTINCT ON (h.entity_kind, h.entity_id)
-       h.entity_kind, h.entity_id, h.new_value AS confidence, h.reason, h.session_id, h.at
-FROM hag_confidence_history h
-LEFT JOIN hag_sessions s ON s.session_id = h.session_id
-CROSS JOIN target t
-WHERE (s.applied_seq IS NOT NULL AND s.applied_seq <= t.applied_seq)
-   OR (h.session_id IS NULL AND h.at <= t.ended_at)
-ORDER BY h.entity_kind, h.entity_id, h.history_id DESC
-
 -- name: lock_entries
 -- Row locks on the existing entries this session grades, in one sorted pass, before any
 -- of them is written: two sessions sharing entries queue instead of deadlocking. NO KEY
