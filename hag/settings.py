@@ -23,7 +23,8 @@ from hag.errors import SettingsError
 EDGE_TYPES = ("prerequisite", "fallback", "leads_to", "related", "supersedes")
 KNOWN_SOURCE_TYPES = ("seed", "learned", "enriched")
 # A topic scope as the schema admits it (migration 001): a lower-case slug not naming another graph.
-TOPIC_SCOPE = r"^(?!student)[a-z][a-z0-9_-]*$"
+# Patterns are matched whole (`re.fullmatch`): `$` would also match before a trailing newline.
+TOPIC_SCOPE = r"(?!student)[a-z][a-z0-9_-]*"
 
 
 @dataclass(frozen=True)
@@ -49,12 +50,13 @@ def _i(key: str, default: int, lo: int, hi: int, desc: str, consumer: str) -> Di
     return Dial(key, "int", default, desc, consumer, lo, hi)
 
 
-R, S, W, E, C = (
+R, S, W, E, C, B = (
     "hag/retrieval",
     "hag/session",
     "hag/sweeps",
     "hag/enrichment",
     "hag/settings.py",
+    "hag/bounds.py",
 )
 
 # The seed's numbers are kept exactly (SPEC marks them *seed*); the rest are ours and say so.
@@ -126,7 +128,14 @@ _DIALS: tuple[Dial, ...] = (
     _i("session_max_payload_bytes", 5_000_000, 1000, 1_000_000_000, "ours: larger payloads are refused", S),
     _i("session_max_turns", 1000, 1, 1_000_000, "ours: sessions with more turns are refused", S),
     Dial("session_topic_scope", "str", "public", "ours: visibility scope of the topic entries sessions write and look up", S, pattern=TOPIC_SCOPE, forbidden=("tutor", "visual")),
+    _i("session_quarantine_max_bytes", 65536, 256, 100_000_000, "ours: bytes of a refused payload kept in the quarantine (with its SHA-256 and size)", S),
+    _i("session_max_depth", 32, 4, 1000, "ours: payloads nested deeper than this (objects and arrays) are refused before parsing", S),
     _i("session_max_retries", 8, 0, 1000, "ours: retries of a session whose transaction hit a deadlock or serialization failure", S),
+    # --- bounds on what enters from outside (docs/bounds.md) ---
+    _i("timestamp_window_years", 5, 1, 1000, "ours: every timestamp that enters (ended_at, corpus times, --as-of) lies within this many years of now", B),
+    _i("slug_max_chars", 200, 8, 2000, "ours: longest topic id or concept slug a payload or corpus may carry (a btree row holds about 2,700 bytes)", B),
+    _i("concept_name_max_chars", 200, 8, 2000, "ours: longest concept name an observation, a struggle or a corpus title may carry (names become slugs)", B),
+    _i("text_max_chars", 20000, 100, 1_000_000, "ours: longest free text (messages, observation texts, evidence, instructions, descriptions)", B),
     # --- daily sweeps (SPEC §5) ---
     _i("promotion_min_age_days", 14, 0, 3650, "seed: candidate age before promotion to pattern", W),
     _f("promotion_min_confidence", 0.50, 0, 1, "seed: candidate confidence for promotion to pattern", W),
@@ -143,7 +152,7 @@ _DIALS: tuple[Dial, ...] = (
     Dial(
         "cull_source_types", "list", ["learned", "enriched"],
         "seed: positive allowlist of provenance classes the cull may delete", W,
-        forbidden=("seed",), pattern=r"^[a-z][a-z0-9_]*$",
+        forbidden=("seed",), pattern=r"[a-z][a-z0-9_]*",
     ),
     _i("sweep_report_max_rows", 200, 1, 100000, "ours: culled edges listed in a run's report (all stay in the audit)", W),
     # --- enrichment (SPEC §6) ---
@@ -224,7 +233,7 @@ def validate(key: str, value: Any) -> Any:
         banned = [i for i in items if i in d.forbidden]
         if banned:
             raise SettingsError(f"{key} may never contain {', '.join(banned)}")
-        misshapen = [i for i in items if d.pattern and not re.match(d.pattern, i)]
+        misshapen = [i for i in items if d.pattern and not re.fullmatch(d.pattern, i)]
         if misshapen:
             raise SettingsError(f"{key} items must match {d.pattern}; not {', '.join(misshapen)}")
         if len(items) < d.min_items:
@@ -233,27 +242,48 @@ def validate(key: str, value: Any) -> Any:
     text = str(value)
     if d.choices and text not in d.choices:
         raise SettingsError(f"{key} must be one of {', '.join(d.choices)}, not {value!r}")
-    if text in d.forbidden or (d.pattern and not re.match(d.pattern, text)):
+    if text in d.forbidden or (d.pattern and not re.fullmatch(d.pattern, text)):
         raise SettingsError(
             f"{key} must match {d.pattern} and not be {', '.join(d.forbidden)}; not {value!r}"
         )
     return text
 
 
-# Pairs of dials whose values must stay ordered: (lower, upper). Checked when one is set.
+# Pairs of dials whose values must stay ordered: (lower, upper). Checked when one is set, so
+# no single edit can leave the memory with rules that contradict each other (an edge ceiling
+# under the confidence edges start at would pull every graded seed edge down to it).
 ORDERED: tuple[tuple[str, str], ...] = (
     ("band_medium_min", "band_high_min"),
     ("edge_reinforce_confidence_low", "edge_reinforce_confidence_high"),
     ("edge_confidence_floor", "edge_confidence_ceiling"),
     ("edge_confidence_floor", "edge_new_confidence"),
+    # The ceiling stays at or above every confidence the memory starts or lifts an edge at,
+    # and the floor at or below each of them.
+    ("edge_new_confidence", "edge_confidence_ceiling"),
+    ("edge_reinforce_confidence_high", "edge_confidence_ceiling"),
+    ("enrichment_confidence", "edge_confidence_ceiling"),
+    ("edge_confidence_floor", "edge_reinforce_confidence_low"),
+    ("edge_confidence_floor", "enrichment_confidence"),
+    # An entry archived for its low confidence could never have been promoted at it.
+    ("archive_max_confidence", "promotion_min_confidence"),
+    ("promotion_min_confidence", "proven_min_confidence"),
 )
+# (item dial, list dial): the item must be one of the list's values. Sessions write topic
+# entries in `session_topic_scope`; a scope the topic passes do not read would write entries
+# no learner can read, and every session with a topic observation would be refused.
+MEMBER_OF: tuple[tuple[str, str], ...] = (("session_topic_scope", "topic_scopes"),)
 
 
 def check_order(values: Mapping[str, Any]) -> None:
-    """Refuse a set of dial values in which an ordered pair is inverted."""
+    """Refuse a set of dial values in which an ordered pair is inverted (or a member missing)."""
     for low, high in ORDERED:
         if values[low] > values[high]:
             raise SettingsError(f"{low} ({values[low]}) may not exceed {high} ({values[high]})")
+    for item, among in MEMBER_OF:
+        if values[item] not in values[among]:
+            raise SettingsError(
+                f"{item} ({values[item]}) must be one of {among} ({', '.join(values[among])})"
+            )
 
 
 def _as_int(value: Any) -> int:

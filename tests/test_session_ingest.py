@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from hag import PROJECT_ROOT
 from hag.session import contract
 from hag.session.ingest import ingest_payload, list_quarantined, read_payloads
+from hag.settings import REGISTRY
 from tests import factories as f
 from tests.session_builders import payload, run, turn
 
@@ -135,12 +137,17 @@ def test_bad_input_is_refused_quarantined_and_changes_nothing(db, world, case):
         field,
         turn_index,
     )
-    expected_raw = (
-        raw.decode("utf-8", "replace")
+    received = (
+        raw
         if isinstance(raw, bytes)
-        else (raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False))
+        else (raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)).encode()
     )
-    assert stored["raw"] == expected_raw.replace("\x00", "\\u0000")
+    kept = received[: REGISTRY["session_quarantine_max_bytes"].default]
+    assert stored["raw"] == kept.decode("utf-8", "replace").replace("\x00", "\\u0000")
+    assert (stored["raw_bytes"], stored["raw_sha256"]) == (
+        len(received),
+        hashlib.sha256(received).hexdigest(),
+    )
 
 
 def test_a_valid_payload_waits_as_pending(db, world):

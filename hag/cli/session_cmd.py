@@ -53,7 +53,8 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
             )
             click.echo(
                 f"#{r['quarantine_id']} {r['received_at']:%Y-%m-%d %H:%M:%S} {r['source']} "
-                f"session={r['session_id'] or '-'} ({r['raw_bytes']} bytes)"
+                f"session={r['session_id'] or '-'} ({r['raw_bytes']} bytes, "
+                f"sha256 {r['raw_sha256'][:12]})"
                 + (f" [{where}]" if where else "")
                 + f"\n    {r['reason']}"
             )
@@ -61,28 +62,29 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
         return
     if not files:
         raise click.UsageError("give at least one FILE (or --quarantined)")
+    # Files stream one payload at a time; only the counts (and, for --json, the results)
+    # are kept, so memory does not grow with the input.
     results: list[Any] = []
+    counts = dict.fromkeys(("accepted", "duplicate", "quarantined"), 0)
     with db.connect() as conn:
         for path in files:
             if str(path) == "-":
-                items = read_payloads(Path("stdin.jsonl"), sys.stdin.read())
+                items = read_payloads(Path("stdin"), sys.stdin.buffer)
             elif not path.is_file():
                 raise click.BadParameter(f"{path} is not a file", param_hint="FILES")
             else:
                 items = read_payloads(path)
             for source, raw in items:
-                results.append(ingest_payload(conn, raw, source=source))
+                result = ingest_payload(conn, raw, source=source)
                 conn.commit()  # each payload stands alone: a later refusal never undoes it
-    counts = {
-        s: sum(1 for r in results if r.status == s)
-        for s in ("accepted", "duplicate", "quarantined")
-    }
+                counts[result.status] += 1
+                if as_json:
+                    results.append(result)
+                elif result.quarantined:
+                    click.echo(f"quarantined {result.source}: {result.reason}")
     if as_json:
         echo_json({"counts": counts, "results": [r.as_dict() for r in results]})
     else:
-        for r in results:
-            if r.quarantined:
-                click.echo(f"quarantined {r.source}: {r.reason}")
         click.echo(
             f"{counts['accepted']} accepted, {counts['duplicate']} already queued, "
             f"{counts['quarantined']} quarantined"

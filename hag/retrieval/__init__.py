@@ -31,11 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from hag import settings
+from hag import settings, visibility
 from hag.errors import NotFoundError, ValidationError
 from hag.retrieval import ranking, render, store
 from hag.retrieval.cache import TTLCache
 from hag.retrieval.model import Advisory, PassReport, RenderedEdge, RetrievalResult, Visual
+from hag.visibility import topic_scopes
 
 __all__ = [
     "Advisory",
@@ -51,9 +52,10 @@ __all__ = [
 
 # The shapes the schema admits (migration 001's CHECKs): anything else cannot exist, so it is
 # refused before any query, with the rule in the message.
-_TOPIC_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-_LEARNER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
-_SLUG = re.compile(r"^(_unanchored_|[a-z0-9][a-z0-9-]*)$")
+# Matched whole (`fullmatch`): `$` would also accept a trailing newline.
+_TOPIC_ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
+_LEARNER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
+_SLUG = re.compile(r"_unanchored_|[a-z0-9][a-z0-9-]*")
 
 _results = TTLCache()
 _embeddings = TTLCache()
@@ -169,7 +171,7 @@ def _prepare(
         "letters, digits, '.', '_', '@' or '-', at most 128 characters",
     )
     dials = settings.current() if conn is None else settings.load(conn)
-    slugs = [s for s in ranking.recent_slugs(recent_concepts, dials) if _SLUG.match(s)]
+    slugs = [s for s in ranking.recent_slugs(recent_concepts, dials) if _SLUG.fullmatch(s)]
     expected = sorted({s for s in expected_concepts if isinstance(s, str)})
     title, ann = _catalog(conn, topic_id, dials)
     if title is None:
@@ -179,7 +181,7 @@ def _prepare(
 
 def visual_for(concept_slug: str, *, conn: Any = None) -> Visual | None:
     """The curated drawing for a concept (the visual bucket's own read), or None."""
-    if not isinstance(concept_slug, str) or not _SLUG.match(concept_slug):
+    if not isinstance(concept_slug, str) or not _SLUG.fullmatch(concept_slug):
         return None
     with store.reader(conn) as reader:
         row = reader.execute(
@@ -196,21 +198,8 @@ def visual_for(concept_slug: str, *, conn: Any = None) -> Visual | None:
     )
 
 
-def topic_scopes(dials: Mapping[str, Any]) -> list[str]:
-    """The `topic_scopes` dial without the tutor, student and visual scopes.
-
-    Those have passes (or a read) of their own; a misconfigured dial must never put one
-    learner's patterns, or the drawings, into the topic block.
-    """
-    return [
-        s
-        for s in dials["topic_scopes"]
-        if s not in ("tutor", "visual") and not s.startswith("student")
-    ]
-
-
 def _check_text(what: str, value: Any, shape: re.Pattern[str], rule: str) -> None:
-    if not isinstance(value, str) or not shape.match(value):
+    if not isinstance(value, str) or not shape.fullmatch(value):
         shown = repr(value)[:60] + ("…" if len(repr(value)) > 60 else "")
         raise ValidationError(f"{what} {shown} is not valid: use {rule}")
 
@@ -305,10 +294,10 @@ def _retrieve_uncached(
     ranked = ranking.merge_topic(semantic_rows, concept_rows, expected, dials)
     topic = tuple(_advisory(r.row, dials, r.source, r.score) for r in ranked)
     walked = [a.entry_id for a in topic[: int(dials["edge_walk_top_k"])]]
-    # An edge may point anywhere (discovery links any two decision entries): only targets
-    # this learner may read are walked, never another learner's pattern or a drawing.
-    readable = [*scopes, "tutor", f"student:{learner_id}"]
-    walk = _start(conn, _edge_walk, walked, dials, readable) if walked else None
+    # Only targets this learner may read in this topic are walked (hag_entry_readable, the
+    # rule sessions are held to as well): never another learner's pattern or a drawing.
+    who = visibility.reader(learner_id, topic_id, dials)
+    walk = _start(conn, _edge_walk, walked, dials, who) if walked else None
 
     outputs = {name: future.result() for name, future in running.items()}
     reports = [out[1] for out in outputs.values()]
@@ -365,10 +354,10 @@ def _start(conn: Any, fn: Any, *args: Any) -> Future[Any]:
 
 
 def _edge_walk(
-    conn: Any, walked: list[Any], dials: Mapping[str, Any], readable: list[str]
+    conn: Any, walked: list[Any], dials: Mapping[str, Any], who: visibility.Reader
 ) -> tuple[list[Any], PassReport]:
     started = time.perf_counter()
-    rows = store.edge_walk(conn, walked, dials, readable)
+    rows = store.edge_walk(conn, walked, dials, who)
     took = round((time.perf_counter() - started) * 1000, 3)
     return rows, PassReport("edge-walk", "exact", len(rows), took)
 

@@ -26,6 +26,7 @@ from hag import db
 from hag.retrieval.model import PassReport
 from hag.retrieval.ranking import Row, relative_contrast, rerank_candidates
 from hag.sqlfiles import query
+from hag.visibility import Reader
 
 _PASSES = 5  # connections the pool keeps open: one per concurrent pass, and the edge walk
 
@@ -209,17 +210,17 @@ def edge_walk(
     conn: psycopg.Connection[Any],
     entry_ids: Sequence[Any],
     dials: Mapping[str, Any],
-    target_scopes: Sequence[str],
+    reader: Reader,
 ) -> list[Row]:
     """Outgoing edges of each entry in order, walk-filtered, at most the per-entry dial each.
 
-    Only edges into `target_scopes` (what this turn may read) are walked.
+    Only edges into entries the reader may read (hag_entry_readable) are walked.
     """
     return conn.execute(
         query("retrieval", "edge_walk"),
         {
             "entry_ids": list(entry_ids),
-            "target_scopes": list(target_scopes),
+            **reader.params(),
             "min_confidence": float(dials["edge_min_confidence"]),
             "include_candidates": bool(dials["edge_include_candidate_targets"]),
             "per_entry": int(dials["edge_walk_max_edges_per_entry"]),

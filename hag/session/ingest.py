@@ -1,7 +1,10 @@
 """Ingest: check a session payload against the contract and queue it, or quarantine it whole.
 
 Nothing from a refused payload reaches the memory: it is stored in `hag_session_quarantine`
-exactly as received (raw text, reason, field, turn), and the memory tables are not touched.
+(a bounded prefix of what was received, its SHA-256 and size, the reason, field and turn),
+and the memory tables are not touched. Files are read as a stream, one payload at a time, so
+memory does not grow with the file; JSON Lines split at line feeds only (a U+2028 or U+0085
+inside a string is part of the payload).
 A valid payload waits in `hag_sessions` as `pending`; the row is the idempotency ledger:
 the same session id with the same payload (compared by the SHA-256 of its canonical JSON)
 is a no-op, the same id with a different payload is refused.
@@ -12,17 +15,20 @@ be queued atomically; refusals are written in the same transaction.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from uuid import UUID
 
 import psycopg
 from pydantic import ValidationError
 
+from hag import bounds, visibility
 from hag.session.contract import SessionPayload
 from hag.sqlfiles import query
 
@@ -58,9 +64,21 @@ class Refusal(Exception):
         self.reason, self.field, self.turn_index = reason, field, turn_index
 
 
+@dataclass(frozen=True)
+class Oversize:
+    """A payload too large to hold: its first bytes, its size and its SHA-256 (read streaming)."""
+
+    prefix: bytes
+    size: int
+    sha256: str
+
+
+Raw = Mapping[str, Any] | str | bytes | Oversize
+
+
 def ingest_payload(
     conn: Any,
-    payload: Mapping[str, Any] | str | bytes,
+    payload: Raw,
     source: str = "api",
     dials: Mapping[str, Any] | None = None,
 ) -> IngestResult:
@@ -69,36 +87,55 @@ def ingest_payload(
         from hag import settings  # noqa: PLC0415
 
         dials = settings.current()
-    raw, session_id = _raw_text(payload), None
+    if isinstance(payload, Oversize):
+        refusal = _too_large(payload.size, dials)
+        return quarantine(conn, payload, refusal, source, dials=dials)
+    data, session_id = _raw_bytes(payload), None
     try:
-        if isinstance(payload, bytes) and not _is_utf8(payload):
-            raise Refusal("payload is not UTF-8 text")
+        raw = _parse_text(data, dials)
         parsed = _parse(raw, dials)
         if isinstance(parsed.get("session_id"), str):
             session_id = parsed["session_id"]
         session = _validate(raw, parsed, dials)
-        _check_references(conn, session)
+        _check_references(conn, session, dials)
         canonical = json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         digest = hashlib.sha256(canonical.encode()).hexdigest()
         return _queue(conn, session, canonical, digest, source)
     except Refusal as refusal:
-        return quarantine(conn, raw, refusal, source, session_id)
+        return quarantine(conn, data, refusal, source, session_id, dials)
 
 
 def quarantine(
-    conn: Any, raw: str, refusal: Refusal, source: str, session_id: str | None = None
+    conn: Any,
+    raw: bytes | str | Oversize,
+    refusal: Refusal,
+    source: str,
+    session_id: str | None = None,
+    dials: Mapping[str, Any] | None = None,
 ) -> IngestResult:
-    """Keep a refused payload whole, with the reason; returns the quarantined result."""
+    """Keep a refused payload for review: a bounded prefix (dial session_quarantine_max_bytes)
+    with the SHA-256 and size of the whole, and the reason; returns the quarantined result."""
+    if dials is None:
+        from hag import settings  # noqa: PLC0415
+
+        dials = settings.current()
+    keep = int(dials["session_quarantine_max_bytes"])
+    if isinstance(raw, Oversize):
+        prefix, size, digest = raw.prefix[:keep], raw.size, raw.sha256
+    else:
+        data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+        prefix, size, digest = data[:keep], len(data), hashlib.sha256(data).hexdigest()
     row = conn.execute(
         query("session", "quarantine_payload"),
         {
-            "source": source,
-            "session_id": session_id,
-            "reason": refusal.reason,
-            "field": refusal.field,
+            "source": _storable(source),
+            "session_id": None if session_id is None else _storable(session_id)[:200],
+            "reason": _storable(refusal.reason),
+            "field": None if refusal.field is None else _storable(refusal.field),
             "turn_index": refusal.turn_index,
-            # PostgreSQL text cannot hold NUL; every other character is kept as received.
-            "raw": raw.replace("\x00", "\\u0000"),
+            "raw": _storable(prefix.decode("utf-8", errors="replace")),
+            "raw_bytes": size,
+            "raw_sha256": digest,
         },
     ).fetchone()
     return IngestResult(
@@ -112,21 +149,65 @@ def quarantine(
     )
 
 
-def _raw_text(payload: Mapping[str, Any] | str | bytes) -> str:
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _storable(text: str) -> str:
+    """Text PostgreSQL can hold: NUL written as the JSON escape, lone surrogates as U+FFFD."""
+    return _UNSTORABLE.sub(lambda m: "\\u0000" if m.group() == "\x00" else "\ufffd", text)
+
+
+def _raw_bytes(payload: Mapping[str, Any] | str | bytes) -> bytes:
     if isinstance(payload, bytes):
-        return payload.decode("utf-8", errors="replace")
-    if isinstance(payload, str):
         return payload
-    return json.dumps(payload, ensure_ascii=False, default=str)
+    if isinstance(payload, str):
+        return payload.encode("utf-8", "surrogatepass")
+    return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
+
+
+def _too_large(size: int, dials: Mapping[str, Any]) -> Refusal:
+    return Refusal(
+        f"payload is {size} bytes, over the limit of "
+        f"{dials['session_max_payload_bytes']} (dial session_max_payload_bytes)"
+    )
+
+
+def _parse_text(data: bytes, dials: Mapping[str, Any]) -> str:
+    """The payload as text: refused when too large, not UTF-8, or nested too deep to parse."""
+    if len(data) > dials["session_max_payload_bytes"]:
+        raise _too_large(len(data), dials)
+    try:
+        raw = data.decode("utf-8")  # strict: overlong forms and surrogates are invalid too
+    except UnicodeDecodeError as exc:
+        raise Refusal(
+            f"payload is not UTF-8 text: {exc.reason} at byte {exc.start} "
+            f"({data[exc.start : exc.start + 4].hex(' ')})"
+        ) from None
+    depth = nesting_depth(raw)
+    if depth > dials["session_max_depth"]:
+        raise Refusal(
+            f"payload is nested {depth} levels deep, over the limit of "
+            f"{dials['session_max_depth']} (dial session_max_depth)"
+        )
+    return raw
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def nesting_depth(text: str) -> int:
+    """How deeply arrays and objects nest in a JSON text (strings skipped), without parsing
+    it: the parser recurses per level, so depth is checked before parsing."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    depth = deepest = 0
+    for ch in brackets:
+        depth += 1 if ch in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _parse(raw: str, dials: Mapping[str, Any]) -> dict[str, Any]:
-    size = len(raw.encode("utf-8", errors="replace"))
-    if size > dials["session_max_payload_bytes"]:
-        raise Refusal(
-            f"payload is {size} bytes, over the limit of "
-            f"{dials['session_max_payload_bytes']} (dial session_max_payload_bytes)"
-        )
     try:
         parsed = json.loads(raw, parse_constant=_no_constants)
     except (json.JSONDecodeError, ValueError) as exc:
@@ -137,17 +218,11 @@ def _parse(raw: str, dials: Mapping[str, Any]) -> dict[str, Any]:
         )
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise Refusal(f"malformed JSON: {message}{where}") from None
+    except RecursionError:  # the depth check above keeps this from happening; belt and braces
+        raise Refusal("payload is nested too deeply to parse") from None
     if not isinstance(parsed, dict):
         raise Refusal(f"a payload is a JSON object, not a {type(parsed).__name__}")
     return parsed
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _no_constants(name: str) -> Any:
@@ -159,9 +234,10 @@ def _validate(raw: str, parsed: dict[str, Any], dials: Mapping[str, Any]) -> Ses
         session = SessionPayload.model_validate_json(raw)
     except ValidationError as exc:
         raise _refusal_from(exc, parsed) from None
-    nul = _first_nul(parsed, "")
-    if nul is not None:
-        raise Refusal(f"{nul}: contains a NUL character", nul, _turn_of(nul, parsed))
+    bad = _first_unstorable(parsed, "")
+    if bad is not None:
+        where, what = bad
+        raise Refusal(f"{where}: contains {what}", where, _turn_of(where, parsed))
     if len(session.turns) > dials["session_max_turns"]:
         raise Refusal(
             f"turns: {len(session.turns)} turns, over the limit of "
@@ -184,7 +260,55 @@ def _validate(raw: str, parsed: dict[str, Any], dials: Mapping[str, Any]) -> Ses
             "turns",
             missing[0],
         )
+    _check_bounds(session, dials)
     return session
+
+
+def _check_bounds(session: SessionPayload, dials: Mapping[str, Any]) -> None:
+    """Refuse a timestamp far from now and slugs, names or texts over their dials."""
+    problem = bounds.timestamp_problem(session.ended_at, dials)
+    if problem:
+        raise Refusal(f"ended_at: {problem}", "ended_at")
+    checks: list[tuple[str, str, str, int | None]] = [
+        ("topic_id", session.topic_id, bounds.SLUG, None)
+    ]
+    for p, t in enumerate(session.turns):
+        at = f"turns[{p}]"
+        checks.append((f"{at}.student_message", t.student_message, bounds.TEXT, t.turn_index))
+        checks += [
+            (f"{at}.concept_slugs[{j}]", slug, bounds.SLUG, t.turn_index)
+            for j, slug in enumerate(t.concept_slugs)
+        ]
+        for j, s in enumerate(t.struggles):
+            checks += [
+                (
+                    f"{at}.struggles[{j}].concept_slug",
+                    s.concept_slug,
+                    bounds.NAME,
+                    t.turn_index,
+                ),
+                (
+                    f"{at}.struggles[{j}].missing_slug",
+                    s.missing_slug,
+                    bounds.NAME,
+                    t.turn_index,
+                ),
+                (f"{at}.struggles[{j}].evidence", s.evidence, bounds.TEXT, t.turn_index),
+            ]
+        for j, o in enumerate(t.observations):
+            checks += [
+                (
+                    f"{at}.observations[{j}].concept",
+                    o.concept,
+                    bounds.NAME,
+                    t.turn_index,
+                ),
+                (f"{at}.observations[{j}].text", o.text, bounds.TEXT, t.turn_index),
+            ]
+    for where, value, dial, turn_index in checks:
+        problem = bounds.length_problem(value, dial, dials)
+        if problem:
+            raise Refusal(f"{where}: {problem}", where, turn_index)
 
 
 def _refusal_from(exc: ValidationError, parsed: dict[str, Any]) -> Refusal:
@@ -223,29 +347,65 @@ def _turn_of(field: str | None, parsed: dict[str, Any]) -> int | None:
     return position
 
 
-def _first_nul(value: Any, path: str) -> str | None:
+def _first_unstorable(value: Any, path: str) -> tuple[str, str] | None:
+    """The first text (key or value) holding a NUL or a lone surrogate (a `\\ud800` escape):
+    neither is UTF-8 text PostgreSQL can store. Returns (field path, what it holds)."""
     if isinstance(value, str):
-        return path or "payload" if "\x00" in value else None
+        found = _UNSTORABLE.search(value)
+        if found is None:
+            return None
+        what = "a NUL character" if found.group() == "\x00" else "a lone UTF-16 surrogate"
+        return path or "payload", what
     if isinstance(value, dict):
         for key, item in value.items():
-            found = _first_nul(item, f"{path}.{key}" if path else key)
-            if found:
-                return found
+            here = f"{path}.{key}" if path else key
+            hit = _first_unstorable(key, here) or _first_unstorable(item, here)
+            if hit:
+                return hit
     if isinstance(value, list):
         for i, item in enumerate(value):
-            found = _first_nul(item, f"{path}[{i}]")
-            if found:
-                return found
+            hit = _first_unstorable(item, f"{path}[{i}]")
+            if hit:
+                return hit
     return None
 
 
-def _check_references(conn: Any, session: SessionPayload) -> None:
-    """Refuse a payload that names a topic, entry or edge the memory does not hold."""
+def _check_references(conn: Any, session: SessionPayload, dials: Mapping[str, Any]) -> None:
+    """Refuse a payload that names a topic, entry or edge the memory does not hold, or an
+    entry (an edge's end included) its learner may not read in its topic."""
     if (
         conn.execute(query("session", "topic_exists"), {"topic_id": session.topic_id}).fetchone()
         is None
     ):
         raise Refusal(f"topic_id: unknown topic {session.topic_id!r}", "topic_id")
+    entries, edges = named_ids(session)
+    for kind, wanted in (("entry", entries), ("edge", edges)):
+        if not wanted:
+            continue
+        known = {
+            r["id"]: r
+            for r in conn.execute(
+                query("session", f"known_{kind}_ids"), {"ids": list(wanted)}
+            ).fetchall()
+        }
+        unknown = [i for i in wanted if i not in known]
+        if unknown:
+            field, turn_index = wanted[unknown[0]]
+            extra = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+            raise Refusal(f"{field}: unknown {kind} id {unknown[0]}{extra}", field, turn_index)
+        if kind == "edge":
+            for edge_id, (field, turn_index) in wanted.items():
+                for end in ("source_entry_id", "target_entry_id"):
+                    entries.setdefault(known[edge_id][end], (field, turn_index))
+    problem = unreadable(conn, session, entries, dials)
+    if problem:
+        raise Refusal(*problem)
+
+
+def named_ids(
+    session: SessionPayload,
+) -> tuple[dict[UUID, tuple[str, int]], dict[UUID, tuple[str, int]]]:
+    """The entry and edge ids a session names, each with the first field and turn naming it."""
     entries: dict[UUID, tuple[str, int]] = {}
     edges: dict[UUID, tuple[str, int]] = {}
     for position, turn in enumerate(session.turns):
@@ -261,20 +421,30 @@ def _check_references(conn: Any, session: SessionPayload) -> None:
             edges.setdefault(
                 edge_id, (f"turns[{position}].rendered_edge_ids[{j}]", turn.turn_index)
             )
-    for kind, wanted in (("entry", entries), ("edge", edges)):
-        if not wanted:
-            continue
-        known = {
-            r["id"]
-            for r in conn.execute(
-                query("session", f"known_{kind}_ids"), {"ids": list(wanted)}
-            ).fetchall()
-        }
-        unknown = [i for i in wanted if i not in known]
-        if unknown:
-            field, turn_index = wanted[unknown[0]]
-            extra = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
-            raise Refusal(f"{field}: unknown {kind} id {unknown[0]}{extra}", field, turn_index)
+    return entries, edges
+
+
+def unreadable(
+    conn: Any,
+    session: SessionPayload,
+    entries: Mapping[UUID, tuple[str, int]],
+    dials: Mapping[str, Any],
+) -> tuple[str, str, int] | None:
+    """(reason, field, turn) for the first named entry the session's learner may not read in
+    its topic (hag_entry_readable, the retrieval rule), or None when every one is readable."""
+    who = visibility.reader(session.learner_id, session.topic_id, dials)
+    denied = visibility.unreadable_entries(conn, list(entries), who)
+    if not denied:
+        return None
+    first = next(i for i in entries if i in denied)
+    field, turn_index = entries[first]
+    extra = f" (and {len(denied) - 1} more)" if len(denied) > 1 else ""
+    return (
+        f"{field}: entry {first} ({denied[first]}) is not readable by learner "
+        f"{session.learner_id!r} in topic {session.topic_id!r}{extra}",
+        field,
+        turn_index,
+    )
 
 
 def _queue(
@@ -312,29 +482,135 @@ def _queue(
 # --- files ---------------------------------------------------------------------------------
 
 
-def read_payloads(path: Path, text: str | None = None) -> Iterator[tuple[str, str]]:
-    """(source, raw text) for each payload of a JSON file (object or array) or JSON Lines file.
+_CHUNK = 1 << 20  # bytes read at a time from a file
 
-    `.jsonl` / `.ndjson` files hold one payload per line; any other file is one JSON
-    document. A document that does not parse is yielded whole, to be quarantined as one.
+
+def read_payloads(
+    path: Path, stream: IO[bytes] | None = None, max_bytes: int | None = None
+) -> Iterator[tuple[str, str | bytes | Oversize]]:
+    """(source, raw) for each payload of a JSON file (object or array) or JSON Lines file,
+    read as a stream: memory holds one payload at a time, whatever the file's size.
+
+    `.jsonl` / `.ndjson` files (and `stream`, standard input) hold one payload per line, and
+    lines end at a line feed only. Any other file is one JSON document; an array's items are
+    yielded one by one as their own text. Raw is text when it is UTF-8, the bytes when it is
+    not (ingest refuses them by name), or an `Oversize` digest of a payload larger than
+    `max_bytes` (dial session_max_payload_bytes). A document that does not parse is yielded
+    from the point where it stops parsing, to be quarantined as one.
     """
-    if text is None:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                yield f"{path}:{number}", line
+    if max_bytes is None:
+        from hag import settings  # noqa: PLC0415
+
+        max_bytes = int(settings.current()["session_max_payload_bytes"])
+    if stream is not None:
+        yield from _json_lines(str(path), stream, max_bytes)
         return
+    with path.open("rb") as f:
+        if path.suffix.lower() in (".jsonl", ".ndjson"):
+            yield from _json_lines(str(path), f, max_bytes)
+        else:
+            yield from _json_document(str(path), f, max_bytes)
+
+
+def _text_or_bytes(data: bytes) -> str | bytes:
     try:
-        document = json.loads(text, parse_constant=_no_constants)
-    except (json.JSONDecodeError, ValueError):
-        yield str(path), text
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
+def _json_lines(
+    name: str, f: IO[bytes], max_bytes: int
+) -> Iterator[tuple[str, str | bytes | Oversize]]:
+    number = 0
+    while True:
+        line = f.readline(max_bytes + 2)  # the payload, its line feed, and one byte more
+        if not line:
+            return
+        number += 1
+        if len(line) > max_bytes + 1 or (len(line) == max_bytes + 1 and not line.endswith(b"\n")):
+            yield f"{name}:{number}", _drain_line(line, f)
+            continue
+        if line.strip():
+            yield f"{name}:{number}", _text_or_bytes(line.rstrip(b"\r\n"))
+
+
+def _drain_line(start: bytes, f: IO[bytes]) -> Oversize:
+    """Read the rest of an over-long line, keeping only its start, size and digest."""
+    digest, size, chunk = hashlib.sha256(start), len(start), start
+    while not chunk.endswith(b"\n"):
+        chunk = f.readline(_CHUNK)
+        if not chunk:
+            break
+        digest.update(chunk)
+        size += len(chunk)
+    return Oversize(start[:_CHUNK], size, digest.hexdigest())
+
+
+def _json_document(
+    name: str, f: IO[bytes], max_bytes: int
+) -> Iterator[tuple[str, str | bytes | Oversize]]:
+    head = f.read(_CHUNK)
+    first = head.lstrip()[:1]
+    if first != b"[":  # one payload: the whole file, if it fits
+        rest = f.read(max_bytes + 1 - len(head)) if len(head) <= max_bytes else b""
+        data = head + rest
+        if len(data) > max_bytes:
+            digest = hashlib.sha256(data)
+            size = len(data)
+            for chunk in iter(lambda: f.read(_CHUNK), b""):
+                digest.update(chunk)
+                size += len(chunk)
+            yield name, Oversize(data[:_CHUNK], size, digest.hexdigest())
+        else:
+            yield name, _text_or_bytes(data)
         return
-    if isinstance(document, list):
-        for i, item in enumerate(document):
-            yield f"{path}[{i}]", json.dumps(item, ensure_ascii=False)
-    else:
-        yield str(path), text
+    yield from _json_array(name, head, f, max_bytes)
+
+
+_SEPARATORS = re.compile(r"[\s,]*")
+
+
+def _json_array(
+    name: str, head: bytes, f: IO[bytes], max_bytes: int
+) -> Iterator[tuple[str, str | bytes | Oversize]]:
+    """The items of a top-level JSON array, one at a time, each as the text it was written in."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    scanner = json.JSONDecoder(parse_constant=_no_constants)
+    try:
+        buffer = decoder.decode(head)
+    except UnicodeDecodeError:
+        yield name, head + f.read(max_bytes)
+        return
+    position = buffer.index("[") + 1
+    index, at_end = 0, False
+    while True:
+        position = _SEPARATORS.match(buffer, position).end()  # type: ignore[union-attr]
+        if position < len(buffer) and buffer[position] == "]":
+            return
+        try:
+            if position >= len(buffer):
+                raise ValueError("need more")
+            _, end = scanner.raw_decode(buffer, position)
+        except (ValueError, RecursionError):
+            # Incomplete (read more) or malformed (nothing more to read, or too large).
+            if at_end or len(buffer) - position > max_bytes * 2:
+                if position < len(buffer):
+                    yield f"{name}[{index}]", buffer[position:]
+                return
+            chunk = f.read(_CHUNK)
+            try:
+                more = decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError:
+                yield f"{name}[{index}]", buffer[position:].encode() + chunk
+                return
+            at_end = not chunk
+            buffer = buffer[position:] + more
+            position = 0
+            continue
+        yield f"{name}[{index}]", buffer[position:end]
+        index += 1
+        position = end
 
 
 def list_quarantined(conn: Any, limit: int = 100) -> list[dict[str, Any]]:

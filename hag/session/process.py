@@ -33,11 +33,10 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-import psycopg
 from pgvector import Vector
 from psycopg import errors as pg_errors
-from pydantic import ValidationError
 
+from hag import bounds
 from hag.edges import EdgeObservation, say_why, upsert_edges
 from hag.errors import HagError
 from hag.session import rules
@@ -49,8 +48,6 @@ from hag.timing import timed
 RUN_KIND = "session_end"
 STEPS = ("observations", "discovery", "proposals", "reinforcement", "grading")
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
-# A session that passed ingest but breaks a database rule is rejected, not retried forever.
-_REJECTABLE = (psycopg.DataError, psycopg.IntegrityError, ValidationError, HagError)
 
 
 @dataclass
@@ -541,7 +538,10 @@ def apply_pending_session(
     """Claim, apply and commit one pending session (the oldest, or the named one).
 
     Returns the session id applied (or rejected), None when nothing was pending. Retries a
-    deadlock or serialization failure; rejects a session that breaks a database rule.
+    deadlock or serialization failure. Any other failure once a session is claimed (reading
+    its payload, a database error in any step, a bug) rolls it back and rejects that session
+    with the reason, so the sessions behind it are still applied; only a lost connection,
+    which can record nothing, is raised.
     """
     attempts = 0
     while True:
@@ -557,7 +557,11 @@ def apply_pending_session(
                 conn.rollback()
                 return None
             claimed = row["session_id"]
-            session = SessionPayload.model_validate_json(row["payload_text"])
+            text = conn.execute(
+                query("session", "claimed_payload"), {"session_id": claimed}
+            ).fetchone()["payload_text"]
+            session = SessionPayload.model_validate_json(text)
+            check_session(conn, session, dials)
             counts = apply_session(
                 conn,
                 session,
@@ -580,19 +584,58 @@ def apply_pending_session(
             if attempts > dials["session_max_retries"]:
                 raise
             time.sleep(random.uniform(0, 0.005 * attempts))  # de-synchronise the retriers
-        except _REJECTABLE as exc:
-            conn.rollback()
-            if claimed is None:
+        except Exception as exc:
+            if claimed is None or conn.broken or conn.closed:
                 raise
+            conn.rollback()
             reason = f"cannot be applied: {_one_line(exc)}"
-            conn.execute(
-                query("session", "reject_session"),
-                {"session_id": claimed, "run_id": run_id, "reason": reason},
-            ).fetchall()
+            reject_session(conn, claimed, reason, run_id, dials)
             conn.commit()
             summary.rejects += 1
             summary.rejected.append({"session_id": claimed, "reason": reason})
             return claimed
+
+
+class SessionRefused(HagError):
+    """A queued session breaks a rule that ingest also enforces (checked again when applied)."""
+
+
+def check_session(conn: Any, session: SessionPayload, dials: Mapping[str, Any]) -> None:
+    """Hold a queued session to the ingest rules that depend on the memory or the dials, which
+    may have changed since it was queued: every entry it names (an edge's ends included) is
+    readable by its learner in its topic, and its time is within bounds."""
+    from hag.session.ingest import named_ids, unreadable  # noqa: PLC0415
+
+    problem = bounds.timestamp_problem(session.ended_at, dials)
+    if problem:
+        raise SessionRefused(f"ended_at: {problem}")
+    entries, edges = named_ids(session)
+    if edges:
+        for row in conn.execute(
+            query("session", "known_edge_ids"), {"ids": list(edges)}
+        ).fetchall():
+            field, turn_index = edges[row["id"]]
+            for end in ("source_entry_id", "target_entry_id"):
+                entries.setdefault(row[end], (field, turn_index))
+    denied = unreadable(conn, session, entries, dials)
+    if denied:
+        raise SessionRefused(denied[0])
+
+
+def reject_session(
+    conn: Any, session_id: str, reason: str, run_id: UUID | None, dials: Mapping[str, Any]
+) -> None:
+    """Mark a claimed session `rejected` with the reason, and quarantine its payload."""
+    from hag.session.ingest import Refusal, quarantine  # noqa: PLC0415
+
+    row = conn.execute(
+        query("session", "reject_session"),
+        {"session_id": session_id, "run_id": run_id, "reason": reason},
+    ).fetchone()
+    if row is not None:
+        quarantine(
+            conn, row["payload_text"], Refusal(reason), "process-sessions", session_id, dials
+        )
 
 
 def _one_line(exc: BaseException) -> str:

@@ -72,10 +72,10 @@ FROM match_hag_entries_by_concept(
 -- `per_entry` edges each. `rank` is the source's position in the ranking (1 = top match).
 -- Ties go to the target's concept before the edge id: ids are random, so an id tie-break
 -- would render different lines when the same sessions are replayed on a fresh database.
--- Targets are limited to the scopes this turn may read (`target_scopes`: the topic scopes,
--- `tutor`, this learner's `student:` scope): discovery links any two decision entries, so
--- an edge can point at another learner's pattern or at a drawing, and neither may reach
--- this prompt.
+-- Targets are limited to what this learner may read in this topic (hag_entry_readable: the
+-- topic's entries in the topic scopes, `tutor`, this learner's `student:` scope), the same
+-- rule that bounds what a session may name or write: another learner's pattern, a drawing
+-- or another topic's entry never reaches this prompt.
 SELECT w.rank, w.edge_id, w.source_entry_id, w.target_entry_id, w.edge_type, w.condition,
        w.confidence, w.target_instruction
 FROM (
@@ -96,7 +96,8 @@ FROM (
     WHERE e.confidence >= %(min_confidence)s
       AND he.maturity <> 'archived'
       AND (%(include_candidates)s OR he.maturity <> 'candidate')
-      AND he.visibility_scope = ANY (%(target_scopes)s::text[])
+      AND hag_entry_readable(he.visibility_scope, he.topic_id, %(reader_learner_id)s,
+                             %(reader_topic_id)s, %(reader_topic_scopes)s::text[])
 ) w
 WHERE w.position <= %(per_entry)s
 ORDER BY w.rank, w.position

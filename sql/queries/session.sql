@@ -7,8 +7,18 @@ SELECT 1 AS present FROM hag_topics WHERE topic_id = %(topic_id)s
 SELECT id FROM hag_entries WHERE id = ANY(%(ids)s::uuid[])
 
 -- name: known_edge_ids
--- Which of the edge ids a payload names exist (ingest refuses unknown ones).
-SELECT id FROM hag_edges WHERE id = ANY(%(ids)s::uuid[])
+-- Which of the edge ids a payload names exist (ingest refuses unknown ones), with both ends
+-- (every entry an edge joins must be readable by the session's learner, as its own ids are).
+SELECT id, source_entry_id, target_entry_id FROM hag_edges WHERE id = ANY(%(ids)s::uuid[])
+
+-- name: unreadable_entries
+-- The entries among `ids` the session's learner may not read in its topic (the retrieval
+-- rule, hag_entry_readable): a session naming or writing one is refused whole.
+SELECT id, visibility_scope, topic_id
+FROM hag_entries
+WHERE id = ANY(%(ids)s::uuid[])
+  AND NOT hag_entry_readable(visibility_scope, topic_id, %(reader_learner_id)s,
+                             %(reader_topic_id)s, %(reader_topic_scopes)s::text[])
 
 -- name: queue_session
 -- A valid payload waits as pending; an existing session id inserts nothing (the caller
@@ -23,15 +33,18 @@ RETURNING session_id
 SELECT payload_sha256, status FROM hag_sessions WHERE session_id = %(session_id)s
 
 -- name: quarantine_payload
--- A refused payload, kept whole with the reason, the field and the turn.
-INSERT INTO hag_session_quarantine (source, session_id, reason, field, turn_index, raw)
-VALUES (%(source)s, %(session_id)s, %(reason)s, %(field)s, %(turn_index)s, %(raw)s)
+-- A refused payload: the reason, the field and the turn, a bounded prefix of what was
+-- received (dial session_quarantine_max_bytes) and the SHA-256 and size of the whole.
+INSERT INTO hag_session_quarantine (source, session_id, reason, field, turn_index, raw,
+                                    raw_bytes, raw_sha256)
+VALUES (%(source)s, %(session_id)s, %(reason)s, %(field)s, %(turn_index)s, %(raw)s,
+        %(raw_bytes)s, %(raw_sha256)s)
 RETURNING quarantine_id
 
 -- name: list_quarantined
 -- The latest refused payloads for `hag ingest --quarantined` (raw shown by size and start).
 SELECT quarantine_id, received_at, source, session_id, reason, field, turn_index,
-       octet_length(raw) AS raw_bytes, left(raw, 120) AS raw_start
+       raw_bytes, raw_sha256, left(raw, 120) AS raw_start
 FROM hag_session_quarantine
 ORDER BY quarantine_id DESC
 LIMIT %(limit)s
@@ -47,8 +60,9 @@ ORDER BY slug
 -- name: claim_next_session
 -- The oldest pending session nobody else holds, locked until this transaction ends. A
 -- single worker therefore applies sessions in ended_at order; several workers share the
--- queue without waiting on each other.
-SELECT session_id, ended_at, payload::text AS payload_text
+-- queue without waiting on each other. Only the id is read here: a value the client
+-- cannot convert (an ended_at stored before ingest bounded it) must never stop the claim.
+SELECT session_id
 FROM hag_sessions
 WHERE status = 'pending'
 ORDER BY ended_at, session_id
@@ -57,10 +71,15 @@ FOR UPDATE SKIP LOCKED
 
 -- name: claim_session
 -- One named pending session, locked (replays and tests apply sessions in a given order).
-SELECT session_id, ended_at, payload::text AS payload_text
+SELECT session_id
 FROM hag_sessions
 WHERE session_id = %(session_id)s AND status = 'pending'
 FOR UPDATE
+
+-- name: claimed_payload
+-- The payload of the session just claimed, as text (read after the claim, so a failure
+-- here rejects that session rather than stopping the queue).
+SELECT payload::text AS payload_text FROM hag_sessions WHERE session_id = %(session_id)s
 
 -- name: lock_identities
 -- Transaction-scoped advisory locks on the identities this session reads before it
@@ -156,17 +175,12 @@ WHERE session_id = %(session_id)s AND status = 'pending'
 RETURNING applied_seq
 
 -- name: reject_session
--- A session that passed ingest but cannot be applied: rejected with the reason, and its
--- payload copied to the quarantine for review. Nothing of it was applied.
-WITH rejected AS (
-    UPDATE hag_sessions SET status = 'rejected', processed_at = now(), run_id = %(run_id)s,
-                            reject_reason = %(reason)s
-    WHERE session_id = %(session_id)s AND status = 'pending'
-    RETURNING session_id, payload
-)
-INSERT INTO hag_session_quarantine (source, session_id, reason, raw)
-SELECT 'process-sessions', session_id, %(reason)s, payload::text FROM rejected
-RETURNING quarantine_id
+-- A session that passed ingest but cannot be applied: rejected with the reason; the caller
+-- copies the payload returned here to the quarantine for review. Nothing of it was applied.
+UPDATE hag_sessions SET status = 'rejected', processed_at = now(), run_id = %(run_id)s,
+                        reject_reason = %(reason)s
+WHERE session_id = %(session_id)s AND status = 'pending'
+RETURNING session_id, payload::text AS payload_text
 
 -- name: count_pending
 SELECT count(*) AS pending FROM hag_sessions WHERE status = 'pending'
