@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hag.sqlfiles import query
+
 # The length dials, by what they bound (every caller names one of these).
 SLUG = "slug_max_chars"  # topic ids and concept slugs
 NAME = "concept_name_max_chars"  # concept names as an extractor or a corpus says them
@@ -50,3 +52,12 @@ def length_problem(value: str, dial: str, dials: Mapping[str, Any]) -> str | Non
     if len(value) > limit:
         return f"{len(value)} characters, over the limit of {limit} (dial {dial})"
     return None
+
+
+def unreadable_rows(conn: Any) -> str:
+    """Where the stored timestamps a client cannot read are ('' when there are none): the
+    words a failed read adds so the operator knows which row to fix."""
+    rows = conn.execute(query("corpus", "unreadable_timestamps")).fetchall()
+    return "; ".join(
+        f"{r['table_name']} {r['row_key']}: {r['column_name']} = {r['stored']}" for r in rows
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hag import bounds, settings
 from hag.errors import CorpusError
 from hag.settings import EDGE_TYPES
 from hag.sqlfiles import query
@@ -200,6 +202,40 @@ def _check(corpus: Corpus, dim: int) -> None:
         seen_edges.add(key)
 
 
+_TIMES = ("created_at", "updated_at", "last_matched_at", "last_traversed_at")
+
+
+def _check_bounds(corpus: Corpus, dials: Mapping[str, Any]) -> None:
+    """Refuse timestamps far from now and slugs, names or texts over their dials (the same
+    bounds as session ingest, docs/bounds.md), naming the item and the field."""
+    items: list[tuple[str, BaseModel, list[tuple[str, str]]]] = []
+    for i, t in enumerate(corpus.topics):
+        items.append((f"topics[{i}]", t, [("topic_id", bounds.SLUG), ("title", bounds.NAME)]))
+    for i, c in enumerate(corpus.concepts):
+        fields = [("topic_id", bounds.SLUG), ("slug", bounds.SLUG), ("title", bounds.NAME)]
+        items.append((f"concepts[{i}]", c, [*fields, ("description", bounds.TEXT)]))
+    for i, e in enumerate(corpus.entries):
+        fields = [("topic_id", bounds.SLUG), ("concept_slug", bounds.SLUG)]
+        items.append((f"entries[{i}]", e, [*fields, ("instruction", bounds.TEXT)]))
+    for i, edge in enumerate(corpus.edges):
+        items.append((f"edges[{i}]", edge, [("condition", bounds.TEXT)]))
+    for label, item, lengths in items:
+        for name, dial in lengths:
+            value = getattr(item, name)
+            problem = value is not None and bounds.length_problem(value, dial, dials)
+            if problem:
+                raise CorpusError(f"{label}.{name}: {problem}")
+        for j, alias in enumerate(getattr(item, "aliases", ())):
+            problem = bounds.length_problem(alias, bounds.NAME, dials)
+            if problem:
+                raise CorpusError(f"{label}.aliases[{j}]: {problem}")
+        for name in _TIMES:
+            moment = getattr(item, name, None)
+            problem = moment is not None and bounds.timestamp_problem(moment, dials)
+            if problem:
+                raise CorpusError(f"{label}.{name}: {problem}")
+
+
 def _fill_embeddings(corpus: Corpus, report: LoadReport) -> None:
     from hag.embeddings import embed_texts  # noqa: PLC0415
 
@@ -233,6 +269,7 @@ def _db_error(label: str, exc: psycopg.Error) -> CorpusError:
 def load(conn: psycopg.Connection[Any], corpus: Corpus, dim: int) -> LoadReport:
     """Write the corpus in one transaction (nothing on failure); return what was new."""
     _check(corpus, dim)
+    _check_bounds(corpus, settings.current())
     report = LoadReport()
     _fill_embeddings(corpus, report)
     now = datetime.now(UTC)
@@ -354,11 +391,22 @@ def export_rows(
 ) -> list[dict[str, Any]]:
     """The `entries` or `edges` table as `hag export` prints it (one topic, or all), rows as
     dicts; an entry's embedding only when asked for."""
-    rows = conn.execute(
-        query("corpus", f"export_{what}"),
-        {"topic_id": topic_id, "with_embeddings": with_embeddings},
-    ).fetchall()
-    if not with_embeddings:
-        for r in rows:
-            r.pop("embedding", None)
-    return [dict(r) for r in rows]
+    return list(iter_export_rows(conn, what, topic_id, with_embeddings=with_embeddings))
+
+
+def iter_export_rows(
+    conn: Any, what: str, topic_id: str | None = None, *, with_embeddings: bool = False
+) -> Iterator[dict[str, Any]]:
+    """The rows of `export_rows` one at a time, through a server-side cursor that fetches
+    `export_batch_rows` per round trip: memory stays flat however large the table."""
+    batch = int(settings.current()["export_batch_rows"])
+    with conn.cursor(name=f"hag_export_{what}") as cur:
+        cur.itersize = batch
+        cur.execute(
+            query("corpus", f"export_{what}"),
+            {"topic_id": topic_id, "with_embeddings": with_embeddings},
+        )
+        for row in cur:
+            if not with_embeddings:
+                row.pop("embedding", None)
+            yield dict(row)

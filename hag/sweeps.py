@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from hag import db, settings
+from hag import bounds, db, settings
+from hag.errors import ValidationError
 from hag.sqlfiles import query
 from hag.timing import timed
 
@@ -123,6 +124,9 @@ def sweep(
         else conn.execute(query("sweeps", "database_now")).fetchone()["now"]
     )
     conn.rollback()
+    problem = as_of is not None and bounds.timestamp_problem(when, dials)
+    if problem:  # a far moment would be written into every row the run touches
+        raise ValidationError(f"--as-of {problem}")
     summary = NightlySummary(
         run_id=run_id or uuid.uuid4(),
         as_of=when,

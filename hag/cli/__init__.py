@@ -74,9 +74,27 @@ def main(argv: list[str] | None = None) -> Any:
         if psycopg is None or not isinstance(exc, psycopg.Error):
             raise
         lines = str(exc).strip().splitlines()
-        click.echo(f"hag: database error: {lines[0] if lines else type(exc).__name__}", err=True)
+        click.echo(
+            f"hag: database error: {lines[0] if lines else type(exc).__name__}"
+            + _unreadable_rows(exc),
+            err=True,
+        )
         sys.exit(1)
     finally:
         from hag import db  # noqa: PLC0415
 
         db.close_all()
+
+
+def _unreadable_rows(exc: Exception) -> str:
+    """For a read that met a timestamp the client cannot hold, which rows hold one."""
+    if "timestamp too" not in str(exc) and "year" not in str(exc):
+        return ""
+    from hag import bounds, db  # noqa: PLC0415
+
+    try:
+        with db.connect() as conn:
+            where = bounds.unreadable_rows(conn)
+    except Exception:  # naming the row is a courtesy: never hide the first error  # noqa: BLE001
+        return ""
+    return f" (stored out of range: {where})" if where else ""

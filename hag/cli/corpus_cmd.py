@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import click
 
-from hag.cli._common import echo_json, json_option, note, ready
+from hag.cli._common import echo_json, json_option, note, ready, to_jsonable
 
 
 @click.command("load-corpus")
@@ -35,10 +38,23 @@ def load_corpus(file: Path, as_json: bool) -> None:
 def export(what: str, topic: str | None, with_embeddings: bool) -> None:
     """Print a table as a JSON array of objects keyed by column name."""
     from hag import db  # noqa: PLC0415
-    from hag.corpus import export_rows  # noqa: PLC0415
+    from hag.corpus import iter_export_rows  # noqa: PLC0415
 
     ready()
     with db.connect() as conn:
-        rows = export_rows(conn, what, topic, with_embeddings=with_embeddings)
-    note(f"{len(rows)} {what}")
-    echo_json(rows)
+        count = echo_json_array(
+            iter_export_rows(conn, what, topic, with_embeddings=with_embeddings)
+        )
+    note(f"{count} {what}")
+
+
+def echo_json_array(rows: Iterable[Any]) -> int:
+    """Print rows as one JSON array, laid out as `echo_json` would, one row at a time (the
+    array is never held whole); returns how many were printed."""
+    count = 0
+    for row in rows:
+        item = json.dumps(row, default=to_jsonable, indent=2).replace("\n", "\n  ")
+        click.echo(("[\n  " if count == 0 else ",\n  ") + item, nl=False)
+        count += 1
+    click.echo("\n]" if count else "[]")
+    return count

@@ -230,14 +230,14 @@ def _no_constants(name: str) -> Any:
 
 
 def _validate(raw: str, parsed: dict[str, Any], dials: Mapping[str, Any]) -> SessionPayload:
-    try:
-        session = SessionPayload.model_validate_json(raw)
-    except ValidationError as exc:
-        raise _refusal_from(exc, parsed) from None
     bad = _first_unstorable(parsed, "")
     if bad is not None:
         where, what = bad
         raise Refusal(f"{where}: contains {what}", where, _turn_of(where, parsed))
+    try:
+        session = SessionPayload.model_validate_json(raw)
+    except ValidationError as exc:
+        raise _refusal_from(exc, parsed) from None
     if len(session.turns) > dials["session_max_turns"]:
         raise Refusal(
             f"turns: {len(session.turns)} turns, over the limit of "

@@ -55,3 +55,8 @@ SELECT t.topic_id, t.title,
                            WHERE g.source_entry_id = e.id OR g.target_entry_id = e.id)) AS orphans
 FROM hag_topics t
 ORDER BY t.topic_id
+
+-- name: unreadable_timestamps
+-- Stored timestamps no client can read back (year 0, year 10000), by table, row and column:
+-- a read that failed on one names where it is (hag_unreadable_timestamps).
+SELECT table_name, row_key, column_name, stored FROM hag_unreadable_timestamps() LIMIT 5
