@@ -612,3 +612,11 @@ def test_an_unknown_id_is_refused_as_unknown_before_visibility(db, entries):
     ghost = uuid.uuid4()
     body = payload("ghost", [turn(0, used=[ghost], outcome="success")])
     _refused(db, body, "turns[0].used_entry_ids[0]", "unknown entry id")
+
+
+def test_contract_patterns_refuse_a_trailing_newline(db, entries):
+    """The payload's shapes match the whole value: `learner_id: "ada\\n"` is refused."""
+    a, _, e = entries
+    body = _good("nl", a, e)
+    body["learner_id"] = "ada\n"
+    _refused(db, body, "learner_id", "should match pattern")

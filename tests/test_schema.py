@@ -220,6 +220,11 @@ OTHER_CHECKS = [
         "VALUES ('topic', gen_random_uuid(), 0.5, 'x')",
         "hag_confidence_history_entity_kind_check",
     ),
+    (
+        "INSERT INTO hag_session_quarantine (source, reason, raw, raw_bytes, raw_sha256) "
+        "VALUES ('s', 'r', 'x', 1, 'not-a-digest')",
+        "hag_session_quarantine_raw_sha256_shape",
+    ),
     ("INSERT INTO hag_runs (kind) VALUES ('Nightly Run')", "hag_runs_kind_check"),
     ("INSERT INTO hag_runs (kind, status) VALUES ('nightly', 'crashed')", "hag_runs_status_check"),
     (

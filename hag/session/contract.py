@@ -84,8 +84,12 @@ def json_schema() -> dict[str, Any]:
     schema["description"] = (
         "One finished tutoring session, as the online tutor hands it to `hag ingest`. "
         "Beyond this schema, ingest also refuses: duplicate or missing turn indexes "
-        "(they must be 0..n-1), unknown topic, entry or edge ids, NUL characters, more "
-        "turns than the session_max_turns dial and payloads over session_max_payload_bytes."
+        "(they must be 0..n-1), unknown topic, entry or edge ids, entries the learner may "
+        "not read in the topic, NUL characters, invalid UTF-8, nesting deeper than "
+        "session_max_depth, more turns than session_max_turns, payloads over "
+        "session_max_payload_bytes, an ended_at outside timestamp_window_years of now, and "
+        "slugs, concept names and texts over slug_max_chars, concept_name_max_chars and "
+        "text_max_chars (docs/bounds.md)."
     )
     return schema
 
