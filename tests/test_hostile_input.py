@@ -553,6 +553,14 @@ def test_nightly_as_of_far_from_now_is_refused(db):
     assert db.execute("SELECT count(*) AS n FROM hag_runs").fetchone()["n"] == 0
 
 
+def test_enrich_as_of_far_from_now_is_refused(db):
+    """`hag enrich --as-of` is held to the same window: enriched edges are stamped with it."""
+    from hag.enrichment.run import enrich  # noqa: PLC0415
+
+    with pytest.raises(ValidationError, match="timestamp_window_years"):
+        enrich(conn=db, as_of=datetime(1, 1, 2, tzinfo=UTC))
+
+
 def test_a_read_that_meets_an_unreadable_timestamp_names_the_row(database_url, db):
     """A stored year-10000 timestamp makes `hag export entries` fail naming table, row, column."""
     from hag import bounds  # noqa: PLC0415

@@ -18,7 +18,7 @@ from uuid import UUID
 
 import psycopg
 
-from hag import db, settings
+from hag import bounds, db, settings
 from hag.edges import EdgeObservation, upsert_edges
 from hag.enrichment import graph
 from hag.enrichment.prompt import Orphan, build_prompt
@@ -323,8 +323,12 @@ def enrich(
     `conn` (optional) is used and committed once per orphan; by default a new connection
     is made and closed. A dry run reads, asks and validates, and writes nothing at all.
     `as_of` is the moment the accepted edges are created at (default: now), so a backfill or
-    a simulation stamps them with its own time, as sessions do with their `ended_at`.
+    a simulation stamps them with its own time, as sessions do with their `ended_at`. It
+    lies within `timestamp_window_years` of now, like every moment that enters (docs/bounds.md).
     """
+    problem = as_of is not None and bounds.timestamp_problem(as_of, settings.current())
+    if problem:
+        raise ValidationError(f"--as-of {problem}")
     with db.connection_or_own(conn) as c:
         return _enrich(c, topic, limit, dry_run, model, as_of)
 

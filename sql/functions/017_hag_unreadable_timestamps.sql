@@ -2,7 +2,7 @@
 -- PostgreSQL timestamptz spans 4713 BC to 294276 AD, a Python datetime years 1 to 9999, so
 -- a row holding year 0 or year 10000 (in UTC, or in the session's time zone: a day's margin
 -- either side) breaks every read that selects it, with an error that names no row. Ingest,
--- the corpus loader and `hag nightly --as-of` keep such values out (dial
+-- the corpus loader, `hag nightly --as-of` and `hag enrich --as-of` keep such values out (dial
 -- timestamp_window_years); this finds the ones stored before, or by a direct write, so the
 -- error can name the table, the row (its first column, the key of every hag_ table) and the
 -- column. Every timestamptz column of every hag_ table is searched.
