@@ -585,14 +585,15 @@ def apply_pending_session(
                 raise
             time.sleep(random.uniform(0, 0.005 * attempts))  # de-synchronise the retriers
         except Exception as exc:
-            if claimed is None or conn.broken or conn.closed:
+            if claimed is None or getattr(conn, "broken", False) or getattr(conn, "closed", False):
                 raise
             conn.rollback()
             reason = f"cannot be applied: {_one_line(exc)}"
-            reject_session(conn, claimed, reason, run_id, dials)
+            # The claim's lock ended with the rollback: another worker may have rejected it.
+            if reject_session(conn, claimed, reason, run_id, dials):
+                summary.rejects += 1
+                summary.rejected.append({"session_id": claimed, "reason": reason})
             conn.commit()
-            summary.rejects += 1
-            summary.rejected.append({"session_id": claimed, "reason": reason})
             return claimed
 
 
@@ -624,18 +625,19 @@ def check_session(conn: Any, session: SessionPayload, dials: Mapping[str, Any]) 
 
 def reject_session(
     conn: Any, session_id: str, reason: str, run_id: UUID | None, dials: Mapping[str, Any]
-) -> None:
-    """Mark a claimed session `rejected` with the reason, and quarantine its payload."""
+) -> bool:
+    """Mark a pending session `rejected` with the reason and quarantine its payload; False
+    when it is no longer pending (another worker finished it first)."""
     from hag.session.ingest import Refusal, quarantine  # noqa: PLC0415
 
     row = conn.execute(
         query("session", "reject_session"),
         {"session_id": session_id, "run_id": run_id, "reason": reason},
     ).fetchone()
-    if row is not None:
-        quarantine(
-            conn, row["payload_text"], Refusal(reason), "process-sessions", session_id, dials
-        )
+    if row is None:
+        return False
+    quarantine(conn, row["payload_text"], Refusal(reason), "process-sessions", session_id, dials)
+    return True
 
 
 def _one_line(exc: BaseException) -> str:
