@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from hag.errors import CorpusError
+from hag.errors import CorpusError, NotFoundError
 from hag.settings import EDGE_TYPES
 from hag.sqlfiles import query
 
@@ -353,7 +353,16 @@ def export_rows(
     conn: Any, what: str, topic_id: str | None = None, *, with_embeddings: bool = False
 ) -> list[dict[str, Any]]:
     """The `entries` or `edges` table as `hag export` prints it (one topic, or all), rows as
-    dicts; an entry's embedding only when asked for."""
+    dicts; an entry's embedding only when asked for. An unknown topic is refused."""
+    if (
+        topic_id is not None
+        and not (
+            conn.execute(query("corpus", "topic_exists"), {"topic_id": topic_id}).fetchone()[
+                "found"
+            ]
+        )
+    ):
+        raise NotFoundError(f"unknown topic {topic_id!r}")
     rows = conn.execute(
         query("corpus", f"export_{what}"),
         {"topic_id": topic_id, "with_embeddings": with_embeddings},

@@ -99,8 +99,9 @@ def _print_summary(summary: dict[str, Any], topic: str | None) -> None:
         if o["error"]:
             click.echo(f"      ! {o['error']}")
     cost = summary["cost"]
+    usd = "price unknown" if cost["cost_usd"] is None else f"${cost['cost_usd']:.4f}"
     click.echo(
         f"cost: {cost['calls']} call(s) to {cost['model']}, {cost['prompt_tokens']} prompt + "
-        f"{cost['completion_tokens']} completion = {cost['total_tokens']} tokens, "
+        f"{cost['completion_tokens']} completion = {cost['total_tokens']} tokens ({usd}), "
         f"{cost['latency_ms']:.0f} ms"
     )

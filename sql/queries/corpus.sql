@@ -55,3 +55,7 @@ SELECT t.topic_id, t.title,
                            WHERE g.source_entry_id = e.id OR g.target_entry_id = e.id)) AS orphans
 FROM hag_topics t
 ORDER BY t.topic_id
+
+-- name: topic_exists
+-- Whether a topic id is known: a command naming a missing topic is refused, not answered empty.
+SELECT EXISTS (SELECT 1 FROM hag_topics WHERE topic_id = %(topic_id)s) AS found
