@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from hag.cli._common import dispatch, echo_json, json_option, note, ready
+from hag.cli._common import dispatch, echo_json, json_option, note, prefect_api_url, ready
+from hag.errors import HagError
 
 
 @click.command()
@@ -113,16 +114,27 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
     is_flag=True,
     help="Apply the sessions directly even when PREFECT_API_URL is set (no flow run).",
 )
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Run the data-quality suites afterwards when run directly (a flow run always does).",
+)
 @json_option
 def process_sessions(
-    batch_size: int | None, limit: int | None, workers: int, no_prefect: bool, as_json: bool
+    batch_size: int | None,
+    limit: int | None,
+    workers: int,
+    no_prefect: bool,
+    check: bool,
+    as_json: bool,
 ) -> None:
     """Apply pending sessions to the memory.
 
     Each session, in its own transaction: observations -> entries, discovery, prerequisite
     proposals, reinforcement, outcome grading. With PREFECT_API_URL set, this is a run of the
     session-end flow on that server (recorded there, with its summary artifact and the
-    data-quality suites); without it, the same job runs directly, with no Prefect at all.
+    data-quality suites); without it, the same job runs directly, with no Prefect at all
+    (and the suites only with --check). Exits 1 when an expectation fails.
     """
     from hag.embeddings import announce  # noqa: PLC0415
 
@@ -147,7 +159,18 @@ def process_sessions(
     result = dispatch("session-end", direct, through_flow, force_direct=no_prefect)
     if as_json:
         echo_json(result)
-        return
+    else:
+        _print_summary(result)
+    if check and (no_prefect or prefect_api_url() is None):  # a flow run has run them itself
+        import expectations  # noqa: PLC0415 - Great Expectations costs about 3 s to import
+
+        suites = expectations.run_all()
+        note(suites.report())
+        if not suites.success:
+            raise HagError(f"{len(suites.failures)} expectation(s) failed")
+
+
+def _print_summary(result: dict[str, Any]) -> None:
     rate = result["sessions"] / result["seconds"] * 60 if result["seconds"] else 0.0
     click.echo(
         f"run {result['run_id']}: {result['sessions']} session(s) applied, "
