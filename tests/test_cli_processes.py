@@ -123,8 +123,10 @@ def test_kill_9_on_process_sessions_leaves_no_process(db, database_url, tmp_path
     assert _marked(tag) == []
 
 
-def test_a_configured_prefect_server_records_the_run(db, prefect_harness, monkeypatch):
-    """With PREFECT_API_URL set, process-sessions is a session-end flow run on that server."""
+def test_a_configured_prefect_server_records_each_batch_command_as_a_flow_run(
+    db, prefect_harness, monkeypatch
+):
+    """With PREFECT_API_URL set, process-sessions, nightly and enrich are flow runs there."""
     from prefect.settings import PREFECT_API_URL
 
     from hag.cli import cli
@@ -133,23 +135,48 @@ def test_a_configured_prefect_server_records_the_run(db, prefect_harness, monkey
     assert url
     monkeypatch.setenv("PREFECT_API_URL", url)
     _queue_sessions(db, 2)
-    result = CliRunner().invoke(cli, ["process-sessions", "--json"])
-    assert result.exit_code == 0, result.output
-    assert f"session-end: a flow run on the Prefect server at {url}" in result.stderr
-    assert json.loads(result.stdout)["sessions"] == 2
 
-    async def runs():
+    async def flow_names() -> list[str]:
         from prefect.client.orchestration import get_client
 
         async with get_client() as client:
-            return await client.read_flow_runs()
+            flows = {f.id: f.name for f in await client.read_flows()}
+            runs = await client.read_flow_runs()
+        return [flows[r.flow_id] for r in runs if r.state is not None and r.state.is_completed()]
 
-    names = {
-        r.state.name
-        for r in asyncio.run(runs())
-        if r.parameters.get("workers") == 1 and r.state is not None
-    }
-    assert "Completed" in names
+    before = asyncio.run(flow_names())
+    runner = CliRunner()
+    result = runner.invoke(cli, ["process-sessions", "--json"])
+    assert result.exit_code == 0, result.output
+    assert f"session-end: a flow run on the Prefect server at {url}" in result.stderr
+    assert json.loads(result.stdout)["sessions"] == 2
+    nightly = runner.invoke(cli, ["nightly", "--dry-run", "--json"])
+    assert nightly.exit_code == 0, nightly.output
+    assert json.loads(nightly.stdout)["dry_run"] is True
+    enrich = runner.invoke(cli, ["enrich", "--dry-run", "--json"])
+    assert enrich.exit_code == 0, enrich.output
+    after = asyncio.run(flow_names())
+    added = sorted(after)
+    for name in before:
+        added.remove(name)
+    assert added == ["enrichment", "nightly", "session-end"]
+
+
+def test_the_active_prefect_profile_counts_as_configured(tmp_path, monkeypatch):
+    """A PREFECT_API_URL in the active profile of PREFECT_HOME is a configured server too."""
+    from hag.cli._common import prefect_api_url
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.delenv("PREFECT_PROFILE", raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
+    assert prefect_api_url() is None
+    (tmp_path / "profiles.toml").write_text(
+        'active = "local"\n[profiles.local]\nPREFECT_API_URL = "http://127.0.0.1:4321/api"\n'
+        "[profiles.ephemeral]\n"
+    )
+    assert prefect_api_url() == "http://127.0.0.1:4321/api"
+    monkeypatch.setenv("PREFECT_PROFILE", "ephemeral")
+    assert prefect_api_url() is None
 
 
 def test_serve_stops_every_child_on_sigterm(database_url, tmp_path):
