@@ -191,3 +191,19 @@ def test_db_stop_leaves_a_server_it_did_not_start_alone(database_url):
     result = _hag(env, "db", "stop")
     assert result.returncode == 0
     assert "DATABASE_URL names a server hag did not start: nothing to stop" in result.stderr
+
+
+def test_settings_list_shows_bounds_and_readers_without_json(db):
+    """The plain listing has each dial's bounds and reader, as the registry states them."""
+    from hag.settings import REGISTRY
+
+    result = CliRunner().invoke(cli, ["settings", "list"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["key", "value", "bounds", "reader", "description"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert set(rows) == set(REGISTRY)
+    cull = rows["cull_max_confidence"]
+    assert cull[1:5] == ["0.35", "[0,", "1]", REGISTRY["cull_max_confidence"].consumer]
+    limit = rows["history_default_limit"]
+    assert limit[1:5] == ["50", "[1,", "100000]", "hag/cli/history_cmd.py"]
