@@ -35,6 +35,6 @@ bench: install  ## benchmarks: figures and ratios against a baseline measured in
 serve: install  ## Prefect server + work pool + deployments + worker, in one step
 	$(RUN) hag serve
 
-clean:  ## stop the embedded database and remove local state
-	-$(RUN) hag db stop
+clean:  ## stop every embedded database under .hag (default, demo), then remove local state
+	HAG_DATA_DIR=$(CURDIR)/.hag $(RUN) hag db stop --all
 	rm -rf .hag reports

@@ -22,7 +22,7 @@ import psycopg
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hag import bounds, settings
-from hag.errors import CorpusError
+from hag.errors import CorpusError, NotFoundError
 from hag.settings import EDGE_TYPES
 from hag.sqlfiles import query
 
@@ -390,7 +390,7 @@ def export_rows(
     conn: Any, what: str, topic_id: str | None = None, *, with_embeddings: bool = False
 ) -> list[dict[str, Any]]:
     """The `entries` or `edges` table as `hag export` prints it (one topic, or all), rows as
-    dicts; an entry's embedding only when asked for."""
+    dicts; an entry's embedding only when asked for. An unknown topic is refused."""
     return list(iter_export_rows(conn, what, topic_id, with_embeddings=with_embeddings))
 
 
@@ -398,7 +398,12 @@ def iter_export_rows(
     conn: Any, what: str, topic_id: str | None = None, *, with_embeddings: bool = False
 ) -> Iterator[dict[str, Any]]:
     """The rows of `export_rows` one at a time, through a server-side cursor that fetches
-    `export_batch_rows` per round trip: memory stays flat however large the table."""
+    `export_batch_rows` per round trip: memory stays flat however large the table. An unknown
+    topic is refused before the first row."""
+    if topic_id is not None:
+        found = conn.execute(query("corpus", "topic_exists"), {"topic_id": topic_id}).fetchone()
+        if not found["found"]:
+            raise NotFoundError(f"unknown topic {topic_id!r}")
     batch = int(settings.current()["export_batch_rows"])
     with conn.cursor(name=f"hag_export_{what}") as cur:
         cur.itersize = batch

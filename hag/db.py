@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -64,20 +65,61 @@ def is_embedded() -> bool:
 
 
 def start_embedded() -> str:
-    """Start (or find running) the embedded server; return its URL."""
-    return str(embedded_server(get_config().pgdata).get_uri())
+    """Start (or find running) the embedded server; return its URL.
 
-
-def stop_embedded() -> bool:
-    """Stop the embedded server if it runs; True when something was stopped."""
-    global _url
+    Starting one is said on stderr, naming the folder: a forgotten DATABASE_URL must not
+    quietly start (and migrate) a second memory.
+    """
     pgdata = get_config().pgdata
+    if running_postmaster(pgdata) is None:
+        print(
+            f"hag: DATABASE_URL is unset: starting the embedded database in {pgdata}",
+            file=sys.stderr,
+        )
+    return str(embedded_server(pgdata).get_uri())
+
+
+def embedded_pgdata(url: str) -> Path | None:
+    """The data folder of the embedded server a URL reaches over its socket, or None.
+
+    The embedded server listens on a socket inside its data folder
+    (`postgresql://postgres:@/postgres?host=<pgdata>`), so a URL whose host is a folder
+    holding a PostgreSQL data directory names that server (as `hag demo --keep-running`
+    prints it).
+    """
+    from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
+
+    try:
+        host = str(conninfo_to_dict(url).get("host") or "")
+    except psycopg.ProgrammingError:
+        return None
+    folder = Path(host)
+    if host.startswith("/") and (folder / "PG_VERSION").is_file():
+        return folder
+    return None
+
+
+def stop_server_in(pgdata: Path) -> bool:
+    """Stop the embedded server on `pgdata` if it runs; True when something was stopped."""
+    global _url
     if running_postmaster(pgdata) is None:
         return False
     close_all()
     embedded_server(pgdata).stop()
     _url = None
     return True
+
+
+def stop_embedded() -> bool:
+    """Stop the configured embedded server if it runs; True when something was stopped."""
+    return stop_server_in(get_config().pgdata)
+
+
+def embedded_data_folders(root: Path) -> list[Path]:
+    """Every embedded server data folder under `root` (the default one, the demo's, ...)."""
+    if not root.is_dir():
+        return []
+    return sorted(p.parent for p in root.rglob("PG_VERSION") if p.parent.name == "pgdata")
 
 
 def status() -> ServerStatus:

@@ -11,6 +11,8 @@ the report on whether the memory learned (`reports/demo/`).
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,29 @@ def print_summary(summary: dict[str, Any], echo: Callable[[str], None] = click.e
             f"(seed {t['seed_edges']}, learned {t['learned_edges']}, enriched {t['enriched_edges']}), "
             f"{t['orphans']} orphan(s)"
         )
+
+
+def hag_command() -> str:
+    """A `hag` any shell can run: the environment's own script by its path, else `uv run hag`.
+
+    Bare `hag` is on PATH only inside `uv run` or an activated environment.
+    """
+    script = Path(sys.executable).parent / "hag"
+    return shlex.quote(str(script)) if script.is_file() else "uv run hag"
+
+
+def keep_running_lines(url: str, pgdata: Path) -> list[str]:
+    """What `--keep-running` tells the operator: a runnable query, and how to stop it."""
+    hag = hag_command()
+    env = f"DATABASE_URL={shlex.quote(url)}"
+    return [
+        "",
+        f"the demo's database is still running (data in {pgdata}); query it with",
+        f"  {env} {hag} retrieve --topic cryptography --learner ada "
+        "--message 'why does RSA need modular arithmetic?'",
+        "and stop it with",
+        f"  {env} {hag} db stop      (or `{hag} db stop --all`, which `make clean` runs)",
+    ]
 
 
 def run_demo(
@@ -118,11 +143,8 @@ def run_demo(
     for line in summary_lines(outcome.report, out):
         say(line)
     if keep_running:
-        say(
-            f"\nthe demo's database is still running; explore it with\n"
-            f"  DATABASE_URL='{url}' hag retrieve --topic cryptography --learner ada "
-            f"--message 'why does RSA need modular arithmetic?'"
-        )
+        for line in keep_running_lines(url, folder / "pgdata"):
+            say(line)
     return {
         "headline": outcome.report["headline"],
         "run": outcome.report["run"],

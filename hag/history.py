@@ -9,13 +9,19 @@ from hag.errors import NotFoundError, ValidationError
 from hag.sqlfiles import query
 
 
-def confidence_history(conn: Any, entity_id: str) -> list[dict[str, Any]]:
-    """Every confidence change of one entry or edge, oldest first (at least one row)."""
+def confidence_history(conn: Any, entity_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """The newest `limit` events of one entry or edge (confidence changes, culls, restores),
+    oldest first, in the memory's own time (at least one row; each carries the `total`)."""
     try:
         key = uuid.UUID(str(entity_id))
     except ValueError:
         raise ValidationError(f"{entity_id!r} is not an entry or edge id (a UUID)") from None
-    rows = [dict(r) for r in conn.execute(query("history", "entity_history"), {"entity_id": key})]
+    rows = [
+        dict(r)
+        for r in conn.execute(
+            query("history", "entity_history"), {"entity_id": key, "limit": limit}
+        )
+    ]
     if not rows:
         raise NotFoundError(f"no entry or edge {key} has a confidence history")
     return rows

@@ -172,9 +172,16 @@ _DIALS: tuple[Dial, ...] = (
     _i("enrichment_max_description_chars", 1000, 50, 100000, "ours: concept description characters in a prompt", E),
     _i("enrichment_candidate_chars", 240, 20, 100000, "ours: characters of each candidate concept's line in a prompt", E),
     _f("enrichment_retry_backoff_seconds", 0.5, 0, 60, "ours: wait before a failed model call is retried (doubles per attempt)", E),
+    Dial(
+        "enrichment_prices_usd_per_million_tokens", "list", ["gpt-4o-mini:0.15:0.60", "offline-similarity-v1:0:0"],
+        "ours: price per model, as model:prompt:completion in USD per million tokens (the cost ledger's cost column; an unlisted model's cost is unknown)", E,
+        pattern=r"^[A-Za-z0-9._/-]+:[0-9]+(\.[0-9]+)?:[0-9]+(\.[0-9]+)?$",
+    ),
     _f("enrichment_offline_min_similarity", 0.25, -1, 1, "ours: the offline proposer also proposes candidates at or above this cosine", E),
     # --- corpus and export ---
     _i("export_batch_rows", 2000, 1, 1_000_000, "ours: rows `hag export` fetches per round trip from its server-side cursor (memory stays flat)", "hag/corpus.py"),
+    # --- the operator's command line ---
+    _i("history_default_limit", 50, 1, 100000, "ours: events `hag history ID` shows when no --limit is given (the newest)", "hag/cli/history_cmd.py"),
     # --- the cache itself ---
     _i("settings_cache_ttl_seconds", 60, 0, 3600, "seed: how long a process trusts its copy of the dials", C),
 )

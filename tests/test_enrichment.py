@@ -447,7 +447,7 @@ def test_an_unknown_topic_is_an_operator_error(db):
     """`--topic nowhere` fails with one line naming the topic, and writes nothing."""
     from hag.errors import NotFoundError
 
-    with pytest.raises(NotFoundError, match="no topic 'nowhere'"):
+    with pytest.raises(NotFoundError, match="unknown topic 'nowhere'"):
         enrich(topic="nowhere", conn=db)
     assert count(db, "hag_runs") == 0
 

@@ -1,15 +1,21 @@
 """`hag`: the operator's command line.
 
 Sub-commands are imported only when called (a lazy click group), so `hag retrieve` never
-pays for Prefect or Great Expectations. Every failure that the project foresees is a
-HagError: printed as one line, exit code 1.
+pays for Prefect or Great Expectations.
+
+The error convention (README, "The command line"), held by tests/test_cli_errors.py over
+every command: every failure is one line on stderr starting `hag: `, and no traceback.
+Exit 0: done. Exit 1: the command was understood but refused or failed: a value that is
+malformed or out of range, an unknown topic, dial, file, session or id (each named), a
+database refusal, a failed check. Exit 2: the command line itself is wrong: an unknown
+option or command, a missing or extra argument, options that exclude each other.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -52,6 +58,16 @@ def cli() -> None:
     """HAG memory: the long-term, learning memory of an AI tutor."""
 
 
+def _one_line(message: str) -> str:
+    return " ".join(part.strip() for part in message.strip().splitlines() if part.strip())
+
+
+def _usage(exc: click.UsageError) -> NoReturn:
+    hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+    click.echo(f"hag: {_one_line(exc.format_message()).rstrip('.')}{hint}", err=True)
+    sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> Any:
     from hag.errors import HagError  # noqa: PLC0415
 
@@ -60,8 +76,15 @@ def main(argv: list[str] | None = None) -> Any:
     except click.exceptions.Abort:
         click.echo("hag: aborted", err=True)
         sys.exit(1)
+    except click.BadParameter as exc:  # a value: malformed or out of range
+        if isinstance(exc, click.MissingParameter):  # an absent one is the command line's shape
+            _usage(exc)
+        click.echo(f"hag: {_one_line(exc.format_message())}", err=True)
+        sys.exit(1)
+    except click.UsageError as exc:  # the command line's shape
+        _usage(exc)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"hag: {_one_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except HagError as exc:
         click.echo(f"hag: {exc}", err=True)

@@ -1,10 +1,14 @@
-"""Small helpers the commands share: JSON output and start-up."""
+"""Small helpers the commands share: JSON output, start-up, and how a job is dispatched."""
 
 from __future__ import annotations
 
 import json
+import os
+import tomllib
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -37,6 +41,51 @@ def ready() -> None:
     from hag.migrate import ensure_migrated  # noqa: PLC0415
 
     ensure_migrated()
+
+
+def prefect_api_url() -> str | None:
+    """The Prefect API this shell is configured for, or None, without importing Prefect.
+
+    PREFECT_API_URL from the environment, else from the active profile in PREFECT_HOME's
+    profiles.toml (what `prefect config set PREFECT_API_URL=...` writes).
+    """
+    if os.environ.get("PREFECT_API_URL"):
+        return os.environ["PREFECT_API_URL"]
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    try:
+        profiles = tomllib.loads((home / "profiles.toml").read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    active = os.environ.get("PREFECT_PROFILE") or profiles.get("active", "ephemeral")
+    url = profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL")
+    return str(url) if url else None
+
+
+def dispatch(
+    job: str, direct: Callable[[], Any], through_flow: Callable[[], Any], *, force_direct: bool
+) -> Any:
+    """Run a job directly, or as a flow run when a Prefect server is configured.
+
+    With no PREFECT_API_URL, a flow call would start a temporary Prefect server (about
+    10 s, and a failed command when it is slow to start) only to record a run nobody can
+    see afterwards; the library job is the same work. With a configured server the flow
+    runs, so the run is recorded there with its artifacts. A failed flow run is one line.
+    """
+    from hag.errors import HagError  # noqa: PLC0415
+
+    url = None if force_direct else prefect_api_url()
+    if url is None:
+        return direct()
+    note(f"{job}: a flow run on the Prefect server at {url}")
+    try:
+        return through_flow()
+    except HagError:
+        raise
+    except Exception as exc:
+        lines = str(exc).strip().splitlines()
+        raise HagError(
+            f"the {job} flow run failed: {lines[0] if lines else type(exc).__name__}"
+        ) from exc
 
 
 def note(message: str) -> None:

@@ -25,14 +25,38 @@ def start() -> None:
 
 
 @db.command()
-def stop() -> None:
-    """Stop the embedded server."""
-    from hag import db as hdb  # noqa: PLC0415
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every embedded server under HAG_DATA_DIR (the default one, the demo's, ...).",
+)
+def stop(every: bool) -> None:
+    """Stop the embedded server: the default one, or the one DATABASE_URL reaches.
 
-    if not hdb.is_embedded():
-        note("DATABASE_URL is set: nothing to stop")
+    A DATABASE_URL that points at an embedded server's socket folder (as `hag demo
+    --keep-running` prints it) stops that server; any other DATABASE_URL is not ours to stop.
+    """
+    from hag import db as hdb  # noqa: PLC0415
+    from hag.config import get_config  # noqa: PLC0415
+
+    if every:
+        folders = hdb.embedded_data_folders(get_config().data_dir)
+        stopped = [f for f in folders if hdb.stop_server_in(f)]
+        for folder in stopped:
+            click.echo(f"stopped {folder}")
+        if not stopped:
+            click.echo("not running")
         return
-    click.echo("stopped" if hdb.stop_embedded() else "not running")
+    url = get_config().database_url
+    if url is None:
+        click.echo("stopped" if hdb.stop_embedded() else "not running")
+        return
+    pgdata = hdb.embedded_pgdata(url)
+    if pgdata is None:
+        note("DATABASE_URL names a server hag did not start: nothing to stop")
+        return
+    click.echo(f"stopped {pgdata}" if hdb.stop_server_in(pgdata) else "not running")
 
 
 @db.command()

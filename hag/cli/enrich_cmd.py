@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime
+from typing import Any
 
 import click
 
-from hag.cli._common import TIMESTAMP, echo_json, json_option, note, ready
+from hag.cli._common import TIMESTAMP, dispatch, echo_json, json_option, note, ready
 
 
 def _edge(p: dict) -> str:
@@ -43,44 +44,64 @@ def enrich(
 
     Without an API key the deterministic offline proposer runs instead (and says so).
     Orphans already sent to the same model are skipped, so a re-run never pays twice.
+    With PREFECT_API_URL set, this is a run of the enrichment flow on that server (recorded
+    there with its cost ledger and proposals); without it, no Prefect at all.
     Exits 1 when an orphan failed after its attempt budget (nothing of it was written).
     """
-    from hag.enrichment import enrich as run_enrichment  # noqa: PLC0415
-
     ready()
-    summary = run_enrichment(topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of)
-    note(summary.proposer_line)
+
+    def direct() -> dict[str, Any]:
+        from hag.enrichment import enrich as run_enrichment  # noqa: PLC0415
+
+        return run_enrichment(
+            topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of
+        ).to_dict()
+
+    def through_flow() -> dict[str, Any]:
+        from flows.enrichment import enrichment_flow  # noqa: PLC0415
+
+        return enrichment_flow(topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of)
+
+    summary = dispatch("enrichment", direct, through_flow, force_direct=False)
+    note(summary["proposer_line"])
     if as_json:
-        echo_json(summary.to_dict())
+        echo_json(summary)
     else:
-        heading = "dry run (nothing written)" if dry_run else f"run {summary.run_id}"
+        _print_summary(summary, topic)
+    failed = summary["totals"]["failed"]
+    if failed:
         click.echo(
-            f"enrichment {heading}: {len(summary.orphans)} orphan(s)"
-            f"{f' in {topic}' if topic else ''}, {summary.already_enriched} already "
-            f"enriched by {summary.proposer}"
-        )
-        for o in summary.orphans:
-            click.echo(
-                f"  {o.topic_id}/{o.concept_slug}: {o.status} "
-                f"({len(o.accepted)} accepted, {len(o.rejected)} rejected, "
-                f"{o.attempts} call(s), {o.candidates} candidates, {o.prompt_chars} prompt chars)"
-            )
-            for a in o.accepted:
-                click.echo(f"      + {_edge(a)}  {a.get('reason', '')}")
-            for r in o.rejected:
-                click.echo(f"      - {_edge(r)}  [{r['reject']}] {r['detail']}")
-            if o.error:
-                click.echo(f"      ! {o.error}")
-        cost = summary.cost()
-        click.echo(
-            f"cost: {cost['calls']} call(s) to {cost['model']}, {cost['prompt_tokens']} prompt + "
-            f"{cost['completion_tokens']} completion = {cost['total_tokens']} tokens, "
-            f"{cost['latency_ms']:.0f} ms"
-        )
-    if summary.failed:
-        click.echo(
-            f"hag: {summary.failed} orphan(s) failed after their attempt budget; "
+            f"hag: {failed} orphan(s) failed after their attempt budget; "
             "nothing of them was written",
             err=True,
         )
         sys.exit(1)
+
+
+def _print_summary(summary: dict[str, Any], topic: str | None) -> None:
+    heading = "dry run (nothing written)" if summary["dry_run"] else f"run {summary['run_id']}"
+    click.echo(
+        f"enrichment {heading}: {len(summary['orphans'])} orphan(s)"
+        f"{f' in {topic}' if topic else ''}, {summary['totals']['already_enriched']} already "
+        f"enriched by {summary['proposer']}"
+    )
+    for o in summary["orphans"]:
+        click.echo(
+            f"  {o['topic_id']}/{o['concept_slug']}: {o['status']} "
+            f"({len(o['accepted'])} accepted, {len(o['rejected'])} rejected, "
+            f"{o['attempts']} call(s), {o['candidates']} candidates, "
+            f"{o['prompt_chars']} prompt chars)"
+        )
+        for a in o["accepted"]:
+            click.echo(f"      + {_edge(a)}  {a.get('reason', '')}")
+        for r in o["rejected"]:
+            click.echo(f"      - {_edge(r)}  [{r['reject']}] {r['detail']}")
+        if o["error"]:
+            click.echo(f"      ! {o['error']}")
+    cost = summary["cost"]
+    usd = "price unknown" if cost["cost_usd"] is None else f"${cost['cost_usd']:.4f}"
+    click.echo(
+        f"cost: {cost['calls']} call(s) to {cost['model']}, {cost['prompt_tokens']} prompt + "
+        f"{cost['completion_tokens']} completion = {cost['total_tokens']} tokens ({usd}), "
+        f"{cost['latency_ms']:.0f} ms"
+    )

@@ -9,7 +9,15 @@ from typing import Any
 
 import click
 
-from hag.cli._common import TIMESTAMP, echo_json, json_option, note, ready
+from hag.cli._common import (
+    TIMESTAMP,
+    dispatch,
+    echo_json,
+    json_option,
+    note,
+    prefect_api_url,
+    ready,
+)
 
 
 @click.command()
@@ -25,49 +33,61 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
     The same sweep the Prefect deployment `nightly/nightly` runs on its schedule, then the
     per-topic search indexes of topics past `topic_exact_scan_max_rows`. After it,
     the data-quality suites run (as `hag check`); exit 1 when an expectation fails.
+    With PREFECT_API_URL set, this is a run of the nightly flow on that server (recorded
+    there with its report; the flow runs the suites); without it, no Prefect at all.
     """
-    from hag.retrieval import ann  # noqa: PLC0415
-    from hag.sweeps import run_nightly  # noqa: PLC0415
-
     ready()
-    summary = run_nightly(as_of=as_of, dry_run=dry_run)
-    # As the flow: the per-topic search indexes a grown topic needs (none on a dry run).
-    indexed = None if dry_run else ann.build_topic_indexes(concurrently=True, strict=False)
+
+    def direct() -> dict[str, Any]:
+        from hag.retrieval import ann  # noqa: PLC0415
+        from hag.sweeps import run_nightly  # noqa: PLC0415
+
+        summary = run_nightly(as_of=as_of, dry_run=dry_run)
+        # As the flow: the per-topic search indexes a grown topic needs (none on a dry run).
+        indexed = None if dry_run else ann.build_topic_indexes(concurrently=True, strict=False)
+        return {**summary.to_dict(), "topic_indexes": indexed}
+
+    def through_flow() -> dict[str, Any]:
+        from flows.nightly import nightly_flow  # noqa: PLC0415
+
+        return nightly_flow(as_of=as_of, dry_run=dry_run)
+
+    result = dispatch("nightly", direct, through_flow, force_direct=False)
     if as_json:
-        echo_json({**summary.to_dict(), "topic_indexes": indexed})
+        echo_json(result)
     else:
-        _print_summary(summary)
-        if indexed is not None:
-            click.echo(f"  topic search indexes  {', '.join(indexed) or 'none'}")
-    if not no_check:
+        _print_summary(result)
+    if not no_check and prefect_api_url() is None:  # a flow run has run the suites itself
         import expectations  # noqa: PLC0415 - Great Expectations costs about 3 s to import
 
-        result = expectations.run_all()
-        note(result.report())
-        if not result.success:
-            click.echo(f"hag: {len(result.failures)} expectation(s) failed", err=True)
+        check = expectations.run_all()
+        note(check.report())
+        if not check.success:
+            click.echo(f"hag: {len(check.failures)} expectation(s) failed", err=True)
             sys.exit(1)
 
 
-def _print_summary(summary: Any) -> None:
-    dry_run = summary.dry_run
-    what = "dry run (nothing changed)" if dry_run else f"run {summary.run_id}"
-    click.echo(f"nightly {what} as of {summary.as_of.isoformat()} in {summary.seconds:.2f} s")
-    click.echo(f"  candidate -> pattern  {summary.promoted_to_pattern}")
-    click.echo(f"  pattern -> proven     {summary.promoted_to_proven}")
-    click.echo(f"  archived              {summary.archived}")
-    by_type = ", ".join(f"{k} {v}" for k, v in summary.culled_by_source_type.items())
-    click.echo(f"  edges culled          {summary.culled}" + (f" ({by_type})" if by_type else ""))
-    for e in summary.culled_edges:
+def _print_summary(summary: dict[str, Any]) -> None:
+    what = "dry run (nothing changed)" if summary["dry_run"] else f"run {summary['run_id']}"
+    click.echo(f"nightly {what} as of {summary['as_of']} in {summary['seconds']:.2f} s")
+    click.echo(f"  candidate -> pattern  {summary['promoted_to_pattern']}")
+    click.echo(f"  pattern -> proven     {summary['promoted_to_proven']}")
+    click.echo(f"  archived              {summary['archived']}")
+    by_type = ", ".join(f"{k} {v}" for k, v in summary["culled_by_source_type"].items())
+    culled = summary["culled"]
+    click.echo(f"  edges culled          {culled}" + (f" ({by_type})" if by_type else ""))
+    for e in summary["culled_edges"]:
         click.echo(
-            f"    {e.source_concept} -{e.edge_type}-> {e.target_concept}  "
-            f"{e.source_type} {e.confidence:.3f}, {e.age_days} days  {e.edge_id}"
+            f"    {e['source_concept']} -{e['edge_type']}-> {e['target_concept']}  "
+            f"{e['source_type']} {e['confidence']:.3f}, {e['age_days']} days  {e['edge_id']}"
         )
-    if summary.culled > len(summary.culled_edges):
+    if culled > len(summary["culled_edges"]):
         note(
-            f"(showing {len(summary.culled_edges)} of {summary.culled}; "
-            f"`hag audit culled --run {summary.run_id}` lists them all)"
+            f"(showing {len(summary['culled_edges'])} of {culled}; "
+            f"`hag audit culled --run {summary['run_id']}` lists them all)"
         )
+    if summary.get("topic_indexes") is not None:
+        click.echo(f"  topic search indexes  {', '.join(summary['topic_indexes']) or 'none'}")
 
 
 @click.group()

@@ -3,12 +3,14 @@
 Starts a Prefect server on 127.0.0.1 with its own SQLite database in `.hag/prefect`
 (PREFECT_HOME; the memory itself stays in PostgreSQL), creates the `process` work pool
 named in prefect.yaml, registers every deployment (`prefect deploy --all`) and starts a
-worker, then waits until Ctrl-C and stops what it started. Telemetry is off.
+worker, then waits until Ctrl-C or SIGTERM and stops what it started (every child, within a
+few seconds; a child also gets SIGTERM if `hag serve` itself is killed). Telemetry is off.
 The steps are plain functions so tests drive the same recipe on a temporary home and port.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -44,6 +46,29 @@ def prefect_env(home: Path, port: int, base: dict[str, str] | None = None) -> di
     return env
 
 
+def _die_with_parent() -> None:
+    """In a child before exec: its own process group, and SIGTERM when `hag serve` dies.
+
+    The group lets stop() end the child and whatever it spawned; the parent-death signal
+    (Linux prctl PR_SET_PDEATHSIG) covers a `hag serve` killed with SIGKILL, which runs no
+    handler of its own, so no Prefect server or worker is ever left running under init.
+    """
+    os.setsid()
+    if sys.platform.startswith("linux"):
+        import ctypes  # noqa: PLC0415
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGHUP reached `hag serve`: stop the children, then exit."""
+
+
+def _on_stop_signal(signum: int, frame: Any) -> None:
+    raise Stopped(signal.Signals(signum).name)
+
+
 def _prefect(*args: str) -> list[str]:
     return [sys.executable, "-m", "prefect", *args]
 
@@ -58,8 +83,17 @@ def start_server(
         env=env,
         stdout=log or subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: stop() ends it and its children
+        preexec_fn=_die_with_parent,
     )
+    try:
+        _wait_healthy(proc, port, timeout)
+    except BaseException:  # a signal or a timeout while starting: never leave it behind
+        stop(proc)
+        raise
+    return proc
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], port: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -67,11 +101,10 @@ def start_server(
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as r:
                 if r.status == 200:
-                    return proc
+                    return
         except OSError:
             pass
         time.sleep(0.5)
-    stop(proc)
     raise HagError(f"the Prefect server did not answer on port {port} within {timeout:.0f} s")
 
 
@@ -110,22 +143,26 @@ def start_worker(
         cwd=PROJECT_ROOT,
         stdout=log or subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
-        start_new_session=True,
+        preexec_fn=_die_with_parent,
     )
 
 
-def stop(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
-    """Stop a process this recipe started, and its process group: SIGTERM, then SIGKILL."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
+def stop(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+    """Stop a process this recipe started, and its process group: SIGTERM, then SIGKILL.
+
+    The group gets SIGKILL after the leader is gone too, so nothing it spawned outlives it.
+    """
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+        except ProcessLookupError:
+            return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=grace)
-    except ProcessLookupError:
-        pass
+    proc.wait()
 
 
 @click.command()
@@ -154,6 +191,8 @@ def serve(port: int, home: Path | None, no_worker: bool) -> None:
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     started: list[subprocess.Popen[bytes]] = []
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _on_stop_signal)
     try:
         note(f"starting the Prefect server on http://127.0.0.1:{port} (PREFECT_HOME={home})")
         with open(logs / "server.log", "ab") as server_log:
@@ -171,12 +210,15 @@ def serve(port: int, home: Path | None, no_worker: bool) -> None:
         click.echo(
             "  prefect deployment run enrichment/enrichment --param topic=cryptography --param limit=5"
         )
-        click.echo(f"Logs in {logs}. Ctrl-C stops the server and the worker.")
+        click.echo(f"Logs in {logs}. Ctrl-C (or SIGTERM) stops the server and the worker.")
         while all(p.poll() is None for p in started):
             time.sleep(1)
         raise HagError("a Prefect process exited; see the logs in " + str(logs))
-    except KeyboardInterrupt:
-        note("stopping")
+    except (KeyboardInterrupt, Stopped) as why:
+        note(f"stopping ({why or 'SIGINT'})")
     finally:
+        # Further signals must not cut the cleanup short.
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)
         for proc in reversed(started):
             stop(proc)

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from hag.cli._common import echo_json, json_option, note, ready
+from hag.cli._common import dispatch, echo_json, json_option, note, prefect_api_url, ready
+from hag.errors import HagError
 
 
 @click.command()
@@ -113,40 +114,65 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
 @click.option(
     "--no-prefect",
     is_flag=True,
-    help="Apply the sessions directly, without the Prefect flow (no artifacts, no suites).",
+    help="Apply the sessions directly even when PREFECT_API_URL is set (no flow run).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Run the data-quality suites afterwards when run directly (a flow run always does).",
 )
 @json_option
 def process_sessions(
-    batch_size: int | None, limit: int | None, workers: int, no_prefect: bool, as_json: bool
+    batch_size: int | None,
+    limit: int | None,
+    workers: int,
+    no_prefect: bool,
+    check: bool,
+    as_json: bool,
 ) -> None:
-    """Apply pending sessions to the memory through the session-end flow.
+    """Apply pending sessions to the memory.
 
     Each session, in its own transaction: observations -> entries, discovery, prerequisite
-    proposals, reinforcement, outcome grading; then the run summary is published and the
-    data-quality suites run. Without PREFECT_API_URL the flow starts a temporary Prefect
-    server (about 10 s); --no-prefect skips Prefect entirely.
+    proposals, reinforcement, outcome grading. With PREFECT_API_URL set, this is a run of the
+    session-end flow on that server (recorded there, with its summary artifact and the
+    data-quality suites); without it, the same job runs directly, with no Prefect at all
+    (and the suites only with --check). Exits 1 when an expectation fails.
     """
     from hag.embeddings import announce  # noqa: PLC0415
 
     ready()
     announce()
-    if no_prefect:
+
+    def direct() -> dict[str, Any]:
         from hag.session.process import process_pending  # noqa: PLC0415
 
-        summary = process_pending(
+        return process_pending(
             batch_size=batch_size,
             limit=limit,
             workers=workers,
             on_batch=lambda b: note(f"batch: {b.sessions} session(s)"),
-        )
-        result = summary.as_dict()
-    else:
+        ).as_dict()
+
+    def through_flow() -> dict[str, Any]:
         from flows.session_end import session_end_flow  # noqa: PLC0415
 
-        result = session_end_flow(batch_size=batch_size, limit=limit, workers=workers)
+        return session_end_flow(batch_size=batch_size, limit=limit, workers=workers)
+
+    result = dispatch("session-end", direct, through_flow, force_direct=no_prefect)
     if as_json:
         echo_json(result)
-        return
+    else:
+        _print_summary(result)
+    if check and (no_prefect or prefect_api_url() is None):  # a flow run has run them itself
+        import expectations  # noqa: PLC0415 - Great Expectations costs about 3 s to import
+
+        suites = expectations.run_all()
+        note(suites.report())
+        if not suites.success:
+            raise HagError(f"{len(suites.failures)} expectation(s) failed")
+
+
+def _print_summary(result: dict[str, Any]) -> None:
     rate = result["sessions"] / result["seconds"] * 60 if result["seconds"] else 0.0
     click.echo(
         f"run {result['run_id']}: {result['sessions']} session(s) applied, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -27,14 +28,44 @@ def list_(as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    width = max(len(r["key"]) for r in rows)
-    for r in rows:
-        marker = (
-            ""
-            if r["value"] == r["default_value"]
-            else f"   (default {json.dumps(r['default_value'])})"
+    for line in listing_lines(rows):
+        click.echo(line)
+
+
+def _bounds(row: dict[str, Any]) -> str:
+    lo, hi = row["min_value"], row["max_value"]
+    if lo is None and hi is None:
+        return ""
+
+    def fmt(x: float | None, none: str) -> str:
+        return none if x is None else (str(int(x)) if float(x).is_integer() else str(x))
+
+    return f"[{fmt(lo, '-inf')}, {fmt(hi, 'inf')}]"
+
+
+def listing_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The table `hag settings list` prints: value, bounds, reader, then what the dial does."""
+    table = [
+        (
+            r["key"],
+            json.dumps(r["value"]),
+            _bounds(r),
+            r["consumer"],
+            r["description"]
+            + (
+                ""
+                if r["value"] == r["default_value"]
+                else f" (default {json.dumps(r['default_value'])})"
+            ),
         )
-        click.echo(f"{r['key']:<{width}}  {json.dumps(r['value']):<22} {r['description']}{marker}")
+        for r in rows
+    ]
+    header = ("key", "value", "bounds", "reader", "description")
+    widths = [max(len(row[i]) for row in (header, *table)) for i in range(4)]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        for row in (header, *table)
+    ]
 
 
 @settings.command()
@@ -52,11 +83,12 @@ def get(key: str, as_json: bool) -> None:
     echo_json({"key": key, "value": value}) if as_json else click.echo(json.dumps(value))
 
 
-@settings.command("set")
+# ignore_unknown_options: a VALUE such as -0.1 is the value, not an option (click's recipe).
+@settings.command("set", context_settings={"ignore_unknown_options": True})
 @click.argument("key")
 @click.argument("value")
 def set_(key: str, value: str) -> None:
-    """Change a dial after checking its type and range."""
+    """Change a dial after checking its type and range (a VALUE may start with `-`)."""
     from hag import db  # noqa: PLC0415
     from hag import settings as s  # noqa: PLC0415
 

@@ -16,6 +16,7 @@ LEDGER_COLUMNS = (
     "model",
     "prompt_tokens",
     "completion_tokens",
+    "cost_usd",
     "latency_ms",
     "ok",
     "error",
@@ -23,11 +24,16 @@ LEDGER_COLUMNS = (
 
 
 def cost_table(summary: EnrichmentSummary) -> list[dict[str, Any]]:
-    """The token/cost ledger of the run: one row per model call, then the run totals."""
+    """The token/cost ledger of the run: one row per model call, then the run totals.
+
+    Cost in USD at the model's price (the enrichment_prices_usd_per_million_tokens dial;
+    None for an unpriced model), latency in whole milliseconds.
+    """
     cost = summary.cost()
     rows = []
     for c in summary.calls:
-        call = c.as_dict()
+        call = {**c.as_dict(), "cost_usd": c.cost_usd(summary.prices)}
+        call["latency_ms"] = round(c.latency_ms)
         rows.append({k: call[k] for k in LEDGER_COLUMNS})
     rows.append(
         {
@@ -36,6 +42,7 @@ def cost_table(summary: EnrichmentSummary) -> list[dict[str, Any]]:
             "model": cost["model"],
             "prompt_tokens": cost["prompt_tokens"],
             "completion_tokens": cost["completion_tokens"],
+            "cost_usd": cost["cost_usd"],
             "latency_ms": cost["latency_ms"],
             "ok": cost["failed_calls"] == 0,
             "error": None,

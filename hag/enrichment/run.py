@@ -54,6 +54,22 @@ class Call:
     def as_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "entry_id": str(self.entry_id), "at": self.at.isoformat()}
 
+    def cost_usd(self, prices: Mapping[str, tuple[float, float]]) -> float | None:
+        """What the call cost at its model's price per million tokens (None: unpriced)."""
+        price = prices.get(self.model)
+        if price is None:
+            return None
+        return (self.prompt_tokens * price[0] + self.completion_tokens * price[1]) / 1e6
+
+
+def model_prices(items: list[str]) -> dict[str, tuple[float, float]]:
+    """The enrichment_prices_usd_per_million_tokens dial as {model: (prompt, completion)}."""
+    prices = {}
+    for item in items:
+        model, prompt, completion = item.rsplit(":", 2)
+        prices[model] = (float(prompt), float(completion))
+    return prices
+
 
 @dataclass
 class OrphanResult:
@@ -88,6 +104,7 @@ class EnrichmentSummary:
     finished_at: datetime | None = None
     orphans: list[OrphanResult] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.orphans if o.status == status)
@@ -105,9 +122,12 @@ class EnrichmentSummary:
         return self.count("failed")
 
     def cost(self) -> dict[str, Any]:
-        """Per-run totals of the cost ledger: calls, tokens as the server reported them, time."""
+        """Per-run totals of the cost ledger: calls, tokens as the server reported them, their
+        price (USD; None when a call's model has no price), time in whole milliseconds."""
         prompt = sum(c.prompt_tokens for c in self.calls)
         completion = sum(c.completion_tokens for c in self.calls)
+        costs = [c.cost_usd(self.prices) for c in self.calls]
+        priced = [c for c in costs if c is not None]
         return {
             "model": self.proposer,
             "calls": len(self.calls),
@@ -115,7 +135,8 @@ class EnrichmentSummary:
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
-            "latency_ms": round(sum(c.latency_ms for c in self.calls), 3),
+            "cost_usd": sum(priced) if len(priced) == len(costs) else None,
+            "latency_ms": round(sum(c.latency_ms for c in self.calls)),
         }
 
     def totals(self) -> dict[str, Any]:
@@ -345,7 +366,7 @@ def _enrich(
     try:
         dials = settings.load(conn)
         if topic is not None and not graph.topic_exists(conn, topic):
-            raise NotFoundError(f"no topic {topic!r}")
+            raise NotFoundError(f"unknown topic {topic!r}")
         if limit is not None and limit < 1:
             raise ValidationError(f"--limit must be at least 1, not {limit}")
         proposer = choose_proposer(dials, model)
@@ -360,6 +381,7 @@ def _enrich(
             limit=limit,
             already_enriched=graph.count_already_enriched(conn, topic, proposer.name),
             started_at=_now(),
+            prices=model_prices(list(dials["enrichment_prices_usd_per_million_tokens"])),
         )
         orphans = graph.select_orphans(conn, topic, proposer.name, limit)
         if dry_run:

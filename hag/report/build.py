@@ -382,6 +382,15 @@ def write_report(
     return report
 
 
+def culls_line(verdict: Mapping[str, int]) -> str:
+    """The culled edges split as the README's "false in the hidden graph" figure counts them."""
+    true, false, unscored = (verdict.get(k, 0) for k in ("true", "false", "unscored"))
+    return (
+        f"culled edges: {true + false + unscored} = {true + false} the hidden graph scores "
+        f"({false} false, {true} true) + {unscored} of types or concepts it does not score"
+    )
+
+
 def summary_lines(report: Mapping[str, Any], folder: Path | None = None) -> list[str]:
     """The terminal summary: the headline figures in a few lines."""
     h = report["headline"]
@@ -408,6 +417,7 @@ def summary_lines(report: Mapping[str, Any], folder: Path | None = None) -> list
         f"lifecycle: {h['promotions']} promotions, {h['archived']} entries archived, "
         f"{h['culls']} edges culled (audited), "
         f"{h['enrichment_accepted']} enrichment proposals accepted",
+        culls_line(report["lifecycle"].get("culled_vs_truth", {})),
     ]
     if folder is not None:
         lines.append(f"report: {folder / 'report.md'}")

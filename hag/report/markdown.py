@@ -15,6 +15,13 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _cell(value: Any) -> str:
+    """A table cell: a mapping (such as the seconds per step) as `key value` pairs, not JSON."""
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {fmt(v, 1)}" for k, v in value.items())
+    return fmt(value)
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
@@ -264,7 +271,7 @@ def render(
     ]
     if report.get("extra"):
         out += ["## Also run", ""]
-        out += _table(["what", "result"], [[k, v] for k, v in report["extra"].items()])
+        out += _table(["what", "result"], [[k, _cell(v)] for k, v in report["extra"].items()])
         out += [""]
     out += [
         "## Files",

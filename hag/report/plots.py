@@ -33,8 +33,9 @@ TYPE_STYLES = {
 }
 
 
-def _save(fig: Any, path: Path) -> Path:
-    fig.tight_layout()
+def _save(fig: Any, path: Path, *, tight: bool = True) -> Path:
+    if tight:
+        fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -261,19 +262,52 @@ def _draw_graph(
         ax.annotate(
             slug,
             (x, y),
-            xytext=(0, -9),
+            xytext=(0, LABEL_TIERS[0]),
             textcoords="offset points",
             ha="center",
             va="top",
             fontsize=5.5,
             zorder=4,
             color="black" if known else "grey",
+            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
         )
     ax.set_title(title, fontsize=10)
     ax.set_xlim(-0.02, 1.02)
     ymax = max((y for _, y in pos.values()), default=0)
     ax.set_ylim(-0.8, ymax + 0.6)
     ax.axis("off")
+
+
+# Offsets (points) a node's label may take, nearest first: below, above, then further out.
+LABEL_TIERS = (-7.0, 7.0, -15.0, 15.0, -23.0, 23.0)
+
+
+def _place(label: Any, offset: float) -> None:
+    label.xyann = (0, offset)
+    label.set_va("top" if offset < 0 else "bottom")
+
+
+def _declutter(ax: Any, labels: Sequence[Any]) -> None:
+    """Give every node label a place where it overlaps no other label.
+
+    Greedy, left to right within each row of the layout: the first tier (below, above,
+    further out) where the label's drawn box meets no label placed before; a label that fits
+    nowhere is broken at its hyphens onto lines and tried again.
+    """
+    renderer = ax.figure.canvas.get_renderer()
+    placed: list[Any] = []
+    for label in sorted(labels, key=lambda a: (a.xy[1], a.xy[0])):
+        for text in (label.get_text(), label.get_text().replace("-", "-\n")):
+            label.set_text(text)
+            for offset in LABEL_TIERS:
+                _place(label, offset)
+                box = label.get_window_extent(renderer)
+                if not any(box.overlaps(other) for other in placed):
+                    break
+            else:
+                continue
+            break
+        placed.append(label.get_window_extent(renderer))
 
 
 def graph_plot(
@@ -285,6 +319,18 @@ def graph_plot(
     threshold: float = 0.6,
 ) -> Path:
     """Before and after, coloured by provenance; then the prerequisite claims vs the truth."""
+    # Laid out already: the labels were placed for this layout.
+    return _save(graph_figure(world, before, after, threshold=threshold), path, tight=False)
+
+
+def graph_figure(
+    world: World,
+    before: Sequence[EdgeFact],
+    after: Sequence[EdgeFact],
+    *,
+    threshold: float = 0.6,
+) -> Any:
+    """The figure graph_plot saves (three panels; node labels placed so none overlap)."""
     extra = sorted(
         {s for f in [*before, *after] for s in (f.source, f.target)} - set(world.concepts)
     )
@@ -329,4 +375,7 @@ def graph_plot(
         fontsize=7,
         loc="upper right",
     )
-    return _save(fig, path)
+    fig.tight_layout()
+    for ax in axes:
+        _declutter(ax, [t for t in ax.texts if hasattr(t, "xyann")])
+    return fig

@@ -5,7 +5,7 @@ its own partial HNSW index (`WHERE topic_id = '<topic>'`); below that an exact s
 the btree on (topic_id, visibility_scope, maturity, confidence) is exact and, measured, about
 as fast or faster (bench/bench_retrieval.py, docs/retrieval.md).
 One index per topic, not one global index: a global index under a 2% filter loses rows
-(shared/PERF-NOTES.md), and the planner only matches a partial index to a query that names
+(the graph is searched first and filtered after), and the planner only matches a partial index to a query that names
 its topic, which the read path's custom plans do. Topics are data, so these indexes are
 built by an operator step after loading or by the nightly job, never by a migration;
 each carries the comment 'hag-ann topic:<topic_id>' by which the read path finds it.

@@ -6,7 +6,6 @@ same story with different sizes.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -87,9 +86,7 @@ def run_experiment(exp: Experiment) -> Outcome:
         from hag.report.build import write_report  # noqa: PLC0415
 
         t0 = time.monotonic()
-        extra["seconds"] = json.dumps(
-            {k: round(v, 1) for k, v in {**seconds, **run.seconds}.items()}
-        )
+        extra["seconds"] = {k: round(v, 1) for k, v in {**seconds, **run.seconds}.items()}
         report = write_report(run, exp.out_dir, name=exp.name, extra=extra)
         seconds["report"] = time.monotonic() - t0
     return Outcome(run, report, seconds, checks)

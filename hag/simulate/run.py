@@ -106,16 +106,35 @@ class SimulationRun:
 
 
 class Progress:
-    """A one-line progress bar on stderr (no dependency); silent when `enabled` is false."""
+    """Progress on stderr (no dependency); silent when `enabled` is false.
+
+    On a terminal: one bar redrawn in place. Off a terminal (a log file, a pipe): plain
+    lines, one per tenth of the work, never a carriage return.
+    """
+
+    PLAIN_LINES = 10  # lines a whole run writes off a terminal (presentation, not behaviour)
 
     def __init__(self, label: str, total: int, enabled: bool = True):
         self.label, self.total, self.enabled = label, max(1, total), enabled
         self.started = time.monotonic()
         self.last = 0.0
+        self.tty = sys.stderr.isatty()
+        self.plain_step = 0
 
     def update(self, done: int, note: str = "") -> None:
+        if not self.enabled:
+            return
         now = time.monotonic()
-        if not self.enabled or (now - self.last < 0.2 and done < self.total):
+        if not self.tty:
+            step = done * self.PLAIN_LINES // self.total
+            if step > self.plain_step:
+                self.plain_step = step
+                sys.stderr.write(
+                    f"{self.label}: {done}/{self.total} {note} {now - self.started:.0f}s\n"
+                )
+                sys.stderr.flush()
+            return
+        if now - self.last < 0.2 and done < self.total:
             return
         self.last = now
         width = 28
@@ -127,7 +146,7 @@ class Progress:
         sys.stderr.flush()
 
     def close(self) -> None:
-        if self.enabled:
+        if self.enabled and self.tty:
             sys.stderr.write("\n")
             sys.stderr.flush()
 

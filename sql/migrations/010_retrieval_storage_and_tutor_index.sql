@@ -1,5 +1,5 @@
 -- Why: the online read path (SPEC §3) spends its time reading vectors, not comparing them
--- (shared/PERF-NOTES.md: an exact topic scan at 100k rows was 8.6 ms with the vectors in
+-- (measured before this migration, docs/retrieval.md: an exact topic scan at 100k rows was 8.6 ms with the vectors in
 -- TOAST and 4.4 ms with them inline). Two changes, both measured in bench/bench_retrieval.py:
 --
 -- 1. toast_tuple_target = 8160 (the maximum): a row is only toasted when it no longer fits

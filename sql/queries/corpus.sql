@@ -35,7 +35,8 @@ GROUP BY 1
 ORDER BY 1
 
 -- name: topic_summary
--- Per topic: public entries, edges leaving them by provenance, orphans (no edge in or out).
+-- Per topic: public entries, edges leaving them by provenance, orphans as enrichment counts
+-- them (the view of migration 041: anchored, not archived, no edge in or out).
 SELECT t.topic_id, t.title,
        (SELECT count(*) FROM hag_entries e
          WHERE e.topic_id = t.topic_id AND e.visibility_scope NOT IN ('tutor', 'visual')
@@ -48,11 +49,7 @@ SELECT t.topic_id, t.title,
          WHERE s.topic_id = t.topic_id AND g.source_type = 'learned') AS learned_edges,
        (SELECT count(*) FROM hag_edges g JOIN hag_entries s ON s.id = g.source_entry_id
          WHERE s.topic_id = t.topic_id AND g.source_type = 'enriched') AS enriched_edges,
-       (SELECT count(*) FROM hag_entries e
-         WHERE e.topic_id = t.topic_id AND e.visibility_scope NOT IN ('tutor', 'visual')
-           AND e.visibility_scope NOT LIKE 'student:%%'
-           AND NOT EXISTS (SELECT 1 FROM hag_edges g
-                           WHERE g.source_entry_id = e.id OR g.target_entry_id = e.id)) AS orphans
+       (SELECT count(*) FROM hag_orphan_entries o WHERE o.topic_id = t.topic_id) AS orphans
 FROM hag_topics t
 ORDER BY t.topic_id
 
@@ -60,3 +57,7 @@ ORDER BY t.topic_id
 -- Stored timestamps no client can read back (year 0, year 10000), by table, row and column:
 -- a read that failed on one names where it is (hag_unreadable_timestamps).
 SELECT table_name, row_key, column_name, stored FROM hag_unreadable_timestamps() LIMIT 5
+
+-- name: topic_exists
+-- Whether a topic id is known: a command naming a missing topic is refused, not answered empty.
+SELECT EXISTS (SELECT 1 FROM hag_topics WHERE topic_id = %(topic_id)s) AS found

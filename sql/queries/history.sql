@@ -1,12 +1,37 @@
 -- name: entity_history
--- Every recorded confidence change of one entry or edge, oldest first: the answer to "why is
--- this edge at 0.45". Rows are written by the triggers of migration 003 under the row's lock,
--- so history_id orders one entity's changes.
-SELECT h.history_id, h.entity_kind, h.entity_id, h.old_value, h.new_value, h.reason,
-       h.session_id, h.run_id, h.at
-FROM hag_confidence_history h
-WHERE h.entity_id = %(entity_id)s
-ORDER BY h.history_id
+-- Every event of one entry or edge, in the memory's own time: each confidence change (the
+-- triggers of migration 003 stamp it with the session's ended_at or the run's as_of), each
+-- cull of the edge (its audit row, at the run's as_of) and its restore. A restore is stamped
+-- with the wall clock while a simulated or backfilled memory may run ahead of it, so its
+-- time is never before the cull it undoes: one clock, and a restore always follows its cull.
+-- `total` counts every event; the newest %(limit)s are returned, oldest first.
+WITH events AS (
+    SELECT h.history_id AS seq, 1 AS kind_order, h.entity_kind, h.old_value, h.new_value,
+           h.reason, h.session_id, h.run_id,
+           GREATEST(h.at, (SELECT max(a.deleted_at) FROM hag_edge_audit a
+                           WHERE a.edge_id = h.entity_id AND a.restored_at = h.at
+                             AND h.reason = 'restored from the cull audit')) AS at
+    FROM hag_confidence_history h
+    WHERE h.entity_id = %(entity_id)s
+    UNION ALL
+    SELECT a.audit_id, 0, 'edge', a.confidence, NULL,
+           CASE a.reason WHEN 'cull' THEN 'culled by the nightly sweep'
+                         ELSE 'removed (' || a.reason || ')' END
+               || ', traversed ' || a.traversal_count || ' time(s)',
+           NULL, a.run_id, a.deleted_at
+    FROM hag_edge_audit a
+    WHERE a.edge_id = %(entity_id)s
+),
+ordered AS (
+    SELECT e.*, count(*) OVER () AS total,
+           row_number() OVER (ORDER BY e.at DESC, e.kind_order DESC, e.seq DESC) AS newest
+    FROM events e
+)
+SELECT o.seq AS history_id, o.entity_kind, %(entity_id)s::uuid AS entity_id, o.old_value,
+       o.new_value, o.reason, o.session_id, o.run_id, o.at, o.total
+FROM ordered o
+WHERE o.newest <= %(limit)s
+ORDER BY o.at, o.kind_order, o.seq
 
 -- name: session_known
 -- Whether a session was ever ingested, and whether it has been applied.
@@ -17,14 +42,28 @@ SELECT session_id, status, applied_seq FROM hag_sessions WHERE session_id = %(se
 -- the last history row written by that session or by any session applied before it (by
 -- applied_seq), or by anything else (loads, sweeps) at or before that session's time. The
 -- history of one row is written under that row's lock, so history_id orders its changes.
+-- Each row is named by its concept (an edge by both ends and its type) where it still exists.
 WITH target AS (
     SELECT applied_seq, ended_at FROM hag_sessions WHERE session_id = %(session_id)s
+),
+latest AS (
+    SELECT DISTINCT ON (h.entity_kind, h.entity_id)
+           h.entity_kind, h.entity_id, h.new_value AS confidence, h.reason, h.session_id, h.at
+    FROM hag_confidence_history h
+    LEFT JOIN hag_sessions s ON s.session_id = h.session_id
+    CROSS JOIN target t
+    WHERE (s.applied_seq IS NOT NULL AND s.applied_seq <= t.applied_seq)
+       OR (h.session_id IS NULL AND h.at <= t.ended_at)
+    ORDER BY h.entity_kind, h.entity_id, h.history_id DESC
 )
-SELECT DISTINCT ON (h.entity_kind, h.entity_id)
-       h.entity_kind, h.entity_id, h.new_value AS confidence, h.reason, h.session_id, h.at
-FROM hag_confidence_history h
-LEFT JOIN hag_sessions s ON s.session_id = h.session_id
-CROSS JOIN target t
-WHERE (s.applied_seq IS NOT NULL AND s.applied_seq <= t.applied_seq)
-   OR (h.session_id IS NULL AND h.at <= t.ended_at)
-ORDER BY h.entity_kind, h.entity_id, h.history_id DESC
+SELECT l.*,
+       COALESCE(en.topic_id, src.topic_id) AS topic_id,
+       CASE WHEN l.entity_kind = 'entry' THEN en.concept_slug
+            ELSE src.concept_slug || ' -' || ed.edge_type || '-> ' || dst.concept_slug
+       END AS name
+FROM latest l
+LEFT JOIN hag_entries en ON l.entity_kind = 'entry' AND en.id = l.entity_id
+LEFT JOIN hag_edges ed ON l.entity_kind = 'edge' AND ed.id = l.entity_id
+LEFT JOIN hag_entries src ON src.id = ed.source_entry_id
+LEFT JOIN hag_entries dst ON dst.id = ed.target_entry_id
+ORDER BY topic_id NULLS LAST, name NULLS LAST, l.entity_kind, l.entity_id

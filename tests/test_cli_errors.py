@@ -1,0 +1,123 @@
+"""The command line's one error convention, held over every command (hag/cli/__init__.py).
+
+One line on stderr starting `hag: `, no traceback; exit 1 for a refused or failed value (bad
+value, unknown topic, dial, file, session or id), exit 2 for a malformed command line.
+"""
+
+from __future__ import annotations
+
+import click
+import pytest
+
+from hag.cli import COMMANDS, cli, main
+
+NOT_AN_ID = "not-an-id"
+MISSING = "00000000-0000-4000-8000-000000000000"
+
+# Every leaf command: the mistakes an operator makes with it, the exit code, and what the
+# one line must name. Unknown-option (exit 2) is checked for every command separately.
+CASES: dict[str, list[tuple[list[str], int, str]]] = {
+    "db start": [(["db", "start", "extra"], 2, "unexpected extra argument")],
+    "db stop": [(["db", "stop", "extra"], 2, "unexpected extra argument")],
+    "db status": [(["db", "status", "extra"], 2, "unexpected extra argument")],
+    "db url": [(["db", "url", "extra"], 2, "unexpected extra argument")],
+    "migrate": [(["migrate", "extra"], 2, "unexpected extra argument")],
+    "load-corpus": [
+        (["load-corpus", "/nonexistent/corpus.json"], 1, "/nonexistent/corpus.json"),
+        (["load-corpus"], 2, "missing argument"),
+    ],
+    "export": [
+        (["export", "edges", "--topic", "nowhere"], 1, "unknown topic 'nowhere'"),
+        (["export", "entries", "--topic", "nowhere"], 1, "unknown topic 'nowhere'"),
+        (["export", "rows"], 1, "'rows'"),
+    ],
+    "settings list": [(["settings", "list", "extra"], 2, "unexpected extra argument")],
+    "settings get": [(["settings", "get", "no_such_dial"], 1, "no_such_dial")],
+    "settings set": [
+        (["settings", "set", "cull_max_confidence", "-0.1"], 1, "between 0 and 1"),
+        (["settings", "set", "no_such_dial", "1"], 1, "no_such_dial"),
+        (["settings", "set", "floor_proven"], 2, "missing argument"),
+    ],
+    "settings reset": [(["settings", "reset", "no_such_dial"], 1, "no_such_dial")],
+    "demo": [(["demo", "extra"], 2, "unexpected extra argument")],
+    "retrieve": [
+        (
+            ["retrieve", "--topic", "nowhere", "--learner", "ada", "--message", "hi"],
+            1,
+            "unknown topic 'nowhere'",
+        ),
+        (["retrieve", "--learner", "ada", "--message", "hi"], 2, "missing option"),
+    ],
+    "ingest": [
+        (["ingest", "/nonexistent/sessions.jsonl"], 1, "/nonexistent/sessions.jsonl"),
+        (["ingest", "--quarantined", "--limit", "0"], 1, "--limit"),
+    ],
+    "process-sessions": [(["process-sessions", "--limit", "0"], 1, "--limit")],
+    "nightly": [(["nightly", "--as-of", "yesterday"], 1, "'yesterday'")],
+    "audit culled": [
+        (["audit", "culled", "--run", NOT_AN_ID], 1, NOT_AN_ID),
+        (["audit", "culled", "--limit", "0"], 1, "--limit"),
+    ],
+    "audit restore": [
+        (["audit", "restore", NOT_AN_ID], 1, NOT_AN_ID),
+        (["audit", "restore", MISSING], 1, MISSING),
+        (["audit", "restore"], 2, "give exactly one"),
+    ],
+    "history": [
+        (["history", NOT_AN_ID], 1, NOT_AN_ID),
+        (["history", MISSING], 1, MISSING),
+        (["history", "--after-session", "no-such-session"], 1, "no-such-session"),
+        (["history"], 2, "give exactly one"),
+    ],
+    "check": [(["check", "extra"], 2, "unexpected extra argument")],
+    "enrich": [
+        (["enrich", "--topic", "nowhere", "--dry-run"], 1, "unknown topic 'nowhere'"),
+        (["enrich", "--limit", "0"], 1, "--limit"),
+    ],
+    "serve": [(["serve", "--port", "0"], 1, "--port")],
+    "simulate": [(["simulate", "--learners", "0"], 1, "--learners")],
+}
+
+
+def leaf_commands() -> list[str]:
+    """Every command an operator can run, sub-commands of groups included."""
+    leaves = []
+    for name in sorted(COMMANDS):
+        cmd = cli.get_command(click.Context(cli), name)
+        if isinstance(cmd, click.Group):
+            leaves.extend(f"{name} {sub}" for sub in sorted(cmd.commands))
+        else:
+            leaves.append(name)
+    return leaves
+
+
+def _run(args: list[str], capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    return int(stopped.value.code or 0), capsys.readouterr().err
+
+
+def test_every_command_has_error_cases():
+    """A new command cannot be added without its mistakes in this table."""
+    assert sorted(CASES) == leaf_commands()
+
+
+# `settings set KEY VALUE` reads anything after KEY as the value, so that -0.1 is a value.
+@pytest.mark.parametrize("path", [p for p in leaf_commands() if p != "settings set"])
+def test_an_unknown_option_is_exit_2_and_one_line(path, capsys):
+    """Every command refuses an unknown option the same way: exit 2, one line naming it."""
+    code, err = _run([*path.split(), "--no-such-option"], capsys)
+    assert code == 2
+    assert err.splitlines() == [f"hag: No such option '--no-such-option' (see `hag {path} --help`)"]
+
+
+@pytest.mark.parametrize("path", sorted(CASES))
+def test_each_mistake_is_one_line_with_the_conventional_code(path, db, capsys):
+    """Bad values and unknown names exit 1, bad command lines exit 2; one `hag: ` line each."""
+    for args, want_code, names in CASES[path]:
+        code, err = _run(args, capsys)
+        lines = [line for line in err.splitlines() if not line.startswith("embedder: ")]
+        assert (code, len(lines)) == (want_code, 1), (args, err)
+        assert lines[0].startswith("hag: ") and "Traceback" not in err, (args, err)
+        assert names.lower() in lines[0].lower(), (args, lines[0])
