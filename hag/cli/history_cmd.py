@@ -18,7 +18,7 @@ def history(entity_id: str | None, session_id: str | None, as_json: bool) -> Non
     reason, the session or run that made it, and the event time. With --after-session: every
     entry's and edge's confidence as it stood right after that session was applied.
     """
-    from hag import db  # noqa: PLC0415
+    from hag import db, runs  # noqa: PLC0415
     from hag.history import confidence_history, memory_after_session  # noqa: PLC0415
 
     if (entity_id is None) == (session_id is None):
@@ -36,7 +36,8 @@ def history(entity_id: str | None, session_id: str | None, as_json: bool) -> Non
     if entity_id is not None:
         for r in rows:
             old = "—" if r["old_value"] is None else f"{r['old_value']:.4f}"
-            source = r["session_id"] or (str(r["run_id"])[:8] if r["run_id"] else "")
+            # The short run id every listing prints, accepted back by `hag audit --run`.
+            source = r["session_id"] or runs.short(r["run_id"])
             click.echo(
                 f"{r['at']:%Y-%m-%d %H:%M}  {old:>6} -> {r['new_value']:.4f}  "
                 f"{r['reason']}  {source}".rstrip()
