@@ -67,10 +67,10 @@ def log_summary(logger: Any, summary: NightlySummary) -> None:
     else:
         logger.info("nightly dry run as of %s: nothing changes", summary.as_of.isoformat())
     logger.info(
-        "promotion: %d candidate → pattern, %d pattern → proven %s(%.2f s)",
+        "promotion%s: %d candidate → pattern, %d pattern → proven (%.2f s)",
+        " (would be)" if summary.dry_run else "",
         summary.promoted_to_pattern,
         summary.promoted_to_proven,
-        would,
         steps.get("promotion", 0.0),
     )
     logger.info(
