@@ -22,8 +22,8 @@ def nightly_flow(as_of: datetime | None = None, dry_run: bool = False) -> dict[s
     the topics that have one).
 
     Args:
-        as_of: 'Now' for the age rules (14 and 90 days) and the time the run stamps on what
-            it changes, for backfills; empty means now. A time without a zone is UTC.
+        as_of: 'Now' for the age rules (promotion and cull ages) and the time the run stamps
+            on what it changes, for backfills; empty means now. A time without a zone is UTC.
         dry_run: Report what would change and change nothing (the run is tagged dry-run and
             publishes under nightly-dry-run-* artifact keys).
     """

@@ -184,8 +184,11 @@ def test_parameter_bounds_refuse_a_bad_value_before_a_run_exists(prefect_harness
 
 def _paused_nightly(db, dials, timeout_seconds: int = 600):
     """A nightly run over the guard, started in a thread; returns (thread, box, flow run, ids)."""
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState
-    from prefect.client.schemas.filters import FlowRunFilterStateType
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
 
     from flows.nightly import nightly_flow

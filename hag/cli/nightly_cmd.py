@@ -65,9 +65,10 @@ def _print_summary(summary: Any) -> None:
             f"{e.source_type} {e.confidence:.3f}, {e.age_days} days  {e.edge_id}"
         )
     if summary.culled > len(summary.culled_edges):
+        rest = f"`hag audit culled --run {str(summary.run_id)[:8]}` lists them all"
         note(
             f"(showing {len(summary.culled_edges)} of {summary.culled}; "
-            f"`hag audit culled --run {summary.run_id}` lists them all)"
+            + ("a real run's audit lists them all)" if dry_run else f"{rest})")
         )
 
 

@@ -132,7 +132,8 @@ class EnrichmentSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "run_id": str(self.run_id),
+            # A dry run records nothing: no run id is shown that could not be looked up.
+            "run_id": None if self.dry_run else str(self.run_id),
             "dry_run": self.dry_run,
             "proposer": self.proposer,
             "offline": self.offline,
