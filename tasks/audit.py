@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.artifacts import create_table_artifact
 
-from hag import audit
+from hag import audit, runs
 from hag.audit import RestoreResult
 
 
@@ -51,7 +51,7 @@ def publish_restore_report(result: RestoreResult) -> None:
                 "provenance": e["source_type"],
                 "confidence": round(e["confidence"], 3),
                 "outcome": f"refused: {e['refusal']}" if e["refusal"] else verb,
-                "edge": str(e["edge_id"])[:8],
+                "edge": runs.short(e["edge_id"]),
             }
             for e in result.edges
         ],

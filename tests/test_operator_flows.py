@@ -319,3 +319,4 @@ def test_an_idle_session_end_run_is_quick_and_publishes_nothing(db, prefect_harn
     assert db.execute("SELECT count(*) AS n FROM hag_runs").fetchone()["n"] == 0
     db.rollback()
     assert _flow_run(flow_run_id).name.startswith("session-end ")
+    assert "0 session(s) pending" in _logs(flow_run_id, "pending")
