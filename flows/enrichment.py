@@ -3,27 +3,40 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from prefect import flow
+from pydantic import Field
 
 from tasks.checks import run_expectations
 from tasks.enrichment import enrich_orphans, publish_cost_ledger, publish_proposals
+from tasks.runtime import enrichment_run_name, tag_dry_run
 
 
-@flow(name="enrichment")
+# Bounds are declared on the types (the run form and the API refuse a bad value before a
+# run exists); the descriptions are the docstring's Args, which Prefect shows in the form.
+@flow(name="enrichment", flow_run_name=enrichment_run_name, validate_parameters=True)
 def enrichment_flow(
-    topic: str | None = None,
-    limit: int | None = None,
+    topic: Annotated[str | None, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=200)] = None,
+    limit: Annotated[int | None, Field(ge=1, le=100_000)] = None,
     dry_run: bool = False,
-    model: str | None = None,
+    model: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
     as_of: datetime | None = None,
 ) -> dict[str, Any]:
     """Enrich orphans (validated proposals), publish the cost ledger and the proposals, check.
 
     The same parameters as `hag enrich`: a backfill from the Prefect UI is this deployment
     run with a topic, a limit, a model, or as a dry run.
+
+    Args:
+        topic: Only orphans of this topic (its slug, e.g. cryptography); empty: every topic.
+        limit: At most this many orphans, 1 to 100000 (each costs model calls); empty: the
+            enrichment_default_limit dial.
+        dry_run: Ask the model and validate, but write nothing (the run is tagged dry-run).
+        model: The model to ask (e.g. gpt-4o-mini); empty: the configured one.
+        as_of: The moment accepted edges are created at, for backfills; empty means now.
     """
+    tag_dry_run(dry_run)
     summary = enrich_orphans(topic, limit, dry_run, model, as_of)
     publish_cost_ledger(summary)
     publish_proposals(summary)

@@ -2,33 +2,48 @@
 
 One flow run handles many sessions (Prefect costs about a second per flow run, so one run
 per session would not scale); each session is still its own transaction inside a batch.
+With nothing pending (most of the scheduled runs) it records nothing, publishes nothing and
+runs no suite: it finishes in about a second. The suites run after a run that changed the
+memory.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from prefect import flow
+from pydantic import Field
 
-from hag.session.process import process_pending
 from tasks.checks import run_expectations
-from tasks.session import apply_session_batch, publish_session_summary
+from tasks.runtime import session_end_run_name
+from tasks.session import count_pending, process_sessions, publish_session_summary
 
 
-@flow(name="session-end")
+# Bounds are declared on the types (the run form and the API refuse a bad value before a
+# run exists); the descriptions are the docstring's Args, which Prefect shows in the form.
+@flow(name="session-end", flow_run_name=session_end_run_name, validate_parameters=True)
 def session_end_flow(
-    batch_size: int | None = None, limit: int | None = None, workers: int = 1, check: bool = True
+    batch_size: Annotated[int | None, Field(ge=1, le=100_000)] = None,
+    limit: Annotated[int | None, Field(ge=1, le=10_000_000)] = None,
+    workers: Annotated[int, Field(ge=1, le=64)] = 1,
+    check: bool = True,
 ) -> dict[str, Any]:
-    """Apply pending sessions batch by batch in one recorded run (hag.session.process:
-    process_pending, each batch a task), publish the summary, then run the data-quality
-    suites (a failed expectation fails the flow run)."""
-    total = process_pending(
-        batch_size,
-        limit,
-        workers=workers,
-        run_batch=lambda run_id, want: apply_session_batch(run_id, want, workers),
-    )
+    """Apply pending sessions batch by batch in one recorded run, publish the summary, then
+    run the data-quality suites (a failed expectation fails the flow run). With nothing
+    pending: nothing recorded, published or checked.
+
+    Args:
+        batch_size: Sessions applied per batch (one task run each), 1 to 100000; empty: the
+            session_batch_size dial.
+        limit: At most this many sessions, 1 to 10000000; empty: every pending session.
+        workers: Sessions applied concurrently, 1 to 64, each in its own transaction (the
+            result equals some serial order); 1 applies them in ended_at order.
+        check: Run the data-quality suites after a run that changed the memory.
+    """
+    if count_pending() == 0:
+        return {"run_id": None, "sessions": 0, "rejects": 0, "idle": True}
+    total = process_sessions(batch_size, limit, workers)
     publish_session_summary(total)
-    if check:
+    if check and total.sessions:  # a run that only rejected payloads changed no memory
         run_expectations()  # the expectation suites (tasks/checks.py), last, on the whole memory
     return total.as_dict()

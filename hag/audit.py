@@ -4,6 +4,10 @@ Every culled edge has a full copy in `hag_edge_audit`. `culled()` lists them; `r
 puts them back exactly as they were (same id, every column), refusing, with the reason,
 an edge whose endpoint entry is gone or which has since been recreated. A restored edge is
 never culled again by the rule (the operator's word outranks it; see docs/nightly.md).
+
+Runs are named as everywhere (hag/runs.py: a run id or Prefect flow-run id, or a unique
+prefix of either), and culled edges by their id or a unique prefix of it (the short ids the
+listings print), so what is printed short is accepted back.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hag import db
+from hag import db, runs
 from hag.edges import say_why
-from hag.errors import NotFoundError
+from hag.errors import NotFoundError, ValidationError
 from hag.sqlfiles import query
 
 # Columns of a culled-edge listing, in the order tables and CSV files show them.
@@ -43,16 +47,42 @@ class Refusal:
 
 @dataclass
 class RestoreResult:
-    """Which edges went back, and which were refused with their reason."""
+    """Which edges went back (or, in a dry run, would), and which were refused with why."""
 
     restored: list[uuid.UUID] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
+    dry_run: bool = False
+    # Each edge asked for: concepts, type, provenance, confidence, and what happened to it.
+    edges: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "dry_run": self.dry_run,
             "restored": [str(e) for e in self.restored],
             "refused": [{"edge_id": str(r.edge_id), "reason": r.reason} for r in self.refused],
         }
+
+
+def resolve_edge(text: str | uuid.UUID, *, conn: Any = None) -> uuid.UUID:
+    """The culled edge an operator means: its id, or a unique prefix of it (>= 4 digits)."""
+    typed = str(text).strip()
+    prefix = typed.lower().replace("-", "")
+    if not all(ch in "0123456789abcdef" for ch in prefix) or not 0 < len(prefix) <= 32:
+        raise ValidationError(f"{typed!r} is not an edge id (hex digits of a culled edge's id)")
+    if len(prefix) < runs.MIN_PREFIX:
+        raise ValidationError(
+            f"edge id {typed!r} is too short: give at least {runs.MIN_PREFIX} digits"
+        )
+    with db.connection_or_own(conn) as c:
+        rows = c.execute(query("audit", "match_culled_edge"), {"prefix": prefix}).fetchall()
+        if conn is None:
+            c.rollback()
+    if not rows:
+        raise NotFoundError(f"edge {typed!r}: no culled edge has this id")
+    if len(rows) > 1:
+        named = ", ".join(runs.short(r["edge_id"]) for r in rows)
+        raise ValidationError(f"edge id {typed!r} is ambiguous: it matches {named}")
+    return rows[0]["edge_id"]  # type: ignore[no-any-return]
 
 
 def culled(
@@ -62,8 +92,14 @@ def culled(
     limit: int | None = None,
     conn: Any = None,
 ) -> list[dict[str, Any]]:
-    """Culled edges, newest first: every audit column an operator reviews, both concepts."""
+    """Culled edges, newest first: every audit column an operator reviews, both concepts.
+
+    `run_id` is resolved as everywhere (either id, or a unique prefix); an unknown run is
+    an error, not an empty answer.
+    """
     with db.connection_or_own(conn) as c:
+        if run_id is not None:
+            run_id = runs.resolve(run_id, conn=c)
         rows = c.execute(
             query("audit", "culled"),
             {
@@ -78,46 +114,76 @@ def culled(
 
 
 def restore(
-    edge_id: uuid.UUID | str | None = None,
+    edge_id: uuid.UUID | str | list[uuid.UUID | str] | None = None,
     run_id: uuid.UUID | str | None = None,
     *,
+    dry_run: bool = False,
     by: str = "hag audit restore",
     conn: Any = None,
 ) -> RestoreResult:
-    """Put culled edges back as they were: one edge, or every edge one run culled.
+    """Put culled edges back as they were: some edges (ids or prefixes), or one run's.
 
     Restores what it can and refuses the rest with a reason (an endpoint entry no longer
-    exists, or the edge has since been recreated); one transaction, committed here.
+    exists, or the edge has since been recreated); one transaction, committed here. A dry
+    run says what would come back and what would be refused, and writes nothing.
     """
     if (edge_id is None) == (run_id is None):
         raise ValueError("restore takes exactly one of edge_id or run_id")
-    asked = {
-        "edge_id": str(edge_id) if edge_id else None,
-        "run_id": str(run_id) if run_id else None,
-    }
+    wanted = [] if edge_id is None else edge_id if isinstance(edge_id, list) else [edge_id]
+    if run_id is None and not wanted:
+        raise ValidationError("restore: no edge id given")
     with db.connection_or_own(conn) as c:
         try:
-            result = _restore(c, asked, by)
-            c.commit()
+            asked = {
+                "edge_ids": sorted({str(resolve_edge(e, conn=c)) for e in wanted}),
+                "run_id": str(runs.resolve(run_id, conn=c)) if run_id is not None else None,
+            }
+            result = _restore(c, asked, by, dry_run)
+            if dry_run:
+                c.rollback()
+            else:
+                c.commit()
         except BaseException:
             c.rollback()
             raise
     return result
 
 
-def _restore(conn: Any, asked: dict[str, Any], by: str) -> RestoreResult:
+def _restore(conn: Any, asked: dict[str, Any], by: str, dry_run: bool) -> RestoreResult:
     conn.execute(query("audit", "lock_restorable"), asked).fetchall()
     verdicts = conn.execute(query("audit", "restore_verdicts"), asked).fetchall()
     if not verdicts:
-        what = f"edge {asked['edge_id']}" if asked["edge_id"] else f"run {asked['run_id']}"
+        what = (
+            f"edge(s) {', '.join(runs.short(e) for e in asked['edge_ids'])}"
+            if asked["edge_ids"]
+            else f"run {runs.short(asked['run_id'])}"
+        )
         raise NotFoundError(
             f"{what}: no culled edge waiting to be restored (never culled, or already restored)"
         )
     result = RestoreResult(
-        refused=[Refusal(v["edge_id"], v["refusal"]) for v in verdicts if v["refusal"]]
+        refused=[Refusal(v["edge_id"], v["refusal"]) for v in verdicts if v["refusal"]],
+        dry_run=dry_run,
+        edges=[
+            {
+                k: v[k]
+                for k in (
+                    "edge_id",
+                    "source_concept",
+                    "target_concept",
+                    "edge_type",
+                    "source_type",
+                    "confidence",
+                    "refusal",
+                )
+            }
+            for v in verdicts
+        ],
     )
     wanted = [v for v in verdicts if not v["refusal"]]
-    if wanted:
+    if wanted and dry_run:
+        result.restored = sorted((v["edge_id"] for v in wanted), key=str)
+    elif wanted:
         say_why(conn, "restored from the cull audit")
         back = conn.execute(
             query("audit", "restore_edges"),

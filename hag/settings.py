@@ -155,6 +155,10 @@ _DIALS: tuple[Dial, ...] = (
         forbidden=("seed",), pattern=r"[a-z][a-z0-9_]*",
     ),
     _i("sweep_report_max_rows", 200, 1, 100000, "ours: culled edges listed in a run's report (all stay in the audit)", W),
+    _i("cull_guard_max_edges", 1000, 0, 1000000000, "ours: a scheduled nightly run that would cull more edges than this pauses for an operator's decision (0: no count limit)", W),
+    _f("cull_guard_max_share", 0.10, 0, 1, "ours: ...or that would cull more than this share of all edges (1: no share limit)", W),
+    _i("cull_guard_min_edges", 50, 1, 1000000000, "ours: the share limit applies from this many culled edges on (a handful is no big night)", W),
+    _i("cull_guard_timeout_seconds", 3600, 1, 604800, "ours: a paused big night left unanswered this long culls nothing", "tasks/sweeps.py"),
     # --- enrichment (SPEC §6) ---
     _f("enrichment_confidence", 0.4, 0.05, 1, "seed (value ours): confidence of an enriched edge, below authored ones", E),
     _i("enrichment_candidate_count", 12, 1, 200, "ours: candidate concepts offered to the model per orphan", E),

@@ -4,7 +4,17 @@ A run is: read the dials in force → decide and apply every step in SQL, in one
 (`sql/queries/sweeps.sql`, rules in migration 030) → report. The cull's audit rows are
 written by the AFTER DELETE statement trigger of migration 001 inside that same
 transaction, from the run id, reason and rule values this module sets first. A dry run
-asks the same rules what they would do and writes nothing at all (not even a run row).
+asks the same rules what they would do and writes nothing at all: no run row, and so no
+run id (its summary's `run_id` is None: there would be nothing to look up).
+
+The big-night guard: when the caller passes `decide` (the Prefect flow does) and the cull
+would delete more than the guard dials allow, promotion and archiving commit first (never
+held back), `decide` is shown the forecast and answers; approval culls exactly the
+forecast edges (those the rule still allows), a refusal culls nothing, and the summary
+says which (`guard`). Without `decide` (the command line, the simulator) nothing pauses.
+
+While a run works, its connection holds the run's liveness lock (hag/runs.py); a run
+starting marks `abandoned` any run left `running` by a process that is gone.
 
 `as_of` is the run's "now" for every age rule, and the time the run stamps on what it
 changes (audit `deleted_at`, maturity history), so a backfill as of a past date leaves the
@@ -16,12 +26,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from hag import bounds, db, settings
+from hag import bounds, db, runs, settings
 from hag.errors import ValidationError
 from hag.sqlfiles import query
 from hag.timing import timed
@@ -50,6 +60,35 @@ CULL_DIALS = (
 
 
 @dataclass(frozen=True)
+class Decision:
+    """An operator's answer to a paused big night: approve the forecast cull, or not."""
+
+    approved: bool
+    outcome: str  # "approved", "rejected" or "timed out": what the report says happened
+    note: str = ""
+
+
+def guard_reason(forecast: int, total_edges: int, dials: Mapping[str, Any]) -> str | None:
+    """Why a cull of `forecast` of `total_edges` edges needs an operator, or None if not.
+
+    Too many edges (`cull_guard_max_edges`, 0 = no count limit), or too large a share of
+    all edges (`cull_guard_max_share`) once the cull is at least `cull_guard_min_edges` (a
+    small memory culling a handful of edges is no big night).
+    """
+    max_edges = int(dials["cull_guard_max_edges"])
+    if max_edges and forecast > max_edges:
+        return f"the cull would delete {forecast} edges, more than cull_guard_max_edges {max_edges}"
+    share = forecast / total_edges if total_edges else 0.0
+    max_share = float(dials["cull_guard_max_share"])
+    if forecast >= int(dials["cull_guard_min_edges"]) and share > max_share:
+        return (
+            f"the cull would delete {forecast} of {total_edges} edges ({share:.1%}), more than "
+            f"cull_guard_max_share {max_share:.1%}"
+        )
+    return None
+
+
+@dataclass(frozen=True)
 class CulledEdge:
     """One row of the operator's table: source → target, type, provenance, confidence, age."""
 
@@ -66,7 +105,7 @@ class CulledEdge:
 class NightlySummary:
     """What one nightly run changed (or, for a dry run, would change)."""
 
-    run_id: uuid.UUID
+    run_id: uuid.UUID | None  # None for a dry run: nothing was recorded
     as_of: datetime
     dry_run: bool
     promoted_to_pattern: int = 0
@@ -78,6 +117,9 @@ class NightlySummary:
     rule_values: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     step_seconds: dict[str, float] = field(default_factory=dict)  # where the time went
+    # The big-night guard when it tripped: reason, forecast, decision (None: it did not).
+    guard: dict[str, Any] | None = None
+    flow_run_id: str | None = None  # the Prefect flow run that made this run, if any
 
     @property
     def promotions(self) -> int:
@@ -91,20 +133,33 @@ class NightlySummary:
             "archived": self.archived,
             "culled": self.culled,
             "culled_by_source_type": self.culled_by_source_type,
+            **({"guard": self.guard} if self.guard else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["run_id"] = str(self.run_id)
+        data["run_id"] = str(self.run_id) if self.run_id else None
         data["as_of"] = self.as_of.isoformat()
         data["culled_edges"] = [{**asdict(e), "edge_id": str(e.edge_id)} for e in self.culled_edges]
         return data
 
 
-def run_nightly(as_of: datetime | None = None, dry_run: bool = False) -> NightlySummary:
-    """Promote, archive and cull as of `as_of` (default: now); a dry run changes nothing."""
+Decide = Callable[["NightlySummary"], Decision]
+
+
+def run_nightly(
+    as_of: datetime | None = None,
+    dry_run: bool = False,
+    *,
+    flow_run_id: uuid.UUID | str | None = None,
+    decide: Decide | None = None,
+) -> NightlySummary:
+    """Promote, archive and cull as of `as_of` (default: now); a dry run changes nothing.
+
+    `flow_run_id` is recorded on the run row; `decide` is asked on a big night (see above).
+    """
     with db.connect() as conn:
-        return sweep(conn, as_of=as_of, dry_run=dry_run)
+        return sweep(conn, as_of=as_of, dry_run=dry_run, flow_run_id=flow_run_id, decide=decide)
 
 
 def sweep(
@@ -113,6 +168,8 @@ def sweep(
     as_of: datetime | None = None,
     dry_run: bool = False,
     run_id: uuid.UUID | None = None,
+    flow_run_id: uuid.UUID | str | None = None,
+    decide: Decide | None = None,
 ) -> NightlySummary:
     """The nightly run on a caller's connection (committed here; nothing open is left)."""
     started = time.perf_counter()
@@ -128,38 +185,69 @@ def sweep(
     if problem:  # a far moment would be written into every row the run touches
         raise ValidationError(f"--as-of {problem}")
     summary = NightlySummary(
-        run_id=run_id or uuid.uuid4(),
+        run_id=None if dry_run else run_id or uuid.uuid4(),
         as_of=when,
         dry_run=dry_run,
         rule_values=rule_values(dials, when),
+        flow_run_id=str(flow_run_id) if flow_run_id else None,
     )
     params = sweep_parameters(dials, when, summary.run_id)
     if dry_run:
-        _forecast(conn, params, summary)
+        _forecast(conn, params, summary, dials)
         conn.rollback()
     else:
+        assert summary.run_id is not None
+        _recorded_run(conn, summary, params, dials, decide)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _recorded_run(
+    conn: Any,
+    summary: NightlySummary,
+    params: dict[str, Any],
+    dials: Mapping[str, Any],
+    decide: Decide | None,
+) -> None:
+    """A real run: its row (and liveness lock) first, then the work, then the row closed."""
+    run_id = summary.run_id
+    assert run_id is not None
+    runs.reap(conn)
+    runs.hold(conn, run_id)  # before the row exists: a reaper never sees it running unheld
+    try:
         conn.execute(
             query("sweeps", "start_run"),
             {
-                "run_id": summary.run_id,
-                "as_of": when,
-                "params": json.dumps({"as_of": when.isoformat(), "dials": summary.rule_values}),
+                "run_id": run_id,
+                "as_of": summary.as_of,
+                "params": json.dumps(
+                    {"as_of": summary.as_of.isoformat(), "dials": summary.rule_values}
+                ),
             },
         )
+        runs.link_flow_run(conn, run_id, summary.flow_run_id)
         conn.commit()
         try:
-            _apply(conn, params, summary)
+            _apply(conn, params, summary, dials, decide)
             conn.execute(
                 query("sweeps", "finish_run"),
-                {"run_id": summary.run_id, "summary": json.dumps(summary.counts())},
+                {"run_id": run_id, "summary": json.dumps(summary.counts())},
             )
             conn.commit()
         except BaseException as exc:
             conn.rollback()
-            _record_failure(conn, summary.run_id, exc)
+            _record_failure(conn, run_id, exc)
             raise
-    summary.seconds = time.perf_counter() - started
-    return summary
+    finally:
+        _release(conn, run_id)
+
+
+def _release(conn: Any, run_id: uuid.UUID) -> None:
+    try:
+        runs.release(conn, run_id)
+        conn.commit()
+    except Exception:  # noqa: BLE001 - a broken connection dropped the lock already
+        conn.rollback()
 
 
 def rule_values(dials: Mapping[str, Any], as_of: datetime) -> dict[str, Any]:
@@ -170,7 +258,7 @@ def rule_values(dials: Mapping[str, Any], as_of: datetime) -> dict[str, Any]:
 
 
 def sweep_parameters(
-    dials: Mapping[str, Any], as_of: datetime, run_id: uuid.UUID
+    dials: Mapping[str, Any], as_of: datetime, run_id: uuid.UUID | None
 ) -> dict[str, Any]:
     """The bound parameters every sweep query takes (the dials by their own keys)."""
     return {
@@ -179,10 +267,17 @@ def sweep_parameters(
         "as_of": as_of,
         "run_id": run_id,
         "limit": dials["sweep_report_max_rows"],
+        "only_edges": None,  # the cull of an approved forecast: exactly these edge ids
     }
 
 
-def _apply(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
+def _apply(
+    conn: Any,
+    params: dict[str, Any],
+    summary: NightlySummary,
+    dials: Mapping[str, Any],
+    decide: Decide | None,
+) -> None:
     conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
     with timed(summary.step_seconds, "promotion"):
         summary.promoted_to_pattern = _count(conn, "promote_to_pattern", params)
@@ -192,6 +287,45 @@ def _apply(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
             _count(conn, "archive_sunk", {**params, "from_maturity": m})
             for m in ("candidate", "pattern")
         )
+    if decide is not None and not _guarded_cull_approved(conn, params, summary, dials, decide):
+        return
+    _cull(conn, params, summary)
+
+
+def _guarded_cull_approved(
+    conn: Any,
+    params: dict[str, Any],
+    summary: NightlySummary,
+    dials: Mapping[str, Any],
+    decide: Decide,
+) -> bool:
+    """The big-night guard: False when the operator held the cull back (nothing culled).
+
+    Under the guard's limit nothing changes (True, the cull goes on in this transaction).
+    Over it, promotion and archiving commit, the operator decides on the forecast, and on
+    approval the cull is limited to the forecast edges, in a transaction of its own.
+    """
+    with timed(summary.step_seconds, "forecast"):
+        forecast = [r["id"] for r in conn.execute(query("sweeps", "cull_candidate_ids"), params)]
+        total = int(conn.execute(query("sweeps", "count_edges")).fetchone()["n"])
+    reason = guard_reason(len(forecast), total, dials)
+    if reason is None:
+        return True
+    _fill_forecast(conn, params, summary)
+    conn.commit()  # promotion and archiving are not held back by the pause
+    summary.guard = {"reason": reason, "forecast": len(forecast), "total_edges": total}
+    with timed(summary.step_seconds, "decision"):
+        decision = decide(summary)  # no transaction stays open while the operator thinks
+    summary.guard.update(decision=decision.outcome, note=decision.note)
+    summary.culled, summary.culled_by_source_type, summary.culled_edges = 0, {}, []
+    if not decision.approved:
+        return False
+    conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
+    params["only_edges"] = forecast
+    return True
+
+
+def _cull(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
     with timed(summary.step_seconds, "cull"):
         conn.execute(
             query("sweeps", "set_delete_context"),
@@ -211,11 +345,28 @@ def _apply(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
             summary.culled_edges = [CulledEdge(**r) for r in rows]
 
 
-def _forecast(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
+def _forecast(
+    conn: Any, params: dict[str, Any], summary: NightlySummary, dials: Mapping[str, Any]
+) -> None:
     row = conn.execute(query("sweeps", "maturity_forecast"), params).fetchone()
     summary.promoted_to_pattern = row["promoted_to_pattern"]
     summary.promoted_to_proven = row["promoted_to_proven"]
     summary.archived = row["archived"]
+    _fill_forecast(conn, params, summary)
+    total = int(conn.execute(query("sweeps", "count_edges")).fetchone()["n"])
+    reason = guard_reason(summary.culled, total, dials)
+    if reason is not None:
+        summary.guard = {
+            "reason": reason,
+            "forecast": summary.culled,
+            "total_edges": total,
+            "decision": "a scheduled run would pause for an operator's decision",
+            "note": "",
+        }
+
+
+def _fill_forecast(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
+    """The cull the rule would make now: counts by provenance, and the report's rows."""
     by_type = conn.execute(query("sweeps", "cull_forecast"), params).fetchall()
     summary.culled_by_source_type = {r["source_type"]: r["n"] for r in by_type}
     summary.culled = sum(summary.culled_by_source_type.values())
@@ -250,11 +401,11 @@ def _aware(moment: datetime) -> datetime:
 def render_markdown(summary: NightlySummary) -> str:
     """A link-free summary an operator reads in the Prefect UI."""
     mode = "Dry run (nothing was changed)" if summary.dry_run else "Nightly run"
-    lines = [
-        f"# {mode} as of {summary.as_of:%Y-%m-%d %H:%M %Z}",
-        "",
-        f"Run id: `{summary.run_id}`",
-        "",
+    lines = [f"# {mode} as of {summary.as_of:%Y-%m-%d %H:%M %Z}", ""]
+    if summary.run_id is not None:
+        flow_run = f" (Prefect flow run `{summary.flow_run_id}`)" if summary.flow_run_id else ""
+        lines += [f"Run id: `{summary.run_id}`{flow_run}", ""]
+    lines += [
         "| step | entries or edges |",
         "| --- | ---: |",
         f"| candidate → pattern | {summary.promoted_to_pattern} |",
@@ -264,6 +415,18 @@ def render_markdown(summary: NightlySummary) -> str:
     ]
     for source_type, n in summary.culled_by_source_type.items():
         lines.append(f"| culled, {source_type} | {n} |")
+    if summary.guard:
+        g = summary.guard
+        lines += [
+            "",
+            f"Big-night guard: {g['reason']}. Decision: {g['decision']}"
+            + (f" ({g['note']})" if g.get("note") else "")
+            + (
+                f"; {g['forecast']} forecast edge(s) were not culled."
+                if summary.culled == 0 and not summary.dry_run
+                else "."
+            ),
+        ]
     rv = summary.rule_values
     lines += [
         "",
@@ -274,15 +437,15 @@ def render_markdown(summary: NightlySummary) -> str:
         f"{rv['promotion_min_age_days']} days old with confidence at least "
         f"{rv['promotion_min_confidence']} and at most {rv['promotion_max_failures']} failures.",
     ]
-    if summary.culled > len(summary.culled_edges):
+    if summary.culled > len(summary.culled_edges) and summary.run_id is not None:
         lines += [
             "",
             f"The table lists the {len(summary.culled_edges)} weakest of "
-            f"{summary.culled} culled edges; `hag audit culled --run {summary.run_id}` "
+            f"{summary.culled} culled edges; `hag audit culled --run {runs.short(summary.run_id)}` "
             "lists them all.",
         ]
-    if summary.culled and not summary.dry_run:
-        lines += ["", f"To undo: `hag audit restore --run {summary.run_id}`."]
+    if summary.culled and summary.run_id is not None:
+        lines += ["", f"To undo: `hag audit restore --run {runs.short(summary.run_id)}`."]
     return "\n".join(lines) + "\n"
 
 
@@ -300,16 +463,20 @@ def counts_table(summary: NightlySummary) -> list[dict[str, Any]]:
     ]
 
 
-def culled_table(summary: NightlySummary) -> list[dict[str, Any]]:
-    """The culled edges as table rows (source → target, type, provenance, confidence, age)."""
+def culled_table(summary: NightlySummary, *, restorable: bool = True) -> list[dict[str, Any]]:
+    """The culled (or forecast) edges as table rows that fit a page: concept names, type,
+    provenance, confidence, age, and the command that puts the edge back (short ids, which
+    `hag audit restore` accepts). A forecast (`restorable=False`, or a dry run) has none."""
+    undo = restorable and not summary.dry_run
     return [
         {
-            "edge": f"{e.source_concept or '?'} → {e.target_concept or '?'}",
+            "source": e.source_concept or "?",
+            "target": e.target_concept or "?",
             "type": e.edge_type,
             "provenance": e.source_type,
-            "confidence": round(e.confidence, 4),
-            "age_days": e.age_days,
-            "edge_id": str(e.edge_id),
+            "confidence": round(e.confidence, 3),
+            "age (days)": e.age_days,
+            **({"restore": f"hag audit restore {runs.short(e.edge_id)}"} if undo else {}),
         }
         for e in summary.culled_edges
     ]

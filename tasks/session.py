@@ -4,11 +4,58 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NONE
+from prefect.runtime import flow_run
 
-from hag.session.process import ProcessSummary, process_batch, render_markdown, summary_table
+from hag import db
+from hag.session.process import (
+    ProcessSummary,
+    pending_count,
+    process_batch,
+    process_pending,
+    render_markdown,
+    summary_table,
+)
+
+
+def count_pending() -> int:
+    """Sessions waiting to be applied (a plain read: an idle run costs no task run)."""
+    with db.pool().connection() as conn:
+        n = pending_count(conn)
+    get_run_logger().info("%d session(s) pending", n)
+    return n
+
+
+def process_sessions(batch_size: int | None, limit: int | None, workers: int) -> ProcessSummary:
+    """One recorded run (hag_runs, linked to this flow run), each batch a task run."""
+    total = process_pending(
+        batch_size,
+        limit,
+        workers=workers,
+        run_batch=lambda run_id, want: apply_session_batch(run_id, want, workers),
+        flow_run_id=flow_run.get_id(),
+    )
+    counts = total.as_dict()
+    get_run_logger().info(
+        "session-end run %s: %d applied, %d rejected in %.2f s; entries %d new, %d merged; "
+        "edges %d new, %d reinforced, %d graded up, %d graded down; steps %s",
+        total.run_id,
+        total.sessions,
+        total.rejects,
+        total.seconds,
+        counts["entries_created"],
+        counts["entries_merged"],
+        counts["edges_created"],
+        counts["edges_reinforced"],
+        counts["edges_graded_up"],
+        counts["edges_graded_down"],
+        ", ".join(f"{k} {v:.2f} s" for k, v in total.step_seconds.items()),
+    )
+    for r in total.rejected:
+        get_run_logger().warning("rejected %s", ", ".join(f"{k} {v}" for k, v in r.items()))
+    return total
 
 
 # No caching: every call writes to the memory, and the inputs (summaries) are not keys.
@@ -16,7 +63,11 @@ from hag.session.process import ProcessSummary, process_batch, render_markdown, 
 def apply_session_batch(run_id: UUID, size: int, workers: int = 1) -> ProcessSummary:
     """Apply up to `size` pending sessions, each in its own transaction, the five steps in the
     seed's order (observations, discovery, proposals, reinforcement, grading)."""
-    return process_batch(size, run_id=run_id, workers=workers)
+    batch = process_batch(size, run_id=run_id, workers=workers)
+    get_run_logger().info(
+        "batch: %d applied, %d rejected (%.2f s)", batch.sessions, batch.rejects, batch.seconds
+    )
+    return batch
 
 
 @task(name="publish-session-summary", cache_policy=NONE)

@@ -109,21 +109,28 @@ def test_recipe_registers_schedules_and_runs_a_parameterised_deployment(db, data
         serve_cmd.deploy_all(env)
 
         deployments = asyncio.run(_read_back(api_url))
-        assert set(deployments) == {"session-end", "nightly", "enrichment"}
+        assert set(deployments) == {"session-end", "nightly", "enrichment", "restore"}
         assert all(d.work_pool_name == serve_cmd.WORK_POOL for d in deployments.values())
 
         nightly = deployments["nightly"]
-        [cron] = [s.schedule for s in nightly.schedules]
+        [scheduled] = nightly.schedules
+        cron = scheduled.schedule
         assert (cron.cron, cron.timezone) == ("30 2 * * *", "Europe/Berlin")
+        # The zone where the operator sees the schedule: its slug and the description.
+        assert scheduled.slug == "nightly-0230-europe-berlin"
+        assert "02:30 Europe/Berlin" in nightly.description
         assert nightly.global_concurrency_limit.limit == 1
         assert nightly.concurrency_options.collision_strategy == "CANCEL_NEW"
         [every] = [s.schedule for s in deployments["session-end"].schedules]
         assert every.interval == timedelta(minutes=5)
         enrichment = deployments["enrichment"]
         assert enrichment.schedules == []
-        assert {"topic", "limit", "dry_run", "model"} <= set(
+        assert {"topic", "limit", "dry_run", "model", "as_of"} <= set(
             enrichment.parameter_openapi_schema["properties"]
         )
+        limit = enrichment.parameter_openapi_schema["properties"]["limit"]
+        assert limit["description"] and limit["anyOf"][0]["minimum"] == 1
+        assert deployments["restore"].parameters["dry_run"] is True
 
         with open(logs / "worker.log", "wb") as worker_log:
             started.append(serve_cmd.start_worker(env, log=worker_log))
@@ -184,7 +191,7 @@ def test_hag_serve_starts_everything_and_stops_on_ctrl_c(db, database_url, tmp_p
                 break
         assert any(f"http://127.0.0.1:{port}" in line for line in lines), "".join(lines)
         deployments = asyncio.run(_read_back(f"http://127.0.0.1:{port}/api"))
-        assert set(deployments) == {"session-end", "nightly", "enrichment"}
+        assert set(deployments) == {"session-end", "nightly", "enrichment", "restore"}
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
     finally:

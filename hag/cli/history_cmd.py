@@ -27,7 +27,7 @@ def history(
     With --after-session: every entry's and edge's confidence, by concept, as it stood right
     after that session was applied.
     """
-    from hag import db  # noqa: PLC0415
+    from hag import db, runs  # noqa: PLC0415
     from hag import settings as s  # noqa: PLC0415
     from hag.history import confidence_history, memory_after_session  # noqa: PLC0415
 
@@ -49,7 +49,8 @@ def history(
         for r in rows:
             old = "—" if r["old_value"] is None else f"{r['old_value']:.4f}"
             new = "gone" if r["new_value"] is None else f"{r['new_value']:.4f}"
-            source = r["session_id"] or (str(r["run_id"])[:8] if r["run_id"] else "")
+            # The short run id every listing prints, accepted back by `hag audit --run`.
+            source = r["session_id"] or runs.short(r["run_id"])
             click.echo(
                 f"{r['at']:%Y-%m-%d %H:%M}  {old:>6} -> {new:>6}  {r['reason']}  {source}".rstrip()
             )

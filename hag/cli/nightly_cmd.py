@@ -68,7 +68,9 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    what = "dry run (nothing changed)" if summary["dry_run"] else f"run {summary['run_id']}"
+    dry_run = summary["dry_run"]
+    # A dry run records nothing, so it has no id to show (there would be nothing to look up).
+    what = "dry run (nothing changed)" if dry_run else f"run {summary['run_id']}"
     click.echo(f"nightly {what} as of {summary['as_of']} in {summary['seconds']:.2f} s")
     click.echo(f"  candidate -> pattern  {summary['promoted_to_pattern']}")
     click.echo(f"  pattern -> proven     {summary['promoted_to_proven']}")
@@ -82,9 +84,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
             f"{e['source_type']} {e['confidence']:.3f}, {e['age_days']} days  {e['edge_id']}"
         )
     if culled > len(summary["culled_edges"]):
+        rest = f"`hag audit culled --run {str(summary['run_id'])[:8]}` lists them all"
         note(
             f"(showing {len(summary['culled_edges'])} of {culled}; "
-            f"`hag audit culled --run {summary['run_id']}` lists them all)"
+            + ("a real run's audit lists them all)" if dry_run else f"{rest})")
         )
     if summary.get("topic_indexes") is not None:
         click.echo(f"  topic search indexes  {', '.join(summary['topic_indexes']) or 'none'}")
@@ -97,7 +100,11 @@ def audit() -> None:
 
 @audit.command()
 @click.option("--since", type=TIMESTAMP, help="Only edges culled at or after this moment.")
-@click.option("--run", "run_id", type=click.UUID, help="Only edges culled by this run.")
+@click.option(
+    "--run",
+    "run_id",
+    help="Only edges culled by this run: its run id or Prefect flow-run id, or a unique prefix.",
+)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
 @json_option
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV (every column) instead of a table.")
@@ -124,6 +131,8 @@ def culled(
 
 
 def _table(rows: list[dict[str, Any]]) -> None:
+    from hag import runs  # noqa: PLC0415
+
     if not rows:
         click.echo("no culled edges")
         return
@@ -140,7 +149,7 @@ def _table(rows: list[dict[str, Any]]) -> None:
     body = [
         (
             r["deleted_at"].strftime("%Y-%m-%d %H:%M"),
-            str(r["run_id"])[:8],
+            runs.short(r["run_id"]),  # accepted back by --run (hag/runs.py)
             str(r["edge_id"]),
             f"{r['source_concept'] or '?'} -> {r['target_concept'] or '?'}",
             r["edge_type"],
@@ -156,27 +165,36 @@ def _table(rows: list[dict[str, Any]]) -> None:
 
 
 @audit.command()
-@click.argument("edge_id", type=click.UUID, required=False)
-@click.option("--run", "run_id", type=click.UUID, help="Restore every edge this run culled.")
+@click.argument("edge_ids", nargs=-1)
+@click.option(
+    "--run",
+    "run_id",
+    help="Restore every edge this run culled: its run id or Prefect flow-run id, or a unique prefix.",
+)
+@click.option("--dry-run", is_flag=True, help="Say what would come back; change nothing.")
 @json_option
-def restore(edge_id: Any, run_id: Any, as_json: bool) -> None:
-    """Put culled edges back exactly as they were (EDGE_ID, or --run RUN_ID).
+def restore(edge_ids: tuple[str, ...], run_id: str | None, dry_run: bool, as_json: bool) -> None:
+    """Put culled edges back exactly as they were (EDGE_ID..., or --run RUN_ID).
 
-    An edge whose endpoint entry no longer exists, or which has since been recreated, is
-    refused with the reason; the others are restored. Exits 1 when anything was refused.
-    A restored edge is never culled again by the rule.
+    Edge and run ids may be given whole or as a unique prefix (the short ids `hag audit
+    culled` prints). An edge whose endpoint entry no longer exists, or which has since been
+    recreated, is refused with the reason; the others are restored. Exits 1 when anything
+    was refused. A restored edge is never culled again by the rule.
     """
     from hag import audit as hag_audit  # noqa: PLC0415
 
-    if (edge_id is None) == (run_id is None):
-        raise click.UsageError("give exactly one of EDGE_ID or --run RUN_ID")
+    if bool(edge_ids) == (run_id is not None):
+        raise click.UsageError("give exactly one of EDGE_ID... or --run RUN_ID")
     ready()
-    result = hag_audit.restore(edge_id=edge_id, run_id=run_id)
+    result = hag_audit.restore(
+        edge_id=list(edge_ids) if edge_ids else None, run_id=run_id, dry_run=dry_run
+    )
     if as_json:
         echo_json(result.to_dict())
     else:
+        verb = "would restore" if dry_run else "restored"
         for e in result.restored:
-            click.echo(f"restored {e}")
+            click.echo(f"{verb} {e}")
         for r in result.refused:
             click.echo(f"refused  {r.edge_id}: {r.reason}")
     if result.refused:

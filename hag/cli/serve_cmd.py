@@ -204,7 +204,7 @@ def serve(port: int, home: Path | None, no_worker: bool) -> None:
             with open(logs / "worker.log", "ab") as worker_log:
                 started.append(start_worker(env, log=worker_log))
         click.echo(
-            f"Prefect UI: http://127.0.0.1:{port}  (deployments: session-end, nightly, enrichment)"
+            f"Prefect UI: http://127.0.0.1:{port}  (deployments: session-end, nightly, enrichment, restore)"
         )
         click.echo(f"In another shell: export PREFECT_API_URL=http://127.0.0.1:{port}/api")
         click.echo(

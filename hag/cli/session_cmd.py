@@ -173,6 +173,9 @@ def process_sessions(
 
 
 def _print_summary(result: dict[str, Any]) -> None:
+    if result.get("idle"):  # the flow's idle answer: nothing pending, nothing recorded
+        click.echo("no pending sessions: nothing recorded")
+        return
     rate = result["sessions"] / result["seconds"] * 60 if result["seconds"] else 0.0
     click.echo(
         f"run {result['run_id']}: {result['sessions']} session(s) applied, "

@@ -54,7 +54,10 @@ def cost_table(summary: EnrichmentSummary) -> list[dict[str, Any]]:
 def render_markdown(summary: EnrichmentSummary) -> str:
     """Accepted and rejected proposals per orphan, with the reject reasons, then the totals."""
     lines = [
-        f"# Enrichment {'dry run' if summary.dry_run else 'run'} `{summary.run_id}`",
+        # A dry run records nothing, so it shows no run id (there is nothing to look up).
+        "# Enrichment dry run (nothing written)"
+        if summary.dry_run
+        else f"# Enrichment run `{summary.run_id}`",
         "",
         f"{summary.proposer_line}",
         "",

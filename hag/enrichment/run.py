@@ -18,7 +18,7 @@ from uuid import UUID
 
 import psycopg
 
-from hag import bounds, db, settings
+from hag import bounds, db, runs, settings
 from hag.edges import EdgeObservation, upsert_edges
 from hag.enrichment import graph
 from hag.enrichment.prompt import Orphan, build_prompt
@@ -153,7 +153,8 @@ class EnrichmentSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "run_id": str(self.run_id),
+            # A dry run records nothing: no run id is shown that could not be looked up.
+            "run_id": None if self.dry_run else str(self.run_id),
             "dry_run": self.dry_run,
             "proposer": self.proposer,
             "offline": self.offline,
@@ -338,6 +339,7 @@ def enrich(
     *,
     as_of: datetime | None = None,
     conn: Any = None,
+    flow_run_id: UUID | str | None = None,
 ) -> EnrichmentSummary:
     """Wire orphan concepts into their topic's graph; returns what was proposed, kept and paid.
 
@@ -346,12 +348,13 @@ def enrich(
     `as_of` is the moment the accepted edges are created at (default: now), so a backfill or
     a simulation stamps them with its own time, as sessions do with their `ended_at`. It
     lies within `timestamp_window_years` of now, like every moment that enters (docs/bounds.md).
+    `flow_run_id` (the Prefect flow run, if any) is recorded on the run row.
     """
     problem = as_of is not None and bounds.timestamp_problem(as_of, settings.current())
     if problem:
         raise ValidationError(f"--as-of {problem}")
     with db.connection_or_own(conn) as c:
-        return _enrich(c, topic, limit, dry_run, model, as_of)
+        return _enrich(c, topic, limit, dry_run, model, as_of, flow_run_id)
 
 
 def _enrich(
@@ -361,6 +364,7 @@ def _enrich(
     dry_run: bool,
     model: str | None,
     as_of: datetime | None,
+    flow_run_id: UUID | str | None = None,
 ) -> EnrichmentSummary:
     run_started = False
     try:
@@ -387,12 +391,16 @@ def _enrich(
         if dry_run:
             conn.rollback()
         else:
+            conn.commit()
+            runs.reap(conn)
+            runs.hold(conn, summary.run_id)  # the run's liveness, until it ends (hag/runs.py)
             graph.start_run(
                 conn,
                 summary.run_id,
                 summary.started_at,
                 {"topic": topic, "limit": limit, "model": proposer.name},
             )
+            runs.link_flow_run(conn, summary.run_id, flow_run_id)
             conn.commit()
             run_started = True
         unstored: list[Accepted] = []
@@ -412,10 +420,12 @@ def _enrich(
                 "done",
             )
             conn.commit()
+            runs.release(conn, summary.run_id)
         return summary
     except BaseException:
         conn.rollback()
         if run_started:
             graph.finish_run(conn, summary.run_id, _now(), {}, "failed")
             conn.commit()
+            runs.release(conn, summary.run_id)
         raise

@@ -715,19 +715,38 @@ def process_pending(
     run_id: UUID | None = None,
     on_batch: Callable[[ProcessSummary], None] | None = None,
     run_batch: Callable[[UUID, int], ProcessSummary] | None = None,
+    flow_run_id: UUID | str | None = None,
 ) -> ProcessSummary:
     """Apply pending sessions in batches until none is left (or `limit` were taken).
 
     Records a `hag_runs` row of kind 'session_end' (done or failed) unless the caller passes
     its own run id. A single worker applies sessions in `ended_at` order. `run_batch(run_id,
     size)` applies one batch (the flow passes its Prefect task); by default `process_batch`.
+    A run of its own holds its liveness lock while it works, and marks runs left `running`
+    by a dead process `abandoned` first (hag/runs.py); `flow_run_id` is recorded on its row.
     """
-    from hag import settings  # noqa: PLC0415
+    from hag import runs, settings  # noqa: PLC0415
 
     dials = settings.current()
     size = int(batch_size or dials["session_batch_size"])
-    own_run = run_id is None
-    run = run_id or open_run({"batch_size": size, "limit": limit, "workers": workers})
+    if run_id is not None:
+        return _process_pending(run_id, False, size, limit, workers, dials, on_batch, run_batch)
+    run = uuid.uuid4()
+    with runs.alive(run):  # held before the row exists: no reaper ever sees it unheld
+        open_run({"batch_size": size, "limit": limit, "workers": workers}, run, flow_run_id)
+        return _process_pending(run, True, size, limit, workers, dials, on_batch, run_batch)
+
+
+def _process_pending(
+    run: UUID,
+    own_run: bool,
+    size: int,
+    limit: int | None,
+    workers: int,
+    dials: Any,
+    on_batch: Callable[[ProcessSummary], None] | None,
+    run_batch: Callable[[UUID, int], ProcessSummary] | None,
+) -> ProcessSummary:
     total = ProcessSummary(run_id=run)
     caches = Caches()
 
@@ -767,14 +786,22 @@ def drain(
     return total
 
 
-def open_run(params: Mapping[str, Any]) -> UUID:
-    """A new `hag_runs` row of kind 'session_end'; returns its id."""
-    from hag import db  # noqa: PLC0415
+def open_run(
+    params: Mapping[str, Any], run_id: UUID | None = None, flow_run_id: UUID | str | None = None
+) -> UUID:
+    """A new `hag_runs` row of kind 'session_end' (after marking dead runs abandoned)."""
+    from hag import db, runs  # noqa: PLC0415
 
     with db.pool().connection() as conn:
+        runs.reap(conn, keep=(run_id,) if run_id else ())
         row = conn.execute(
             query("session", "open_run"),
-            {"kind": RUN_KIND, "params": json.dumps(dict(params), default=str)},
+            {
+                "run_id": run_id or uuid.uuid4(),
+                "kind": RUN_KIND,
+                "params": json.dumps(dict(params), default=str),
+                "flow_run_id": str(flow_run_id) if flow_run_id else None,
+            },
         ).fetchone()
     return row["run_id"]  # type: ignore[no-any-return]
 

@@ -19,14 +19,15 @@ LIMIT %(limit)s
 SELECT a.audit_id
 FROM hag_edge_audit a
 WHERE a.reason = 'cull' AND a.restored_at IS NULL
-  AND (a.edge_id = %(edge_id)s::uuid OR a.run_id = %(run_id)s::uuid)
+  AND (a.edge_id = ANY (%(edge_ids)s::uuid[]) OR a.run_id = %(run_id)s::uuid)
 FOR UPDATE
 
 -- name: restore_verdicts
 -- For each edge asked for, its latest unrestored cull audit row and the reason it cannot go
 -- back (NULL when it can): the edge (or its identity) exists again, or an endpoint is gone.
 SELECT DISTINCT ON (a.edge_id)
-       a.audit_id, a.edge_id, a.run_id,
+       a.audit_id, a.edge_id, a.run_id, a.edge_type, a.source_type, a.confidence,
+       s.concept_slug AS source_concept, t.concept_slug AS target_concept,
        CASE
            WHEN cur.id IS NOT NULL THEN 'the edge exists again'
            WHEN twin.id IS NOT NULL THEN 'the edge has since been recreated as ' || twin.id
@@ -41,7 +42,7 @@ LEFT JOIN hag_edges twin ON twin.source_entry_id = a.source_entry_id
 LEFT JOIN hag_entries s ON s.id = a.source_entry_id
 LEFT JOIN hag_entries t ON t.id = a.target_entry_id
 WHERE a.reason = 'cull' AND a.restored_at IS NULL
-  AND (a.edge_id = %(edge_id)s::uuid OR a.run_id = %(run_id)s::uuid)
+  AND (a.edge_id = ANY (%(edge_ids)s::uuid[]) OR a.run_id = %(run_id)s::uuid)
 ORDER BY a.edge_id, a.deleted_at DESC, a.audit_id DESC
 
 -- name: restore_edges
@@ -66,3 +67,12 @@ SET restored_at = now(), restored_by = %(by)s
 FROM back
 WHERE a.audit_id = ANY (%(audit_ids)s::bigint[]) AND a.edge_id = back.id
 RETURNING a.edge_id
+
+-- name: match_culled_edge
+-- Culled edges whose id is, or starts with, what an operator typed (hex digits without
+-- dashes; the caller normalises it): the short ids listings and artifacts print.
+SELECT DISTINCT a.edge_id
+FROM hag_edge_audit a
+WHERE a.reason = 'cull' AND replace(a.edge_id::text, '-', '') LIKE %(prefix)s || '%%'
+ORDER BY a.edge_id
+LIMIT 10

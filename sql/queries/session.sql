@@ -186,8 +186,9 @@ RETURNING session_id, payload::text AS payload_text
 SELECT count(*) AS pending FROM hag_sessions WHERE status = 'pending'
 
 -- name: open_run
--- A batch job's run row (kind 'session_end' here).
-INSERT INTO hag_runs (kind, params) VALUES (%(kind)s, %(params)s) RETURNING run_id
+-- A batch job's run row (kind 'session_end' here), with the Prefect flow run that made it.
+INSERT INTO hag_runs (run_id, kind, params, flow_run_id)
+VALUES (%(run_id)s, %(kind)s, %(params)s, %(flow_run_id)s) RETURNING run_id
 
 -- name: close_run
 UPDATE hag_runs SET finished_at = now(), summary = %(summary)s, status = %(status)s

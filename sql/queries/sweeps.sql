@@ -108,7 +108,8 @@ WHERE e.maturity IN ('candidate', 'pattern')
 
 -- name: cull_edges
 -- The seed's cull, set-based: one DELETE of every edge the rule allows (never seed, only the
--- allowlist, never an edge an operator restored). The AFTER DELETE statement trigger copies
+-- allowlist, never an edge an operator restored; after an operator approved a big night's
+-- forecast, only the forecast edges the rule still allows). The AFTER DELETE statement trigger copies
 -- the deleted rows into hag_edge_audit in this same statement and transaction.
 WITH gone AS (
     DELETE FROM hag_edges e
@@ -116,6 +117,7 @@ WITH gone AS (
                                %(cull_max_traversals)s, %(cull_source_types)s)
       AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
                       WHERE a.edge_id = e.id AND a.restored_at IS NOT NULL)
+      AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[]))
     RETURNING e.source_type
 )
 SELECT source_type, count(*) AS n FROM gone GROUP BY source_type ORDER BY source_type
@@ -129,6 +131,21 @@ WHERE hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age
   AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
                   WHERE a.edge_id = e.id AND a.restored_at IS NOT NULL)
 GROUP BY e.source_type ORDER BY e.source_type
+
+-- name: cull_candidate_ids
+-- The big-night guard's forecast: every edge the cull would delete now, by id, so an
+-- approval culls exactly what the operator was shown.
+SELECT e.id
+FROM hag_edges e
+WHERE hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
+                           %(cull_max_traversals)s, %(cull_source_types)s)
+  AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
+                  WHERE a.edge_id = e.id AND a.restored_at IS NOT NULL)
+ORDER BY e.id
+
+-- name: count_edges
+-- All edges: the denominator of the guard's share.
+SELECT count(*) AS n FROM hag_edges
 
 -- name: culled_report_rows
 -- The operator's table of a run's culled edges (from the audit), weakest first, bounded:

@@ -1,0 +1,42 @@
+"""The restore flow: put culled edges back from the audit, from the Prefect UI."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from prefect import flow
+from pydantic import Field
+
+from hag.errors import ValidationError
+from tasks.audit import publish_restore_report, restore_culled_edges
+from tasks.runtime import restore_run_name, tag_dry_run
+
+HexId = Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{4,36}$")]
+
+
+# Bounds are declared on the types (the run form and the API refuse a bad value before a
+# run exists); the descriptions are the docstring's Args, which Prefect shows in the form.
+@flow(name="restore", flow_run_name=restore_run_name, validate_parameters=True)
+def restore_flow(
+    run: HexId | None = None,
+    edge_ids: Annotated[list[HexId] | None, Field(min_length=1, max_length=10_000)] = None,
+    dry_run: bool = True,
+) -> dict[str, Any]:
+    """Restore culled edges exactly as they were (by run, or by edge ids), then report.
+
+    A dry run (the default: look first) publishes what would come back; an edge whose
+    endpoint is gone or that has been recreated is refused with the reason.
+
+    Args:
+        run: Restore every edge this run culled: the nightly run's id or Prefect flow-run
+            id, or a unique prefix of at least 4 hex digits.
+        edge_ids: Or the culled edges to restore, by id or unique prefix (the short ids in
+            the nightly-culled-edges artifact's restore column).
+        dry_run: Only show what would come back and what would be refused; change nothing.
+    """
+    if bool(run) == bool(edge_ids):
+        raise ValidationError("give exactly one of run or edge_ids")
+    tag_dry_run(dry_run)
+    result = restore_culled_edges(run, edge_ids, dry_run)
+    publish_restore_report(result)
+    return result.to_dict()

@@ -1,0 +1,322 @@
+"""The flows as an operator meets them in the Prefect UI, against a real (temporary) Prefect
+server: run names, dry-run tags and artifact keys, the run-id link, the run logger's lines,
+parameter bounds refused at run creation, the big-night pause (approve, reject, time out),
+the restore flow, and an idle session-end run that costs nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from hag import audit
+from tests import factories as f
+
+AS_OF = f.NOW
+DAY = timedelta(days=1)
+
+
+def _client():
+    from prefect.client.orchestration import get_client
+
+    return get_client(sync_client=True)
+
+
+def _flow_run(flow_run_id):
+    with _client() as client:
+        return client.read_flow_run(flow_run_id)
+
+
+def _artifacts(flow_run_id) -> dict[str, Any]:
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with _client() as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
+    return {a.key: a for a in found}
+
+
+def _latest(key: str):
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    with _client() as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
+            sort=ArtifactSort.CREATED_DESC,
+            limit=1,
+        )
+    return found[0] if found else None
+
+
+def _logs(flow_run_id, wait_for: str, timeout: float = 30.0) -> list[str]:
+    """The run's log lines on the server (the API handler ships them in batches)."""
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with _client() as client:
+            lines = [
+                log.message
+                for log in client.read_logs(
+                    log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
+                )
+            ]
+        if any(wait_for in line for line in lines) or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.5)
+
+
+def _weak_edges(db, n: int) -> list[uuid.UUID]:
+    """`n` old, weak, untraversed learned edges (all cullable), and a promotable candidate."""
+    ends = [f.entry(db, concept_slug=f"c-{i}") for i in range(n + 1)]
+    ids = [
+        f.edge(
+            db,
+            ends[i],
+            ends[i + 1],
+            "related",
+            confidence=0.1,
+            source_type="learned",
+            created_at=AS_OF - 100 * DAY,
+        )
+        for i in range(n)
+    ]
+    f.entry(
+        db, concept_slug="primes", maturity="candidate", confidence=0.6, created_at=AS_OF - 20 * DAY
+    )
+    db.commit()
+    return ids
+
+
+def _edges_digest(db) -> list[str]:
+    rows = sorted(map(repr, db.execute("SELECT * FROM hag_edges ORDER BY id").fetchall()))
+    db.rollback()
+    return rows
+
+
+def test_nightly_runs_are_named_linked_tagged_logged_and_keyed_apart(db, prefect_harness):
+    """Names from parameters, dry-run tag and keys, the flow-run id on hag_runs, domain log lines."""
+    from flows.nightly import nightly_flow
+
+    _weak_edges(db, 2)
+    dry = nightly_flow(as_of=AS_OF, dry_run=True, return_state=True)
+    assert dry.is_completed(), dry.message
+    real = nightly_flow(as_of=AS_OF, return_state=True)
+    assert real.is_completed(), real.message
+    dry_id, real_id = dry.state_details.flow_run_id, real.state_details.flow_run_id
+
+    dry_run, real_run = _flow_run(dry_id), _flow_run(real_id)
+    assert dry_run.name == "nightly dry-run 2026-11-30"
+    assert real_run.name == "nightly 2026-11-30"
+    assert "dry-run" in dry_run.tags and "dry-run" not in real_run.tags
+
+    assert {
+        "nightly-dry-run-counts",
+        "nightly-dry-run-culled-edges",
+        "nightly-dry-run-summary",
+    } <= set(_artifacts(dry_id))
+    real_keys = set(_artifacts(real_id))
+    assert {"nightly-counts", "nightly-culled-edges", "nightly-summary"} <= real_keys
+    assert not any(k.startswith("nightly-dry-run") for k in real_keys)
+    # A dry run after the real one does not become the latest under a real key.
+    assert nightly_flow(as_of=AS_OF, dry_run=True, return_state=True).is_completed()
+    assert _latest("nightly-culled-edges").flow_run_id == real_id
+
+    row = db.execute("SELECT run_id, flow_run_id FROM hag_runs WHERE kind = 'nightly'").fetchone()
+    db.rollback()
+    assert row["flow_run_id"] == real_id  # the one id the UI shows leads to the run
+    assert len(audit.culled(run_id=str(real_id))) == 2
+    assert len(audit.culled(run_id=str(real_id)[:8])) == 2
+
+    table = _artifacts(real_id)["nightly-culled-edges"].data
+    for column in ("source", "target", "type", "provenance", "confidence", "age (days)", "restore"):
+        assert f'"{column}"' in table
+    assert "hag audit restore " in table and "edge_id" not in table
+
+    lines = _logs(real_id, "culled c-")
+    assert any(line.startswith("cull: 2 edges culled (learned 2)") for line in lines), lines
+    assert any(line.startswith("promotion: 1 candidate → pattern") for line in lines), lines
+    assert sum(line.startswith("culled c-") for line in lines) == 2, lines
+
+
+def test_parameter_bounds_refuse_a_bad_value_before_a_run_exists(prefect_harness):
+    """A deployment with the flows' schemas refuses limit=-3 (and workers=0) at run creation."""
+    from prefect.exceptions import PrefectHTTPStatusError
+    from prefect.utilities.callables import parameter_schema_from_entrypoint
+
+    from hag import PROJECT_ROOT
+
+    with _client() as client:
+        for flow_name, entrypoint, bad, good in (
+            ("enrichment", "flows/enrichment.py:enrichment_flow", {"limit": -3}, {"limit": 3}),
+            (
+                "session-end",
+                "flows/session_end.py:session_end_flow",
+                {"workers": 0},
+                {"workers": 2},
+            ),
+            ("restore", "flows/restore.py:restore_flow", {"run": "no!"}, {"run": "abcd1234"}),
+        ):
+            schema = parameter_schema_from_entrypoint(str(PROJECT_ROOT / entrypoint))
+            props = schema.model_dump_for_openapi()["properties"]
+            assert all(p.get("description") for p in props.values()), (flow_name, props)
+            flow_id = client.create_flow_from_name(flow_name)
+            deployment_id = client.create_deployment(
+                flow_id=flow_id,
+                name=f"bounds-{uuid.uuid4().hex[:6]}",
+                entrypoint=entrypoint,
+                parameter_openapi_schema=schema.model_dump_for_openapi(),
+                enforce_parameter_schema=True,
+            )
+            before = len(client.read_flow_runs())
+            with pytest.raises(PrefectHTTPStatusError, match="409|422"):
+                client.create_flow_run_from_deployment(deployment_id, parameters=bad)
+            assert len(client.read_flow_runs()) == before, f"{flow_name}: a run exists"
+            made = client.create_flow_run_from_deployment(deployment_id, parameters=good)
+            client.delete_flow_run(made.id)
+
+
+def _paused_nightly(db, dials, timeout_seconds: int = 600):
+    """A nightly run over the guard, started in a thread; returns (thread, box, flow run, ids)."""
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+
+    from flows.nightly import nightly_flow
+
+    ids = _weak_edges(db, 3)
+    dials(cull_guard_max_edges=2, cull_guard_timeout_seconds=timeout_seconds)
+    box: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: box.setdefault("state", nightly_flow(as_of=AS_OF, return_state=True))
+    )
+    thread.start()
+    paused = FlowRunFilter(
+        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and "state" not in box:
+        with _client() as client:
+            found = [
+                r
+                for r in client.read_flow_runs(flow_run_filter=paused)
+                if r.name.startswith("nightly")
+            ]
+        if found:
+            return thread, box, found[0], ids
+        time.sleep(0.5)
+    thread.join(timeout=600)
+    pytest.fail(f"the nightly run never paused: {box}")
+
+
+def _finished(thread, box):
+    thread.join(timeout=600)
+    state = box["state"]
+    assert state.is_completed(), state.message
+    return state.result()
+
+
+@pytest.mark.parametrize("approve", [True, False])
+def test_a_big_night_pauses_with_its_forecast_and_obeys_the_answer(
+    db, dials, prefect_harness, approve
+):
+    """Paused with the forecast beside it, promotion already done; approve culls it all, reject none."""
+    from prefect.flow_runs import resume_flow_run
+
+    thread, box, run, ids = _paused_nightly(db, dials)
+    forecast = _artifacts(run.id)["nightly-cull-forecast"].data
+    assert forecast.count('"source"') == 3 and "restore" not in forecast
+    promoted = db.execute(
+        "SELECT count(*) AS n FROM hag_entries WHERE maturity = 'pattern' AND concept_slug = 'primes'"
+    ).fetchone()["n"]
+    edges = db.execute("SELECT count(*) AS n FROM hag_edges").fetchone()["n"]
+    db.rollback()
+    assert (promoted, edges) == (1, 3)  # promotion is not held back; nothing culled yet
+    resume_flow_run(run.id, run_input={"approve": approve, "note": "checked the forecast"})
+    result = _finished(thread, box)
+    left = {r["id"] for r in db.execute("SELECT id FROM hag_edges").fetchall()}
+    audited = {r["edge_id"] for r in db.execute("SELECT edge_id FROM hag_edge_audit").fetchall()}
+    db.rollback()
+    assert result["guard"]["decision"] == ("approved" if approve else "rejected")
+    assert result["guard"]["note"] == "checked the forecast"
+    if approve:
+        assert (result["culled"], left, audited) == (3, set(), set(ids))
+    else:
+        assert (result["culled"], left, audited) == (0, set(ids), set())
+        assert "were not culled" in _artifacts(run.id)["nightly-summary"].data
+
+
+def test_a_big_night_left_unanswered_culls_nothing_and_says_so(db, dials, prefect_harness):
+    """No answer within cull_guard_timeout_seconds: the run completes, nothing culled, reported."""
+    thread, box, run, ids = _paused_nightly(db, dials, timeout_seconds=3)
+    result = _finished(thread, box)
+    assert result["culled"] == 0 and result["guard"]["decision"] == "timed out"
+    assert {r["id"] for r in db.execute("SELECT id FROM hag_edges").fetchall()} == set(ids)
+    db.rollback()
+    assert "Decision: timed out" in _artifacts(run.id)["nightly-summary"].data
+    assert any("culling nothing tonight" in line for line in _logs(run.id, "culling nothing"))
+
+
+def test_the_restore_flow_dry_runs_then_restores_exactly(db, prefect_harness):
+    """By the nightly's flow-run id: a dry run changes nothing and lists the edges; then exact."""
+    from flows.nightly import nightly_flow
+    from flows.restore import restore_flow
+
+    _weak_edges(db, 2)
+    before = _edges_digest(db)
+    night = nightly_flow(as_of=AS_OF, return_state=True)
+    assert night.is_completed(), night.message
+    after_cull = _edges_digest(db)
+    assert len(after_cull) == len(before) - 2
+    night_id = str(night.state_details.flow_run_id)
+
+    dry = restore_flow(run=night_id[:8], return_state=True)
+    assert dry.is_completed(), dry.message
+    assert len(dry.result()["restored"]) == 2 and _edges_digest(db) == after_cull
+    dry_run = _flow_run(dry.state_details.flow_run_id)
+    assert dry_run.name == f"restore dry-run run {night_id[:8]}" and "dry-run" in dry_run.tags
+    assert (
+        _artifacts(dry.state_details.flow_run_id)["restore-dry-run"].data.count("would come back")
+        == 2
+    )
+
+    real = restore_flow(run=night_id, dry_run=False, return_state=True)
+    assert real.is_completed(), real.message
+    assert _edges_digest(db) == before
+    assert "restore" in _artifacts(real.state_details.flow_run_id)
+
+
+def test_an_idle_session_end_run_is_quick_and_publishes_nothing(db, prefect_harness):
+    """0 pending sessions: done in a few seconds, no artifact, no task run, no run row."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from flows.session_end import session_end_flow
+
+    session_end_flow(return_state=True)  # warm: the first flow call of a process imports more
+    started = time.perf_counter()
+    state = session_end_flow(return_state=True)
+    seconds = time.perf_counter() - started
+    assert state.is_completed(), state.message
+    assert seconds < 10, (
+        f"an idle run took {seconds:.1f} s"
+    )  # about 1 s; generous on a busy machine
+    flow_run_id = state.state_details.flow_run_id
+    assert _artifacts(flow_run_id) == {}
+    with _client() as client:
+        tasks = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        )
+    assert tasks == []
+    assert db.execute("SELECT count(*) AS n FROM hag_runs").fetchone()["n"] == 0
+    db.rollback()
+    assert _flow_run(flow_run_id).name.startswith("session-end ")
+    assert "0 session(s) pending" in _logs(flow_run_id, "pending")

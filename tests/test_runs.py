@@ -1,0 +1,245 @@
+"""Run ids an operator can use (either id, git-style prefixes), runs left behind marked
+abandoned, the big-night guard's rule, and restore's dry run, without Prefect."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from hag import audit, runs, sweeps
+from hag.errors import NotFoundError, ValidationError
+from tests import factories as f
+
+AS_OF = f.NOW
+DAY = timedelta(days=1)
+
+
+def _weak_edges(db, n: int) -> list[uuid.UUID]:
+    """`n` old, weak, untraversed learned edges (all cullable), between `n + 1` entries."""
+    ends = [f.entry(db, concept_slug=f"c-{i}") for i in range(n + 1)]
+    ids = [
+        f.edge(
+            db,
+            ends[i],
+            ends[i + 1],
+            "related",
+            confidence=0.1,
+            source_type="learned",
+            created_at=AS_OF - 100 * DAY,
+        )
+        for i in range(n)
+    ]
+    db.commit()
+    return ids
+
+
+def _run_row(db, run_id: uuid.UUID, flow_run_id: uuid.UUID | None = None) -> None:
+    db.execute(
+        "INSERT INTO hag_runs (run_id, kind, flow_run_id, status) VALUES (%s, 'nightly', %s, 'done')",
+        (run_id, flow_run_id),
+    )
+    db.commit()
+
+
+def test_resolve_takes_either_id_and_unique_prefixes_of_both(db):
+    """A run id, its flow-run id, and unique prefixes of each (dashes or not) name the same run."""
+    run, flow_run = uuid.uuid4(), uuid.uuid4()
+    _run_row(db, run, flow_run)
+    for typed in (
+        str(run),
+        str(flow_run),
+        str(run)[:8],
+        str(flow_run)[:6].upper(),
+        str(run).replace("-", "")[:12],
+        str(flow_run)[:13],
+    ):
+        assert runs.resolve(typed, conn=db) == run, typed
+
+
+def test_resolve_refuses_unknown_ambiguous_short_and_malformed_ids(db):
+    """Unknown is NotFoundError; ambiguous names the candidates; < 4 digits or non-hex is refused."""
+    a = uuid.UUID("abcd1111-0000-4000-8000-000000000001")
+    b = uuid.UUID("abcd2222-0000-4000-8000-000000000002")
+    _run_row(db, a)
+    _run_row(db, b)
+    with pytest.raises(NotFoundError, match="no run 'ffff0000'"):
+        runs.resolve("ffff0000", conn=db)
+    with pytest.raises(ValidationError, match="ambiguous: it matches abcd1111 .*abcd2222"):
+        runs.resolve("abcd", conn=db)
+    assert runs.resolve("abcd2", conn=db) == b
+    with pytest.raises(ValidationError, match="too short"):
+        runs.resolve("abc", conn=db)
+    with pytest.raises(ValidationError, match="not a run id"):
+        runs.resolve("nightly-0230", conn=db)
+
+
+def test_short_run_ids_printed_by_audit_culled_are_accepted_back_by_restore(db):
+    """The 8-digit run id `hag audit culled` prints restores that run; an unknown run is rc 1."""
+    from hag.cli import cli
+
+    ids = _weak_edges(db, 2)
+    before = {r["id"]: dict(r) for r in db.execute("SELECT * FROM hag_edges").fetchall()}
+    run = sweeps.sweep(db, as_of=AS_OF)
+    cli_runner = CliRunner()
+    listing = cli_runner.invoke(cli, ["audit", "culled"])
+    assert listing.exit_code == 0, listing.output
+    printed = {line.split()[2] for line in listing.stdout.splitlines()[1:]}
+    assert printed == {str(run.run_id)[:8]}
+    unknown = cli_runner.invoke(cli, ["audit", "culled", "--run", "ffffffff"])
+    assert isinstance(unknown.exception, NotFoundError)  # `hag` prints it on one line, rc 1
+    assert "no run 'ffffffff'" in str(unknown.exception)
+    dry = cli_runner.invoke(
+        cli, ["audit", "restore", "--run", printed.pop(), "--dry-run", "--json"]
+    )
+    assert dry.exit_code == 0, dry.output
+    assert sorted(json.loads(dry.stdout)["restored"]) == sorted(map(str, ids))
+    assert db.execute("SELECT count(*) AS n FROM hag_edges").fetchone()["n"] == 0
+    db.rollback()
+    back = cli_runner.invoke(cli, ["audit", "restore", "--run", str(run.run_id)[:8]])
+    assert back.exit_code == 0, back.output
+    assert {r["id"]: dict(r) for r in db.execute("SELECT * FROM hag_edges").fetchall()} == before
+
+
+def test_restore_takes_short_edge_ids_and_refuses_unknown_ones(db):
+    """An edge's 8-digit prefix restores it alone; an id that was never culled is NotFoundError."""
+    ids = _weak_edges(db, 2)
+    sweeps.sweep(db, as_of=AS_OF)
+    result = audit.restore(edge_id=[str(ids[1])[:8]], conn=db)
+    assert result.restored == [ids[1]]
+    assert [r["id"] for r in db.execute("SELECT id FROM hag_edges").fetchall()] == [ids[1]]
+    with pytest.raises(NotFoundError, match="no culled edge has this id"):
+        audit.restore(edge_id=str(uuid.uuid4()), conn=db)
+
+
+def test_a_dry_run_records_nothing_and_shows_no_run_id(db):
+    """A nightly dry run writes no run row, its summary has no run id, its report shows none."""
+    _weak_edges(db, 2)
+    summary = sweeps.sweep(db, as_of=AS_OF, dry_run=True)
+    assert summary.run_id is None and summary.culled == 2
+    assert "Run id" not in sweeps.render_markdown(summary)
+    assert db.execute("SELECT count(*) AS n FROM hag_runs").fetchone()["n"] == 0
+
+
+def test_a_run_left_running_by_a_dead_process_is_marked_abandoned(db, database_url):
+    """A `running` row nobody holds is marked abandoned with when and why; a held one is left alone."""
+    dead, alive = uuid.uuid4(), uuid.uuid4()
+    for run_id in (dead, alive):
+        db.execute("INSERT INTO hag_runs (run_id, kind) VALUES (%s, 'session_end')", (run_id,))
+    db.commit()
+    with psycopg.connect(database_url, autocommit=True) as holder:
+        runs.hold(holder, alive)  # a live run's process, holding its liveness lock
+        summary = sweeps.sweep(db, as_of=AS_OF)
+        rows = {
+            r["run_id"]: r
+            for r in db.execute("SELECT run_id, status, finished_at, status_note FROM hag_runs")
+        }
+        db.rollback()
+    assert rows[dead]["status"] == "abandoned"
+    assert rows[dead]["finished_at"] is not None
+    assert "process is gone" in rows[dead]["status_note"]
+    assert (rows[alive]["status"], rows[alive]["finished_at"]) == ("running", None)
+    assert rows[summary.run_id]["status"] == "done"
+
+
+def test_a_killed_nightly_run_is_marked_abandoned_by_the_next_run(db, database_url):
+    """SIGKILL mid-cull leaves the row running; the next nightly run marks it abandoned."""
+    import os
+    import signal
+
+    from tests import test_sweeps_kill as kill
+
+    kill._big_batch(db, 2000)
+    with psycopg.connect(database_url) as blocker:
+        blocker.execute("SELECT id FROM hag_edges ORDER BY ctid OFFSET 1000 LIMIT 1 FOR UPDATE")
+        proc = kill._start(database_url)
+        try:
+            kill._wait_for(db, kill.DELETE_WAITING_ON_LOCK)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        blocker.rollback()
+    kill._wait_for(db, kill.BACKEND_GONE)
+    [killed] = db.execute("SELECT run_id, status FROM hag_runs").fetchall()
+    db.rollback()
+    assert killed["status"] == "running"
+    later = sweeps.sweep(db, as_of=AS_OF)
+    rows = {r["run_id"]: r for r in db.execute("SELECT run_id, status, status_note FROM hag_runs")}
+    db.rollback()
+    assert rows[killed["run_id"]]["status"] == "abandoned"
+    assert rows[later.run_id]["status"] == "done" and later.culled == 2000
+
+
+@pytest.mark.parametrize(
+    ("forecast", "total", "dials", "trips"),
+    [
+        (1001, 1_000_000, {}, True),  # past the count (default 1000)
+        (1000, 1_000_000, {}, False),
+        (50, 400, {}, True),  # 12.5% of all edges, at least 50 culled
+        (49, 100, {}, False),  # a large share, but a handful: no big night
+        (10, 20, {"cull_guard_min_edges": 5}, True),
+        (5000, 10_000, {"cull_guard_max_edges": 0, "cull_guard_max_share": 1.0}, False),
+    ],
+)
+def test_guard_reason_trips_on_count_or_share(forecast, total, dials, trips):
+    """The guard trips past the count dial, or past the share dial from cull_guard_min_edges on."""
+    from hag import settings
+
+    values = settings.defaults().with_overrides(**dials)
+    assert (sweeps.guard_reason(forecast, total, values) is not None) == trips
+
+
+def _big_night(db, dials):
+    """Three cullable edges and a promotable candidate; the guard set to trip past 2 edges."""
+    ids = _weak_edges(db, 3)
+    candidate = f.entry(
+        db, concept_slug="primes", maturity="candidate", confidence=0.6, created_at=AS_OF - 20 * DAY
+    )
+    db.commit()
+    dials(cull_guard_max_edges=2)
+    return ids, candidate
+
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_a_big_night_asks_first_and_culls_exactly_the_forecast_or_nothing(db, dials, approved):
+    """Over the guard: promotion commits before the question; approval culls the forecast, refusal none."""
+    ids, candidate = _big_night(db, dials)
+    seen = {}
+
+    def decide(summary):
+        with psycopg.connect(db.info.dsn) as other:  # what another session sees meanwhile
+            seen["maturity"] = other.execute(
+                "SELECT maturity FROM hag_entries WHERE id = %s", (candidate,)
+            ).fetchone()[0]
+            seen["edges"] = other.execute("SELECT count(*) FROM hag_edges").fetchone()[0]
+        seen["forecast"] = {e.edge_id for e in summary.culled_edges}
+        return sweeps.Decision(approved, "approved" if approved else "rejected", "checked")
+
+    summary = sweeps.sweep(db, as_of=AS_OF, decide=decide)
+    assert seen == {"maturity": "pattern", "edges": 3, "forecast": set(ids)}
+    left = {r["id"] for r in db.execute("SELECT id FROM hag_edges").fetchall()}
+    run = db.execute("SELECT status, summary FROM hag_runs").fetchone()
+    db.rollback()
+    assert summary.promoted_to_pattern == 1
+    assert summary.guard["decision"] == ("approved" if approved else "rejected")
+    assert run["status"] == "done" and run["summary"]["guard"]["forecast"] == 3
+    if approved:
+        assert (summary.culled, left) == (3, set())
+    else:
+        assert (summary.culled, left) == (0, set(ids))
+        assert "were not culled" in sweeps.render_markdown(summary)
+
+
+def test_without_a_decider_or_under_the_guard_nothing_pauses(db, dials):
+    """The command line (no decider) culls as before; a decider is not asked under the limit."""
+    ids, _ = _big_night(db, dials)
+    dials(cull_guard_max_edges=3)
+    summary = sweeps.sweep(db, as_of=AS_OF, decide=lambda s: pytest.fail("asked"))
+    assert (summary.culled, summary.guard) == (3, None)
+    assert len(ids) == 3
