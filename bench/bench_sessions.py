@@ -229,6 +229,7 @@ class Sampler:
         self.url, self.postmaster = url, psutil.Process(postmaster_pid)
         self.waits: dict[str, int] = {}
         self.cpu: dict[int, tuple[float, float]] = {}  # pid -> (first seen, last seen)
+        self.own_cpu = 0.0  # the sampler's own CPU, taken off the client's in thread mode
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -274,6 +275,7 @@ class Sampler:
                         label = f"{kind}:{event}"
                     self.waits[label] = self.waits.get(label, 0) + 1
                 self._server_cpu()
+        self.own_cpu = time.thread_time()
 
     @property
     def server_cpu_seconds(self) -> float:
@@ -287,8 +289,12 @@ def machine_cpu() -> tuple[float, float]:
     return sum(fields) - idle, sum(fields)
 
 
-def wal_lsn(conn: Any) -> int:
-    return int(conn.execute("SELECT pg_current_wal_lsn() - '0/0' AS b").fetchone()["b"])
+def wal_counters(conn: Any) -> tuple[int, int, int]:
+    """(bytes, records, full-page images) of WAL written since the server started."""
+    row = conn.execute(
+        "SELECT pg_current_wal_lsn() - '0/0' AS b, wal_records, wal_fpi FROM pg_stat_wal"
+    ).fetchone()
+    return int(row["b"]), int(row["wal_records"]), int(row["wal_fpi"])
 
 
 def worker_process() -> None:
@@ -382,7 +388,7 @@ def scale_out(server: Any) -> None:
     header = (
         f"  {'world':6} {'mode':9} {'n':>2} {'seconds':>8} {'sess/min':>9} {'speed-up':>8} "
         f"{'retries':>7} {'py cpu s':>8} {'pg cpu s':>8} {'busy %':>6} {'load1':>11} "
-        f"{'cpu ms/session':>14} {'WAL kB/session':>14}"
+        f"{'cpu ms/session':>14} {'WAL kB/session':>14} {'records':>7} {'FPI':>5}"
     )
     evidence = []
     for world, groups in (("hot", 1), ("spread", SPREAD_GROUPS)):
@@ -395,7 +401,8 @@ def scale_out(server: Any) -> None:
                     build_world(conn, groups)
                     ingest_all(conn, payloads)
                     conn.execute("CHECKPOINT")  # no checkpoint of the set-up inside the run
-                    wal_before = wal_lsn(conn)
+                    conn.execute("SELECT pg_stat_force_next_flush()")
+                    wal_before = wal_counters(conn)
                     conn.commit()
                 load_before = os.getloadavg()[0]
                 busy0, total0 = machine_cpu()
@@ -411,8 +418,12 @@ def scale_out(server: Any) -> None:
                         seconds, done, retries, py_cpu = drain_with_processes(n)
                 busy1, total1 = machine_cpu()
                 load_after = os.getloadavg()[0]
+                py_cpu -= sampler.own_cpu if mode == "threads" else 0.0
+                time.sleep(0.6)  # backends report their WAL counters at most every 0.5 s
                 with db.connect() as conn:
-                    wal = wal_lsn(conn) - wal_before
+                    wal, records, fpi = (
+                        a - b for a, b in zip(wal_counters(conn), wal_before, strict=True)
+                    )
                 assert done == SCALE_SESSIONS, (world, mode, n, done)
                 rate = done / seconds * 60
                 base = rate if base is None else base
@@ -423,7 +434,7 @@ def scale_out(server: Any) -> None:
                     f"{100 * (busy1 - busy0) / max(total1 - total0, 1):6.0f} "
                     f"{load_before:5.1f}->{load_after:4.1f} "
                     f"{1000 * (py_cpu + sampler.server_cpu_seconds) / done:14.1f} "
-                    f"{wal / done / 1024:14.1f}",
+                    f"{wal / done / 1024:14.1f} {records / done:7.0f} {fpi / done:5.1f}",
                     flush=True,
                 )
                 evidence.append((world, mode, n, sampler.waits))
