@@ -28,10 +28,7 @@ class ProcessConfig(BaseSettings):
     )
     # The read path (`retrieve`) only: a hot standby of the memory database. Unset, it reads
     # the primary. Every write, and the dials, go to `database_url` whatever this says.
-    read_database_url: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("READ_DATABASE_URL", "HAG_READ_DATABASE_URL"),
-    )
+    read_database_url: str | None = None  # HAG_READ_DATABASE_URL
     data_dir: Path = Field(default=PROJECT_ROOT / ".hag")
 
     embedding_provider: Literal["auto", "openai", "offline", "local"] = "auto"
