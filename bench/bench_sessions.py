@@ -6,7 +6,15 @@ replayed one transaction per session with no Python rules, no pydantic and no Pr
 Then the same sessions go through `process_pending` (no Prefect) and through the
 session-end flow (Prefect, warmed up first; the expectation suites are timed apart).
 
-Run: `python -m bench sessions` (a private embedded PostgreSQL in a temporary folder).
+Then the scale-out part: sessions per minute at 1, 2 and 4 workers, as threads
+(`process_pending(workers=n)`) and as separate processes, on a *hot* world (every session
+on the same rows) and a *spread* one (disjoint groups), with the evidence for where it stops
+scaling: samples of pg_stat_activity's wait events, the CPU of the workers and of the
+server's processes, WAL per session, and the load average beside every figure.
+
+Run: `python -m bench sessions` (a private embedded PostgreSQL in a temporary folder);
+`HAG_BENCH_SESSIONS_PARTS=scale` (or `flow`) runs one part, `HAG_BENCH_SCALE_SESSIONS`
+sets the sessions per scale-out run (default: `HAG_BENCH_SESSIONS`, 1,000).
 """
 
 from __future__ import annotations
