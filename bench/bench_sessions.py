@@ -6,7 +6,15 @@ replayed one transaction per session with no Python rules, no pydantic and no Pr
 Then the same sessions go through `process_pending` (no Prefect) and through the
 session-end flow (Prefect, warmed up first; the expectation suites are timed apart).
 
-Run: `python -m bench sessions` (a private embedded PostgreSQL in a temporary folder).
+Then the scale-out part: sessions per minute at 1, 2 and 4 workers, as threads
+(`process_pending(workers=n)`) and as separate processes, on a *hot* world (every session
+on the same rows) and a *spread* one (disjoint groups), with the evidence for where it stops
+scaling: samples of pg_stat_activity's wait events, the CPU of the workers and of the
+server's processes, WAL per session, and the load average beside every figure.
+
+Run: `python -m bench sessions` (a private embedded PostgreSQL in a temporary folder);
+`HAG_BENCH_SESSIONS_PARTS=scale` (or `flow`) runs one part, `HAG_BENCH_SCALE_SESSIONS`
+sets the sessions per scale-out run (default: `HAG_BENCH_SESSIONS`, 1,000).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import os
 import random
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -22,6 +31,12 @@ from pathlib import Path
 from typing import Any
 
 SESSIONS = int(os.environ.get("HAG_BENCH_SESSIONS", "1000"))
+SCALE_SESSIONS = int(os.environ.get("HAG_BENCH_SCALE_SESSIONS", str(SESSIONS)))
+SCALE_WORKERS = (1, 2, 4)
+SPREAD_GROUPS = 8
+SAMPLE_SECONDS = 0.05
+# Which parts to run: "flow" (bare SQL, process_pending, the flow) and "scale" (workers).
+PARTS = set(os.environ.get("HAG_BENCH_SESSIONS_PARTS", "flow,scale").split(","))
 TURNS = 20
 ENTRIES = 30
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -47,7 +62,17 @@ def _edges() -> list[tuple[int, int, str]]:
 EDGES = _edges()
 
 
-def build_world(conn: Any) -> None:
+def _group_edges(groups: int) -> list[tuple[int, tuple[int, int, str]]]:
+    """(edge index, (source, target, type)) of every group; group g owns entries g*ENTRIES…"""
+    return [
+        (g * len(EDGES) + k, (g * ENTRIES + s, g * ENTRIES + t, kind))
+        for g in range(groups)
+        for k, (s, t, kind) in enumerate(EDGES)
+    ]
+
+
+def build_world(conn: Any, groups: int = 1) -> None:
+    """The topic, its concepts and entries, and the seed edges; `groups` disjoint copies."""
     from pgvector import Vector
 
     from hag.embeddings import embed_texts
@@ -58,10 +83,11 @@ def build_world(conn: Any) -> None:
     )
     conn.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('cryptography', 'Cryptography')")
     texts = [
-        f"Advice about concept {k}: explain it with a small worked example." for k in range(ENTRIES)
+        f"Advice about concept {k}: explain it with a small worked example."
+        for k in range(ENTRIES * groups)
     ]
     vectors = embed_texts(texts)
-    for k in range(ENTRIES):
+    for k in range(ENTRIES * groups):
         conn.execute(
             "INSERT INTO hag_concepts (topic_id, slug, title, description, embedding) "
             "VALUES ('cryptography', %s, %s, %s, %s)",
@@ -81,7 +107,7 @@ def build_world(conn: Any) -> None:
                 T0 - timedelta(days=30),
             ),
         )
-    for k, (s, t, kind) in enumerate(EDGES):
+    for k, (s, t, kind) in _group_edges(groups):
         conn.execute(
             "INSERT INTO hag_edges (id, source_entry_id, target_entry_id, edge_type, confidence, source_type, "
             "created_at, updated_at) VALUES (%s, %s, %s, %s, 0.5, 'seed', %s, %s)",
@@ -97,22 +123,28 @@ def build_world(conn: Any) -> None:
     conn.commit()
 
 
-def sessions() -> list[dict[str, Any]]:
-    """Realistic-looking sessions: a decision per turn, its edges rendered, some struggles."""
+def sessions(count: int = SESSIONS, groups: int = 1) -> list[dict[str, Any]]:
+    """Realistic-looking sessions: a decision per turn, its edges rendered, some struggles.
+
+    With `groups` > 1, session i works in group i mod groups only (its own entries, edges,
+    learners and new concept names), so sessions of different groups share no row.
+    """
     rng = random.Random(7)
     by_source: dict[int, list[int]] = {}
-    for k, (s, _, _) in enumerate(EDGES):
+    for k, (s, _, _) in _group_edges(groups):
         by_source.setdefault(s, []).append(k)
     out = []
-    for i in range(SESSIONS):
+    for i in range(count):
+        g = i % groups
+        suffix = f" g{g}" if groups > 1 else ""
         turns = []
         for t in range(TURNS):
-            d = rng.randrange(ENTRIES)
+            d = g * ENTRIES + rng.randrange(ENTRIES)
             struggles = (
                 [
                     {
                         "concept_slug": f"concept-{d}",
-                        "missing_slug": f"concept-{rng.randrange(ENTRIES)}",
+                        "missing_slug": f"concept-{g * ENTRIES + rng.randrange(ENTRIES)}",
                         "evidence": "I don't see where that comes from",
                     }
                 ]
@@ -124,7 +156,11 @@ def sessions() -> list[dict[str, Any]]:
                     {
                         "graph": rng.choice(["topic", "student", "tutor"]),
                         "concept": rng.choice(
-                            [f"Concept {rng.randrange(ENTRIES)}", "drift thing", "visual learner"]
+                            [
+                                f"Concept {g * ENTRIES + rng.randrange(ENTRIES)}",
+                                f"drift thing{suffix}",
+                                f"visual learner{suffix}",
+                            ]
                         ),
                         "text": f"Observed in session {i} turn {t}: draw it first.",
                     }
@@ -138,7 +174,10 @@ def sessions() -> list[dict[str, Any]]:
                     "student_message": f"question {t} of session {i}",
                     "concept_slugs": [f"concept-{d}"],
                     "decision_entry_id": str(_entry_id(d)),
-                    "used_entry_ids": [str(_entry_id(d)), str(_entry_id(rng.randrange(ENTRIES)))],
+                    "used_entry_ids": [
+                        str(_entry_id(d)),
+                        str(_entry_id(g * ENTRIES + rng.randrange(ENTRIES))),
+                    ],
                     "rendered_edge_ids": [str(_edge_id(k)) for k in by_source.get(d, [])[:2]],
                     "outcome": rng.choice(["success", "success", "failure", None]),
                     "outcome_strength": rng.choice([None, 0.5, 1.0]),
@@ -149,7 +188,7 @@ def sessions() -> list[dict[str, Any]]:
         out.append(
             {
                 "session_id": f"bench-{i:05d}",
-                "learner_id": f"learner-{i % 50}",
+                "learner_id": f"learner-{i % 50}{suffix.replace(' ', '-')}",
                 "topic_id": "cryptography",
                 "ended_at": (T0 + timedelta(minutes=i)).isoformat(),
                 "turns": turns,
@@ -188,12 +227,314 @@ class Recorder:
         self.current = []
 
 
+class Sampler:
+    """Samples, every `SAMPLE_SECONDS` while a run lasts, what the database's sessions do and
+    the CPU the server's processes used: the evidence for where scaling stops."""
+
+    def __init__(self, url: str, postmaster_pid: int):
+        import psutil
+
+        self.url, self.postmaster = url, psutil.Process(postmaster_pid)
+        self.waits: dict[str, int] = {}
+        self.cpu: dict[int, tuple[float, float]] = {}  # pid -> (first seen, last seen)
+        self.own_cpu = 0.0  # the sampler's own CPU, taken off the client's in thread mode
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._stop.clear()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _server_cpu(self) -> None:
+        import psutil
+
+        for proc in [self.postmaster, *self.postmaster.children()]:
+            try:
+                times = proc.cpu_times()
+            except psutil.Error:
+                continue
+            used = times.user + times.system
+            first = self.cpu.get(proc.pid, (used, used))[0]
+            self.cpu[proc.pid] = (first, used)
+
+    def _run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            me = conn.info.backend_pid
+            self._server_cpu()
+            while not self._stop.wait(SAMPLE_SECONDS):
+                for state, kind, event in conn.execute(
+                    "SELECT state, wait_event_type, wait_event FROM pg_stat_activity "
+                    "WHERE backend_type = 'client backend' AND pid <> %s "
+                    "AND state IN ('active', 'idle in transaction')",
+                    (me,),
+                ).fetchall():
+                    if state == "idle in transaction":
+                        label = "in transaction, waiting for the client (Python)"
+                    elif kind is None:
+                        label = "running on CPU"
+                    else:
+                        label = f"{kind}:{event}"
+                    self.waits[label] = self.waits.get(label, 0) + 1
+                self._server_cpu()
+        self.own_cpu = time.thread_time()
+
+    @property
+    def server_cpu_seconds(self) -> float:
+        return sum(last - first for first, last in self.cpu.values())
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) jiffies of the whole machine since boot, from /proc/stat."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def wal_counters(conn: Any) -> tuple[int, int, int]:
+    """(bytes, records, full-page images) of WAL written since the server started."""
+    row = conn.execute(
+        "SELECT pg_current_wal_lsn() - '0/0' AS b, wal_records, wal_fpi FROM pg_stat_wal"
+    ).fetchone()
+    return int(row["b"]), int(row["wal_records"]), int(row["wal_fpi"])
+
+
+def worker_process() -> None:
+    """One separate worker process: warm up, say ready, wait for 'go', drain, print totals."""
+    import json
+    import resource
+    import sys
+
+    from hag import db, settings
+    from hag.session.process import process_pending
+
+    with db.pool().connection() as conn:
+        conn.execute("SELECT 1")
+    settings.current()
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    warm = cpu()  # imports and connecting are not the run's work
+    print("ready", flush=True)
+    sys.stdin.readline()
+    summary = process_pending()
+    print(
+        json.dumps(
+            {
+                "sessions": summary.sessions,
+                "rejects": summary.rejects,
+                "retries": summary.retries,
+                "cpu": cpu() - warm,
+            }
+        ),
+        flush=True,
+    )
+    db.close_all()
+
+
+def drain_with_processes(workers: int) -> tuple[float, int, int, float]:
+    """`workers` separate processes drain the queue; (seconds, sessions, retries, their CPU s)."""
+    import json
+    import subprocess
+    import sys
+
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bench.bench_sessions", "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        for _ in range(workers)
+    ]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        start = time.perf_counter()
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        results = [
+            json.loads(proc.communicate(timeout=1800)[0].strip().splitlines()[-1]) for proc in procs
+        ]
+        seconds = time.perf_counter() - start
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert all(r["rejects"] == 0 for r in results), results
+    return (
+        seconds,
+        sum(r["sessions"] for r in results),
+        sum(r["retries"] for r in results),
+        sum(r["cpu"] for r in results),
+    )
+
+
+def scale_out(server: Any) -> None:
+    """Sessions per minute at 1, 2 and 4 workers (threads, processes), hot and spread worlds."""
+    from hag import db
+    from hag.session.process import process_pending
+
+    url = db.database_url()
+    print(
+        f"\nscale-out: {SCALE_SESSIONS} sessions per run, the same database; 'hot': every session "
+        f"shares the same {ENTRIES} entries and {len(EDGES)} edges; 'spread': {SPREAD_GROUPS} "
+        f"disjoint groups (session i in group i mod {SPREAD_GROUPS}); {os.cpu_count()} cores"
+    )
+    header = (
+        f"  {'world':6} {'mode':9} {'n':>2} {'seconds':>8} {'sess/min':>9} {'speed-up':>8} "
+        f"{'retries':>7} {'py cpu s':>8} {'pg cpu s':>8} {'busy %':>6} {'load1':>11} "
+        f"{'cpu ms/session':>14} {'WAL kB/session':>14} {'records':>7} {'FPI':>5}"
+    )
+    evidence = []
+    for world, groups in (("hot", 1), ("spread", SPREAD_GROUPS)):
+        payloads = sessions(SCALE_SESSIONS, groups)
+        print(header)
+        base: float | None = None
+        for mode in ("threads", "processes"):
+            for n in SCALE_WORKERS:
+                with db.connect() as conn:
+                    build_world(conn, groups)
+                    ingest_all(conn, payloads)
+                    conn.execute("CHECKPOINT")  # no checkpoint of the set-up inside the run
+                    conn.execute("SELECT pg_stat_force_next_flush()")
+                    wal_before = wal_counters(conn)
+                    conn.commit()
+                load_before = os.getloadavg()[0]
+                busy0, total0 = machine_cpu()
+                py0 = time.process_time()
+                with Sampler(url, server.get_pid()) as sampler:
+                    if mode == "threads":
+                        start = time.perf_counter()
+                        summary = process_pending(workers=n)
+                        seconds = time.perf_counter() - start
+                        done, retries = summary.sessions, summary.retries
+                        py_cpu = time.process_time() - py0
+                    else:
+                        seconds, done, retries, py_cpu = drain_with_processes(n)
+                busy1, total1 = machine_cpu()
+                load_after = os.getloadavg()[0]
+                py_cpu -= sampler.own_cpu if mode == "threads" else 0.0
+                time.sleep(0.6)  # backends report their WAL counters at most every 0.5 s
+                with db.connect() as conn:
+                    wal, records, fpi = (
+                        a - b for a, b in zip(wal_counters(conn), wal_before, strict=True)
+                    )
+                assert done == SCALE_SESSIONS, (world, mode, n, done)
+                rate = done / seconds * 60
+                base = rate if base is None else base
+                print(
+                    f"  {world:6} {mode:9} {n:>2} {seconds:8.2f} {rate:9,.0f} "
+                    f"{rate / base:8.2f} {retries:7d} {py_cpu:8.1f} "
+                    f"{sampler.server_cpu_seconds:8.1f} "
+                    f"{100 * (busy1 - busy0) / max(total1 - total0, 1):6.0f} "
+                    f"{load_before:5.1f}->{load_after:4.1f} "
+                    f"{1000 * (py_cpu + sampler.server_cpu_seconds) / done:14.1f} "
+                    f"{wal / done / 1024:14.1f} {records / done:7.0f} {fpi / done:5.1f}",
+                    flush=True,
+                )
+                evidence.append((world, mode, n, sampler.waits))
+    print(
+        "\n  what the database sessions were doing (share of samples taken every "
+        f"{SAMPLE_SECONDS * 1000:.0f} ms; 4 workers):"
+    )
+    for world, mode, n, waits in evidence:
+        if n != max(SCALE_WORKERS):
+            continue
+        total = sum(waits.values()) or 1
+        top = sorted(waits.items(), key=lambda kv: -kv[1])[:5]
+        print(f"  {world:6} {mode:9} " + "; ".join(f"{k} {100 * v / total:.0f}%" for k, v in top))
+
+
+def flow_and_baseline() -> None:
+    """Bare SQL, process_pending and the session-end flow over the same sessions."""
+    from hag import db, embeddings, settings
+    from hag.session.process import Caches, ProcessSummary, apply_pending_session, process_pending
+
+    payloads = sessions()
+    print(
+        f"{SESSIONS} sessions x {TURNS} turns; {ENTRIES} entries, {len(EDGES)} seed edges; "
+        f"embedder {embeddings.get_embedder().name}"
+    )
+    with db.connect() as conn:
+        build_world(conn)
+        ingest_seconds = ingest_all(conn, payloads)
+        # Record the exact statements of each session's transaction (untimed).
+        recorder = Recorder(conn)
+        summary = ProcessSummary()
+        caches, dials = Caches(), settings.current()
+        while apply_pending_session(recorder, dials, run_id=None, caches=caches, summary=summary):
+            pass
+        trace = recorder.transactions
+
+        build_world(conn)
+        ingest_all(conn, payloads)
+        start = time.perf_counter()
+        for statements in trace:
+            for statement, params in statements:
+                conn.execute(statement, params)
+            conn.commit()
+        bare = time.perf_counter() - start
+
+        build_world(conn)
+        ingest_all(conn, payloads)
+    direct = process_pending()
+    assert direct.sessions == SESSIONS, direct
+
+    from flows.session_end import session_end_flow
+
+    session_end_flow(check=False)  # warm-up: starts the temporary Prefect server
+    with db.connect() as conn:
+        build_world(conn)
+        ingest_all(conn, payloads)
+    start = time.perf_counter()
+    result = session_end_flow(check=False)
+    flow_seconds = time.perf_counter() - start
+    assert result["sessions"] == SESSIONS, result
+    start = time.perf_counter()
+    try:
+        import expectations
+
+        expectations.run_all()
+        checks = f"{time.perf_counter() - start:.2f} s (once per flow run, not per session)"
+    except Exception as exc:  # noqa: BLE001 - a report line, not a failure of the benchmark
+        checks = f"not measured ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"
+
+    def rate(seconds: float) -> str:
+        return f"{seconds:7.2f} s  {SESSIONS / seconds * 60:9,.0f} sessions/min"
+
+    print(f"  ingest (validate + queue)     {rate(ingest_seconds)}")
+    print(f"  bare SQL (same statements)    {rate(bare)}   baseline")
+    print(
+        f"  process_pending (no Prefect)  {rate(direct.seconds)}   ratio {direct.seconds / bare:.2f}"
+    )
+    print(f"  session-end flow (Prefect)    {rate(flow_seconds)}   ratio {flow_seconds / bare:.2f}")
+    print(f"  expectation suites            {checks}")
+    steps = ", ".join(f"{k} {v:.2f} s" for k, v in direct.step_seconds.items())
+    print(f"  time per step (no Prefect): {steps}")
+    print(
+        f"  goal: >= 1,000 sessions/min through the flow, ratio <= 2 "
+        f"-> {'met' if SESSIONS / flow_seconds * 60 >= 1000 and flow_seconds / bare <= 2 else 'NOT met'}"
+    )
+
+
 def main() -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
-    from hag import config, db, embeddings, migrate, settings
-    from hag.session.process import Caches, ProcessSummary, apply_pending_session, process_pending
+    from hag import config, db, embeddings, migrate
 
     folder = tempfile.mkdtemp(prefix="hag-bench-sessions-")
     os.environ.setdefault("PREFECT_HOME", os.path.join(folder, "prefect"))
@@ -205,75 +546,10 @@ def main() -> None:
     try:
         with db.connect() as conn:
             migrate.migrate(conn, embeddings.get_embedder().dim)
-        payloads = sessions()
-        print(
-            f"{SESSIONS} sessions x {TURNS} turns; {ENTRIES} entries, {len(EDGES)} seed edges; "
-            f"embedder {embeddings.get_embedder().name}"
-        )
-        with db.connect() as conn:
-            build_world(conn)
-            ingest_seconds = ingest_all(conn, payloads)
-            # Record the exact statements of each session's transaction (untimed).
-            recorder = Recorder(conn)
-            summary = ProcessSummary()
-            caches, dials = Caches(), settings.current()
-            while apply_pending_session(
-                recorder, dials, run_id=None, caches=caches, summary=summary
-            ):
-                pass
-            trace = recorder.transactions
-
-            build_world(conn)
-            ingest_all(conn, payloads)
-            start = time.perf_counter()
-            for statements in trace:
-                for statement, params in statements:
-                    conn.execute(statement, params)
-                conn.commit()
-            bare = time.perf_counter() - start
-
-            build_world(conn)
-            ingest_all(conn, payloads)
-        direct = process_pending()
-        assert direct.sessions == SESSIONS, direct
-
-        from flows.session_end import session_end_flow
-
-        session_end_flow(check=False)  # warm-up: starts the temporary Prefect server
-        with db.connect() as conn:
-            build_world(conn)
-            ingest_all(conn, payloads)
-        start = time.perf_counter()
-        result = session_end_flow(check=False)
-        flow_seconds = time.perf_counter() - start
-        assert result["sessions"] == SESSIONS, result
-        start = time.perf_counter()
-        try:
-            import expectations
-
-            expectations.run_all()
-            checks = f"{time.perf_counter() - start:.2f} s (once per flow run, not per session)"
-        except Exception as exc:  # noqa: BLE001 - a report line, not a failure of the benchmark
-            checks = f"not measured ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"
-
-        def rate(seconds: float) -> str:
-            return f"{seconds:7.2f} s  {SESSIONS / seconds * 60:9,.0f} sessions/min"
-
-        print(f"  ingest (validate + queue)     {rate(ingest_seconds)}")
-        print(f"  bare SQL (same statements)    {rate(bare)}   baseline")
-        print(
-            f"  process_pending (no Prefect)  {rate(direct.seconds)}   ratio {direct.seconds / bare:.2f}"
-        )
-        print(
-            f"  session-end flow (Prefect)    {rate(flow_seconds)}   ratio {flow_seconds / bare:.2f}"
-        )
-        print(f"  expectation suites            {checks}")
-        steps = ", ".join(f"{k} {v:.2f} s" for k, v in direct.step_seconds.items())
-        print(f"  time per step (no Prefect): {steps}")
-        print(
-            f"  goal: >= 1,000 sessions/min through the flow, ratio <= 2 "
-            f"-> {'met' if SESSIONS / flow_seconds * 60 >= 1000 and flow_seconds / bare <= 2 else 'NOT met'}"
-        )
+        if "flow" in PARTS:
+            flow_and_baseline()
+        if "scale" in PARTS:
+            scale_out(server)
     finally:
         db.close_all()
         server.stop()
@@ -281,4 +557,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    worker_process() if sys.argv[1:] == ["--worker"] else main()

@@ -1,4 +1,4 @@
-"""Process configuration: where the database is and how to reach the model providers.
+"""Process configuration: where the database (and its read replica) is, how to reach the models.
 
 This is deliberately separate from the dials in `hag_settings` (see `hag.settings`):
 these values say *where* things are, the dials say *how* the memory behaves.
@@ -26,6 +26,9 @@ class ProcessConfig(BaseSettings):
     database_url: str | None = Field(
         default=None, validation_alias=AliasChoices("DATABASE_URL", "HAG_DATABASE_URL")
     )
+    # The read path (`retrieve`) only: a hot standby of the memory database. Unset, it reads
+    # the primary. Every write, and the dials, go to `database_url` whatever this says.
+    read_database_url: str | None = None  # HAG_READ_DATABASE_URL
     data_dir: Path = Field(default=PROJECT_ROOT / ".hag")
 
     embedding_provider: Literal["auto", "openai", "offline", "local"] = "auto"

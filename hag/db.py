@@ -141,6 +141,16 @@ def database_url() -> str:
         return _url
 
 
+def read_database_url() -> str:
+    """The URL the read path reads: `HAG_READ_DATABASE_URL` (a hot standby), else the primary's.
+
+    A standby serves `retrieve` only; sessions, sweeps, enrichment, migrations and the dials
+    always go to `database_url()`, so nothing ever tries to write to the replica.
+    """
+    configured = get_config().read_database_url
+    return configured if configured is not None else database_url()
+
+
 def configure_connection(conn: psycopg.Connection[Any]) -> None:
     """Teach a new connection the `vector` type (once the extension exists)."""
     from pgvector.psycopg import register_vector  # noqa: PLC0415

@@ -49,9 +49,10 @@ def configure_reader(conn: psycopg.Connection[Any]) -> None:
 
 
 def read_pool() -> Any:
-    """The process-wide read-only pool of the read path (made on first use)."""
+    """The process-wide read-only pool of the read path (made on first use), on the read
+    replica when one is configured (db.read_database_url)."""
     global _pool, _pool_url
-    url = db.database_url()
+    url = db.read_database_url()
     with _lock:
         if _pool is not None and _pool_url != url:
             _pool.close()
