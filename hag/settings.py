@@ -192,7 +192,7 @@ assert len(REGISTRY) == len(_DIALS), "a dial key is registered twice"
 EVIDENCE_PROFILE: dict[str, Any] = {
     "prerequisite_confidence_rule": "lift",
     "prerequisite_lift_k": 2.0,
-    "prerequisite_lift_chance_spread": 0.0,
+    "prerequisite_lift_chance_spread": 8.0,
     "prerequisite_lift_reverse": True,
     "prerequisite_unlearn_min_reports": 12,
     "prerequisite_unlearn_max_share": 0.02,

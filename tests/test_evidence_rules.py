@@ -27,9 +27,12 @@ def test_lift_keeps_the_seed_ladder_for_an_uncontested_edge():
 
 
 def test_lift_subtracts_the_reports_expected_by_chance():
-    """3 reports of c -> m among 29 on c: 26 others spread over 26 concepts, so h' = 2 -> 0.5."""
+    """3 reports of c -> m among 29 on c: 26 others spread over the topic's 26 other concepts
+    (spread 0, the issue's definition), so h' = 2 -> 0.5; over 8 (the evidence profile), h' = 0."""
+    topic_wide = EVIDENCE.with_overrides(prerequisite_lift_chance_spread=0)
     assert rules.chance_reports(3, 29, N) == pytest.approx(1.0)
-    assert rules.lift_confidence(3, 29, N, EVIDENCE) == pytest.approx(0.5)
+    assert rules.lift_confidence(3, 29, N, topic_wide) == pytest.approx(0.5)
+    assert rules.lift_confidence(3, 29, N, EVIDENCE) == pytest.approx(0.05)
 
 
 def test_lift_with_a_fixed_chance_spread():
