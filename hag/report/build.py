@@ -28,8 +28,9 @@ from hag.sqlfiles import query
 HEADLINE_THRESHOLD = float(REGISTRY["edge_reinforce_confidence_high"].default)
 # where a new learned edge enters (and the edge walk starts)
 ENTRY_THRESHOLD = float(REGISTRY["edge_new_confidence"].default)
-# the level issue 14 judges authored prerequisites by (a confidence a reader takes as a coin toss)
-HALF = 0.5
+# where authored prerequisites are judged (issue 14: "below 0.5"): the lower edge of the
+# "medium" confidence band, below which a reader sees an edge labelled low
+HALF = float(REGISTRY["band_medium_min"].default)
 
 
 def _clean(value: Any) -> Any:
