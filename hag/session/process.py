@@ -403,7 +403,7 @@ def propose_prerequisites(
 
 def _evidence_sources(observed: list[EdgeObservation], dials: Mapping[str, Any]) -> list[UUID]:
     """Under the lift rule, the concepts (entries) this session reports struggles on: every
-    prerequisite out of them is re-weighed, since their chance rate changed."""
+    prerequisite out of them (their chance changed) or into them is re-weighed."""
     if dials["prerequisite_confidence_rule"] != "lift":
         return []
     return sorted({o.source_entry_id for o in observed if o.edge_type == "prerequisite"}, key=str)
@@ -465,12 +465,15 @@ def weigh_prerequisite_evidence(
     counts: SessionCounts,
     run_id: UUID | None,
 ) -> None:
-    """Step 4b (lift rule only): every prerequisite out of a concept this session reported a
-    struggle on (and into it: their reverse evidence changed) takes the confidence its reports
-    earn net of chance (`rules.lift_confidence` for learned edges;
-    `rules.unlearned_confidence`, negative evidence, for authored and enriched ones). The rows were locked by `_lock_rows` in the one sorted pass; the topic
-    entry identities behind them by `lock_identities`, so sessions reporting on the same
-    concept apply one after the other."""
+    """Step 4b (lift rule only): re-weigh the prerequisites around the concepts reported on.
+
+    Every prerequisite out of a concept this session reported a struggle on (its chance
+    changed) and into it (its reverse evidence changed) takes the confidence its reports
+    earn: `rules.lift_confidence` for learned edges, `rules.unlearned_confidence` (negative
+    evidence) for authored and enriched ones. The rows were locked by `_lock_rows` in the
+    one sorted pass, the topic entry identities behind them by `lock_identities`, so
+    sessions reporting on the same concept apply one after the other.
+    """
     if not sources:
         return
     rows = conn.execute(
@@ -595,9 +598,10 @@ def _edge_shifts(
     """Each rendered edge's grading over the session, as one clamped shift.
 
     The seed's rules need nothing but the outcomes. The evidence rules read each edge's type,
-    renderings and source concept's counters (rows locked by `_lock_rows`, read before this
-    session's own counters move): prerequisites under the lift rule are not outcome-graded,
-    and the baseline rule grades against the concept's smoothed success rate.
+    renderings and source concept's counters (the edges are locked by `_lock_rows`, their
+    source entries are the turns' used entries, locked with them; read before this session's
+    own counters move): prerequisites under the lift rule are not outcome-graded, and the
+    baseline rule grades against the concept's smoothed success rate.
     """
     if dials["edge_grading_rule"] == "seed" and dials["prerequisite_confidence_rule"] == "seed":
         return {i: rules.edge_grading(o, dials) for i, o in edge_outcomes.items()}
