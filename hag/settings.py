@@ -131,6 +131,17 @@ _DIALS: tuple[Dial, ...] = (
     _i("session_quarantine_max_bytes", 65536, 256, 100_000_000, "ours: bytes of a refused payload kept in the quarantine (with its SHA-256 and size)", S),
     _i("session_max_depth", 32, 4, 1000, "ours: payloads nested deeper than this (objects and arrays) are refused before parsing", S),
     _i("session_max_retries", 8, 0, 1000, "ours: retries of a session whose transaction hit a deadlock or serialization failure", S),
+    # the evidence rules (issue 14; `hag settings profile evidence` selects them, docs/learning-report.md)
+    Dial("prerequisite_confidence_rule", "str", "seed", "ours: seed = learned prerequisites move by the seed's reinforcement floors and outcome grading; lift = from the sessions that reported them net of chance, h'/(h'+k), never outcome-graded", S, choices=("seed", "lift")),
+    _f("prerequisite_lift_k", 2.0, 0.01, 1000, "ours: k of the lift rule h'/(h'+k) (2 keeps the seed's 0.33/0.5/0.6 ladder for an uncontested edge)", S),
+    _f("prerequisite_lift_chance_spread", 0.0, 0, 100000, "ours: concepts over which a failing concept's other struggle reports spread by chance (0: the topic's other concepts)", S),
+    Dial("prerequisite_lift_reverse", "bool", False, "ours: under lift, the reverse direction's evidence counts against a pair (prerequisites form a DAG)", S),
+    _i("prerequisite_unlearn_min_reports", 0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports (0: never)", S),
+    _f("prerequisite_unlearn_max_share", 0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports", S),
+    Dial("edge_grading_rule", "str", "seed", "ours: seed = +-step by the turn's outcome; baseline = 2 step (outcome - the source concept's smoothed success rate), the step shrinking with renderings", S, choices=("seed", "baseline")),
+    _f("edge_grade_baseline_n0", 10.0, 0.01, 1000000, "ours: the baseline rule's step is scaled by n0/(n0 + renderings)", S),
+    _f("edge_grade_baseline_prior", 0.5, 0, 1, "ours: prior success rate in the source concept's smoothed success rate", S),
+    _f("edge_grade_baseline_prior_weight", 2.0, 0, 1000000, "ours: pseudo-turns of that prior in the smoothed success rate", S),
     # --- bounds on what enters from outside (docs/bounds.md) ---
     _i("timestamp_window_years", 5, 1, 1000, "ours: every timestamp that enters (ended_at, corpus times, --as-of) lies within this many years of now", B),
     _i("slug_max_chars", 200, 8, 2000, "ours: longest topic id or concept slug a payload or corpus may carry (a btree row holds about 2,700 bytes)", B),
@@ -154,6 +165,7 @@ _DIALS: tuple[Dial, ...] = (
         "seed: positive allowlist of provenance classes the cull may delete", W,
         forbidden=("seed",), pattern=r"[a-z][a-z0-9_]*",
     ),
+    _i("reprieve_idle_days", 0, 0, 3650, "ours: nightly, an entry below its retrieval floor and unused this many days is lifted back to the floor (0: never, the seed)", W),
     _i("sweep_report_max_rows", 200, 1, 100000, "ours: culled edges listed in a run's report (all stay in the audit)", W),
     _i("cull_guard_max_edges", 1000, 0, 1000000000, "ours: a scheduled nightly run that would cull more edges than this pauses for an operator's decision (0: no count limit)", W),
     _f("cull_guard_max_share", 0.10, 0, 1, "ours: ...or that would cull more than this share of all edges (1: no share limit)", W),
@@ -193,6 +205,29 @@ _DIALS: tuple[Dial, ...] = (
 
 REGISTRY: dict[str, Dial] = {d.key: d for d in _DIALS}
 assert len(REGISTRY) == len(_DIALS), "a dial key is registered twice"
+
+
+# The profiles (SPEC §4, issue 14): the recommended set of rule dials, set in one step by
+# `hag settings profile NAME`. `seed` is every registry default (the seed's rules);
+# `evidence` the rules measured in docs/learning-report.md. A profile names only rule dials:
+# everything else keeps whatever value an operator gave it.
+EVIDENCE_PROFILE: dict[str, Any] = {
+    "prerequisite_confidence_rule": "lift",
+    "prerequisite_lift_k": 2.0,
+    "prerequisite_lift_chance_spread": 8.0,
+    "prerequisite_lift_reverse": True,
+    "prerequisite_unlearn_min_reports": 12,
+    "prerequisite_unlearn_max_share": 0.02,
+    "edge_grading_rule": "baseline",
+    "edge_grade_baseline_n0": 10.0,
+    "edge_grade_baseline_prior": 0.5,
+    "edge_grade_baseline_prior_weight": 2.0,
+    "reprieve_idle_days": 7,
+}
+PROFILES: dict[str, dict[str, Any]] = {
+    "seed": {key: REGISTRY[key].default for key in EVIDENCE_PROFILE},
+    "evidence": EVIDENCE_PROFILE,
+}
 
 
 # --- validation -------------------------------------------------------------------------
@@ -468,6 +503,41 @@ def set_value(conn: Any, key: str, raw: Any, by: str = "cli") -> Any:
 
 def reset_value(conn: Any, key: str, by: str = "cli") -> Any:
     return set_value(conn, key, dial(key).default, by)
+
+
+def profile_values(name: str) -> dict[str, Any]:
+    """The dial values of a named profile, or a SettingsError naming the known ones."""
+    try:
+        return dict(PROFILES[name])
+    except KeyError:
+        raise SettingsError(
+            f"unknown profile {name!r} (known: {', '.join(sorted(PROFILES))})"
+        ) from None
+
+
+def apply_profile(conn: Any, name: str, by: str = "cli") -> list[tuple[str, Any, Any]]:
+    """Set every dial of a profile; returns (key, old, new) for each dial that changed."""
+    wanted = profile_values(name)
+    current_values = load(conn)
+    changed = [(k, current_values[k], validate(k, v)) for k, v in wanted.items()]
+    changed = [(k, old, new) for k, old, new in changed if old != new]
+    check_order({**current_values, **{k: new for k, _, new in changed}})
+    for key, _, new in changed:
+        conn.execute(
+            "UPDATE hag_settings SET value = %s::jsonb, updated_at = now(), updated_by = %s "
+            "WHERE key = %s",
+            (json.dumps(new), f"{by} (profile {name})", key),
+        )
+    invalidate()
+    return changed
+
+
+def active_profile(values: Mapping[str, Any]) -> str | None:
+    """The profile whose every dial the values match, if any."""
+    for name, wanted in PROFILES.items():
+        if all(values[k] == v for k, v in wanted.items()):
+            return name
+    return None
 
 
 def listing(conn: Any) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hag import bounds, db, runs, settings
+from hag.edges import say_why
 from hag.errors import ValidationError
 from hag.sqlfiles import query
 from hag.timing import timed
@@ -50,6 +51,13 @@ PROMOTION_DIALS = (
     "proven_max_failure_ratio",
     "archive_max_confidence",
     "archive_min_failures",
+)
+REPRIEVE_DIALS = (
+    "reprieve_idle_days",
+    "retrieval_min_confidence",
+    "floor_proven",
+    "floor_pattern",
+    "floor_candidate",
 )
 CULL_DIALS = (
     "cull_max_confidence",
@@ -111,6 +119,7 @@ class NightlySummary:
     promoted_to_pattern: int = 0
     promoted_to_proven: int = 0
     archived: int = 0
+    reprieved: int = 0
     culled: int = 0
     culled_by_source_type: dict[str, int] = field(default_factory=dict)
     culled_edges: list[CulledEdge] = field(default_factory=list)  # the first report_max_rows
@@ -131,6 +140,7 @@ class NightlySummary:
             "promoted_to_pattern": self.promoted_to_pattern,
             "promoted_to_proven": self.promoted_to_proven,
             "archived": self.archived,
+            "reprieved": self.reprieved,
             "culled": self.culled,
             "culled_by_source_type": self.culled_by_source_type,
             **({"guard": self.guard} if self.guard else {}),
@@ -252,7 +262,7 @@ def _release(conn: Any, run_id: uuid.UUID) -> None:
 
 def rule_values(dials: Mapping[str, Any], as_of: datetime) -> dict[str, Any]:
     """The dials in force for this run, as the audit keeps them (plus the run's as_of)."""
-    values = {key: dials[key] for key in (*PROMOTION_DIALS, *CULL_DIALS)}
+    values = {key: dials[key] for key in (*PROMOTION_DIALS, *REPRIEVE_DIALS, *CULL_DIALS)}
     values["as_of"] = as_of.isoformat()
     return values
 
@@ -287,6 +297,15 @@ def _apply(
             _count(conn, "archive_sunk", {**params, "from_maturity": m})
             for m in ("candidate", "pattern")
         )
+    with timed(summary.step_seconds, "reprieve"):
+        if params["reprieve_idle_days"] > 0:
+            say_why(
+                conn,
+                "reprieve: sunk below its floor and unused",
+                run_id=summary.run_id,
+                at=summary.as_of,
+            )
+            summary.reprieved = _count(conn, "reprieve_sunk", params)
     if decide is not None and not _guarded_cull_approved(conn, params, summary, dials, decide):
         return
     _cull(conn, params, summary)
@@ -352,6 +371,8 @@ def _forecast(
     summary.promoted_to_pattern = row["promoted_to_pattern"]
     summary.promoted_to_proven = row["promoted_to_proven"]
     summary.archived = row["archived"]
+    if params["reprieve_idle_days"] > 0:
+        summary.reprieved = _count(conn, "reprieve_forecast", params)
     _fill_forecast(conn, params, summary)
     total = int(conn.execute(query("sweeps", "count_edges")).fetchone()["n"])
     reason = guard_reason(summary.culled, total, dials)
@@ -411,6 +432,7 @@ def render_markdown(summary: NightlySummary) -> str:
         f"| candidate → pattern | {summary.promoted_to_pattern} |",
         f"| pattern → proven | {summary.promoted_to_proven} |",
         f"| archived (sank) | {summary.archived} |",
+        f"| reprieved (lifted back to the floor) | {summary.reprieved} |",
         f"| edges culled | {summary.culled} |",
     ]
     for source_type, n in summary.culled_by_source_type.items():
@@ -457,6 +479,7 @@ def counts_table(summary: NightlySummary) -> list[dict[str, Any]]:
             ("candidate → pattern", summary.promoted_to_pattern),
             ("pattern → proven", summary.promoted_to_proven),
             ("archived", summary.archived),
+            ("reprieved", summary.reprieved),
             ("promotions", summary.promotions),
             ("culls", summary.culled),
         )

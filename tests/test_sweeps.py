@@ -234,6 +234,7 @@ def test_one_run_reaches_the_fixed_point(db):
         "promoted_to_pattern": 0,
         "promoted_to_proven": 0,
         "archived": 0,
+        "reprieved": 0,
         "culled": 0,
         "culled_by_source_type": {},
     }
@@ -277,6 +278,7 @@ def test_dry_run_changes_nothing_and_forecasts_the_real_run(db):
             "promoted_to_pattern": 1,
             "promoted_to_proven": 1,
             "archived": 1,
+            "reprieved": 0,
             "culled": 2,
             "culled_by_source_type": {"enriched": 1, "learned": 1},
         }

@@ -1,4 +1,4 @@
-"""`hag settings list|get KEY|set KEY VALUE|reset KEY`."""
+"""`hag settings list|get KEY|set KEY VALUE|reset KEY|profile NAME`."""
 
 from __future__ import annotations
 
@@ -113,3 +113,31 @@ def reset(key: str) -> None:
         stored = s.reset_value(conn, key)
         conn.commit()
     click.echo(f"{key} = {json.dumps(stored)}")
+
+
+@settings.command()
+@click.argument("name", type=click.Choice(["seed", "evidence"]))
+@json_option
+def profile(name: str, as_json: bool) -> None:
+    """Set a whole rule profile in one step (seed: the seed's rules; evidence: issue 14's).
+
+    Prints every dial it changed, with the old and new value (nothing when already set).
+    """
+    from hag import db  # noqa: PLC0415
+    from hag import settings as s  # noqa: PLC0415
+
+    ready()
+    with db.connect() as conn:
+        changed = s.apply_profile(conn, name)
+        conn.commit()
+    if as_json:
+        echo_json(
+            {"profile": name, "changed": [{"key": k, "old": o, "new": n} for k, o, n in changed]}
+        )
+        return
+    if not changed:
+        click.echo(f"profile {name}: every dial already set, nothing changed")
+        return
+    click.echo(f"profile {name}: {len(changed)} dial(s) changed")
+    for key, old, new in changed:
+        click.echo(f"  {key}: {json.dumps(old)} -> {json.dumps(new)}")

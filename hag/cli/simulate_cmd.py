@@ -48,6 +48,14 @@ from hag.cli._common import echo_json, json_option, note
     help="Per failed turn: probability of an invented struggle.",
 )
 @click.option(
+    "--noise-kind",
+    type=click.Choice(["structured", "uniform"]),
+    default="structured",
+    show_default=True,
+    help="Where invented struggles point: structured = a reversed, transitive or sibling "
+    "concept of the taught one; uniform = any non-prerequisite (the earlier simulator).",
+)
+@click.option(
     "--seed",
     default=7,
     show_default=True,
@@ -100,6 +108,22 @@ from hag.cli._common import echo_json, json_option, note
     show_default=True,
     help="Report folder (report.md, report.json, PNG plots).",
 )
+@click.option(
+    "--profile",
+    type=click.Choice(["seed", "evidence"]),
+    help="Set this rule profile on the memory before the run (default: the dials as they are; "
+    "on a private database, the registry defaults, i.e. seed).",
+)
+@click.option(
+    "--seeds",
+    help="Comma-separated seeds (e.g. 7,11,13,17,19): one run per seed, each on its own "
+    "private database; report.json holds the mean of every headline figure and its spread.",
+)
+@click.option(
+    "--compare",
+    help="Comma-separated profiles (e.g. seed,evidence) run on the same seeds; prints one "
+    "table and writes OUT/compare.md and OUT/compare.json.",
+)
 @json_option
 def simulate(
     learners: int,
@@ -108,6 +132,7 @@ def simulate(
     noise: float,
     p_miss: float | None,
     p_false: float | None,
+    noise_kind: str,
     seed: int,
     world_name: str,
     concepts: int,
@@ -115,6 +140,9 @@ def simulate(
     use_flows: bool,
     database: str,
     out: Path,
+    profile: str | None,
+    seeds: str | None,
+    compare: str | None,
     as_json: bool,
 ) -> None:
     """Simulate learners taught through the memory, and report whether it learns the truth.
@@ -136,13 +164,19 @@ def simulate(
     from hag.simulate.sandbox import private_database  # noqa: PLC0415
     from hag.simulate.world import cryptography_world, random_world  # noqa: PLC0415
 
+    seed_list = _int_list(seeds, "--seeds") if seeds else [seed]
+    profiles = _profile_list(compare) if compare else []
+    if (len(seed_list) > 1 or profiles) and database != "private":
+        raise click.UsageError("--seeds and --compare run on private databases only")
     config = SimulationConfig(
         learners=learners,
         sessions=sessions,
         days=days,
         p_miss=noise if p_miss is None else p_miss,
         p_false=noise if p_false is None else p_false,
-        seed=seed,
+        noise_kind=noise_kind,
+        seed=seed_list[0],
+        profile=profile,
         enrich_every_days=enrich_every,
         use_flows=use_flows,
     )
@@ -153,6 +187,29 @@ def simulate(
         corpus = None
         world = random_world(np.random.default_rng(seed), concepts)
     announce()
+    if profiles or len(seed_list) > 1:
+        from hag.simulate.seeds import compare_table, run_compare, run_seeds  # noqa: PLC0415
+
+        if profiles:
+            comparison = run_compare(
+                world, config, profiles, seed_list, out, corpus=corpus, note=note
+            )
+            if as_json:
+                echo_json({n: r["spread"] for n, r in comparison["results"].items()})
+            else:
+                for line in compare_table(comparison):
+                    click.echo(line)
+                click.echo(f"reports: {out / 'compare.md'}, {out}/<profile>/seed-<seed>/")
+            return
+        aggregate = run_seeds(world, config, seed_list, out, corpus=corpus, note=note)
+        if as_json:
+            echo_json(aggregate["headline"])
+        else:
+            for key, s in aggregate["spread"].items():
+                if s["mean"] is not None:
+                    click.echo(f"{key}: {s['mean']:.3f} ± {s['sd']:.3f} (n={s['n']})")
+            click.echo(f"report: {out / 'report.json'}")
+        return
     experiment = Experiment(world, config, out_dir=out, name=out.name, corpus=corpus, note=note)
     if database == "private":
         with private_database(out / "db"):
@@ -168,3 +225,25 @@ def simulate(
     else:
         for line in summary_lines(outcome.report, out):
             click.echo(line)
+
+
+def _int_list(text: str, option: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(
+            f"takes comma-separated whole numbers, not {text!r}", param_hint=option
+        ) from None
+    if not values or len(set(values)) != len(values):
+        raise click.BadParameter(f"takes distinct seeds, not {text!r}", param_hint=option)
+    return values
+
+
+def _profile_list(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    bad = [n for n in names if n not in ("seed", "evidence")]
+    if bad or not names or len(set(names)) != len(names):
+        raise click.BadParameter(
+            f"takes distinct profiles among seed, evidence; not {text!r}", param_hint="--compare"
+        )
+    return names

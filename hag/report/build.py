@@ -28,6 +28,9 @@ from hag.sqlfiles import query
 HEADLINE_THRESHOLD = float(REGISTRY["edge_reinforce_confidence_high"].default)
 # where a new learned edge enters (and the edge walk starts)
 ENTRY_THRESHOLD = float(REGISTRY["edge_new_confidence"].default)
+# where authored prerequisites are judged (issue 14: "below 0.5"): the lower edge of the
+# "medium" confidence band, below which a reader sees an edge labelled low
+HALF = float(REGISTRY["band_medium_min"].default)
 
 
 def _clean(value: Any) -> Any:
@@ -214,12 +217,62 @@ def _at(curve: Sequence[Mapping[str, Any]], threshold: float) -> Mapping[str, An
     return next(r for r in curve if abs(r["threshold"] - threshold) < 1e-9)
 
 
+def truth_scores(
+    world: World, before: Sequence[EdgeFact], after: Sequence[EdgeFact]
+) -> dict[str, Any]:
+    """Edge confidences scored against the hidden graph (Brier, AUC), at the end of the run:
+    learned prerequisites, the whole memory's prerequisites, each scored type; and what became
+    of the authored (seed) prerequisites the truth holds and the ones it contradicts."""
+    concepts = world.slugs
+    out: dict[str, Any] = {
+        "learned_prerequisite": metrics.truth_scores(
+            after, world.prerequisites, concepts, "prerequisite", ("learned",)
+        ),
+    }
+    for kind in metrics.SCORED_TYPES:
+        truth = world.truth_for(kind)
+        assert truth is not None
+        out[kind] = metrics.truth_scores(after, truth, concepts, kind)
+    authored_before = {
+        (f.source, f.target)
+        for f in before
+        if f.edge_type == "prerequisite" and f.source_type == "seed"
+    }
+    end = {
+        (f.source, f.target): f.confidence
+        for f in after
+        if f.edge_type == "prerequisite" and f.source_type == "seed"
+    }
+    authored = []
+    for pair in sorted(authored_before):
+        if pair[0] in world.concepts and pair[1] in world.concepts:
+            authored.append(
+                {
+                    "source": pair[0],
+                    "target": pair[1],
+                    "true": pair in world.prerequisites,
+                    "confidence": end.get(pair),
+                }
+            )
+    out["authored_prerequisites"] = authored
+    return out
+
+
+def _below(rows: Sequence[Mapping[str, Any]], true: bool, level: float) -> int:
+    return sum(
+        1
+        for r in rows
+        if r["true"] is true and (r["confidence"] is None or r["confidence"] < level)
+    )
+
+
 def headline(
     rec: Mapping[str, Any],
     cal: Mapping[str, Any],
     lifecycle: Mapping[str, Any],
     baseline: Mapping[str, Any],
     by_hits: Sequence[Mapping[str, Any]],
+    truth: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     prereq = rec["prerequisite"]
     learned06, learned03 = (
@@ -256,7 +309,29 @@ def headline(
         "archived": lifecycle["archived"],
         "culls": lifecycle["culls"],
         "enrichment_accepted": lifecycle["enrichment_accepted"],
+    } | (_truth_headline(truth) if truth is not None else {})
+
+
+def _truth_headline(truth: Mapping[str, Any]) -> dict[str, Any]:
+    """The truth-scored figures added to the headline (issue 14; the keys above stay)."""
+    authored = truth["authored_prerequisites"]
+    return {
+        "learned_prereq_truth_brier": truth["learned_prerequisite"]["brier"],
+        "learned_prereq_truth_auc": truth["learned_prerequisite"]["auc"],
+        "memory_prereq_truth_brier": truth["prerequisite"]["brier"],
+        "memory_prereq_truth_auc": truth["prerequisite"]["auc"],
+        "leads_to_truth_auc": truth["leads_to"]["auc"],
+        "fallback_truth_auc": truth["fallback"]["auc"],
+        "authored_prereq_false": sum(1 for r in authored if not r["true"]),
+        "authored_prereq_false_below_0.5": _below(authored, False, HALF),
+        "authored_prereq_true_below_0.5": _below(authored, True, HALF),
     }
+
+
+CULL_NOTE = (
+    "rendered edges are never culled (the cull takes only never-traversed edges), so cull "
+    "counts depend on how many edges a rule renders and are not comparable across rules"
+)
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -330,6 +405,7 @@ def write_report(
     }
     baseline = extractor_baseline(world, struggles)
     by_hits = metrics.precision_by_hits(after, world.prerequisites, world.slugs, "prerequisite")
+    truth = truth_scores(world, before, after)
     report = {
         "name": name or out_dir.name,
         "config": run.config.describe(),
@@ -346,7 +422,9 @@ def write_report(
             "reported_true": sum(s["reported_true"] for s in struggles),
             "reported_false": sum(s["reported_false"] for s in struggles),
         },
-        "headline": headline(rec, cal, lifecycle, baseline, by_hits),
+        "profile": run.config.profile,
+        "headline": headline(rec, cal, lifecycle, baseline, by_hits, truth),
+        "truth_scores": truth,
         "recovery": rec,
         "precision_by_hits": by_hits,
         "provenance_at_0.3": metrics.provenance_breakdown(
@@ -356,8 +434,15 @@ def write_report(
             after, world.prerequisites, world.slugs, "prerequisite", HEADLINE_THRESHOLD
         ),
         "extractor_baseline": baseline,
+        # scored against the turn's outcome, not the truth: an edge's confidence is no
+        # prediction of a turn's success, so this rewards drift toward the success rate
         "calibration": cal,
         "lifecycle": {k: v for k, v in lifecycle.items() if k != "audit"},
+        "notes": {
+            "calibration": "outcome score: each confidence shown is scored as a prediction of "
+            "its turn's outcome; edges are scored against the hidden graph in truth_scores",
+            "culls": CULL_NOTE,
+        },
         "extra": dict(extra or {}),
     }
 
@@ -410,12 +495,19 @@ def summary_lines(report: Mapping[str, Any], folder: Path | None = None) -> list
         f"whole memory at >= 0.6: prerequisite precision {fmt(h['memory_prereq_precision_at_0.6'])} "
         f"recall {fmt(h['memory_prereq_recall_at_0.6'])}; leads_to precision "
         f"{fmt(h['leads_to_precision_at_0.6'])}; fallback precision {fmt(h['fallback_precision_at_0.6'])}",
-        f"calibration: decision entries log-loss {fmt(h['decision_log_loss'])} (base rate "
+        f"edges against the hidden graph: learned prerequisites Brier "
+        f"{fmt(h.get('learned_prereq_truth_brier'))} AUC {fmt(h.get('learned_prereq_truth_auc'))}; "
+        f"all prerequisites Brier {fmt(h.get('memory_prereq_truth_brier'))} AUC "
+        f"{fmt(h.get('memory_prereq_truth_auc'))}; authored prerequisites below 0.5: "
+        f"{h.get('authored_prereq_false_below_0.5')} of {h.get('authored_prereq_false')} false, "
+        f"{h.get('authored_prereq_true_below_0.5')} true",
+        f"outcome score (each confidence shown as a prediction of its turn's outcome, not of "
+        f"truth): decision entries log-loss {fmt(h['decision_log_loss'])} (base rate "
         f"{fmt(h['decision_baseline_log_loss'])}), binned RMSE {fmt(h['decision_binned_rmse'])}; "
         f"edges log-loss {fmt(h['edge_log_loss'])} (base rate {fmt(h['edge_baseline_log_loss'])}), "
         f"binned RMSE {fmt(h['edge_binned_rmse'])}",
         f"lifecycle: {h['promotions']} promotions, {h['archived']} entries archived, "
-        f"{h['culls']} edges culled (audited), "
+        f"{h['culls']} edges culled (audited; {CULL_NOTE}), "
         f"{h['enrichment_accepted']} enrichment proposals accepted",
         culls_line(report["lifecycle"].get("culled_vs_truth", {})),
     ]

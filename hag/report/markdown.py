@@ -60,6 +60,37 @@ def _curve_table(curve: Sequence[Mapping[str, Any]]) -> list[str]:
     )
 
 
+def _truth_section(report: Mapping[str, Any]) -> list[str]:
+    """Edge confidences at the end against the hidden graph (issue 14), when the report has them."""
+    truth = report.get("truth_scores")
+    if not truth:
+        return []
+    out = [
+        "## Edges against the hidden graph",
+        "",
+        "Every edge between two concepts the truth knows is a claim; Brier is the mean squared "
+        "difference between its confidence and its truth (0 or 1), AUC the chance a true "
+        "claim's confidence exceeds a false one's.",
+        "",
+    ]
+    kinds = ["learned_prerequisite", "prerequisite", "leads_to", "fallback"]
+    out += _table(
+        ["edges", "n", "true", "Brier", "AUC"],
+        [[k, truth[k]["n"], truth[k]["true"], truth[k]["brier"], truth[k]["auc"]] for k in kinds],
+    )
+    authored = truth.get("authored_prerequisites", [])
+    if authored:
+        out += ["", "Authored (seed) prerequisites at the end:", ""]
+        out += _table(
+            ["authored prerequisite", "true in the hidden graph", "confidence"],
+            [
+                [f"{r['source']} → {r['target']}", "yes" if r["true"] else "no", r["confidence"]]
+                for r in authored
+            ],
+        )
+    return out + [""]
+
+
 def render(
     report: Mapping[str, Any], audit: Sequence[Mapping[str, Any]], days: Sequence[Mapping[str, Any]]
 ) -> str:
@@ -133,12 +164,15 @@ def render(
         "",
     ]
 
+    out += _truth_section(report)
     out += [
-        "## Calibration",
+        "## Calibration (outcome score)",
         "",
         "Each confidence the tutor was shown (the decision entry, every advisory used, every "
         "rendered edge line) is scored as a prediction of that turn's outcome. Baseline: the "
-        "constant predictor at the observed success rate.",
+        "constant predictor at the observed success rate. For edges this is an outcome score, "
+        "not a truth score: it rewards confidences that drift toward the success rate (edges "
+        "against the hidden graph are above).",
         "",
         "![reliability](reliability.png)",
         "",
@@ -174,7 +208,9 @@ def render(
         "## Lifecycle",
         "",
         f"{lc['promotions']} promotions, {lc['archived']} entries archived, {lc['culls']} edges culled, "
-        f"{lc['enrichment_accepted']} enrichment proposals accepted over the run.",
+        f"{lc['enrichment_accepted']} enrichment proposals accepted over the run. "
+        "Rendered edges are never culled (the cull takes only never-traversed edges), so cull "
+        "counts depend on how much a rule renders and are not comparable across rules.",
         "",
         "![lifecycle](lifecycle.png)",
         "",

@@ -294,3 +294,65 @@ def calibration(
         "observed_rate": rate,
         "bins": reliability_bins(predicted, observed, bins),
     }
+
+
+# --- edges scored against the hidden graph --------------------------------------------------
+
+
+def brier(predicted: Sequence[float], truth: Sequence[bool | int]) -> float | None:
+    """Mean squared difference between each confidence and the 0/1 truth of its claim."""
+    if not predicted:
+        return None
+    return sum((float(p) - int(bool(y))) ** 2 for p, y in zip(predicted, truth, strict=True)) / len(
+        predicted
+    )
+
+
+def auc(predicted: Sequence[float], truth: Sequence[bool | int]) -> float | None:
+    """The chance a true claim's confidence exceeds a false one's (ties count a half): the
+    area under the ROC curve; None without both classes."""
+    pos = [float(p) for p, y in zip(predicted, truth, strict=True) if y]
+    neg = [float(p) for p, y in zip(predicted, truth, strict=True) if not y]
+    if not pos or not neg:
+        return None
+    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def truth_scores(
+    facts: Sequence[EdgeFact],
+    truth: frozenset[tuple[str, str]] | set[tuple[str, str]],
+    concepts: Iterable[str],
+    edge_type: str,
+    provenance: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """Brier score and AUC of one edge type's confidences against the hidden graph: every
+    edge between two known concepts is a claim, true when the truth holds its pair."""
+    known = set(concepts)
+    allowed = None if provenance is None else set(provenance)
+    rows = [
+        (f.confidence, (f.source, f.target) in truth)
+        for f in facts
+        if f.edge_type == edge_type
+        and (allowed is None or f.source_type in allowed)
+        and f.source in known
+        and f.target in known
+    ]
+    predicted = [p for p, _ in rows]
+    labels = [y for _, y in rows]
+    return {
+        "n": len(rows),
+        "true": sum(1 for y in labels if y),
+        "brier": brier(predicted, labels),
+        "auc": auc(predicted, labels),
+    }
+
+
+def spread(values: Sequence[float | None]) -> dict[str, Any]:
+    """Mean, sample standard deviation, min and max of per-seed figures (None left out)."""
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return {"n": 0, "mean": None, "sd": None, "min": None, "max": None}
+    mean = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
+    return {"n": len(xs), "mean": mean, "sd": sd, "min": min(xs), "max": max(xs)}

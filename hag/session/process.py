@@ -60,6 +60,7 @@ class SessionCounts:
     observations_dropped: int = 0
     edges_created: int = 0
     edges_reinforced: int = 0
+    edges_reweighed: int = 0
     edges_graded_up: int = 0
     edges_graded_down: int = 0
     edges_traversed: int = 0
@@ -211,8 +212,10 @@ def apply_session(
     with timed(timings, "proposals"):
         observed += propose_prerequisites(conn, session, plan, dials, counts)
     with timed(timings, "reinforcement"):
-        _lock_rows(conn, turns, observed)
+        evidence_sources = _evidence_sources(observed, dials)
+        _lock_rows(conn, turns, observed, evidence_sources)
         reinforce(conn, session, observed, dials, counts, run_id)
+        weigh_prerequisite_evidence(conn, session, evidence_sources, dials, counts, run_id)
     with timed(timings, "grading"):
         grade_outcomes(conn, session, turns, dials, counts, run_id)
     return counts
@@ -395,8 +398,19 @@ def propose_prerequisites(
     return observed
 
 
-def _lock_rows(conn: Any, turns: list[Turn], observed: list[EdgeObservation]) -> None:
-    """Lock the existing entries and edges this session will write, in one sorted pass each."""
+def _evidence_sources(observed: list[EdgeObservation], dials: Mapping[str, Any]) -> list[UUID]:
+    """Under the lift rule, the concepts (entries) this session reports struggles on: every
+    prerequisite out of them (their chance changed) or into them is re-weighed."""
+    if dials["prerequisite_confidence_rule"] != "lift":
+        return []
+    return sorted({o.source_entry_id for o in observed if o.edge_type == "prerequisite"}, key=str)
+
+
+def _lock_rows(
+    conn: Any, turns: list[Turn], observed: list[EdgeObservation], sibling_sources: list[UUID]
+) -> None:
+    """Lock the existing entries and edges this session will write, in one sorted pass each
+    (edges: graded, reinforced, and the sibling prerequisites the lift rule re-weighs)."""
     entry_ids = sorted({i for t in turns for i in _graded_entries(t)}, key=str)
     if entry_ids:
         conn.execute(query("session", "lock_entries"), {"ids": entry_ids}).fetchall()
@@ -409,6 +423,7 @@ def _lock_rows(conn: Any, turns: list[Turn], observed: list[EdgeObservation]) ->
                 "sources": [o.source_entry_id for o in observed],
                 "targets": [o.target_entry_id for o in observed],
                 "types": [o.edge_type for o in observed],
+                "sibling_sources": sibling_sources,
             },
         ).fetchall()
 
@@ -437,6 +452,57 @@ def reinforce(
     )
     counts.edges_created += sum(1 for r in results if r.inserted)
     counts.edges_reinforced += sum(1 for r in results if not r.inserted)
+
+
+def weigh_prerequisite_evidence(
+    conn: Any,
+    session: SessionPayload,
+    sources: list[UUID],
+    dials: Mapping[str, Any],
+    counts: SessionCounts,
+    run_id: UUID | None,
+) -> None:
+    """Step 4b (lift rule only): re-weigh the prerequisites around the concepts reported on.
+
+    Every prerequisite out of a concept this session reported a struggle on (its chance
+    changed) and into it (its reverse evidence changed) takes the confidence its reports
+    earn: `rules.lift_confidence` for learned edges, `rules.unlearned_confidence` (negative
+    evidence) for authored and enriched ones. The rows were locked by `_lock_rows` in the
+    one sorted pass, the topic entry identities behind them by `lock_identities`, so
+    sessions reporting on the same concept apply one after the other.
+    """
+    if not sources:
+        return
+    rows = conn.execute(
+        query("session", "prerequisite_evidence"),
+        {"sources": sources, "walk_min": dials["edge_min_confidence"]},
+    ).fetchall()
+    ids, confidences = [], []
+    for r in rows:
+        hits, reports, n = int(r["hit_count"]), int(r["concept_reports"]), int(r["n_concepts"])
+        if r["source_type"] == "learned":
+            against = rules.reverse_evidence(
+                r["reverse_hits"], r["reverse_source_type"], r["reverse_confidence"], dials
+            )
+            value = rules.lift_confidence(hits, reports, n, dials, against)
+        else:
+            value = rules.unlearned_confidence(
+                float(r["confidence"]), hits, reports, n, dials, int(r["support_hits"])
+            )
+        ids.append(r["id"])
+        confidences.append(value)
+    say_why(
+        conn,
+        "prerequisite evidence (lift)",
+        session_id=session.session_id,
+        run_id=run_id,
+        at=session.ended_at,
+    )
+    changed = conn.execute(
+        query("session", "set_edge_confidences"),
+        {"at": session.ended_at, "ids": ids, "confidences": confidences},
+    ).fetchall()
+    counts.edges_reweighed += len(changed)
 
 
 def _graded_entries(turn: Turn) -> list[UUID]:
@@ -481,7 +547,7 @@ def grade_outcomes(
             at=session.ended_at,
         )
     if edge_outcomes:
-        shifts = {i: rules.edge_grading(o, dials) for i, o in edge_outcomes.items()}
+        shifts = _edge_shifts(conn, edge_outcomes, dials)
         ids = list(shifts)
         rows = conn.execute(
             query("session", "grade_edges"),
@@ -521,6 +587,42 @@ def grade_outcomes(
             },
         ).fetchall()
         counts.entries_graded += sum(1 for r in rows if r["new_confidence"] != r["old_confidence"])
+
+
+def _edge_shifts(
+    conn: Any, edge_outcomes: Mapping[UUID, list[str | None]], dials: Mapping[str, Any]
+) -> dict[UUID, rules.ClampedShift]:
+    """Each rendered edge's grading over the session, as one clamped shift.
+
+    The seed's rules need nothing but the outcomes. The evidence rules read each edge's type,
+    renderings and source concept's counters (the edges are locked by `_lock_rows`, their
+    source entries are the turns' used entries, locked with them; read before this session's
+    own counters move): prerequisites under the lift rule are not outcome-graded, and the
+    baseline rule grades against the concept's smoothed success rate.
+    """
+    if dials["edge_grading_rule"] == "seed" and dials["prerequisite_confidence_rule"] == "seed":
+        return {i: rules.edge_grading(o, dials) for i, o in edge_outcomes.items()}
+    state = {
+        r["id"]: r
+        for r in conn.execute(
+            query("session", "edge_grading_state"), {"ids": list(edge_outcomes)}
+        ).fetchall()
+    }
+    shifts: dict[UUID, rules.ClampedShift] = {}
+    for edge_id, outcomes in edge_outcomes.items():
+        row = state.get(edge_id)
+        if row is not None and not rules.outcome_graded(row["edge_type"], dials):
+            shifts[edge_id] = rules.IDENTITY_SHIFT
+        elif row is not None and dials["edge_grading_rule"] == "baseline":
+            baseline = rules.smoothed_success_rate(
+                int(row["success_count"]), int(row["failure_count"]), dials
+            )
+            shifts[edge_id] = rules.baseline_edge_grading(
+                outcomes, baseline, int(row["traversal_count"]), dials
+            )
+        else:  # the seed's rule (or an edge culled since: the update finds nothing)
+            shifts[edge_id] = rules.edge_grading(outcomes, dials)
+    return shifts
 
 
 # --- the queue -------------------------------------------------------------------------------

@@ -149,3 +149,133 @@ def entry_grading(steps: Iterable[tuple[str | None, float]], lr: float) -> Affin
 def initial_entry_confidence(quality: float, dials: Mapping[str, Any]) -> float:
     """A new entry's confidence: the base, scaled by its ladder step's quality."""
     return float(dials["observation_base_confidence"]) * quality
+
+
+# --- the evidence rules (issue 14; selected by dials, the seed's rules stay the default) --------
+
+
+def chance_reports(hits: int, concept_reports: int, n_concepts: int, spread: float = 0.0) -> float:
+    """Reports of an edge c -> m expected by chance: c's other struggle reports spread evenly
+    over the concepts they could have named (the topic's concepts other than c and m, unless
+    `spread` gives that number)."""
+    others = max(0, concept_reports - hits)
+    over = spread if spread > 0 else max(1, n_concepts - 2)
+    return others / over
+
+
+def lift_confidence(
+    hits: int,
+    concept_reports: int,
+    n_concepts: int,
+    dials: Mapping[str, Any],
+    reverse_evidence: float = 0.0,
+) -> float:
+    """A learned prerequisite's confidence from evidence: h'/(h' + k), h' = hits net of chance.
+
+    Uncontested (every report on c names m, nothing says m needs c) it is the seed's ladder:
+    1/3, 1/2, 3/5 at 1, 2, 3 reports with k = 2. With `prerequisite_lift_reverse` on, the
+    evidence for the reverse direction m -> c also counts against it: prerequisites form a
+    DAG, so at most one direction is true (`reverse_evidence`, see `reverse_evidence`).
+    Kept within the edge floor and ceiling.
+    """
+    chance = chance_reports(
+        hits, concept_reports, n_concepts, float(dials["prerequisite_lift_chance_spread"])
+    )
+    against = reverse_evidence if dials["prerequisite_lift_reverse"] else 0.0
+    net = max(0.0, hits - chance - against)
+    k = float(dials["prerequisite_lift_k"])
+    return _edge_bounds(net / (net + k), dials)
+
+
+def reverse_evidence(
+    hits: int | None, source_type: str | None, confidence: float | None, dials: Mapping[str, Any]
+) -> float:
+    """The evidence for the reverse edge m -> c, in reports: its own reports, or for an
+    authored or enriched edge the reports its confidence stands for on the lift ladder
+    (c = h/(h + k) gives h = k c/(1 - c)), whichever is larger. No reverse edge: 0."""
+    if hits is None:
+        return 0.0
+    if source_type == "learned" or confidence is None:
+        return float(hits)
+    k = float(dials["prerequisite_lift_k"])
+    stands_for = k * confidence / (1.0 - confidence) if confidence < 1.0 else math.inf
+    return max(float(hits), stands_for)
+
+
+def unlearned_confidence(
+    confidence: float,
+    hits: int,
+    concept_reports: int,
+    n_concepts: int,
+    dials: Mapping[str, Any],
+    support: int = 0,
+) -> float:
+    """Negative evidence on an authored (or enriched) prerequisite c -> m.
+
+    A learner missing m mostly misses what builds on m too, and the extractor names one of
+    them: so the reports on c that *support* c -> m are those naming m (`hits`) or naming a
+    concept x with a walked prerequisite x -> m (`support`). Once c has at least
+    `prerequisite_unlearn_min_reports` struggle reports and at most
+    `prerequisite_unlearn_max_share` of them support m, the edge falls to what its own
+    reports would have earned a learned edge (never raised by this rule). Otherwise unchanged.
+    """
+    min_reports = int(dials["prerequisite_unlearn_min_reports"])
+    if min_reports <= 0 or concept_reports < min_reports:
+        return confidence
+    if hits + support > float(dials["prerequisite_unlearn_max_share"]) * concept_reports:
+        return confidence
+    earned = lift_confidence(hits, concept_reports, n_concepts, {**dials, **_NO_REVERSE})
+    return min(confidence, earned)
+
+
+_NO_REVERSE = {"prerequisite_lift_reverse": False}
+
+
+def smoothed_success_rate(successes: int, failures: int, dials: Mapping[str, Any]) -> float:
+    """A concept's success rate with `edge_grade_baseline_prior_weight` pseudo-turns at the prior."""
+    w = float(dials["edge_grade_baseline_prior_weight"])
+    p0 = float(dials["edge_grade_baseline_prior"])
+    n = successes + failures + w
+    return (successes + w * p0) / n if n > 0 else p0
+
+
+def baseline_edge_step(
+    outcome: str | None, baseline: float, renderings: int, dials: Mapping[str, Any]
+) -> ClampedShift:
+    """One turn's baseline grading: 2 step (outcome - baseline) n0/(n0 + renderings).
+
+    The outcome counts 1 for success and 0 for failure; the edge moves only by how much
+    better or worse the turn went than its concept usually goes, and less the more often it
+    has already been graded (without the shrinking step it is a random walk).
+    """
+    if outcome not in (SUCCESS, FAILURE):
+        return IDENTITY_SHIFT
+    n0 = float(dials["edge_grade_baseline_n0"])
+    shrink = n0 / (n0 + max(0, renderings))
+    if outcome == SUCCESS:
+        delta = 2 * float(dials["edge_grade_step_success"]) * (1.0 - baseline) * shrink
+        return ClampedShift(delta, None, float(dials["edge_confidence_ceiling"]))
+    delta = -2 * float(dials["edge_grade_step_failure"]) * baseline * shrink
+    return ClampedShift(delta, float(dials["edge_confidence_floor"]), None)
+
+
+def baseline_edge_grading(
+    outcomes: Iterable[str | None], baseline: float, renderings: int, dials: Mapping[str, Any]
+) -> ClampedShift:
+    """The baseline grading of one edge over a session's turns, as one clamped shift; every
+    turn that rendered it counts as a rendering for the turns after it."""
+    composed = IDENTITY_SHIFT
+    for i, outcome in enumerate(outcomes):
+        composed = composed.then(baseline_edge_step(outcome, baseline, renderings + i, dials))
+    return composed
+
+
+def outcome_graded(edge_type: str, dials: Mapping[str, Any]) -> bool:
+    """Under the lift rule prerequisites are set by struggle evidence, never by outcomes."""
+    return not (edge_type == "prerequisite" and dials["prerequisite_confidence_rule"] == "lift")
+
+
+def _edge_bounds(x: float, dials: Mapping[str, Any]) -> float:
+    return min(
+        float(dials["edge_confidence_ceiling"]), max(float(dials["edge_confidence_floor"]), x)
+    )

@@ -48,6 +48,18 @@ def load_starting_memory(world: World, corpus: Mapping[str, Any] | None) -> dict
     return report.as_dict()
 
 
+def set_profile(name: str | None) -> list[tuple[str, Any, Any]]:
+    """Set a rule profile on the configured database before a run (None: leave the dials)."""
+    if name is None:
+        return []
+    from hag import db, settings  # noqa: PLC0415
+
+    with db.connect() as conn:
+        changed = settings.apply_profile(conn, name, by="simulate")
+        conn.commit()
+    return changed
+
+
 def run_checks() -> Any:
     """The expectation suites (Great Expectations; imported only here: it is slow to import)."""
     import expectations  # noqa: PLC0415
@@ -65,6 +77,9 @@ def run_experiment(exp: Experiment) -> Outcome:
         f"starting memory: {loaded['entries']} entries, {loaded['edges']} edges "
         f"({loaded['embedded']} embedded)"
     )
+    changed = set_profile(exp.config.profile)
+    if exp.config.profile is not None:
+        exp.note(f"profile {exp.config.profile}: {len(changed)} dial(s) changed")
     t0 = time.monotonic()
     run = simulate(exp.world, exp.config, progress=exp.progress)
     seconds["simulate"] = time.monotonic() - t0

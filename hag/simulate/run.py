@@ -38,6 +38,8 @@ class SimulationConfig:
     days: int = 42
     p_miss: float = 0.1
     p_false: float = 0.05
+    noise_kind: str = "uniform"  # where invented reports point (hag/simulate/tutor.py Extractor)
+    profile: str | None = None  # rule profile set on the memory before the run (None: as is)
     seed: int = 7
     start: datetime = DEFAULT_START
     model: OutcomeModel = field(default_factory=OutcomeModel)
@@ -282,7 +284,7 @@ def simulate(
     learners = make_learners(world, config.learners, rng, config.model)
     schedule = _schedule(config, rng)
     memory = _Memory(config.use_flows)
-    extractor = Extractor(config.p_miss, config.p_false)
+    extractor = Extractor(config.p_miss, config.p_false, config.noise_kind)
     drift = CRYPTO_DRIFT if world.topic_id == CRYPTOGRAPHY else ()
 
     with db.connect() as conn:

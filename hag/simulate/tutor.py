@@ -77,13 +77,48 @@ TUTOR_MOVES = (
 )
 
 
+NOISE_KINDS = ("uniform", "structured")
+
+
 @dataclass(frozen=True)
 class Extractor:
-    """The session-end extractor's errors: true struggles dropped, false ones invented."""
+    """The session-end extractor's errors: true struggles dropped, false ones invented.
+
+    `kind` says where an invented report points. `uniform`: any concept that is not a direct
+    prerequisite of the taught one (easy to subtract: it spreads thin). `structured`: the
+    mistakes a real extractor makes, concentrated on a few concepts near the taught one in
+    the hidden graph (`Extractor.confusable`): the reversed direction (a concept that builds
+    on it), a transitive prerequisite (one further down), or a sibling (a concept sharing a
+    prerequisite with it); uniform only when it has none of those.
+    """
 
     p_miss: float = 0.0  # a true struggle goes unreported
     # per failed turn: the failure is (also) blamed on a concept that is not a prerequisite
     p_false: float = 0.0
+    kind: str = "uniform"
+
+    def wrong_candidates(self, world: World, taught: str) -> list[str]:
+        """The concepts an invented report on `taught` may name, sorted (a stable stream)."""
+        direct = set(world.prerequisites_of(taught))
+        if self.kind == "structured":
+            near = confusable(world, taught) - direct - {taught}
+            if near:
+                return sorted(near)
+        return [s for s in world.slugs if s != taught and s not in direct]
+
+
+def confusable(world: World, slug: str) -> set[str]:
+    """Reversed, transitive and sibling concepts of `slug` in the hidden graph."""
+    direct = set(world.prerequisites_of(slug))
+    reversed_ = {s for s, t in world.prerequisites if t == slug}
+    transitive: set[str] = set()
+    frontier = set(direct)
+    while frontier:
+        below = {p for f in frontier for p in world.prerequisites_of(f)} - transitive
+        transitive |= below
+        frontier = below
+    siblings = {s for s, t in world.prerequisites if t in direct and s != slug}
+    return reversed_ | (transitive - direct) | siblings
 
 
 @dataclass(frozen=True)
@@ -220,9 +255,7 @@ def run_session(
                 )
                 record.reported_struggles.append((taught, struggled_on, True))
         if rng.random() < extractor.p_false and not success:
-            wrong = [
-                s for s in world.slugs if s != taught and s not in world.prerequisites_of(taught)
-            ]
+            wrong = extractor.wrong_candidates(world, taught)
             if wrong:
                 named = _pick(rng, wrong)
                 evidence = _pick(rng, FALSE_EVIDENCE).format(missing=world.concepts[named].title)

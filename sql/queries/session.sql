@@ -202,11 +202,77 @@ SELECT id FROM hag_entries WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KE
 
 -- name: lock_edges
 -- Row locks on the existing edges this session reinforces (by identity) or grades (by
--- id), in one sorted pass, for the same reason.
+-- id), and under the lift rule every prerequisite out of a concept it reports a struggle on
+-- (their chance rate changes: sibling edges) or into it (their reverse evidence changes),
+-- in one sorted pass, for the same reason.
 SELECT e.id
 FROM hag_edges e
 WHERE e.id = ANY(%(ids)s::uuid[])
    OR (e.source_entry_id, e.target_entry_id, e.edge_type) IN (
         SELECT * FROM unnest(%(sources)s::uuid[], %(targets)s::uuid[], %(types)s::text[]))
+   OR (e.edge_type = 'prerequisite' AND (e.source_entry_id = ANY(%(sibling_sources)s::uuid[])
+                                         OR e.target_entry_id = ANY(%(sibling_sources)s::uuid[])))
 ORDER BY e.id
 FOR NO KEY UPDATE
+
+-- name: prerequisite_evidence
+-- Under the lift rule: the prerequisite edges out of or into the given source entries (the
+-- rows lock_edges locked), each with its reports (hit_count: sessions that reported it),
+-- its source concept's reports over all its prerequisites, the number of concepts of the
+-- source's topic graph (anchored, live entries of its topic and scope) the reports could
+-- have named, the reverse edge (target -> source), if any: its reports, provenance and
+-- confidence (read, not written), and the reports on the source naming a concept x with a
+-- walked prerequisite x -> target (they support source -> target: rules.unlearned_confidence).
+WITH touched AS (
+    SELECT e.id, e.source_entry_id
+    FROM hag_edges e
+    WHERE e.edge_type = 'prerequisite'
+      AND (e.source_entry_id = ANY(%(sources)s::uuid[])
+           OR e.target_entry_id = ANY(%(sources)s::uuid[]))
+), family AS (
+    SELECT e.id, e.source_entry_id, e.target_entry_id, e.source_type, e.hit_count,
+           e.confidence,
+           sum(e.hit_count) OVER (PARTITION BY e.source_entry_id) AS concept_reports
+    FROM hag_edges e
+    WHERE e.edge_type = 'prerequisite'
+      AND e.source_entry_id IN (SELECT source_entry_id FROM touched)
+)
+SELECT f.id, f.source_type, f.hit_count, f.confidence, f.concept_reports,
+       (SELECT count(DISTINCT t.concept_slug)
+          FROM hag_entries t
+         WHERE t.topic_id = s.topic_id AND t.visibility_scope = s.visibility_scope
+           AND t.concept_slug <> '_unanchored_' AND t.maturity <> 'archived') AS n_concepts,
+       r.hit_count AS reverse_hits, r.source_type AS reverse_source_type,
+       r.confidence AS reverse_confidence,
+       (SELECT COALESCE(sum(o.hit_count), 0)
+          FROM hag_edges o
+          JOIN hag_edges via ON via.source_entry_id = o.target_entry_id
+                            AND via.target_entry_id = f.target_entry_id
+                            AND via.edge_type = 'prerequisite'
+                            AND via.confidence >= %(walk_min)s
+         WHERE o.source_entry_id = f.source_entry_id AND o.edge_type = 'prerequisite'
+       ) AS support_hits
+FROM family f
+JOIN hag_entries s ON s.id = f.source_entry_id
+LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
+                     AND r.target_entry_id = f.source_entry_id AND r.edge_type = 'prerequisite'
+WHERE f.id IN (SELECT id FROM touched)
+ORDER BY f.id
+
+-- name: set_edge_confidences
+-- Evidence-rule confidences computed in hag/session/rules.py, written in one statement
+-- (rows already locked in sorted order); an unchanged confidence writes nothing.
+UPDATE hag_edges AS e SET
+    confidence = c.confidence,
+    updated_at = GREATEST(e.updated_at, %(at)s)
+FROM unnest(%(ids)s::uuid[], %(confidences)s::float8[]) AS c (id, confidence)
+WHERE e.id = c.id AND e.confidence IS DISTINCT FROM c.confidence
+RETURNING e.id, old.confidence AS old_confidence, new.confidence AS new_confidence
+
+-- name: edge_grading_state
+-- What the evidence rules' outcome grading reads of each rendered edge (locked already):
+-- its type and renderings so far, and its source concept's outcome counters.
+SELECT e.id, e.edge_type, e.traversal_count, s.success_count, s.failure_count
+FROM hag_edges e
+JOIN hag_entries s ON s.id = e.source_entry_id
+WHERE e.id = ANY(%(ids)s::uuid[])

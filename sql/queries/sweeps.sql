@@ -178,3 +178,35 @@ FROM (SELECT c.id AS edge_id, c.source_entry_id, c.target_entry_id, c.edge_type,
 LEFT JOIN hag_entries s ON s.id = e.source_entry_id
 LEFT JOIN hag_entries t ON t.id = e.target_entry_id
 ORDER BY e.confidence, e.created_at, e.edge_id
+
+-- name: reprieve_sunk
+-- The evidence profile's reprieve (migration 075): an entry below its retrieval floor and
+-- unused for reprieve_idle_days is lifted back to the floor, so it is shown and graded again.
+-- Runs after the archive step: an entry that sank far enough to be archived stays archived.
+-- Its confidence history row says why (hag.change_reason set by the caller).
+WITH lifted AS (
+    UPDATE hag_entries e
+    SET confidence = hag_entry_retrieval_floor(e.maturity, %(retrieval_min_confidence)s,
+                                               %(floor_proven)s, %(floor_pattern)s,
+                                               %(floor_candidate)s),
+        updated_at = GREATEST(e.updated_at, %(as_of)s)
+    WHERE e.maturity IN ('candidate', 'pattern', 'proven')
+      AND hag_entry_is_reprieved(e, %(as_of)s, %(reprieve_idle_days)s,
+                                 %(retrieval_min_confidence)s, %(floor_proven)s,
+                                 %(floor_pattern)s, %(floor_candidate)s)
+    RETURNING e.id
+)
+SELECT count(*) AS n FROM lifted
+
+-- name: reprieve_forecast
+-- Dry run: how many entries reprieve_sunk would lift, leaving out those the archive step
+-- takes first. (An entry whose promotion the same run would decide is judged at its maturity
+-- before the run: promotion needs a confidence that is rarely below a floor.)
+SELECT count(*) AS n
+FROM hag_entries e
+WHERE e.maturity IN ('candidate', 'pattern', 'proven')
+  AND NOT (e.maturity IN ('candidate', 'pattern')
+           AND hag_entry_sinks_to_archive(e, %(archive_max_confidence)s, %(archive_min_failures)s))
+  AND hag_entry_is_reprieved(e, %(as_of)s, %(reprieve_idle_days)s,
+                             %(retrieval_min_confidence)s, %(floor_proven)s,
+                             %(floor_pattern)s, %(floor_candidate)s)

@@ -1,0 +1,208 @@
+"""The evidence profile's rules as plain arithmetic (issue 14): no database needed."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hag import settings
+from hag.errors import SettingsError
+from hag.report import metrics
+from hag.session import rules
+from hag.simulate.tutor import Extractor, confusable
+from hag.simulate.world import Concept, World
+
+EVIDENCE = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
+SEED = settings.defaults()
+N = 28  # concepts in the topic (the demo's Cryptography topic)
+
+
+def test_lift_keeps_the_seed_ladder_for_an_uncontested_edge():
+    """1, 2, 3 uncontested reports give the seed's 0.33, 0.5 and 0.6 (k = 2)."""
+    got = [rules.lift_confidence(h, h, N, EVIDENCE) for h in (1, 2, 3)]
+    assert got == pytest.approx([1 / 3, 0.5, 0.6])
+
+
+def test_lift_subtracts_the_reports_expected_by_chance():
+    """3 reports of c -> m among 29 on c: 26 others spread over the topic's 26 other concepts
+    (spread 0, the issue's definition), so h' = 2 -> 0.5; over 8 (the evidence profile), h' = 0."""
+    topic_wide = EVIDENCE.with_overrides(prerequisite_lift_chance_spread=0)
+    assert rules.chance_reports(3, 29, N) == pytest.approx(1.0)
+    assert rules.lift_confidence(3, 29, N, topic_wide) == pytest.approx(0.5)
+    assert rules.lift_confidence(3, 29, N, EVIDENCE) == pytest.approx(0.05)
+
+
+def test_lift_with_a_fixed_chance_spread():
+    """prerequisite_lift_chance_spread = 4: 3 of 11 reports -> chance 2, h' = 1 -> 1/3."""
+    dials = EVIDENCE.with_overrides(prerequisite_lift_chance_spread=4)
+    assert rules.lift_confidence(3, 11, N, dials) == pytest.approx(1 / 3)
+
+
+def test_lift_falls_to_the_edge_floor_when_chance_explains_everything():
+    """No evidence beyond chance: the edge floor (0.05), never zero."""
+    assert rules.lift_confidence(1, 200, N, EVIDENCE) == pytest.approx(0.05)
+
+
+def test_reverse_evidence_counts_against_a_pair():
+    """A learned reverse edge with 2 reports takes 2 from h; off, it takes nothing."""
+    against = rules.reverse_evidence(2, "learned", 0.5, EVIDENCE)
+    assert against == 2.0
+    assert rules.lift_confidence(5, 5, N, EVIDENCE, against) == pytest.approx(0.6)
+    off = EVIDENCE.with_overrides(prerequisite_lift_reverse=False)
+    assert rules.lift_confidence(5, 5, N, off, against) == pytest.approx(5 / 7)
+
+
+def test_an_authored_reverse_edge_stands_for_the_reports_its_confidence_earns():
+    """Authored at 0.9 stands for k c/(1-c) = 18 reports; at 1.0 for any number; none: 0."""
+    assert rules.reverse_evidence(0, "seed", 0.9, EVIDENCE) == pytest.approx(18.0)
+    assert math.isinf(rules.reverse_evidence(0, "seed", 1.0, EVIDENCE))
+    assert rules.reverse_evidence(None, None, None, EVIDENCE) == 0.0
+    assert rules.lift_confidence(10, 10, N, EVIDENCE, 18.0) == pytest.approx(0.05)
+
+
+def test_negative_evidence_lowers_an_unsupported_authored_prerequisite():
+    """12 reports on c, none naming m or a concept resting on m: 0.9 falls to the floor."""
+    assert rules.unlearned_confidence(0.9, 0, 12, N, EVIDENCE) == pytest.approx(0.05)
+
+
+def test_negative_evidence_waits_for_enough_reports_and_spares_supported_edges():
+    """11 reports: unchanged; one supporting report in 12 (above 2%): unchanged; off: unchanged."""
+    assert rules.unlearned_confidence(0.9, 0, 11, N, EVIDENCE) == 0.9
+    assert rules.unlearned_confidence(0.9, 0, 12, N, EVIDENCE, support=1) == 0.9
+    assert rules.unlearned_confidence(0.9, 1, 12, N, EVIDENCE) == 0.9
+    assert rules.unlearned_confidence(0.9, 0, 500, N, SEED) == 0.9
+
+
+def test_negative_evidence_never_raises():
+    """An authored edge already below what its reports earn keeps its confidence."""
+    dials = EVIDENCE.with_overrides(prerequisite_unlearn_max_share=0.5)
+    assert rules.unlearned_confidence(0.1, 5, 12, N, dials) == 0.1
+
+
+def test_smoothed_success_rate():
+    """8 successes, 2 failures, 2 pseudo-turns at 0.5: (8 + 1) / 12 = 0.75."""
+    assert rules.smoothed_success_rate(8, 2, EVIDENCE) == pytest.approx(0.75)
+    assert rules.smoothed_success_rate(0, 0, EVIDENCE) == pytest.approx(0.5)
+
+
+def test_baseline_step_moves_by_the_outcome_minus_the_baseline_and_shrinks():
+    """b = 0.8: success +2(0.05)(0.2) = +0.02, failure -0.08; after 10 renderings half that."""
+    assert rules.baseline_edge_step("success", 0.8, 0, EVIDENCE)(0.5) == pytest.approx(0.52)
+    assert rules.baseline_edge_step("failure", 0.8, 0, EVIDENCE)(0.5) == pytest.approx(0.42)
+    assert rules.baseline_edge_step("success", 0.8, 10, EVIDENCE)(0.5) == pytest.approx(0.51)
+    assert rules.baseline_edge_step(None, 0.8, 0, EVIDENCE)(0.5) == 0.5
+    assert rules.baseline_edge_step("failure", 0.8, 0, EVIDENCE)(0.06) == pytest.approx(0.05)
+
+
+@given(
+    st.lists(st.sampled_from(["success", "failure", None]), max_size=12),
+    st.floats(0, 1),
+    st.floats(0.05, 1),
+    st.integers(0, 200),
+)
+def test_baseline_grading_composed_equals_turn_by_turn(outcomes, baseline, start, renderings):
+    """The session's composed shift equals the steps applied in turn order (and stays in bounds)."""
+    x = start
+    for i, o in enumerate(outcomes):
+        x = rules.baseline_edge_step(o, baseline, renderings + i, EVIDENCE)(x)
+    composed = rules.baseline_edge_grading(outcomes, baseline, renderings, EVIDENCE)(start)
+    assert composed == pytest.approx(x, abs=1e-12)
+    assert 0.05 - 1e-12 <= composed <= 1.0 + 1e-12
+
+
+def test_prerequisites_are_not_outcome_graded_under_lift():
+    """lift: prerequisites keep their evidence; other types and the seed profile are graded."""
+    assert not rules.outcome_graded("prerequisite", EVIDENCE)
+    assert rules.outcome_graded("fallback", EVIDENCE)
+    assert rules.outcome_graded("prerequisite", SEED)
+
+
+def test_the_seed_profile_is_every_registry_default():
+    """`seed` sets the rule dials to their registry defaults; `evidence` values all validate."""
+    assert settings.PROFILES["seed"] == {
+        k: settings.REGISTRY[k].default for k in settings.PROFILES["evidence"]
+    }
+    for key, value in settings.PROFILES["evidence"].items():
+        assert settings.validate(key, value) == value
+    assert settings.active_profile(SEED) == "seed"
+    assert settings.active_profile(EVIDENCE) == "evidence"
+    assert settings.active_profile(EVIDENCE.with_overrides(reprieve_idle_days=3)) is None
+
+
+def test_an_unknown_profile_is_refused_by_name():
+    """An unknown profile name is a one-line error naming the known ones."""
+    with pytest.raises(SettingsError, match="unknown profile 'fast'.*evidence, seed"):
+        settings.profile_values("fast")
+
+
+# --- the simulator's structured noise ---------------------------------------------------------
+
+WORLD = World(
+    "t",
+    {s: Concept(s, s) for s in ("a", "b", "c", "d", "e", "f", "z")},
+    # d needs c, c needs b, b needs a; e needs b (e is c's sibling); f needs d
+    frozenset({("d", "c"), ("c", "b"), ("b", "a"), ("e", "b"), ("f", "d")}),
+)
+
+
+def test_structured_noise_names_reversed_transitive_and_sibling_concepts():
+    """For c: d builds on it (reversed), a is below b (transitive), e shares b (sibling)."""
+    assert confusable(WORLD, "c") == {"d", "a", "e"}
+    assert Extractor(kind="structured").wrong_candidates(WORLD, "c") == ["a", "d", "e"]
+
+
+def test_uniform_noise_names_any_non_prerequisite():
+    """The earlier simulator: every concept but the taught one and its direct prerequisites."""
+    assert Extractor().wrong_candidates(WORLD, "c") == ["a", "d", "e", "f", "z"]
+
+
+def test_structured_noise_falls_back_to_uniform_without_neighbours():
+    """A concept with no neighbours in the truth is blamed uniformly."""
+    assert Extractor(kind="structured").wrong_candidates(WORLD, "z") == [
+        "a",
+        "b",
+        "c",
+        "d",
+        "e",
+        "f",
+    ]
+
+
+# --- the report's truth scores ----------------------------------------------------------------
+
+
+def test_brier_and_auc_worked_example():
+    """Claims 0.9 (true), 0.6 (false), 0.2 (false), 0.6 (true): Brier 0.2925, AUC 0.875."""
+    predicted, truth = [0.9, 0.6, 0.2, 0.6], [1, 0, 0, 1]
+    assert metrics.brier(predicted, truth) == pytest.approx((0.01 + 0.36 + 0.04 + 0.16) / 4)
+    # true-false pairs: (0.9, 0.6) win, (0.9, 0.2) win, (0.6, 0.6) half, (0.6, 0.2) win
+    assert metrics.auc(predicted, truth) == pytest.approx(3.5 / 4)
+    assert metrics.auc([0.5], [1]) is None
+
+
+def test_truth_scores_only_count_edges_between_known_concepts():
+    """An edge to a concept the truth does not know is no claim."""
+    facts = [
+        metrics.EdgeFact("d", "c", "prerequisite", "learned", 0.8),
+        metrics.EdgeFact("d", "a", "prerequisite", "learned", 0.4),
+        metrics.EdgeFact("d", "minted", "prerequisite", "learned", 0.9),
+        metrics.EdgeFact("d", "c", "prerequisite", "seed", 0.9),
+    ]
+    got = metrics.truth_scores(facts, WORLD.prerequisites, WORLD.slugs, "prerequisite", ["learned"])
+    assert got == {"n": 2, "true": 1, "brier": pytest.approx((0.04 + 0.16) / 2), "auc": 1.0}
+
+
+def test_spread_of_per_seed_figures():
+    """Mean, sample sd, min and max; None values are left out."""
+    s = metrics.spread([0.8, 1.0, None, 0.9])
+    assert s == {
+        "n": 3,
+        "mean": pytest.approx(0.9),
+        "sd": pytest.approx(0.1),
+        "min": 0.8,
+        "max": 1.0,
+    }
+    assert metrics.spread([None])["mean"] is None

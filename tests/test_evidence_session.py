@@ -1,0 +1,320 @@
+"""The evidence profile in session-end processing and the nightly run (issue 14), on the real
+database: lift, negative evidence, baseline grading, the reprieve, `hag settings profile`, and
+sibling re-weighing under concurrent workers."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+
+from hag import settings, sweeps
+from hag.session.process import Caches, ProcessSummary, apply_pending_session, process_pending
+from tests import factories as f
+from tests.fix_db import reset_database
+from tests.session_builders import T0, edge_row, entry_row, ingest, payload, run, turn
+from tests.test_session_properties import memory
+
+CONCEPTS = ["rsa", "modular-arithmetic", "primes", "hashing", "signatures", "key-exchange"]
+
+
+@pytest.fixture
+def evidence(db):
+    """The evidence profile set in the test database (and the cache dropped)."""
+    changed = settings.apply_profile(db, "evidence", by="test")
+    db.commit()
+    assert {k for k, _, _ in changed} >= {"prerequisite_confidence_rule", "edge_grading_rule"}
+    return changed
+
+
+def topic_entries(db, confidence: float = 0.8):
+    """One public pattern entry per concept, created before the sessions (a topic of 6)."""
+    return {
+        slug: f.entry(
+            db, concept_slug=slug, confidence=confidence, created_at=T0 - timedelta(days=30)
+        )
+        for slug in CONCEPTS
+    }
+
+
+def struggle(concept: str, missing: str) -> dict[str, str]:
+    return {"concept_slug": concept, "missing_slug": missing, "evidence": "I never got that"}
+
+
+def reports(session: str, pairs, day: int = 0):
+    """One session whose failed turn reports each (concept, missing) pair once."""
+    return payload(
+        session,
+        [turn(0, outcome="failure", struggles=[struggle(c, m) for c, m in pairs])],
+        day=day,
+    )
+
+
+def test_lift_gives_the_seed_ladder_to_an_uncontested_learned_prerequisite(db, evidence):
+    """Reported in 1, 2, 3 sessions and nothing else on rsa: 1/3, 1/2, 3/5."""
+    e = topic_entries(db)
+    db.commit()
+    got = []
+    for day in range(3):
+        run(db, reports(f"s{day}", [("rsa", "primes")], day=day))
+        got.append(edge_row(db, e["rsa"], e["primes"], "prerequisite")["confidence"])
+    assert got == pytest.approx([1 / 3, 1 / 2, 3 / 5])
+
+
+def test_a_new_report_on_the_same_concept_reweighs_its_siblings(db, evidence):
+    """rsa -> primes at 3 reports (0.6) falls when 4 reports on rsa name other concepts:
+    chance = 4 / 8 (the evidence profile's spread), h' = 2.5 -> 2.5 / 4.5; the other edges
+    are re-weighed too."""
+    e = topic_entries(db)
+    db.commit()
+    run(db, *(reports(f"p{d}", [("rsa", "primes")], day=d) for d in range(3)))
+    assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["confidence"] == pytest.approx(0.6)
+    others = [
+        ("rsa", "hashing"),
+        ("rsa", "signatures"),
+        ("rsa", "key-exchange"),
+        ("rsa", "hashing"),
+    ]
+    run(db, *(reports(f"o{d}", [pair], day=10 + d) for d, pair in enumerate(others)))
+    primes = edge_row(db, e["rsa"], e["primes"], "prerequisite")["confidence"]
+    assert primes == pytest.approx(2.5 / 4.5)
+    # rsa -> hashing: h = 2, chance = 5 / 8, h' = 1.375 -> 1.375 / 3.375
+    hashing = edge_row(db, e["rsa"], e["hashing"], "prerequisite")["confidence"]
+    assert hashing == pytest.approx(1.375 / 3.375)
+
+
+def test_the_reverse_direction_counts_against_a_learned_prerequisite(db, evidence):
+    """primes -> rsa reported twice, after rsa -> primes three times: 2 - 3 < 0 -> the floor;
+    and rsa -> primes (re-weighed as the reverse of a reported edge) drops to h' = 1."""
+    e = topic_entries(db)
+    db.commit()
+    run(db, *(reports(f"a{d}", [("rsa", "primes")], day=d) for d in range(3)))
+    run(db, *(reports(f"b{d}", [("primes", "rsa")], day=5 + d) for d in range(2)))
+    assert edge_row(db, e["primes"], e["rsa"], "prerequisite")["confidence"] == pytest.approx(0.05)
+    assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["confidence"] == pytest.approx(1 / 3)
+
+
+def test_learned_prerequisites_are_not_outcome_graded_under_lift(db, evidence):
+    """A rendered learned prerequisite keeps its evidence confidence through a failed turn,
+    and its traversal still counts; under the seed profile the same turn takes 0.05."""
+    e = topic_entries(db)
+    edge_id = f.edge(db, e["rsa"], e["primes"], confidence=0.6, source_type="learned", hit_count=3)
+    db.commit()
+    run(db, payload("g", [turn(0, rendered=[edge_id], outcome="failure")]))
+    row = edge_row(db, e["rsa"], e["primes"], "prerequisite")
+    assert (row["confidence"], row["traversal_count"]) == (pytest.approx(0.6), 1)
+    settings.apply_profile(db, "seed", by="test")
+    db.commit()
+    run(db, payload("h", [turn(0, rendered=[edge_id], outcome="failure")], day=1))
+    assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["confidence"] == pytest.approx(0.55)
+
+
+def test_baseline_grading_moves_an_edge_by_outcome_minus_its_concept_rate(db, evidence):
+    """Source concept 8 successes / 2 failures (b = 0.75), 10 renderings so far (half step):
+    success +2(0.05)(0.25)(0.5) = +0.0125, then failure -2(0.05)(0.75)(10/21)."""
+    src = f.entry(db, concept_slug="rsa", success_count=8, failure_count=2)
+    dst = f.entry(db, concept_slug="primes")
+    edge_id = f.edge(db, src, dst, "fallback", confidence=0.5, traversal_count=10)
+    db.commit()
+    run(
+        db,
+        payload(
+            "b",
+            [
+                turn(0, rendered=[edge_id], outcome="success"),
+                turn(1, rendered=[edge_id], outcome="failure"),
+            ],
+        ),
+    )
+    expected = 0.5 + 0.0125 - 2 * 0.05 * 0.75 * 10 / 21
+    row = edge_row(db, src, dst, "fallback")
+    assert row["confidence"] == pytest.approx(expected)
+    assert row["traversal_count"] == 12
+
+
+def test_negative_evidence_lowers_an_unsupported_authored_prerequisite(db, evidence):
+    """12 sessions report rsa's struggles, none naming hashing or anything resting on it:
+    the authored rsa -> hashing falls to the floor; rsa -> primes, named, keeps 0.9; and
+    rsa -> modular-arithmetic keeps 0.9 because primes rests on it (authored primes -> mod)."""
+    e = topic_entries(db)
+    wrong = f.edge(db, e["rsa"], e["hashing"], confidence=0.9)
+    named = f.edge(db, e["rsa"], e["primes"], confidence=0.9)
+    below = f.edge(db, e["rsa"], e["modular-arithmetic"], confidence=0.9)
+    f.edge(db, e["primes"], e["modular-arithmetic"], confidence=0.9)
+    db.commit()
+    run(db, *(reports(f"n{d}", [("rsa", "primes")], day=d) for d in range(11)))
+    conf = {
+        i: r["confidence"]
+        for i, r in (
+            (i, db.execute("SELECT confidence FROM hag_edges WHERE id = %s", (i,)).fetchone())
+            for i in (wrong, named, below)
+        )
+    }
+    assert conf[wrong] == pytest.approx(0.9)  # 11 reports: not yet enough to judge
+    run(db, reports("n11", [("rsa", "primes")], day=11))
+    conf = {
+        i: db.execute("SELECT confidence FROM hag_edges WHERE id = %s", (i,)).fetchone()[
+            "confidence"
+        ]
+        for i in (wrong, named, below)
+    }
+    assert conf == {
+        wrong: pytest.approx(0.05),
+        named: pytest.approx(0.9),
+        below: pytest.approx(0.9),
+    }
+
+
+def test_the_seed_profile_leaves_authored_prerequisites_alone(db):
+    """Under the default (seed) dials the same 12 reports change no authored edge."""
+    e = topic_entries(db)
+    wrong = f.edge(db, e["rsa"], e["hashing"], confidence=0.9)
+    db.commit()
+    run(db, *(reports(f"n{d}", [("rsa", "primes")], day=d) for d in range(12)))
+    got = db.execute("SELECT confidence FROM hag_edges WHERE id = %s", (wrong,)).fetchone()
+    assert got["confidence"] == pytest.approx(0.9)
+    # and the learned edge followed the seed's floors: 0.3, then 0.6 from the third report
+    assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["confidence"] == pytest.approx(0.6)
+
+
+# --- the reprieve ------------------------------------------------------------------------------
+
+
+def test_reprieve_lifts_a_sunk_unused_entry_back_to_its_floor(db, dials):
+    """Below the floor and unused 8 days: lifted to the floor (candidate 0.7, pattern 0.4);
+    used 6 days ago, archived, or with the dial at 0 (the seed): left alone."""
+    now = f.NOW
+    sunk = f.entry(
+        db, maturity="candidate", confidence=0.5, last_matched_at=now - timedelta(days=8)
+    )
+    sunk_pattern = f.entry(
+        db, maturity="pattern", confidence=0.2, created_at=now - timedelta(days=9)
+    )
+    recent = f.entry(
+        db, maturity="pattern", confidence=0.2, last_matched_at=now - timedelta(days=6)
+    )
+    archived = f.entry(db, maturity="archived", confidence=0.2, created_at=now - timedelta(days=30))
+    db.commit()
+    assert sweeps.run_nightly(as_of=now).reprieved == 0  # the seed: no reprieve
+    dials(reprieve_idle_days=7)
+    forecast = sweeps.run_nightly(as_of=now, dry_run=True)
+    assert forecast.reprieved == 2
+    assert entry_row(db, sunk)["confidence"] == pytest.approx(0.5)  # a dry run writes nothing
+    assert sweeps.run_nightly(as_of=now).reprieved == 2
+    got = {i: entry_row(db, i)["confidence"] for i in (sunk, sunk_pattern, recent, archived)}
+    assert got == {
+        sunk: pytest.approx(0.7),
+        sunk_pattern: pytest.approx(0.4),
+        recent: pytest.approx(0.2),
+        archived: pytest.approx(0.2),
+    }
+    assert sweeps.run_nightly(as_of=now).reprieved == 0  # a second run changes nothing
+    reasons = db.execute(
+        "SELECT reason FROM hag_confidence_history WHERE entity_id = %s AND reason <> 'created'",
+        (sunk,),
+    ).fetchall()
+    assert [r["reason"] for r in reasons] == ["reprieve: sunk below its floor and unused"]
+
+
+# --- the profile command ----------------------------------------------------------------------
+
+
+def test_settings_profile_command_sets_the_set_and_says_what_changed(db, database_url):
+    """`hag settings profile evidence` lists each dial it changed; again, nothing changes."""
+    env = {**__import__("os").environ, "DATABASE_URL": database_url}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "hag.cli", "settings", "profile", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+
+    first = cli("evidence")
+    assert first.returncode == 0, first.stderr
+    assert 'prerequisite_confidence_rule: "seed" -> "lift"' in first.stdout
+    assert "reprieve_idle_days: 0 -> 7" in first.stdout
+    assert "nothing changed" in cli("evidence").stdout
+    settings.invalidate()
+    assert settings.active_profile(settings.load(db)) == "evidence"
+    back = cli("seed")
+    assert back.returncode == 0 and 'edge_grading_rule: "baseline" -> "seed"' in back.stdout
+    bad = cli("fast")
+    assert bad.returncode != 0 and "fast" in bad.stderr
+
+
+# --- concurrency: sibling re-weighing takes its locks in the one sorted order -------------------
+
+
+def contested_sessions(n: int = 120, seed: int = 3) -> list[dict]:
+    """Sessions whose struggles keep hitting the same few concepts in both directions, with
+    rendered edges, so concurrent workers re-weigh the same sibling rows."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        turns = []
+        for t in range(rng.randint(1, 4)):
+            pairs = [tuple(rng.sample(CONCEPTS[:4], 2)) for _ in range(rng.randint(1, 3))]
+            turns.append(
+                turn(
+                    t,
+                    outcome=rng.choice(["success", "failure"]),
+                    struggles=[struggle(c, m) for c, m in pairs],
+                )
+            )
+        out.append(
+            payload(f"c{i:03d}", turns, ended_at=T0 + timedelta(minutes=rng.randint(0, 600)))
+        )
+    return out
+
+
+def _world(db):
+    reset_database(db)
+    settings.apply_profile(db, "evidence", by="test")
+    e = topic_entries(db)
+    f.edge(db, e["rsa"], e["modular-arithmetic"], confidence=0.9)
+    f.edge(db, e["primes"], e["modular-arithmetic"], confidence=0.9)
+    db.commit()
+
+
+def test_four_workers_reweighing_siblings_end_in_the_state_of_serial_processing(db):
+    """Concurrent sessions reporting on the same concepts neither deadlock for good nor lose a
+    report: replaying their commit order serially gives the same memory, confidences too."""
+    batch = contested_sessions()
+    _world(db)
+    assert all(r.accepted for r in ingest(db, *batch))
+    concurrent = process_pending(batch_size=20, workers=4)
+    assert (concurrent.sessions, concurrent.rejects) == (len(batch), 0)
+    assert concurrent.edges_reweighed > 0
+    order = [
+        r["session_id"]
+        for r in db.execute("SELECT session_id FROM hag_sessions ORDER BY applied_seq").fetchall()
+    ]
+    parallel_state = memory(db)
+    reports_total = sum(
+        len({(s["concept_slug"], s["missing_slug"]) for t in p["turns"] for s in t["struggles"]})
+        for p in batch
+    )
+    hits = db.execute(
+        "SELECT sum(hit_count) AS n FROM hag_edges WHERE edge_type = 'prerequisite'"
+    ).fetchone()["n"]
+    assert hits == reports_total  # every session's report counted exactly once
+
+    _world(db)
+    assert all(r.accepted for r in ingest(db, *batch))
+    summary = ProcessSummary()
+    dials = settings.current()
+    from hag import db as hdb
+
+    with hdb.pool().connection() as conn:
+        for session_id in order:
+            applied = apply_pending_session(
+                conn, dials, run_id=None, caches=Caches(), summary=summary, session_id=session_id
+            )
+            assert applied == session_id
+    assert memory(db) == parallel_state

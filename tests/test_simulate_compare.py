@@ -1,0 +1,115 @@
+"""`hag simulate --compare` and `--seeds` (issue 14): the same seeds under each profile, one
+table, the headline keys kept as means with their per-seed spread and the truth scores added."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hag import PROJECT_ROOT
+from hag.simulate.seeds import TABLE_ROWS, aggregate_reports, compare_table
+
+OLD_HEADLINE_KEYS = {
+    "learned_prereq_precision_at_0.6",
+    "learned_prereq_recall_at_0.6",
+    "learned_prereq_precision_at_0.3",
+    "learned_prereq_recall_at_0.3",
+    "learned_prereq_direction_accuracy_at_0.3",
+    "struggled_prereq_recall_at_0.3",
+    "learned_prereq_precision_hits_ge_3",
+    "memory_prereq_precision_at_0.6",
+    "memory_prereq_recall_at_0.6",
+    "extractor_precision_reported_1x",
+    "leads_to_precision_at_0.6",
+    "fallback_precision_at_0.6",
+    "decision_log_loss",
+    "decision_baseline_log_loss",
+    "decision_binned_rmse",
+    "edge_log_loss",
+    "edge_baseline_log_loss",
+    "edge_binned_rmse",
+    "promotions",
+    "archived",
+    "culls",
+    "enrichment_accepted",
+}
+
+
+def test_aggregate_keeps_the_headline_keys_as_means_with_their_spread():
+    """Two seeds' headlines: the mean per key, sample sd, min/max and the per-seed values."""
+    reports = [
+        {"config": {"seed": 1, "p_miss": 0.1}, "headline": {"a": 0.5, "b": None}},
+        {"config": {"seed": 2, "p_miss": 0.1}, "headline": {"a": 0.7, "b": 2}},
+    ]
+    got = aggregate_reports(reports, profile="evidence", seeds=[1, 2])
+    assert got["headline"] == {"a": pytest.approx(0.6), "b": 2.0}
+    assert got["spread"]["a"]["sd"] == pytest.approx(0.1414213562)
+    assert got["per_seed"]["a"] == [0.5, 0.7]
+    assert got["config"] == {"p_miss": 0.1} and got["seeds"] == [1, 2]
+
+
+def test_compare_table_has_a_column_per_profile():
+    """One row per figure, mean ± sd per profile, and the cull row says it is not comparable."""
+    spread = {"n": 2, "mean": 0.5, "sd": 0.1, "min": 0.4, "max": 0.6}
+    comparison = {
+        "profiles": ["seed", "evidence"],
+        "seeds": [7, 11],
+        "results": {
+            "seed": {"spread": {TABLE_ROWS[0][0]: spread}},
+            "evidence": {"spread": {}},
+        },
+    }
+    lines = compare_table(comparison)
+    assert lines[0] == "| figure (mean ± sd over seeds 7, 11) | seed | evidence |"
+    assert lines[2] == f"| {TABLE_ROWS[0][1]} | 0.50 ± 0.10 | – |"
+    assert any("never culled" in line for line in lines)
+
+
+def test_simulate_compare_runs_each_profile_on_the_same_seeds(tmp_path):
+    """A tiny random world under seed and evidence, seeds 3 and 4: one table, per-seed reports
+    whose config says the profile and seed, and aggregates with the old and new keys."""
+    out = tmp_path / "cmp"
+    args = [sys.executable, "-m", "hag.cli", "simulate", "--world", "random", "--concepts", "6"]
+    args += ["--learners", "3", "--sessions", "10", "--days", "2", "--enrich-every", "0"]
+    args += ["--seeds", "3,4", "--compare", "seed,evidence", "--out", str(out)]
+    result = subprocess.run(
+        args, capture_output=True, text=True, timeout=900, cwd=PROJECT_ROOT, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "| figure (mean ± sd over seeds 3, 4) | seed | evidence |" in result.stdout
+    for profile in ("seed", "evidence"):
+        for seed in (3, 4):
+            report = json.loads((out / profile / f"seed-{seed}" / "report.json").read_text())
+            assert (report["profile"], report["config"]["seed"]) == (profile, seed)
+            assert report["config"]["noise_kind"] == "structured"
+            assert set(report["headline"]) >= OLD_HEADLINE_KEYS
+            assert "learned_prereq_truth_brier" in report["headline"]
+        aggregate = json.loads((out / profile / "report.json").read_text())
+        assert set(aggregate["headline"]) >= OLD_HEADLINE_KEYS and aggregate["seeds"] == [3, 4]
+        assert aggregate["spread"]["decision_log_loss"]["n"] == 2
+    assert (out / "compare.md").read_text().startswith("| figure")
+
+
+def test_simulate_refuses_a_bad_profile_list(tmp_path):
+    """--compare with an unknown profile is refused with a one-line reason."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hag.cli",
+            "simulate",
+            "--compare",
+            "seed,fast",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=PROJECT_ROOT,
+        check=False,
+    )
+    assert result.returncode != 0 and "--compare" in result.stderr
