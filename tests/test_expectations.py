@@ -1,8 +1,9 @@
 """The data-quality suites (SPEC §8): a sound memory passes; each corruption fails its guard.
 
-Every corruption is written in the test's own transaction (never committed): constraints
-that would refuse the corrupt row are dropped inside that transaction and come back on
-rollback, so the suites see a database broken in exactly one way.
+The suites read committed data through connections of their own, so every corruption is
+committed, in a database private to its test (`private_db`, dropped afterwards): constraints
+that would refuse the corrupt row are dropped there, so the suites see a database broken in
+exactly one way.
 """
 
 from __future__ import annotations
@@ -272,11 +273,12 @@ CASES = [
 
 
 @pytest.mark.parametrize(("corrupt", "expected"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_each_corruption_fails_exactly_its_guard(db, corrupt, expected):
+def test_each_corruption_fails_exactly_its_guard(private_db, corrupt, expected):
     """Breaking the database in one way fails exactly the expectation that guards against it."""
-    memory = _sound_memory(db)
-    corrupt(db, memory)
-    assert _failing(db) == expected
+    memory = _sound_memory(private_db)
+    corrupt(private_db, memory)
+    private_db.commit()
+    assert _failing(private_db) == expected
 
 
 def test_every_expectation_has_a_corruption_test():
