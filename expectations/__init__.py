@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from expectations._gx import Failure, SuiteResult, import_gx
+from expectations._gx import Failure, SuiteResult, import_gx, preload
 
 SUITES = ("entries", "edges", "cull_runs", "culled_edges")
+__all__ = ["SUITES", "CheckResult", "Failure", "SuiteResult", "import_gx", "preload", "run_all"]
 
 
 @dataclass

@@ -51,9 +51,10 @@ class _Placeholders(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__getattr__ = partial(self._resolve, module)  # type: ignore[method-assign]
 
     def _resolve(self, placeholder: ModuleType, attr: str) -> Any:
-        # Dunder probes (`__file__`, `__path__`, ...) by tools that walk sys.modules must not
-        # set off the import they are looking past.
-        if attr.startswith("__") and attr.endswith("__"):
+        # Dunder probes (`__file__`, ...) by tools that walk sys.modules must not set off the
+        # import they are looking past; `__path__` is read to import a submodule (Prefect
+        # imports `jsonschema.exceptions`), which is a real use.
+        if attr.startswith("__") and attr.endswith("__") and attr != "__path__":
             raise AttributeError(attr)
         name = placeholder.__name__
         with _lock:

@@ -91,11 +91,25 @@ def import_gx() -> float:
     return time.perf_counter() - start
 
 
-def connection_string(conn: Any) -> str:
+def preload() -> threading.Thread:
+    """Start importing Great Expectations on a thread, while the caller waits on the database.
+
+    The import is CPU work (about 2 s) and the commands that check first wait on PostgreSQL
+    (migration check, a sweep); a later `import_gx()` finds it loaded or joins the import.
+    """
+    thread = threading.Thread(target=_gx, name="import-great-expectations", daemon=True)
+    thread.start()
+    return thread
+
+
+def connection_string(conn: Any, work_mem_mb: int | None = None) -> str:
     """The SQLAlchemy URL of the database `conn` is connected to (password included).
 
     A Unix-socket directory goes in the query with `localhost` as the nominal host: GX's
-    PostgreSQL datasource refuses a URL without a host.
+    PostgreSQL datasource refuses a URL without a host. `work_mem_mb` sets the sessions'
+    work_mem: at the server's default (4 MB) the planner checks uniqueness over a million
+    rows by sorted index scans that visit the heap row by row (22 s where hashing took 13 s,
+    docs/expectations.md).
     """
     from sqlalchemy.engine import URL  # noqa: PLC0415
 
@@ -105,6 +119,8 @@ def connection_string(conn: Any) -> str:
         for k, v in info.get_parameters().items()
         if k not in ("host", "hostaddr", "port", "user", "dbname", "password")
     }
+    if work_mem_mb is not None:
+        extra["options"] = f"{extra.get('options', '')} -c work_mem={work_mem_mb}MB".strip()
     socket = info.host.startswith("/")
     url = URL.create(
         "postgresql+psycopg",
@@ -177,9 +193,13 @@ def count_rows(conn: Any, view: str) -> int:
 def validate(conn: Any, name: str) -> SuiteResult:
     """Run one suite against its view, as committed in the database `conn` is connected to."""
     start = time.perf_counter()
+    from hag import settings  # noqa: PLC0415
+
     suite, view = load_suite(name)
-    parameters = _parameters(conn)
-    batch = _batch_definition(connection_string(conn), view).get_batch()
+    dials = settings.load(conn)
+    url = connection_string(conn, work_mem_mb=dials["suite_work_mem_mb"])
+    parameters = _parameters(dials)
+    batch = _batch_definition(url, view).get_batch()
     result = batch.validate(suite, expectation_parameters=parameters, result_format="BOOLEAN_ONLY")
     # Results do not come back in the suite's order: rebuild each failed one from its result.
     failed = [r.expectation_config.to_domain_obj() for r in result.results if not r.success]
@@ -192,14 +212,10 @@ def validate(conn: Any, name: str) -> SuiteResult:
     return SuiteResult(name, view, rows, len(result.results), failures, time.perf_counter() - start)
 
 
-def _parameters(conn: Any) -> dict[str, Any]:
+def _parameters(dials: Any) -> dict[str, Any]:
     """The dials a suite may name as {"$PARAMETER": key} (the numeric ones), as in force."""
-    from hag import settings  # noqa: PLC0415
-
     return {
-        k: v
-        for k, v in settings.load(conn).items()
-        if isinstance(v, int | float) and not isinstance(v, bool)
+        k: v for k, v in dials.items() if isinstance(v, int | float) and not isinstance(v, bool)
     }
 
 

@@ -164,6 +164,8 @@ _DIALS: tuple[Dial, ...] = (
     _i("enrichment_candidate_chars", 240, 20, 100000, "ours: characters of each candidate concept's line in a prompt", E),
     _f("enrichment_retry_backoff_seconds", 0.5, 0, 60, "ours: wait before a failed model call is retried (doubles per attempt)", E),
     _f("enrichment_offline_min_similarity", 0.25, -1, 1, "ours: the offline proposer also proposes candidates at or above this cosine", E),
+    # --- data-quality suites (SPEC §8) ---
+    _i("suite_work_mem_mb", 128, 4, 65536, "ours: PostgreSQL work_mem of the suites' own sessions (uniqueness checks hash every row's key)", "expectations"),
     # --- the cache itself ---
     _i("settings_cache_ttl_seconds", 60, 0, 3600, "seed: how long a process trusts its copy of the dials", C),
 )

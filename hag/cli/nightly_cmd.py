@@ -17,18 +17,27 @@ from hag.cli._common import TIMESTAMP, echo_json, json_option, note, ready
 @click.option(
     "--as-of", type=TIMESTAMP, help="'Now' for the age rules (default: now); naive = UTC."
 )
-@click.option("--no-check", is_flag=True, help="Skip the data-quality suites after the sweep.")
+@click.option(
+    "--no-check",
+    is_flag=True,
+    help="Skip the data-quality suites after the sweep (a dry run does).",
+)
 @json_option
 def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool) -> None:
     """Promote, archive and cull (audited), in one transaction, as of a moment; then check.
 
     The same sweep the Prefect deployment `nightly/nightly` runs on its schedule, then the
-    per-topic search indexes of topics past `topic_exact_scan_max_rows`. After it,
-    the data-quality suites run (as `hag check`); exit 1 when an expectation fails.
+    per-topic search indexes of topics past `topic_exact_scan_max_rows`. After a real
+    run the data-quality suites run (as `hag check`); exit 1 when an expectation fails. A
+    dry run changes nothing, so it leaves them to `hag check`.
     """
+    from hag.cli.check_cmd import preload_suites, run_suites  # noqa: PLC0415
     from hag.retrieval import ann  # noqa: PLC0415
     from hag.sweeps import run_nightly  # noqa: PLC0415
 
+    check = not (no_check or dry_run)
+    if check:
+        preload_suites()  # Great Expectations loads while the sweep runs in PostgreSQL
     ready()
     summary = run_nightly(as_of=as_of, dry_run=dry_run)
     # As the flow: the per-topic search indexes a grown topic needs (none on a dry run).
@@ -39,9 +48,9 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
         _print_summary(summary)
         if indexed is not None:
             click.echo(f"  topic search indexes  {', '.join(indexed) or 'none'}")
-    if not no_check:
-        from hag.cli.check_cmd import run_suites  # noqa: PLC0415
-
+    if dry_run and not no_check:
+        note("data-quality suites: skipped, a dry run changes nothing (`hag check` runs them)")
+    if check:
         result = run_suites()  # a line per suite on stderr as it finishes
         for failure in result.failures:
             note(f"  - {failure.line()}")
