@@ -389,24 +389,39 @@ def test_the_flow_task_logs_a_line_per_suite(db, prefect_harness, caplog):
     assert [line.split()[1] for line in logged] == list(expectations.SUITES)
 
 
-def test_hag_check_prints_a_progress_line_per_suite_on_stderr(db, database_url):
-    """`hag check` says on stderr how each suite went as it finishes; stdout stays the report."""
+def _hag(database_url, *args):
     import os
     import subprocess
     import sys
 
     from hag import PROJECT_ROOT
 
-    _sound_memory(db)
-    done = subprocess.run(
-        [sys.executable, "-m", "hag.cli", "check", "--json"],
+    return subprocess.run(
+        [sys.executable, "-m", "hag.cli", *args],
         capture_output=True,
         text=True,
         env={**os.environ, "DATABASE_URL": database_url},
         cwd=PROJECT_ROOT,
         timeout=120,
     )
+
+
+def test_hag_check_prints_a_progress_line_per_suite_on_stderr(db, database_url):
+    """`hag check` says on stderr how each suite went as it finishes; stdout stays the report."""
+    _sound_memory(db)
+    done = _hag(database_url, "check", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["success"] is True
     progress = [line for line in done.stderr.splitlines() if "expectations over" in line]
     assert [line.split()[1] for line in progress] == list(expectations.SUITES)
+
+
+def test_a_nightly_dry_run_leaves_the_suites_to_hag_check(db, database_url):
+    """A dry run changes nothing, so it runs no suite (a broken memory passes) and says so."""
+    _sound_memory(db)
+    db.execute("UPDATE hag_edges SET source_type = 'imported' WHERE source_type = 'enriched'")
+    db.commit()
+    dry = _hag(database_url, "nightly", "--dry-run", "--as-of", "2026-11-30T12:00:00Z")
+    assert dry.returncode == 0, dry.stderr
+    assert "suites: skipped" in dry.stderr and "expectations over" not in dry.stderr
+    assert _hag(database_url, "check").returncode == 1  # the same memory, checked on demand
