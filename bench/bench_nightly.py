@@ -1,4 +1,5 @@
-"""The nightly sweep over 1,000,000 entries and 1,000,000 edges, beside a bare DELETE.
+"""The nightly sweep over 1,000,000 entries and 1,000,000 edges, beside a bare DELETE; then
+the data-quality suites over the same memory, beside one pass over every quality view.
 
 Target (issue 5): the whole sweep (promotion, archiving, the audited cull, the run record
 and the report rows, one transaction) in at most 60 s on 2 cores. Baseline, measured in
@@ -10,12 +11,20 @@ Its own embedded PostgreSQL in a temporary folder (never the project's .hag data
 migrated with 8-dimension embeddings: the sweeps never read a vector, and at 1,536
 dimensions the vectors are stored out of line (TOAST), so the heap the sweep scans is the
 same while the disk would need about 6 GB more. `HAG_BENCH_ROWS` scales it down.
+
+The suites (issue 15: at most 10 s over 1M + 1M, memory that does not grow with the table)
+run in a child process as `hag check` runs them, so its wall time includes importing Great
+Expectations and its peak resident memory is theirs alone. Baseline, same run, same rows:
+one `count(v.*)` pass over each quality view, which builds every column of every row once.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -25,6 +34,30 @@ from pathlib import Path
 ROWS = int(os.environ.get("HAG_BENCH_ROWS", "1000000"))
 AS_OF = datetime(2026, 11, 30, 2, 30, tzinfo=UTC)
 TARGET_SECONDS = 60.0
+SUITES_TARGET_SECONDS = 10.0
+QUALITY_VIEWS = (
+    "hag_quality_entries",
+    "hag_quality_edges",
+    "hag_quality_cull_runs",
+    "hag_quality_culled_edges",
+)
+
+# The suites as `hag check` runs them, in a process of their own (DATABASE_URL inherited).
+SUITES_CHILD = """
+import json, resource, time
+start = time.perf_counter()
+import expectations
+from expectations import _gx
+imported = _gx.import_gx()
+result = expectations.run_all()
+print(json.dumps({
+    "seconds": time.perf_counter() - start,
+    "import_seconds": imported,
+    "suites": [[s.suite, s.rows, s.evaluated, s.seconds] for s in result.suites],
+    "failures": [f.line() for f in result.failures],
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+}))
+"""
 
 LOAD_ENTRIES = """
 INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, confidence,
@@ -106,6 +139,47 @@ def _bare_delete(conn) -> tuple[float, int]:
     return seconds, deleted
 
 
+def _view_pass(conn) -> float:
+    """The baseline: one pass over each quality view that builds every column of every row."""
+    from psycopg import sql  # noqa: PLC0415
+
+    t = time.perf_counter()
+    for view in QUALITY_VIEWS:
+        conn.execute(sql.SQL("SELECT count(v.*) FROM {} v").format(sql.Identifier(view))).fetchone()
+    conn.rollback()
+    return time.perf_counter() - t
+
+
+def _suites() -> dict:
+    """Run every suite in a child process; its timings, peak memory and any failure."""
+    done = subprocess.run(
+        [sys.executable, "-c", SUITES_CHILD], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the suites failed to run:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _print_suites(checked: dict, floor_seconds: float) -> None:
+    validation = checked["seconds"] - checked["import_seconds"]
+    for suite, rows, evaluated, seconds in checked["suites"]:
+        print(
+            f"  suite {suite:<13} {evaluated:2d} expectations over {rows:>9,} rows: {seconds:6.2f} s"
+        )
+    print(
+        f"data-quality suites (child process, as hag check): {checked['seconds']:6.2f} s "
+        f"[import {checked['import_seconds']:.2f} s, the rest {validation:.2f} s], "
+        f"peak memory {checked['peak_rss_mb']:.0f} MB"
+    )
+    print(f"baseline: one pass over every quality view: {floor_seconds:6.2f} s")
+    print(f"ratio suites less import / one pass:        {validation / floor_seconds:6.1f}x")
+    verdict = "within" if checked["seconds"] <= SUITES_TARGET_SECONDS else "OVER"
+    print(
+        f"target {SUITES_TARGET_SECONDS:.0f} s: {verdict} ({checked['seconds']:.1f} s)", flush=True
+    )
+    assert not checked["failures"], checked["failures"]
+
+
 def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="hag-bench-nightly-"))
     server = None
@@ -148,6 +222,9 @@ def main() -> None:
         print(f"ratio audited cull step / bare DELETE:     {cull / bare_seconds:6.1f}x")
         verdict = "within" if summary.seconds <= TARGET_SECONDS else "OVER"
         print(f"target {TARGET_SECONDS:.0f} s: {verdict} ({summary.seconds:.1f} s)", flush=True)
+        with db.connect() as conn:
+            floor_seconds = _view_pass(conn)
+        _print_suites(_suites(), floor_seconds)
     finally:
         from hag import db
 

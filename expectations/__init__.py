@@ -4,18 +4,21 @@ Each suite is a reviewable JSON file in `expectations/suites/`, read by its modu
 `entries` (bounds, enums, scope shapes, the three identity indexes as compound uniqueness),
 `edges` (bounds, enums, identity, no self-loops, no dangling edges, `_unanchored_`
 isolated), `cull_runs` (audit completeness) and `culled_edges` (the cull only took what
-its recorded rule allowed; never a seed edge). `run_all()` runs them all; `hag check` and
-the end of every flow call it.
+its recorded rule allowed; never a seed edge). `run_all()` runs them all, inside PostgreSQL
+(`_gx.py`), reporting each suite as it finishes; `hag check`, `hag nightly` and the end of
+every flow call it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from expectations._gx import Failure, SuiteResult
+from expectations._gx import Failure, SuiteResult, import_gx, preload
 
 SUITES = ("entries", "edges", "cull_runs", "culled_edges")
+__all__ = ["SUITES", "CheckResult", "Failure", "SuiteResult", "import_gx", "preload", "run_all"]
 
 
 @dataclass
@@ -33,11 +36,7 @@ class CheckResult:
         return [f for s in self.suites for f in s.failures]
 
     def report(self) -> str:
-        lines = [
-            f"{'ok  ' if s.success else 'FAIL'} {s.suite:<13} {s.evaluated} expectations over "
-            f"{s.rows} rows of {s.view}"
-            for s in self.suites
-        ]
+        lines = [s.line() for s in self.suites]
         lines += [f"  - {f.line()}" for f in self.failures]
         return "\n".join(lines)
 
@@ -51,6 +50,7 @@ class CheckResult:
                     "rows": s.rows,
                     "evaluated": s.evaluated,
                     "success": s.success,
+                    "seconds": round(s.seconds, 3),
                 }
                 for s in self.suites
             ],
@@ -58,11 +58,29 @@ class CheckResult:
         }
 
 
-def run_all(conn: Any = None, suites: tuple[str, ...] = SUITES) -> CheckResult:
-    """Run every suite (or the named ones) on `conn`, or on a new connection."""
+def run_all(
+    conn: Any = None,
+    suites: tuple[str, ...] = SUITES,
+    progress: Callable[[str], None] | None = None,
+) -> CheckResult:
+    """Run every suite (or the named ones) on the database of `conn`, or of a new connection.
+
+    The suites read what is committed there (GX has connections of its own): a caller
+    commits before it checks. `progress` receives a line when Great Expectations has loaded
+    and a line per suite as it finishes, with its seconds.
+    """
     from importlib import import_module  # noqa: PLC0415
 
     from hag import db  # noqa: PLC0415
 
+    seconds = import_gx()
+    if progress is not None and seconds >= 0.05:  # a second call finds it loaded
+        progress(f"data-quality suites: Great Expectations loaded in {seconds:.2f} s")
+    result = CheckResult()
     with db.connection_or_own(conn) as c:
-        return CheckResult([import_module(f"expectations.{name}").validate(c) for name in suites])
+        for name in suites:
+            suite = import_module(f"expectations.{name}").validate(c)
+            result.suites.append(suite)
+            if progress is not None:
+                progress(f"{suite.line()} ({suite.seconds:.2f} s)")
+    return result

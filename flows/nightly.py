@@ -16,7 +16,7 @@ from tasks.sweeps import build_topic_indexes, nightly_sweep, publish_nightly_rep
 def nightly_flow(as_of: datetime | None = None, dry_run: bool = False) -> dict[str, Any]:
     """Run the sweeps (one transaction, audited cull; a big night pauses for an operator's
     decision), build the per-topic search indexes a grown topic needs, publish the report,
-    run the suites.
+    run the suites (not after a dry run, which changed nothing).
 
     A dry run changes nothing and builds no index (`topic_indexes` is then None; otherwise
     the topics that have one).
@@ -31,5 +31,6 @@ def nightly_flow(as_of: datetime | None = None, dry_run: bool = False) -> dict[s
     summary = nightly_sweep(as_of, dry_run)
     indexed = None if dry_run else build_topic_indexes()
     publish_nightly_report(summary)
-    run_expectations()
+    if not dry_run:  # a dry run changed nothing: nothing new to check
+        run_expectations()
     return {**summary.to_dict(), "topic_indexes": indexed}

@@ -198,6 +198,8 @@ _DIALS: tuple[Dial, ...] = (
     _i("export_batch_rows", 2000, 1, 1_000_000, "ours: rows `hag export` fetches per round trip from its server-side cursor (memory stays flat)", "hag/corpus.py"),
     # --- the operator's command line ---
     _i("history_default_limit", 50, 1, 100000, "ours: events `hag history ID` shows when no --limit is given (the newest)", "hag/cli/history_cmd.py"),
+    # --- data-quality suites (SPEC §8) ---
+    _i("suite_work_mem_mb", 128, 4, 65536, "ours: PostgreSQL work_mem of the suites' own sessions (uniqueness checks hash every row's key)", "expectations"),
     # --- the cache itself ---
     _i("settings_cache_ttl_seconds", 60, 0, 3600, "seed: how long a process trusts its copy of the dials", C),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 
 
@@ -17,7 +17,7 @@ def run_expectations() -> dict[str, Any]:
     """Run every suite in `expectations/`; publish the outcome; raise if any expectation failed."""
     import expectations  # noqa: PLC0415 - Great Expectations costs about 3 s to import
 
-    result = expectations.run_all()
+    result = expectations.run_all(progress=get_run_logger().info)  # a log line per suite
     create_markdown_artifact(
         key="data-quality",
         markdown="# Data-quality suites\n\n```\n" + result.report() + "\n```\n",

@@ -113,3 +113,59 @@ def dials(db: Any) -> Any:
         settings.invalidate()
 
     return apply
+
+
+@pytest.fixture(scope="session")
+def private_template(database_url: str) -> Iterator[str]:
+    """A migrated, empty database no one connects to, to clone private databases from."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from hag import db as hdb
+    from hag import embeddings, migrate
+
+    name = "hag_private_template"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    with psycopg.connect(make_conninfo(database_url, dbname=name)) as conn:
+        hdb.configure_connection(conn)
+        migrate.migrate(conn, embeddings.get_embedder().dim)
+    yield name
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def private_db(database_url: str, private_template: str) -> Iterator[Any]:
+    """A connection (as `db`) to a migrated database of this test's own, dropped afterwards.
+
+    For a test that must commit what no other test may see, such as a corrupted schema that
+    code reading through connections of its own (the expectation suites) has to find.
+    """
+    import uuid
+
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+    from psycopg.rows import dict_row
+
+    from hag import db as hdb
+    from hag import settings
+
+    name = f"hag_private_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name} TEMPLATE {private_template}")
+    try:
+        with psycopg.connect(
+            make_conninfo(database_url, dbname=name), row_factory=dict_row
+        ) as conn:
+            hdb.configure_connection(conn)
+            yield conn
+            conn.rollback()
+    finally:
+        expectations_gx = sys.modules.get("expectations._gx")
+        if expectations_gx is not None:
+            expectations_gx.close()  # the suites' engine holds connections to it
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        settings.invalidate()

@@ -1,8 +1,9 @@
 """The data-quality suites (SPEC §8): a sound memory passes; each corruption fails its guard.
 
-Every corruption is written in the test's own transaction (never committed): constraints
-that would refuse the corrupt row are dropped inside that transaction and come back on
-rollback, so the suites see a database broken in exactly one way.
+The suites read committed data through connections of their own, so every corruption is
+committed, in a database private to its test (`private_db`, dropped afterwards): constraints
+that would refuse the corrupt row are dropped there, so the suites see a database broken in
+exactly one way.
 """
 
 from __future__ import annotations
@@ -272,11 +273,12 @@ CASES = [
 
 
 @pytest.mark.parametrize(("corrupt", "expected"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_each_corruption_fails_exactly_its_guard(db, corrupt, expected):
+def test_each_corruption_fails_exactly_its_guard(private_db, corrupt, expected):
     """Breaking the database in one way fails exactly the expectation that guards against it."""
-    memory = _sound_memory(db)
-    corrupt(db, memory)
-    assert _failing(db) == expected
+    memory = _sound_memory(private_db)
+    corrupt(private_db, memory)
+    private_db.commit()
+    assert _failing(private_db) == expected
 
 
 def test_every_expectation_has_a_corruption_test():
@@ -294,3 +296,142 @@ def test_every_expectation_has_a_corruption_test():
     missing = declared - guarded
     # Counters share one rule; the success/traversal twins are pinned by their siblings.
     assert missing == {("entries", BETWEEN, "success_count"), ("edges", BETWEEN, "traversal_count")}
+
+
+def test_progress_reports_each_suite_as_it_finishes(db):
+    """`run_all(progress=...)` receives one line per suite, in order, naming it and its time."""
+    _sound_memory(db)
+    lines: list[str] = []
+    result = expectations.run_all(db, progress=lines.append)
+    per_suite = [line for line in lines if "expectations over" in line]
+    assert [line.split()[1] for line in per_suite] == list(expectations.SUITES)
+    assert all(line.startswith("ok") and line.endswith(" s)") for line in per_suite)
+    assert result.success
+
+
+def test_counts_come_from_the_database_and_the_sample_stays_small(private_db):
+    """2,000 bad rows are counted exactly in PostgreSQL; only a short sample reaches Python."""
+    _sound_memory(private_db)
+    _drop(private_db, "hag_entries", "hag_entries_failure_count_check")
+    private_db.execute(
+        "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, confidence,"
+        " instruction, embedding, failure_count) "
+        "SELECT 'cryptography', 'bulk-' || i, 'public', 'candidate', 0.3, 'x', embedding, -1 "
+        "FROM generate_series(1, 2000) i, (SELECT embedding FROM hag_entries LIMIT 1) e"
+    )
+    private_db.commit()
+    [failure] = expectations.run_all(private_db, suites=("entries",)).failures
+    assert (failure.column, failure.unexpected_count) == ("failure_count", 2000)
+    assert 0 < len(failure.sample) <= 5
+
+
+def test_suite_sessions_take_their_work_mem_from_the_dial(db, dials):
+    """The suites' own PostgreSQL sessions run with work_mem = the suite_work_mem_mb dial."""
+    import sqlalchemy as sa
+
+    from expectations import _gx
+
+    _sound_memory(db)
+    dials(suite_work_mem_mb=48)
+    assert expectations.run_all(db, suites=("cull_runs",)).success
+    with _gx._source[1].get_engine().connect() as suite_session:
+        assert suite_session.execute(sa.text("SHOW work_mem")).scalar() == "48MB"
+
+
+def test_great_expectations_loads_without_the_modules_the_suites_never_call():
+    """Importing GX leaves scipy.stats, altair and jsonschema unloaded until first used."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from expectations import _gx\n"
+        "_gx.import_gx()\n"
+        "names = ('scipy.stats', 'altair', 'jsonschema')\n"
+        "print([n for n in names if '__getattr__' not in vars(sys.modules.get(n, sys))])\n"
+        "import scipy.stats\n"
+        "print(scipy.stats.entropy([0.5, 0.5], [0.5, 0.5]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    deferred, used = done.stdout.split("\n")[:2]
+    assert deferred == "[]"  # every one of them is still a placeholder after GX loaded
+    assert float(used) == 0.0  # and the real module answers on first use
+
+
+def test_the_flow_task_logs_a_line_per_suite(db, prefect_harness):
+    """Inside a flow, the suites task logs one line per suite through the run logger."""
+    import logging
+
+    from prefect import flow
+
+    from tasks.checks import run_expectations
+
+    _sound_memory(db)
+
+    @flow
+    def checks() -> dict:
+        return run_expectations()
+
+    class Lines(logging.Handler):
+        """Only the task-run logger's own records (caplog would also see them propagated)."""
+
+        def __init__(self) -> None:
+            super().__init__(logging.INFO)
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(record.getMessage())
+
+    handler = Lines()
+    logger = logging.getLogger("prefect.task_runs")
+    logger.addHandler(handler)
+    try:
+        assert checks()["success"] is True
+    finally:
+        logger.removeHandler(handler)
+    logged = [line for line in handler.lines if "expectations over" in line]
+    assert [line.split()[1] for line in logged] == list(expectations.SUITES)
+
+
+def _hag(database_url, *args):
+    import os
+    import subprocess
+    import sys
+
+    from hag import PROJECT_ROOT
+
+    return subprocess.run(
+        [sys.executable, "-m", "hag.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DATABASE_URL": database_url},
+        cwd=PROJECT_ROOT,
+        timeout=120,
+    )
+
+
+def test_hag_check_prints_a_progress_line_per_suite_on_stderr(db, database_url):
+    """`hag check` says on stderr how each suite went as it finishes; stdout stays the report."""
+    _sound_memory(db)
+    done = _hag(database_url, "check", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["success"] is True
+    progress = [line for line in done.stderr.splitlines() if "expectations over" in line]
+    assert [line.split()[1] for line in progress] == list(expectations.SUITES)
+
+
+def test_a_nightly_dry_run_leaves_the_suites_to_hag_check(db, database_url):
+    """A dry run changes nothing, so it runs no suite (a broken memory passes) and says so."""
+    _sound_memory(db)
+    db.execute("UPDATE hag_edges SET source_type = 'imported' WHERE source_type = 'enriched'")
+    db.commit()
+    dry = _hag(database_url, "nightly", "--dry-run", "--as-of", "2026-11-30T12:00:00Z")
+    assert dry.returncode == 0, dry.stderr
+    assert "suites: skipped" in dry.stderr and "expectations over" not in dry.stderr
+    assert _hag(database_url, "check").returncode == 1  # the same memory, checked on demand

@@ -25,17 +25,27 @@ from hag.cli._common import (
 @click.option(
     "--as-of", type=TIMESTAMP, help="'Now' for the age rules (default: now); naive = UTC."
 )
-@click.option("--no-check", is_flag=True, help="Skip the data-quality suites after the sweep.")
+@click.option(
+    "--no-check",
+    is_flag=True,
+    help="Skip the data-quality suites after the sweep (a dry run does).",
+)
 @json_option
 def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool) -> None:
     """Promote, archive and cull (audited), in one transaction, as of a moment; then check.
 
     The same sweep the Prefect deployment `nightly/nightly` runs on its schedule, then the
-    per-topic search indexes of topics past `topic_exact_scan_max_rows`. After it,
-    the data-quality suites run (as `hag check`); exit 1 when an expectation fails.
+    per-topic search indexes of topics past `topic_exact_scan_max_rows`. After a real
+    run the data-quality suites run (as `hag check`); exit 1 when an expectation fails. A
+    dry run changes nothing, so it leaves them to `hag check`.
     With PREFECT_API_URL set, this is a run of the nightly flow on that server (recorded
     there with its report; the flow runs the suites); without it, no Prefect at all.
     """
+    from hag.cli.check_cmd import preload_suites, run_suites  # noqa: PLC0415
+
+    check = not (no_check or dry_run) and prefect_api_url() is None  # a flow run checks itself
+    if check:
+        preload_suites()  # Great Expectations loads while the sweep runs in PostgreSQL
     ready()
 
     def direct() -> dict[str, Any]:
@@ -57,13 +67,14 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
         echo_json(result)
     else:
         _print_summary(result)
-    if not no_check and prefect_api_url() is None:  # a flow run has run the suites itself
-        import expectations  # noqa: PLC0415 - Great Expectations costs about 3 s to import
-
-        check = expectations.run_all()
-        note(check.report())
-        if not check.success:
-            click.echo(f"hag: {len(check.failures)} expectation(s) failed", err=True)
+    if dry_run and not no_check:
+        note("data-quality suites: skipped, a dry run changes nothing (`hag check` runs them)")
+    if check:
+        suites = run_suites()  # a line per suite on stderr as it finishes
+        for failure in suites.failures:
+            note(f"  - {failure.line()}")
+        if not suites.success:
+            click.echo(f"hag: {len(suites.failures)} expectation(s) failed", err=True)
             sys.exit(1)
 
 
