@@ -128,7 +128,6 @@ def copy_rows(conn: Any, c: Corpus) -> float:
     columns = (
         "id, topic_id, concept_slug, visibility_scope, maturity, confidence, instruction, embedding"
     )
-    big_endian = c.vectors.astype(">f4")
     with conn.cursor().copy(f"COPY hag_entries ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
         copy.write(header)
         chunk: list[bytes] = []
@@ -146,7 +145,7 @@ def copy_rows(conn: Any, c: Corpus) -> float:
                         struct.pack("!id", 8, float(c.confidence[i])),
                         text(f"Advice number {i}. It is about cluster things."),
                         vec_head,
-                        big_endian[i].tobytes(),
+                        c.vectors[i].astype(">f4").tobytes(),
                     )
                 )
             )
@@ -228,18 +227,74 @@ def start_server(folder: str) -> Any:
     return server
 
 
+def load(corpus: Corpus, scale: Scale, made: float) -> None:
+    """Migrate, load the rows by binary COPY, fill the search copy, build the tutor index."""
+    from hag import db, migrate, settings
+    from hag.sqlfiles import query
+
+    with db.connect() as conn:
+        migrate.migrate(conn, scale.dim)
+        conn.execute(
+            "INSERT INTO hag_topics (topic_id, title) SELECT 't' || lpad(g::text, 2, '0'), "
+            "'Topic ' || g FROM generate_series(0, %s) g",
+            (TOPICS - 1,),
+        )
+        conn.commit()
+        settings.set_value(conn, "retrieval_cache_ttl_seconds", 0, by="bench")
+        conn.commit()
+    with db.connect() as conn:
+        conn.execute("DROP INDEX IF EXISTS hag_entries_tutor_ann_idx")  # built after loading
+        # The search copy (migration 080) filled in one statement after the COPY, as the
+        # migration fills it for an existing memory: a statement trigger over a
+        # million-row COPY would first spill every new row to a temporary file.
+        conn.execute("ALTER TABLE hag_entries DISABLE TRIGGER hag_entries_search_insert")
+        conn.commit()
+        rate = copy_rows(conn, corpus)
+        started = time.perf_counter()
+        conn.execute("ALTER TABLE hag_entries ENABLE ALWAYS TRIGGER hag_entries_search_insert")
+        conn.execute(query("retrieval", "search_copy_backfill"))
+        conn.commit()
+        copied = time.perf_counter() - started
+    print(
+        f"generated in {made:.1f} s; binary COPY {rate:,.0f} rows/s; "
+        f"search copy filled in {copied:.1f} s",
+        flush=True,
+    )
+    started = time.perf_counter()
+    with db.connect(autocommit=True) as conn:
+        conn.execute(
+            "CREATE INDEX hag_entries_tutor_ann_idx ON hag_entries USING hnsw "
+            "(embedding vector_cosine_ops) WHERE visibility_scope = 'tutor'"
+        )
+        conn.execute("COMMENT ON INDEX hag_entries_tutor_ann_idx IS 'hag-ann scope:tutor'")
+        tutor_s = time.perf_counter() - started
+        conn.execute("VACUUM ANALYZE hag_entries")
+        conn.execute("VACUUM ANALYZE hag_entry_search")
+        # The load's dirty pages written now, not by a checkpoint in the middle of the
+        # measurement (at 1M that is gigabytes of writes on the same two cores).
+        conn.execute("CHECKPOINT")
+    print(f"tutor HNSW {tutor_s:.1f} s", flush=True)
+
+
 def run_scale(scale: Scale, queries: int) -> None:
-    from hag import config, db, embeddings, migrate, retrieval, settings
+    from hag import config, db, embeddings, retrieval, settings
     from hag.retrieval import ann, store
     from hag.sqlfiles import query
 
-    folder = tempfile.mkdtemp(prefix=f"hag-bench-{scale.label}-")
+    keep = os.environ.get("HAG_BENCH_KEEP_DIR")
+    if keep:
+        folder = os.path.join(keep, f"{scale.label}-{scale.dim}")
+        os.makedirs(folder, exist_ok=True)
+    else:
+        folder = tempfile.mkdtemp(prefix=f"hag-bench-{scale.label}-")
     os.chmod(folder, 0o755)
+    loaded = os.path.exists(os.path.join(folder, "loaded"))
     server = start_server(os.path.join(folder, "pgdata"))
     print(
         f"\n--- {scale.label}: {scale.rows:,} entries x {scale.dim} dimensions"
         + ("" if scale.dim == 1536 else " (fewer than 1,536 to keep disk and build time in bounds)")
-        + f"; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
+        + f"; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+        + (f"; data kept from an earlier run in {folder}" if loaded else ""),
         flush=True,
     )
     try:
@@ -252,49 +307,28 @@ def run_scale(scale: Scale, queries: int) -> None:
         store.close()
         retrieval.clear_caches()
         rng = np.random.default_rng(20261130)
-        with db.connect() as conn:
-            migrate.migrate(conn, scale.dim)
-            conn.execute(
-                "INSERT INTO hag_topics (topic_id, title) SELECT 't' || lpad(g::text, 2, '0'), "
-                "'Topic ' || g FROM generate_series(0, %s) g",
-                (TOPICS - 1,),
-            )
-            conn.commit()
-            settings.set_value(conn, "retrieval_cache_ttl_seconds", 0, by="bench")
-            conn.commit()
         started = time.perf_counter()
-        corpus = make_corpus(scale.rows, scale.dim, rng)
+        corpus = make_corpus(scale.rows, scale.dim, rng)  # the same rows for the same seed
         made = time.perf_counter() - started
-        with db.connect() as conn:
-            conn.execute("DROP INDEX IF EXISTS hag_entries_tutor_ann_idx")  # built after loading
-            conn.commit()
-            rate = copy_rows(conn, corpus)
-        print(f"generated in {made:.1f} s; binary COPY {rate:,.0f} rows/s", flush=True)
-        started = time.perf_counter()
+        if not loaded:
+            load(corpus, scale, made)
         with db.connect(autocommit=True) as conn:
-            conn.execute(
-                "CREATE INDEX hag_entries_tutor_ann_idx ON hag_entries USING hnsw "
-                "(embedding vector_cosine_ops) WHERE visibility_scope = 'tutor'"
-            )
-            conn.execute("COMMENT ON INDEX hag_entries_tutor_ann_idx IS 'hag-ann scope:tutor'")
-            tutor_s = time.perf_counter() - started
-            conn.execute("VACUUM ANALYZE hag_entries")
-            # The load's dirty pages written now, not by a checkpoint in the middle of the
-            # measurement (at 1M that is gigabytes of writes on the same two cores).
-            conn.execute("CHECKPOINT")
             dials = settings.load(conn)
             sizes = conn.execute(
                 query("retrieval", "topic_sizes"), {"scopes": ["public"]}
             ).fetchall()
-        biggest = max(int(r["n"]) for r in sizes)
-        started = time.perf_counter()
-        built = ann.build_topic_indexes(concurrently=False)
-        topic_s = time.perf_counter() - started
+            storage = conn.execute(query("retrieval", "bench_storage")).fetchone()
+        if keep:
+            open(os.path.join(folder, "loaded"), "w").close()
         print(
-            f"tutor HNSW {tutor_s:.1f} s; per-topic HNSW for {len(built)} of {TOPICS} topics "
-            f"(largest topic {biggest:,} rows, topic_exact_scan_max_rows "
-            f"{dials['topic_exact_scan_max_rows']:,}) "
-            f"{topic_s:.1f} s",
+            f"on disk: hag_entries {storage['entries'] / 2**30:.2f} GiB, "
+            f"search copy {storage['search'] / 2**30:.2f} GiB",
+            flush=True,
+        )
+        print(
+            f"largest topic {max(int(r['n']) for r in sizes):,} rows; per-topic HNSW for "
+            f"topics past topic_exact_scan_max_rows {dials['topic_exact_scan_max_rows']:,}: "
+            f"{len(ann.build_topic_indexes(concurrently=False))}",
             flush=True,
         )
         retrieval.clear_caches()
@@ -304,7 +338,8 @@ def run_scale(scale: Scale, queries: int) -> None:
         store.close()
         db.close_all()
         server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
         for name in ("DATABASE_URL", "HAG_EMBEDDING_DIM", "HAG_EMBEDDING_PROVIDER"):
             os.environ.pop(name, None)
         config.reset_config()
@@ -379,8 +414,9 @@ def run_set(
         topic_id = f"t{t:02d}"
 
         def exact(name: str, topic: str | None, scopes: list[str], key: str, q: Any = q) -> Any:
-            count = int(dials[key])
-            return store.semantic_pass(reference, name, q, topic, scopes, count, dials, False)[0]
+            # the seed's query itself over hag_entries, not the read path's exact answer
+            params = {**store.filters(dials), "query": q, "topic_id": topic, "scopes": scopes}
+            return store.seed_exact(reference, params, int(dials[key]))
 
         started = time.perf_counter()
         topic_exact = exact("topic-semantic", topic_id, ["public"], "match_count")
@@ -527,6 +563,17 @@ def explain(
             },
         ),
         (
+            "topic-semantic (search copy, half precision)",
+            "compact_candidates",
+            {
+                "query": q,
+                "topic_id": f"t{t:02d}",
+                "scopes": ["public"],
+                "search_set": "topic",
+                "candidates": int(dials["compact_candidates"]),
+            },
+        ),
+        (
             "topic-concept",
             "concept_pass",
             {
@@ -547,13 +594,24 @@ def explain(
             },
         ),
         (
-            "tutor (exact: the stress query's contrast is low)",
+            "tutor (seed's exact order, for comparison)",
             "semantic_exact",
             {
                 "query": unrelated[1],
                 "topic_id": None,
                 "scopes": ["tutor"],
                 "match_count": int(dials["tutor_match_count"]),
+            },
+        ),
+        (
+            "tutor (search copy: the stress query's answer)",
+            "compact_candidates",
+            {
+                "query": unrelated[1],
+                "topic_id": None,
+                "scopes": ["tutor"],
+                "search_set": "tutor",
+                "candidates": int(dials["compact_candidates"]),
             },
         ),
         (
@@ -574,7 +632,11 @@ def explain(
             {**base, **params},
         ).fetchall()
         lines = [r["QUERY PLAN"] for r in plan]
-        keep = [ln.strip() for ln in lines if any(k in ln for k in ("Scan", "Function", "Limit"))]
+        keep = [
+            ln.strip()
+            for ln in lines
+            if any(k in ln for k in ("Scan", "Function", "Limit", "Append"))
+        ]
         took = [ln.strip() for ln in lines if "Execution Time" in ln]
         print(f"  {name}:")
         for ln in keep[:6] + took:

@@ -24,7 +24,7 @@ import psycopg
 
 from hag import db
 from hag.retrieval.model import PassReport
-from hag.retrieval.ranking import Row, relative_contrast, rerank_candidates
+from hag.retrieval.ranking import Row, relative_contrast, rerank_candidates, rerank_compact
 from hag.sqlfiles import query
 
 _PASSES = 5  # connections the pool keeps open: one per concurrent pass, and the edge walk
@@ -141,16 +141,18 @@ def semantic_pass(
     """The seed's semantic pass: top `count` by boosted similarity, as the seed orders.
 
     With an ANN index for this eligible set, the nearest `ann_candidates` rows are fetched
-    through it and re-ranked. The exact query answers instead when the query stands near
-    nothing (relative contrast below `ann_min_contrast`: an approximate walk loses rows
-    there), or when the re-rank over the candidates cannot be proven to hold against every
-    row outside them (see ranking.rerank_candidates) even after one wider try. `shared`:
+    through it and re-ranked. The exact answer (`exact_answer`) is given instead when the
+    query stands near nothing (relative contrast below `ann_min_contrast`: an approximate
+    walk loses rows there), or when the re-rank over the candidates cannot be proven to hold
+    against every row outside them (see ranking.rerank_candidates) even after one wider try,
+    and always without an ANN index. The report's path says which: 'candidates', or the
+    reason for the exact answer and how it was obtained ('exact-low-contrast, compact'). `shared`:
     `conn` is a read-pool connection, whose reads may fill the process-wide catalog (not so
     for a caller's connection, which may see rows it never commits).
     """
     started = time.perf_counter()
     params = {**filters(dials), "query": vector, "topic_id": topic_id, "scopes": list(scopes)}
-    path = "exact"
+    reason = ""
     if approximate:
         use_ef_search(conn, int(dials["hnsw_ef_search"]))
         mean = catalog.mean_vector(
@@ -159,7 +161,7 @@ def semantic_pass(
         norm = float(np.linalg.norm(vector))
         mean_similarity = float(vector @ mean) / norm if mean is not None and norm else 0.0
         requested = max(int(dials["ann_candidates"]), count)
-        path = "exact-fallback"
+        reason = "exact-fallback"
         for attempt in range(2):
             rows = conn.execute(
                 query("retrieval", "semantic_candidates"), {**params, "candidates": requested}
@@ -168,7 +170,7 @@ def semantic_pass(
             # slightly out of distance order, and both checks below read positions.
             rows.sort(key=lambda r: (-float(r["similarity"]), r["id"]))
             if relative_contrast(rows, 1, mean_similarity) < float(dials["ann_min_contrast"]):
-                path = "exact-low-contrast"
+                reason = "exact-low-contrast"
                 break
             reranked = rerank_candidates(rows, count, requested, dials)
             if reranked.proven:
@@ -177,10 +179,55 @@ def semantic_pass(
             if len(rows) < requested:
                 break  # the scan ran dry: the eligible set is small, or the scan stopped
             requested *= int(dials["ann_widen_factor"])
-    rows = conn.execute(
+    rows, method = exact_answer(conn, params, count, dials, compact_set(topic_id, scopes))
+    return rows, _report(name, f"{reason}, {method}" if reason else method, rows, started)
+
+
+def compact_set(topic_id: str | None, scopes: Sequence[str]) -> str | None:
+    """The partition of the search copy (migration 080) holding a pass's rows, or None.
+
+    'tutor' for the tutor pass, 'topic' for one topic over topic scopes only; any other
+    set (a learner's scope, a mix) is not copied and is read from hag_entries.
+    """
+    if topic_id is None:
+        return "tutor" if list(scopes) == ["tutor"] else None
+    topical = all(s not in ("tutor", "visual") and not s.startswith("student") for s in scopes)
+    return "topic" if scopes and topical else None
+
+
+def exact_answer(
+    conn: psycopg.Connection[Any],
+    params: Mapping[str, Any],
+    count: int,
+    dials: Mapping[str, Any],
+    search_set: str | None,
+) -> tuple[list[Row], str]:
+    """The seed's exact answer for a pass, and how it was obtained.
+
+    Through the half-precision search copy when the pass's rows are in it: the best
+    `compact_candidates` rows by half-precision score, re-ranked exactly and proven
+    (ranking.rerank_compact), with one wider try ('compact', 'compact-widened'). Otherwise,
+    or when even the wider try proves nothing, the seed's query itself ('exact').
+    """
+    if search_set is not None:
+        requested = max(int(dials["compact_candidates"]), count)
+        for attempt in range(2):
+            rows = conn.execute(
+                query("retrieval", "compact_candidates"),
+                {**params, "search_set": search_set, "candidates": requested},
+            ).fetchall()
+            reranked = rerank_compact(rows, count, requested, dials)
+            if reranked.proven:
+                return reranked.rows, "compact" if attempt == 0 else "compact-widened"
+            requested *= int(dials["ann_widen_factor"])
+    return seed_exact(conn, params, count), "exact"
+
+
+def seed_exact(conn: psycopg.Connection[Any], params: Mapping[str, Any], count: int) -> list[Row]:
+    """The seed's semantic query (match_hag_entries, every dial bound) over hag_entries."""
+    return conn.execute(
         query("retrieval", "semantic_exact"), {**params, "match_count": count}
     ).fetchall()
-    return rows, _report(name, path, rows, started)
 
 
 def concept_pass(
