@@ -93,6 +93,7 @@ _DIALS: tuple[Dial, ...] = (
     _i("ann_candidates", 20, 5, 10000, "ours (measured, docs/retrieval.md): nearest rows fetched before the maturity re-rank", R),
     _i("hnsw_ef_search", 80, 1, 1000, "ours (measured, docs/retrieval.md): hnsw.ef_search on the approximate path; the contrast test sends the queries it would miss to the exact query", R),
     _f("ann_min_contrast", 1.5, 1.0, 100.0, "ours (measured, docs/retrieval.md): below this relative contrast (mean distance over the nearest candidate's) the exact query answers instead of the approximate one", R),
+    _i("ann_contrast_sample_rows", 2000, 0, 100000, "ours (measured, docs/retrieval.md): random rows of an indexed set kept in memory; a query whose contrast against them is low skips the approximate walk (0: always walk first)", R),
     _i("ann_mean_ttl_seconds", 3600, 1, 604800, "ours: how long the mean vector of a searched set (the contrast's reference) is reused", R),
     _i("ann_widen_factor", 4, 2, 100, "ours: how much larger the second approximate try is before the exact query", R),
     _i("hnsw_m", 16, 2, 100, "ours: m of the per-topic HNSW indexes (pgvector's default, with which recall was measured)", R),

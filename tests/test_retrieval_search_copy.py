@@ -273,3 +273,39 @@ def test_retrieve_reports_the_copy_path(db, dials):
         "Then the modulus.",
     ]
     assert next(p.path for p in result.passes if p.name == "topic-semantic") == "compact"
+
+
+def test_a_query_the_sample_finds_near_nothing_skips_the_walk(db, dials):
+    """With the contrast sample on, a query near nothing goes straight to the exact answer.
+
+    Same rows either way; with the sample off (0) the walk runs first and is turned away by
+    its own contrast test, as before the sample existed.
+    """
+    for i in range(8):
+        f.entry(db, scope="tutor", embedding=f.vec(0.9 - 0.01 * i, 10 + i), confidence=0.8)
+    for i in range(32):
+        f.entry(db, scope="tutor", embedding=f.vec(0.05, 30 + i))
+    db.commit()
+    db.execute("ANALYZE hag_entries")
+    db.commit()
+    flat = np.zeros(f.DIM, dtype=np.float32)
+    flat[200:600] = 1.0
+    flat /= np.linalg.norm(flat)
+    seen = {}
+    for rows in (2000, 0):
+        dials(exact_scan_max_rows=0, retrieval_cache_ttl_seconds=0, ann_contrast_sample_rows=rows)
+        for name, vector in (("near", f.QUERY), ("nothing", flat)):
+            retrieval.clear_caches()
+            result = retrieval.retrieve_with_vector("cryptography", "ada", vector)
+            path = next(p.path for p in result.passes if p.name == "tutor")
+            seen[(rows, name)] = (path, [a.entry_id for a in result.tutor_advisories])
+    assert seen[(2000, "near")][0] == seen[(0, "near")][0] == "candidates"
+    assert seen[(2000, "nothing")][0].split(", ")[0] == "exact-low-contrast-sampled"
+    assert seen[(0, "nothing")][0].split(", ")[0] == "exact-low-contrast"
+    for name in ("near", "nothing"):
+        assert seen[(2000, name)][1] == seen[(0, name)][1]
+        exact = db.execute(
+            "SELECT id FROM match_hag_entries(%s, NULL, ARRAY['tutor'])",
+            (Vector(f.QUERY if name == "near" else flat),),
+        ).fetchall()
+        assert seen[(0, name)][1] == [r["id"] for r in exact]

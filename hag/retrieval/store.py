@@ -162,7 +162,22 @@ def semantic_pass(
         mean_similarity = float(vector @ mean) / norm if mean is not None and norm else 0.0
         requested = max(int(dials["ann_candidates"]), count)
         reason = "exact-fallback"
-        for attempt in range(2):
+        sample = catalog.contrast_sample(
+            conn,
+            topic_id,
+            scopes,
+            int(dials["ann_contrast_sample_rows"]),
+            float(dials["ann_mean_ttl_seconds"]),
+            store=shared,
+        )
+        if sample is not None and norm:
+            # the sample's nearest row is no nearer than the set's: a low contrast here is
+            # low for the walk too, which would only be turned away after its cost
+            nearest = [{"similarity": float(np.max(sample @ vector)) / norm}]
+            if relative_contrast(nearest, 1, mean_similarity) < float(dials["ann_min_contrast"]):
+                requested = 0
+                reason = "exact-low-contrast-sampled"
+        for attempt in range(2 if requested else 0):
             rows = conn.execute(
                 query("retrieval", "semantic_candidates"), {**params, "candidates": requested}
             ).fetchall()
@@ -338,7 +353,57 @@ class Catalog:
         `store` False (a caller's connection) a fresh read is used but not kept. None when
         the set is empty.
         """
-        key = (topic_id, tuple(scopes))
+
+        def read() -> np.ndarray | None:
+            row = conn.execute(
+                query("retrieval", "mean_vector"), {"topic_id": topic_id, "scopes": list(scopes)}
+            ).fetchone()
+            value = None if row is None else row["mean"]
+            return None if value is None else np.asarray(value.to_numpy(), np.float32)
+
+        return self._kept(("mean", topic_id, tuple(scopes)), ttl, store, read)
+
+    def contrast_sample(
+        self,
+        conn: psycopg.Connection[Any],
+        topic_id: str | None,
+        scopes: Sequence[str],
+        rows: int,
+        ttl: float,
+        *,
+        store: bool = True,
+    ) -> np.ndarray | None:
+        """Up to `rows` random unit vectors of the set a pass searches, re-read every `ttl` s.
+
+        The query's best cosine with them is at most its best cosine with the whole set, so
+        the relative contrast computed from the sample never overstates the true one: a
+        query the sample finds near nothing skips the approximate walk that would have been
+        turned away anyway (store.semantic_pass). None when `rows` is 0 or the set is empty.
+        Kept and refreshed like the mean vector.
+        """
+        if rows <= 0:
+            return None
+
+        def read() -> np.ndarray | None:
+            found = conn.execute(
+                query("retrieval", "contrast_sample"),
+                {"topic_id": topic_id, "scopes": list(scopes), "rows": rows},
+            ).fetchall()
+            if not found:
+                return None
+            return np.vstack([r["vector"].to_numpy() for r in found]).astype(np.float32)
+
+        return self._kept(("sample", topic_id, tuple(scopes), rows), ttl, store, read)
+
+    def _kept(
+        self,
+        key: tuple[Any, ...],
+        ttl: float,
+        store: bool,
+        read: Callable[[], np.ndarray | None],
+    ) -> np.ndarray | None:
+        """`read()` once per `ttl` per key, read-only; while one thread re-reads an expired
+        value the others keep the old one; with `store` False a fresh read is not kept."""
         now = time.monotonic()
         with self._lock:
             hit = self._means.get(key)
@@ -347,19 +412,15 @@ class Catalog:
             if store:
                 self._refreshing.add(key)
         try:
-            row = conn.execute(
-                query("retrieval", "mean_vector"), {"topic_id": topic_id, "scopes": list(scopes)}
-            ).fetchone()
-            value = None if row is None else row["mean"]
-            mean = None if value is None else np.asarray(value.to_numpy(), np.float32)
-            if mean is not None:
-                mean.setflags(write=False)
+            value = read()
+            if value is not None:
+                value.setflags(write=False)
             if store:
                 with self._lock:
                     if len(self._means) > 10_000:
                         self._means.clear()
-                    self._means[key] = (now, mean)
-            return mean
+                    self._means[key] = (now, value)
+            return value
         finally:
             if store:
                 with self._lock:

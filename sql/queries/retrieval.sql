@@ -82,6 +82,18 @@ WHERE e.maturity <> 'archived'
   AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
   AND e.visibility_scope = ANY (%(scopes)s::text[])
 
+-- name: contrast_sample
+-- Up to `rows` random unit vectors of the set an approximate pass searches (the same rows
+-- as mean_vector): the read path keeps them in memory to see, before any index walk,
+-- whether a query stands near anything at all (hag.retrieval.store.Catalog.contrast_sample).
+SELECT l2_normalize(e.embedding) AS vector
+FROM hag_entries e
+WHERE e.maturity <> 'archived'
+  AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
+  AND e.visibility_scope = ANY (%(scopes)s::text[])
+ORDER BY random()
+LIMIT %(rows)s
+
 -- name: concept_pass
 -- The seed's by-name pass (match_hag_entries_by_concept with every dial bound): entries
 -- whose concept slug is among the recent turns' slugs, similarity 1.0 by fiat, ordered by
