@@ -17,7 +17,9 @@ stored row; and the plan (EXPLAIN) each pass used.
 
     python -m bench.bench_retrieval               # both scales (HAG_BENCH_SCALES=100k,1m)
     python -m bench.bench_retrieval 100k          # one scale
-Environment: HAG_BENCH_QUERIES (default 600), HAG_BENCH_DIM_1M (default 384).
+Environment: HAG_BENCH_QUERIES (default 600), HAG_BENCH_DIM_1M (default 384);
+HAG_BENCH_KEEP_DIR=DIR keeps each scale's database in DIR/<scale>-<dim> and measures it
+again on the next run without reloading (HAG_BENCH_LOAD_ONLY=1: load, do not measure).
 
 The machine is shared (other developers' tests run at the same time on 2 cores): the
 timings are noisy, and each run prints the load average it started under.
@@ -276,6 +278,52 @@ def load(corpus: Corpus, scale: Scale, made: float) -> None:
     print(f"tutor HNSW {tutor_s:.1f} s", flush=True)
 
 
+SEARCH_COPY_TRIGGERS = (
+    "hag_entries_search_insert",
+    "hag_entries_search_update",
+    "hag_entries_search_delete",
+)
+WRITES = {
+    "grade 10,000 entries (confidence)": (
+        "UPDATE hag_entries SET confidence = least(1, confidence + 0.001) WHERE id IN "
+        "(SELECT id FROM hag_entries WHERE visibility_scope <> 'visual' ORDER BY id LIMIT 10000)"
+    ),
+    "counters of 10,000 entries (copy untouched)": (
+        "UPDATE hag_entries SET success_count = success_count + 1 WHERE id IN "
+        "(SELECT id FROM hag_entries ORDER BY id LIMIT 10000)"
+    ),
+    "insert 10,000 entries": (
+        "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, "
+        "confidence, instruction, embedding) SELECT topic_id, concept_slug || '-x', "
+        "visibility_scope, maturity, confidence, instruction, embedding FROM hag_entries "
+        "WHERE visibility_scope = 'public' ORDER BY id LIMIT 10000"
+    ),
+}
+
+
+def write_cost(rounds: int = 3) -> None:
+    """What the search copy's triggers add to writes: each statement with them on and off,
+    interleaved, every run rolled back; medians."""
+    from hag import db
+
+    took: dict[tuple[str, bool], list[float]] = {}
+    with db.connect() as conn:
+        for _ in range(rounds):
+            for name, statement in WRITES.items():
+                for on in (True, False):
+                    if not on:
+                        for trigger in SEARCH_COPY_TRIGGERS:
+                            conn.execute(f"ALTER TABLE hag_entries DISABLE TRIGGER {trigger}")
+                    started = time.perf_counter()
+                    conn.execute(statement)
+                    took.setdefault((name, on), []).append(time.perf_counter() - started)
+                    conn.rollback()
+    print(f"write cost of the search copy (triggers on / off, median of {rounds}, rolled back):")
+    for name in WRITES:
+        on, off = (float(np.median(took[(name, flag)])) * 1000 for flag in (True, False))
+        print(f"  {name:<44} {on:8.0f} / {off:8.0f} ms  x{on / off:.2f}")
+
+
 def run_scale(scale: Scale, queries: int) -> None:
     from hag import config, db, embeddings, retrieval, settings
     from hag.retrieval import ann, store
@@ -320,6 +368,8 @@ def run_scale(scale: Scale, queries: int) -> None:
             storage = conn.execute(query("retrieval", "bench_storage")).fetchone()
         if keep:
             open(os.path.join(folder, "loaded"), "w").close()
+            if os.environ.get("HAG_BENCH_LOAD_ONLY"):
+                return  # measured by a later run on the kept data
         print(
             f"on disk: hag_entries {storage['entries'] / 2**30:.2f} GiB, "
             f"search copy {storage['search'] / 2**30:.2f} GiB",
@@ -334,6 +384,7 @@ def run_scale(scale: Scale, queries: int) -> None:
         retrieval.clear_caches()
         settings.invalidate()
         measure(corpus, dials, queries, rng, scale)
+        write_cost()  # last: its rolled-back writes leave dead rows behind
     finally:
         store.close()
         db.close_all()
