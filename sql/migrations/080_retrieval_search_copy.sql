@@ -37,7 +37,7 @@ DECLARE
 BEGIN
     EXECUTE format($ddl$
         CREATE TABLE hag_entry_search (
-            search_set        text NOT NULL CHECK (search_set IN ('tutor', 'topic')),
+            search_set        text NOT NULL,  -- 'tutor' | 'topic': no other partition
             id                uuid NOT NULL,
             topic_id          text NOT NULL,
             visibility_scope  text NOT NULL,
