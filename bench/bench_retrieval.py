@@ -594,7 +594,46 @@ def measure(
     print(verdict(hard, hard.concurrent, hard.floor_ms, stress_goal, ratio))
     print("  paths taken: " + ", ".join(f"{k} x{v}" for k, v in sorted(hard.paths.items())))
     explain(reference, samples[0], stress[0], dials)
+    paired(reference, samples, stress, dials)
     reference.close()
+
+
+def paired(
+    conn: Any, samples: list[tuple[Any, ...]], stress: list[tuple[Any, ...]], dials: Any
+) -> None:
+    """The same query through the search copy and through the seed's query, interleaved, so
+    that both meet the same moment of a shared machine: the topic pass on the issue's set,
+    the tutor pass on the stress set."""
+    from hag.retrieval import store
+    from hag.sqlfiles import query
+
+    base = store.filters(dials)
+    took: dict[str, list[float]] = {}
+
+    def timed(name: str, sql_name: str, params: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        conn.execute(query("retrieval", sql_name), {**base, **params}).fetchall()
+        took.setdefault(name, []).append((time.perf_counter() - started) * 1000)
+
+    candidates = int(dials["compact_candidates"])
+    for (t, q, *_), (_, z, *_) in zip(samples[:100], stress[:100], strict=False):
+        topic = {"query": q, "topic_id": f"t{t:02d}", "scopes": ["public"]}
+        timed("topic pass: seed's query", "semantic_exact", {**topic, "match_count": 5})
+        timed(
+            "topic pass: search copy",
+            "compact_candidates",
+            {**topic, "search_set": "topic", "candidates": candidates},
+        )
+        tutor = {"query": z, "topic_id": None, "scopes": ["tutor"]}
+        timed("stress tutor pass: seed's query", "semantic_exact", {**tutor, "match_count": 3})
+        timed(
+            "stress tutor pass: search copy",
+            "compact_candidates",
+            {**tutor, "search_set": "tutor", "candidates": candidates},
+        )
+    print(f"\npaired, interleaved (load average {os.getloadavg()[0]:.2f}):")
+    for name, values in took.items():
+        print(line(name, values))
 
 
 def explain(
