@@ -95,6 +95,7 @@ _DIALS: tuple[Dial, ...] = (
     _i("ann_candidates", 20, 5, 10000, "ours (measured, docs/retrieval.md): nearest rows fetched before the maturity re-rank", R),
     _i("hnsw_ef_search", 80, 1, 1000, "ours (measured, docs/retrieval.md): hnsw.ef_search on the approximate path; the contrast test sends the queries it would miss to the exact query", R),
     _f("ann_min_contrast", 1.5, 1.0, 100.0, "ours (measured, docs/retrieval.md): below this relative contrast (mean distance over the nearest candidate's) the exact query answers instead of the approximate one", R),
+    _i("ann_contrast_sample_rows", 2000, 0, 100000, "ours (measured, docs/retrieval.md): random rows of an indexed set kept in memory; a query whose contrast against them is low skips the approximate walk (0: always walk first)", R),
     _i("ann_mean_ttl_seconds", 3600, 1, 604800, "ours: how long the mean vector of a searched set (the contrast's reference) is reused", R),
     _i("ann_widen_factor", 4, 2, 100, "ours: how much larger the second approximate try is before the exact query", R),
     _i("hnsw_m", 16, 2, 100, "ours: m of the per-topic HNSW indexes (pgvector's default, with which recall was measured)", R),
@@ -103,6 +104,8 @@ _DIALS: tuple[Dial, ...] = (
     _i("ann_build_memory_mb", 1024, 64, 65536, "ours: maintenance_work_mem of a per-topic index build (an HNSW graph built in memory is several times faster)", R),
     _i("exact_scan_max_rows", 2000, 0, 100000000, "ours (measured, docs/retrieval.md): the tutor scope is scanned exactly up to this many rows, above it searched through its HNSW index", R),
     _i("topic_exact_scan_max_rows", 25000, 0, 100000000, "ours (measured, docs/retrieval.md): a topic is scanned exactly up to this many rows; above it gets (and uses) its own HNSW index", R),
+    _i("compact_candidates", 20, 5, 10000, "ours (measured, docs/retrieval.md): rows an exact-shaped pass takes from the half-precision search copy before re-ranking them with the exact vectors", R),
+    _f("compact_similarity_error", 0.003, 0.0, 2.0, "ours (derived, docs/retrieval.md): bound on |cosine in half precision - exact cosine| for unit vectors, by which a re-ranked compact answer is proven equal to the exact query's", R),
     # --- session-end processing (SPEC §4) ---
     _f("observation_base_confidence", 0.5, 0, 1, "ours: initial confidence of a new entry before the ladder quality", S),
     _f("student_pattern_dedup_threshold", 0.72, 0, 1, "seed: cosine at which a student pattern reinforces an existing one", S),

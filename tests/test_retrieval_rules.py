@@ -85,6 +85,27 @@ def test_rerank_proves_exactness_only_past_the_boost_bound():
     assert not ranking.rerank_candidates(wide[:4], 2, 6, DIALS).proven  # the scan ran dry
 
 
+def test_compact_rerank_is_proven_only_past_the_half_precision_bound():
+    """k-th exact score must beat the lowest half-precision score + error x largest boost."""
+    e = DIALS["compact_similarity_error"]  # 0.003; the bound adds e x 1.1 = 0.0033
+
+    def cand(n: int, exact: float, approximate: float) -> dict:
+        return {**row(n, exact, maturity="candidate"), "approximate": approximate}
+
+    # the half-precision order (3, 1, 2, 4) differs from the exact one: the re-rank fixes it
+    wide = [cand(3, 0.80, 0.802), cand(1, 0.81, 0.801), cand(2, 0.70, 0.70), cand(4, 0.60, 0.6)]
+    got = ranking.rerank_compact(wide, 2, 4, DIALS)
+    assert [r["id"] for r in got.rows] == [UUID(int=1), UUID(int=3)] and got.proven
+    # 2nd exact 0.6032 against 0.6 + 0.0033: not proven, an outside row might reach 0.6033
+    tight = [cand(1, 0.61, 0.61), cand(2, 0.6032, 0.6032), cand(3, 0.6, 0.6)]
+    assert not ranking.rerank_compact(tight, 2, 3, DIALS).proven
+    tight[1] = cand(2, 0.6034, 0.6034)
+    assert ranking.rerank_compact(tight, 2, 3, DIALS).proven
+    # fewer rows than asked: the copy has no others, so even the tight case is exact
+    assert ranking.rerank_compact(tight[:2] + [cand(3, 0.6, 0.6)], 2, 4, DIALS).proven
+    assert e == pytest.approx(0.003)
+
+
 def test_relative_contrast_is_the_mean_distance_over_the_kths():
     """k-th similarity 0.8 (distance 0.2), mean similarity 0.3 (distance 0.7): 3.5."""
     rows = [{"similarity": s} for s in (0.9, 0.8, 0.5)]

@@ -83,6 +83,31 @@ def rerank_candidates(
     return Reranked(ranked, boosted_similarity(ranked[-1], dials) > bound)
 
 
+def rerank_compact(
+    candidates: Sequence[Row], k: int, requested: int, dials: Mapping[str, Any]
+) -> Reranked:
+    """Top `k` of the compact copy's candidates by the seed's order, and whether that is exact.
+
+    The candidates are the `requested` rows with the best boosted similarity in half
+    precision (`approximate`), each carrying its exact `similarity` too. Half precision moves
+    a unit vector's cosine by at most `compact_similarity_error` (e), so a row outside the
+    candidates has an exact boosted score of at most the lowest approximate score among them
+    plus e times the largest boost. When the k-th exactly re-ranked candidate beats that
+    bound, the answer is the seed's ORDER BY over the whole eligible set: a proof, not an
+    estimate (the copy is read in the same snapshot as the rows). Fewer rows than requested
+    means the copy held no others: exact as well.
+    """
+    ranked = sorted(candidates, key=lambda r: (-boosted_similarity(r, dials), r["id"]))[:k]
+    if len(candidates) < requested:
+        return Reranked(ranked, True)
+    if len(ranked) < k:
+        return Reranked(ranked, False)
+    floor = min(float(r["approximate"]) for r in candidates)
+    boosts = [float(dials[key]) for key in ("boost_proven", "boost_pattern", "boost_candidate")]
+    bound = floor + float(dials["compact_similarity_error"]) * max(boosts)
+    return Reranked(ranked, boosted_similarity(ranked[-1], dials) > bound)
+
+
 @dataclass(frozen=True)
 class Ranked:
     row: Row

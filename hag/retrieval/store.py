@@ -24,7 +24,7 @@ import psycopg
 
 from hag import db
 from hag.retrieval.model import PassReport
-from hag.retrieval.ranking import Row, relative_contrast, rerank_candidates
+from hag.retrieval.ranking import Row, relative_contrast, rerank_candidates, rerank_compact
 from hag.sqlfiles import query
 from hag.visibility import Reader
 
@@ -143,16 +143,18 @@ def semantic_pass(
     """The seed's semantic pass: top `count` by boosted similarity, as the seed orders.
 
     With an ANN index for this eligible set, the nearest `ann_candidates` rows are fetched
-    through it and re-ranked. The exact query answers instead when the query stands near
-    nothing (relative contrast below `ann_min_contrast`: an approximate walk loses rows
-    there), or when the re-rank over the candidates cannot be proven to hold against every
-    row outside them (see ranking.rerank_candidates) even after one wider try. `shared`:
+    through it and re-ranked. The exact answer (`exact_answer`) is given instead when the
+    query stands near nothing (relative contrast below `ann_min_contrast`: an approximate
+    walk loses rows there), or when the re-rank over the candidates cannot be proven to hold
+    against every row outside them (see ranking.rerank_candidates) even after one wider try,
+    and always without an ANN index. The report's path says which: 'candidates', or the
+    reason for the exact answer and how it was obtained ('exact-low-contrast, compact'). `shared`:
     `conn` is a read-pool connection, whose reads may fill the process-wide catalog (not so
     for a caller's connection, which may see rows it never commits).
     """
     started = time.perf_counter()
     params = {**filters(dials), "query": vector, "topic_id": topic_id, "scopes": list(scopes)}
-    path = "exact"
+    reason = ""
     if approximate:
         use_ef_search(conn, int(dials["hnsw_ef_search"]))
         mean = catalog.mean_vector(
@@ -161,8 +163,23 @@ def semantic_pass(
         norm = float(np.linalg.norm(vector))
         mean_similarity = float(vector @ mean) / norm if mean is not None and norm else 0.0
         requested = max(int(dials["ann_candidates"]), count)
-        path = "exact-fallback"
-        for attempt in range(2):
+        reason = "exact-fallback"
+        sample = catalog.contrast_sample(
+            conn,
+            topic_id,
+            scopes,
+            int(dials["ann_contrast_sample_rows"]),
+            float(dials["ann_mean_ttl_seconds"]),
+            store=shared,
+        )
+        if sample is not None and norm:
+            # the sample's nearest row is no nearer than the set's: a low contrast here is
+            # low for the walk too, which would only be turned away after its cost
+            nearest = [{"similarity": float(np.max(sample @ vector)) / norm}]
+            if relative_contrast(nearest, 1, mean_similarity) < float(dials["ann_min_contrast"]):
+                requested = 0
+                reason = "exact-low-contrast-sampled"
+        for attempt in range(2 if requested else 0):
             rows = conn.execute(
                 query("retrieval", "semantic_candidates"), {**params, "candidates": requested}
             ).fetchall()
@@ -170,7 +187,7 @@ def semantic_pass(
             # slightly out of distance order, and both checks below read positions.
             rows.sort(key=lambda r: (-float(r["similarity"]), r["id"]))
             if relative_contrast(rows, 1, mean_similarity) < float(dials["ann_min_contrast"]):
-                path = "exact-low-contrast"
+                reason = "exact-low-contrast"
                 break
             reranked = rerank_candidates(rows, count, requested, dials)
             if reranked.proven:
@@ -179,10 +196,55 @@ def semantic_pass(
             if len(rows) < requested:
                 break  # the scan ran dry: the eligible set is small, or the scan stopped
             requested *= int(dials["ann_widen_factor"])
-    rows = conn.execute(
+    rows, method = exact_answer(conn, params, count, dials, compact_set(topic_id, scopes))
+    return rows, _report(name, f"{reason}, {method}" if reason else method, rows, started)
+
+
+def compact_set(topic_id: str | None, scopes: Sequence[str]) -> str | None:
+    """The partition of the search copy (migration 080) holding a pass's rows, or None.
+
+    'tutor' for the tutor pass, 'topic' for one topic over topic scopes only; any other
+    set (a learner's scope, a mix) is not copied and is read from hag_entries.
+    """
+    if topic_id is None:
+        return "tutor" if list(scopes) == ["tutor"] else None
+    topical = all(s not in ("tutor", "visual") and not s.startswith("student") for s in scopes)
+    return "topic" if scopes and topical else None
+
+
+def exact_answer(
+    conn: psycopg.Connection[Any],
+    params: Mapping[str, Any],
+    count: int,
+    dials: Mapping[str, Any],
+    search_set: str | None,
+) -> tuple[list[Row], str]:
+    """The seed's exact answer for a pass, and how it was obtained.
+
+    Through the half-precision search copy when the pass's rows are in it: the best
+    `compact_candidates` rows by half-precision score, re-ranked exactly and proven
+    (ranking.rerank_compact), with one wider try ('compact', 'compact-widened'). Otherwise,
+    or when even the wider try proves nothing, the seed's query itself ('exact').
+    """
+    if search_set is not None:
+        requested = max(int(dials["compact_candidates"]), count)
+        for attempt in range(2):
+            rows = conn.execute(
+                query("retrieval", "compact_candidates"),
+                {**params, "search_set": search_set, "candidates": requested},
+            ).fetchall()
+            reranked = rerank_compact(rows, count, requested, dials)
+            if reranked.proven:
+                return reranked.rows, "compact" if attempt == 0 else "compact-widened"
+            requested *= int(dials["ann_widen_factor"])
+    return seed_exact(conn, params, count), "exact"
+
+
+def seed_exact(conn: psycopg.Connection[Any], params: Mapping[str, Any], count: int) -> list[Row]:
+    """The seed's semantic query (match_hag_entries, every dial bound) over hag_entries."""
+    return conn.execute(
         query("retrieval", "semantic_exact"), {**params, "match_count": count}
     ).fetchall()
-    return rows, _report(name, path, rows, started)
 
 
 def concept_pass(
@@ -293,7 +355,57 @@ class Catalog:
         `store` False (a caller's connection) a fresh read is used but not kept. None when
         the set is empty.
         """
-        key = (topic_id, tuple(scopes))
+
+        def read() -> np.ndarray | None:
+            row = conn.execute(
+                query("retrieval", "mean_vector"), {"topic_id": topic_id, "scopes": list(scopes)}
+            ).fetchone()
+            value = None if row is None else row["mean"]
+            return None if value is None else np.asarray(value.to_numpy(), np.float32)
+
+        return self._kept(("mean", topic_id, tuple(scopes)), ttl, store, read)
+
+    def contrast_sample(
+        self,
+        conn: psycopg.Connection[Any],
+        topic_id: str | None,
+        scopes: Sequence[str],
+        rows: int,
+        ttl: float,
+        *,
+        store: bool = True,
+    ) -> np.ndarray | None:
+        """Up to `rows` random unit vectors of the set a pass searches, re-read every `ttl` s.
+
+        The query's best cosine with them is at most its best cosine with the whole set, so
+        the relative contrast computed from the sample never overstates the true one: a
+        query the sample finds near nothing skips the approximate walk that would have been
+        turned away anyway (store.semantic_pass). None when `rows` is 0 or the set is empty.
+        Kept and refreshed like the mean vector.
+        """
+        if rows <= 0:
+            return None
+
+        def read() -> np.ndarray | None:
+            found = conn.execute(
+                query("retrieval", "contrast_sample"),
+                {"topic_id": topic_id, "scopes": list(scopes), "rows": rows},
+            ).fetchall()
+            if not found:
+                return None
+            return np.vstack([r["vector"].to_numpy() for r in found]).astype(np.float32)
+
+        return self._kept(("sample", topic_id, tuple(scopes), rows), ttl, store, read)
+
+    def _kept(
+        self,
+        key: tuple[Any, ...],
+        ttl: float,
+        store: bool,
+        read: Callable[[], np.ndarray | None],
+    ) -> np.ndarray | None:
+        """`read()` once per `ttl` per key, read-only; while one thread re-reads an expired
+        value the others keep the old one; with `store` False a fresh read is not kept."""
         now = time.monotonic()
         with self._lock:
             hit = self._means.get(key)
@@ -302,19 +414,15 @@ class Catalog:
             if store:
                 self._refreshing.add(key)
         try:
-            row = conn.execute(
-                query("retrieval", "mean_vector"), {"topic_id": topic_id, "scopes": list(scopes)}
-            ).fetchone()
-            value = None if row is None else row["mean"]
-            mean = None if value is None else np.asarray(value.to_numpy(), np.float32)
-            if mean is not None:
-                mean.setflags(write=False)
+            value = read()
+            if value is not None:
+                value.setflags(write=False)
             if store:
                 with self._lock:
                     if len(self._means) > 10_000:
                         self._means.clear()
-                    self._means[key] = (now, mean)
-            return mean
+                    self._means[key] = (now, value)
+            return value
         finally:
             if store:
                 with self._lock:

@@ -40,6 +40,37 @@ FROM (
     LIMIT %(candidates)s
 ) c
 
+-- name: compact_candidates
+-- The exact-shaped semantic pass through the half-precision search copy (migration 080):
+-- the seed's filter on the copy's columns, ordered by the seed's boosted similarity computed
+-- in half precision (`approximate`: the inner product of the two unit vectors, which is
+-- their cosine and costs one product per dimension where the cosine costs three),
+-- `candidates` rows; each then read from hag_entries for
+-- its exact similarity, computed as match_hag_entries computes it. The caller re-ranks by
+-- the exact score and proves the answer equal to the seed's query, or falls back to it
+-- (hag.retrieval.ranking.rerank_compact). `search_set` ('topic' or 'tutor') names the
+-- partition: rows searched together are stored together.
+SELECT e.id, e.topic_id, e.concept_slug, e.visibility_scope, e.maturity, e.confidence,
+       e.instruction, 1 - (e.embedding <=> %(query)b) AS similarity, c.approximate
+FROM (
+    SELECT s.id,
+           -(s.embedding <#> l2_normalize(%(query)b)::halfvec)
+           * CASE s.maturity
+                 WHEN 'proven' THEN %(boost_proven)s
+                 WHEN 'pattern' THEN %(boost_pattern)s
+                 ELSE %(boost_other)s
+             END AS approximate
+    FROM hag_entry_search s
+    WHERE s.search_set = %(search_set)s
+      AND hag_entry_visible(s.maturity, s.confidence, %(min_confidence)s, %(floor_proven)s,
+                            %(floor_pattern)s, %(floor_candidate)s)
+      AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
+      AND s.visibility_scope = ANY (%(scopes)s::text[])
+    ORDER BY approximate DESC, s.id
+    LIMIT %(candidates)s
+) c
+JOIN hag_entries e ON e.id = c.id
+
 -- name: mean_vector
 -- The mean of the unit vectors an approximate pass searches (its topic, or every topic, and
 -- its scopes; archived rows left out): the query's cosine with it is its mean cosine with
@@ -50,6 +81,18 @@ FROM hag_entries e
 WHERE e.maturity <> 'archived'
   AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
   AND e.visibility_scope = ANY (%(scopes)s::text[])
+
+-- name: contrast_sample
+-- Up to `rows` random unit vectors of the set an approximate pass searches (the same rows
+-- as mean_vector): the read path keeps them in memory to see, before any index walk,
+-- whether a query stands near anything at all (hag.retrieval.store.Catalog.contrast_sample).
+SELECT l2_normalize(e.embedding) AS vector
+FROM hag_entries e
+WHERE e.maturity <> 'archived'
+  AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
+  AND e.visibility_scope = ANY (%(scopes)s::text[])
+ORDER BY random()
+LIMIT %(rows)s
 
 -- name: concept_pass
 -- The seed's by-name pass (match_hag_entries_by_concept with every dial bound): entries
@@ -129,3 +172,20 @@ WHERE visibility_scope = ANY (%(scopes)s::text[])
   AND maturity <> 'archived'
 GROUP BY topic_id
 ORDER BY topic_id
+
+-- name: search_copy_backfill
+-- Fill the search copy (migration 080) from hag_entries in one statement, for a bulk loader
+-- that loaded with its insert trigger disabled (the benchmark); migration 080 does the same
+-- for the memory it finds.
+INSERT INTO hag_entry_search
+    (search_set, id, topic_id, visibility_scope, maturity, confidence, embedding)
+SELECT hag_entry_search_set(e.visibility_scope, e.maturity), e.id, e.topic_id,
+       e.visibility_scope, e.maturity, e.confidence, l2_normalize(e.embedding)::halfvec
+FROM hag_entries e
+WHERE hag_entry_search_set(e.visibility_scope, e.maturity) IS NOT NULL
+
+-- name: bench_storage
+-- Bytes on disk of hag_entries and of its search copy (every partition), indexes included.
+SELECT pg_total_relation_size('hag_entries') AS entries,
+       (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('hag_entry_search'))
+           AS search
