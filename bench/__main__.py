@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    from hag.config import ensure_runtime_dir  # noqa: PLC0415
+    from hag.config import ensure_runtime_dir
 
     ensure_runtime_dir()  # before anything imports the embedded server's wheel
     wanted = set(argv)

@@ -129,7 +129,7 @@ def _load(conn, n: int) -> None:
 
 def _bare_delete(conn) -> tuple[float, int]:
     conn.execute("SET LOCAL session_replication_role = replica")  # no audit trigger: bare
-    from hag import settings, sweeps  # noqa: PLC0415 - after DATABASE_URL is set
+    from hag import settings, sweeps
 
     params = sweeps.sweep_parameters(settings.load(conn), AS_OF, uuid.uuid4())
     t = time.perf_counter()
@@ -141,7 +141,7 @@ def _bare_delete(conn) -> tuple[float, int]:
 
 def _view_pass(conn) -> float:
     """The baseline: one pass over each quality view that builds every column of every row."""
-    from psycopg import sql  # noqa: PLC0415
+    from psycopg import sql
 
     t = time.perf_counter()
     for view in QUALITY_VIEWS:

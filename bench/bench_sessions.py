@@ -509,7 +509,7 @@ def flow_and_baseline() -> None:
 
         expectations.run_all()
         checks = f"{time.perf_counter() - start:.2f} s (once per flow run, not per session)"
-    except Exception as exc:  # noqa: BLE001 - a report line, not a failure of the benchmark
+    except Exception as exc:
         checks = f"not measured ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"
 
     def rate(seconds: float) -> str:

@@ -69,9 +69,9 @@ def run_all(
     commits before it checks. `progress` receives a line when Great Expectations has loaded
     and a line per suite as it finishes, with its seconds.
     """
-    from importlib import import_module  # noqa: PLC0415
+    from importlib import import_module
 
-    from hag import db  # noqa: PLC0415
+    from hag import db
 
     seconds = import_gx()
     if progress is not None and seconds >= 0.05:  # a second call finds it loaded

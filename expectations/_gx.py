@@ -80,7 +80,7 @@ def _gx() -> Any:
     with warnings.catch_warnings():
         # GX 1.24 imports the deprecated `sre_constants`; tests run with warnings as errors.
         warnings.simplefilter("ignore", DeprecationWarning)
-        import great_expectations as gx  # noqa: PLC0415
+        import great_expectations as gx
     return gx
 
 
@@ -111,7 +111,7 @@ def connection_string(conn: Any, work_mem_mb: int | None = None) -> str:
     rows by sorted index scans that visit the heap row by row (22 s where hashing took 13 s,
     docs/expectations.md).
     """
-    from sqlalchemy.engine import URL  # noqa: PLC0415
+    from sqlalchemy.engine import URL
 
     info = conn.info
     extra = {
@@ -140,7 +140,7 @@ def _batch_definition(url: str, view: str) -> Any:
     with _lock:
         if _context is None:
             gx = _gx()
-            from great_expectations.data_context.types.base import (  # noqa: PLC0415
+            from great_expectations.data_context.types.base import (
                 ProgressBarsConfig,
             )
 
@@ -193,7 +193,7 @@ def count_rows(conn: Any, view: str) -> int:
 def validate(conn: Any, name: str) -> SuiteResult:
     """Run one suite against its view, as committed in the database `conn` is connected to."""
     start = time.perf_counter()
-    from hag import settings  # noqa: PLC0415
+    from hag import settings
 
     suite, view = load_suite(name)
     dials = settings.load(conn)

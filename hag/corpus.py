@@ -237,7 +237,7 @@ def _check_bounds(corpus: Corpus, dials: Mapping[str, Any]) -> None:
 
 
 def _fill_embeddings(corpus: Corpus, report: LoadReport) -> None:
-    from hag.embeddings import embed_texts  # noqa: PLC0415
+    from hag.embeddings import embed_texts
 
     missing = [e for e in corpus.entries if e.embedding is None]
     if missing:
@@ -273,7 +273,7 @@ def load(conn: psycopg.Connection[Any], corpus: Corpus, dim: int) -> LoadReport:
     report = LoadReport()
     _fill_embeddings(corpus, report)
     now = datetime.now(UTC)
-    from pgvector import Vector  # noqa: PLC0415
+    from pgvector import Vector
 
     with conn.transaction():
         for i, t in enumerate(corpus.topics):
@@ -373,9 +373,9 @@ def load(conn: psycopg.Connection[Any], corpus: Corpus, dim: int) -> LoadReport:
 
 def load_file(path: Path) -> LoadReport:
     """`hag load-corpus FILE`, on the configured database."""
-    from hag import db  # noqa: PLC0415
-    from hag.embeddings import get_embedder  # noqa: PLC0415
-    from hag.migrate import ensure_migrated  # noqa: PLC0415
+    from hag import db
+    from hag.embeddings import get_embedder
+    from hag.migrate import ensure_migrated
 
     corpus = read(path)
     ensure_migrated()

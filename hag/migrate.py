@@ -155,7 +155,7 @@ def migrate(
                 conn.execute(path.read_text())  # type: ignore[arg-type]
             except psycopg.Error as exc:
                 raise MigrationError(f"{path.name} failed: {exc}".splitlines()[0]) from exc
-        from hag.settings import sync_registry  # noqa: PLC0415 - avoids an import cycle
+        from hag.settings import sync_registry
 
         sync_registry(conn)
         conn.execute(
@@ -168,7 +168,7 @@ def migrate(
 
 def code_checksum() -> str:
     """A digest of what every migrate re-applies: the SQL functions and the dial registry."""
-    from hag.settings import REGISTRY  # noqa: PLC0415
+    from hag.settings import REGISTRY
 
     digest = hashlib.sha256()
     for path in function_files():
@@ -179,8 +179,8 @@ def code_checksum() -> str:
 
 def migrate_database() -> list[str]:
     """`hag migrate`: migrate the configured database for the configured embedder."""
-    from hag import db  # noqa: PLC0415
-    from hag.embeddings import get_embedder  # noqa: PLC0415
+    from hag import db
+    from hag.embeddings import get_embedder
 
     with db.connect() as conn:
         result = migrate(conn, get_embedder().dim)
@@ -193,7 +193,7 @@ def ensure_migrated() -> None:
     global _checked
     if _checked:
         return
-    from hag import db  # noqa: PLC0415
+    from hag import db
 
     with db.connect() as conn:
         ledger = applied(conn)

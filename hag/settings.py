@@ -478,7 +478,7 @@ def current() -> Settings:
             loaded_at, snapshot = _cache
             if now - loaded_at < snapshot["settings_cache_ttl_seconds"]:
                 return snapshot
-    from hag import db  # noqa: PLC0415
+    from hag import db
 
     with db.pool().connection() as conn:
         snapshot = load(conn)

@@ -256,7 +256,7 @@ def _release(conn: Any, run_id: uuid.UUID) -> None:
     try:
         runs.release(conn, run_id)
         conn.commit()
-    except Exception:  # noqa: BLE001 - a broken connection dropped the lock already
+    except Exception:
         conn.rollback()
 
 
@@ -410,7 +410,7 @@ def _record_failure(conn: Any, run_id: uuid.UUID, exc: BaseException) -> None:
             },
         )
         conn.commit()
-    except Exception:  # noqa: BLE001 - the original error is the one worth raising
+    except Exception:
         conn.rollback()
 
 

@@ -57,7 +57,7 @@ def tag_dry_run(dry_run: bool) -> None:
     """Add the `dry-run` tag to the current flow run (tags are otherwise set at creation)."""
     if not dry_run:
         return
-    from prefect.client.orchestration import get_client  # noqa: PLC0415
+    from prefect.client.orchestration import get_client
 
     run_id = flow_run.get_id()
     if run_id is None:

@@ -140,8 +140,8 @@ def ask_operator(summary: NightlySummary) -> Decision:
 def _resume_after_timeout() -> None:
     """A pause that timed out leaves the run Paused on the server: mark it Running again, so
     the rest of the night (report, suites) runs and the run can complete."""
-    from prefect.client.orchestration import get_client  # noqa: PLC0415
-    from prefect.states import Running  # noqa: PLC0415
+    from prefect.client.orchestration import get_client
+    from prefect.states import Running
 
     with get_client(sync_client=True) as client:
         client.set_flow_run_state(flow_run.get_id(), Running(), force=True)
@@ -155,7 +155,7 @@ def build_topic_indexes() -> list[str]:
     held open past `ann_build_lock_timeout_seconds`) is logged and left for the next night.
     Returns the topics that have an index now.
     """
-    from hag.retrieval import ann  # noqa: PLC0415
+    from hag.retrieval import ann
 
     started = time.perf_counter()
     built = ann.build_topic_indexes(concurrently=True, strict=False)

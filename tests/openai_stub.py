@@ -152,7 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "OpenAIStub/1.0"
     sys_version = ""
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def finish(self) -> None:

@@ -283,7 +283,7 @@ def test_deep_nesting_is_refused_and_json_lines_continue(db, entries, tmp_path):
 
 def test_nesting_depth_skips_brackets_inside_strings():
     """The depth check counts structure, not brackets quoted in text."""
-    from hag.session.ingest import nesting_depth  # noqa: PLC0415
+    from hag.session.ingest import nesting_depth
 
     assert nesting_depth('{"a": "[[[[{{{", "b": [1, {"c": "\\"]]]"}]}') == 3
 
@@ -456,7 +456,7 @@ def test_processing_refuses_a_queued_session_that_names_an_unreadable_entry(db, 
 
 def test_the_edge_walk_never_renders_another_topics_entry(db):
     """The read path uses the same rule: an edge into another topic's entry is not walked."""
-    from hag.retrieval import retrieve_with_vector  # noqa: PLC0415
+    from hag.retrieval import retrieve_with_vector
 
     src = f.entry(db, concept_slug="rsa", embedding=f.vec(1.0), maturity="proven")
     mine = f.entry(db, concept_slug="mod", maturity="proven")
@@ -555,7 +555,7 @@ def test_nightly_as_of_far_from_now_is_refused(db):
 
 def test_enrich_as_of_far_from_now_is_refused(db):
     """`hag enrich --as-of` is held to the same window: enriched edges are stamped with it."""
-    from hag.enrichment.run import enrich  # noqa: PLC0415
+    from hag.enrichment.run import enrich
 
     with pytest.raises(ValidationError, match="timestamp_window_years"):
         enrich(conn=db, as_of=datetime(1, 1, 2, tzinfo=UTC))
@@ -563,7 +563,7 @@ def test_enrich_as_of_far_from_now_is_refused(db):
 
 def test_a_read_that_meets_an_unreadable_timestamp_names_the_row(database_url, db):
     """A stored year-10000 timestamp makes `hag export entries` fail naming table, row, column."""
-    from hag import bounds  # noqa: PLC0415
+    from hag import bounds
 
     bad = f.entry(db, concept_slug="rsa")
     db.execute("UPDATE hag_entries SET created_at = '10000-01-02T00:00:00Z' WHERE id = %s", (bad,))

@@ -69,7 +69,7 @@ def _usage(exc: click.UsageError) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    from hag.errors import HagError  # noqa: PLC0415
+    from hag.errors import HagError
 
     try:
         return cli.main(args=argv, prog_name="hag", standalone_mode=False)
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> Any:
         )
         sys.exit(1)
     finally:
-        from hag import db  # noqa: PLC0415
+        from hag import db
 
         db.close_all()
 
@@ -113,11 +113,11 @@ def _unreadable_rows(exc: Exception) -> str:
     """For a read that met a timestamp the client cannot hold, which rows hold one."""
     if "timestamp too" not in str(exc) and "year" not in str(exc):
         return ""
-    from hag import bounds, db  # noqa: PLC0415
+    from hag import bounds, db
 
     try:
         with db.connect() as conn:
             where = bounds.unreadable_rows(conn)
-    except Exception:  # naming the row is a courtesy: never hide the first error  # noqa: BLE001
+    except Exception:  # naming the row is a courtesy: never hide the first error
         return ""
     return f" (stored out of range: {where})" if where else ""

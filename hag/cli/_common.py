@@ -38,7 +38,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print machin
 
 def ready() -> None:
     """Make sure the database runs and is migrated (every data command calls this first)."""
-    from hag.migrate import ensure_migrated  # noqa: PLC0415
+    from hag.migrate import ensure_migrated
 
     ensure_migrated()
 
@@ -71,7 +71,7 @@ def dispatch(
     see afterwards; the library job is the same work. With a configured server the flow
     runs, so the run is recorded there with its artifacts. A failed flow run is one line.
     """
-    from hag.errors import HagError  # noqa: PLC0415
+    from hag.errors import HagError
 
     url = None if force_direct else prefect_api_url()
     if url is None:

@@ -31,14 +31,14 @@ def check(as_json: bool) -> None:
 
 def preload_suites() -> None:
     """Start loading Great Expectations on a thread (the command waits on the database)."""
-    import expectations  # noqa: PLC0415 - light: Great Expectations itself loads on the thread
+    import expectations
 
     expectations.preload()
 
 
 def run_suites() -> Any:
     """Every suite over the configured database, a progress line each on stderr."""
-    import expectations  # noqa: PLC0415
+    import expectations
 
     note("data-quality suites: running")
     return expectations.run_all(progress=note)

@@ -17,8 +17,8 @@ from hag.cli._common import echo_json, json_option, note, ready, to_jsonable
 @json_option
 def load_corpus(file: Path, as_json: bool) -> None:
     """Load topics, concepts, entries and edges from a JSON corpus (all or nothing)."""
-    from hag.corpus import load_file  # noqa: PLC0415
-    from hag.embeddings import announce  # noqa: PLC0415
+    from hag.corpus import load_file
+    from hag.embeddings import announce
 
     announce()
     report = load_file(file)
@@ -37,8 +37,8 @@ def load_corpus(file: Path, as_json: bool) -> None:
 @click.option("--with-embeddings", is_flag=True, help="Include the embedding column (entries).")
 def export(what: str, topic: str | None, with_embeddings: bool) -> None:
     """Print a table as a JSON array of objects keyed by column name."""
-    from hag import db  # noqa: PLC0415
-    from hag.corpus import iter_export_rows  # noqa: PLC0415
+    from hag import db
+    from hag.corpus import iter_export_rows
 
     ready()
     with db.connect() as conn:

@@ -15,7 +15,7 @@ def db() -> None:
 @db.command()
 def start() -> None:
     """Start the embedded server (data in .hag/pgdata) and print its URL."""
-    from hag import db as hdb  # noqa: PLC0415
+    from hag import db as hdb
 
     if not hdb.is_embedded():
         note("DATABASE_URL is set: nothing to start")
@@ -37,8 +37,8 @@ def stop(every: bool) -> None:
     A DATABASE_URL that points at an embedded server's socket folder (as `hag demo
     --keep-running` prints it) stops that server; any other DATABASE_URL is not ours to stop.
     """
-    from hag import db as hdb  # noqa: PLC0415
-    from hag.config import get_config  # noqa: PLC0415
+    from hag import db as hdb
+    from hag.config import get_config
 
     if every:
         folders = hdb.embedded_data_folders(get_config().data_dir)
@@ -63,8 +63,8 @@ def stop(every: bool) -> None:
 @json_option
 def status(as_json: bool) -> None:
     """Say whether the database runs, where, and how far it is migrated."""
-    from hag import db as hdb  # noqa: PLC0415
-    from hag.migrate import applied, migrations, stored_dimension  # noqa: PLC0415
+    from hag import db as hdb
+    from hag.migrate import applied, migrations, stored_dimension
 
     st = hdb.status()
     info: dict[str, object] = {
@@ -89,7 +89,7 @@ def status(as_json: bool) -> None:
 @db.command()
 def url() -> None:
     """Print the database URL (starting the embedded server if needed)."""
-    from hag import db as hdb  # noqa: PLC0415
+    from hag import db as hdb
 
     click.echo(hdb.database_url())
 
@@ -97,8 +97,8 @@ def url() -> None:
 @click.command()
 def migrate() -> None:
     """Apply pending migrations, refresh the SQL functions and the settings registry."""
-    from hag.embeddings import announce  # noqa: PLC0415
-    from hag.migrate import migrate_database  # noqa: PLC0415
+    from hag.embeddings import announce
+    from hag.migrate import migrate_database
 
     announce()
     done = migrate_database()

@@ -21,7 +21,7 @@ def demo(keep_running: bool, as_json: bool) -> None:
     sweeps as the simulated days pass, enrichment of orphans, the expectation suites, and
     the report on whether the memory learned (reports/demo/).
     """
-    from hag.demo import run_demo  # noqa: PLC0415
+    from hag.demo import run_demo
 
     summary = run_demo(keep_running=keep_running, quiet=as_json)
     if as_json:

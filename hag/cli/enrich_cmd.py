@@ -51,14 +51,14 @@ def enrich(
     ready()
 
     def direct() -> dict[str, Any]:
-        from hag.enrichment import enrich as run_enrichment  # noqa: PLC0415
+        from hag.enrichment import enrich as run_enrichment
 
         return run_enrichment(
             topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of
         ).to_dict()
 
     def through_flow() -> dict[str, Any]:
-        from flows.enrichment import enrichment_flow  # noqa: PLC0415
+        from flows.enrichment import enrichment_flow
 
         return enrichment_flow(topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of)
 

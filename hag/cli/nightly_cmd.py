@@ -41,7 +41,7 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
     With PREFECT_API_URL set, this is a run of the nightly flow on that server (recorded
     there with its report; the flow runs the suites); without it, no Prefect at all.
     """
-    from hag.cli.check_cmd import preload_suites, run_suites  # noqa: PLC0415
+    from hag.cli.check_cmd import preload_suites, run_suites
 
     check = not (no_check or dry_run) and prefect_api_url() is None  # a flow run checks itself
     if check:
@@ -49,8 +49,8 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
     ready()
 
     def direct() -> dict[str, Any]:
-        from hag.retrieval import ann  # noqa: PLC0415
-        from hag.sweeps import run_nightly  # noqa: PLC0415
+        from hag.retrieval import ann
+        from hag.sweeps import run_nightly
 
         summary = run_nightly(as_of=as_of, dry_run=dry_run)
         # As the flow: the per-topic search indexes a grown topic needs (none on a dry run).
@@ -58,7 +58,7 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
         return {**summary.to_dict(), "topic_indexes": indexed}
 
     def through_flow() -> dict[str, Any]:
-        from flows.nightly import nightly_flow  # noqa: PLC0415
+        from flows.nightly import nightly_flow
 
         return nightly_flow(as_of=as_of, dry_run=dry_run)
 
@@ -123,7 +123,7 @@ def culled(
     since: datetime | None, run_id: Any, limit: int | None, as_json: bool, as_csv: bool
 ) -> None:
     """Culled edges, newest first: when, which run, source -> target, type, provenance, confidence."""
-    from hag import audit as hag_audit  # noqa: PLC0415
+    from hag import audit as hag_audit
 
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
@@ -142,7 +142,7 @@ def culled(
 
 
 def _table(rows: list[dict[str, Any]]) -> None:
-    from hag import runs  # noqa: PLC0415
+    from hag import runs
 
     if not rows:
         click.echo("no culled edges")
@@ -192,7 +192,7 @@ def restore(edge_ids: tuple[str, ...], run_id: str | None, dry_run: bool, as_jso
     recreated, is refused with the reason; the others are restored. Exits 1 when anything
     was refused. A restored edge is never culled again by the rule.
     """
-    from hag import audit as hag_audit  # noqa: PLC0415
+    from hag import audit as hag_audit
 
     if bool(edge_ids) == (run_id is not None):
         raise click.UsageError("give exactly one of EDGE_ID... or --run RUN_ID")

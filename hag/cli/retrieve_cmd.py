@@ -38,9 +38,9 @@ def retrieve(
 ) -> None:
     """Print the rendered memory blocks for one turn (--json: the whole result)."""
     ready()
-    from hag.embeddings import announce  # noqa: PLC0415
-    from hag.retrieval import retrieve as run_retrieval  # noqa: PLC0415
-    from hag.retrieval import store  # noqa: PLC0415
+    from hag.embeddings import announce
+    from hag.retrieval import retrieve as run_retrieval
+    from hag.retrieval import store
 
     announce()
     turns = [[s.strip() for s in item.split(",") if s.strip()] for item in recent]

@@ -55,7 +55,7 @@ def _die_with_parent() -> None:
     """
     os.setsid()
     if sys.platform.startswith("linux"):
-        import ctypes  # noqa: PLC0415
+        import ctypes
 
         pr_set_pdeathsig = 1
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
@@ -182,8 +182,8 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
 @click.option("--no-worker", is_flag=True, help="Register everything but start no worker.")
 def serve(port: int, home: Path | None, no_worker: bool) -> None:
     """Prefect server + work pool + every deployment + a worker, until Ctrl-C."""
-    from hag.cli._common import note, ready  # noqa: PLC0415
-    from hag.config import get_config  # noqa: PLC0415
+    from hag.cli._common import note, ready
+    from hag.config import get_config
 
     ready()  # the flows need a migrated memory
     home = home or get_config().data_dir / "prefect"

@@ -33,8 +33,8 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
     and kept in the quarantine with the reason, the field and the turn; the rest are queued
     as pending for `hag process-sessions`. Exits 1 when any payload was quarantined.
     """
-    from hag import db  # noqa: PLC0415
-    from hag.session.ingest import ingest_payload, list_quarantined, read_payloads  # noqa: PLC0415
+    from hag import db
+    from hag.session.ingest import ingest_payload, list_quarantined, read_payloads
 
     ready()
     if quarantined:
@@ -138,13 +138,13 @@ def process_sessions(
     data-quality suites); without it, the same job runs directly, with no Prefect at all
     (and the suites only with --check). Exits 1 when an expectation fails.
     """
-    from hag.embeddings import announce  # noqa: PLC0415
+    from hag.embeddings import announce
 
     ready()
     announce()
 
     def direct() -> dict[str, Any]:
-        from hag.session.process import process_pending  # noqa: PLC0415
+        from hag.session.process import process_pending
 
         return process_pending(
             batch_size=batch_size,
@@ -154,7 +154,7 @@ def process_sessions(
         ).as_dict()
 
     def through_flow() -> dict[str, Any]:
-        from flows.session_end import session_end_flow  # noqa: PLC0415
+        from flows.session_end import session_end_flow
 
         return session_end_flow(batch_size=batch_size, limit=limit, workers=workers)
 
@@ -164,7 +164,7 @@ def process_sessions(
     else:
         _print_summary(result)
     if check and (no_prefect or prefect_api_url() is None):  # a flow run has run them itself
-        import expectations  # noqa: PLC0415 - Great Expectations costs about 3 s to import
+        import expectations
 
         suites = expectations.run_all()
         note(suites.report())

@@ -152,17 +152,17 @@ def simulate(
     run as the simulated days pass. The report scores the learned graph against the hidden
     one and the confidences against the outcomes.
     """
-    import json  # noqa: PLC0415
+    import json
 
-    import numpy as np  # noqa: PLC0415
+    import numpy as np
 
-    from hag.corpus import DEMO_CORPUS  # noqa: PLC0415
-    from hag.embeddings import announce  # noqa: PLC0415
-    from hag.report.build import summary_lines  # noqa: PLC0415
-    from hag.simulate.experiment import Experiment, run_experiment  # noqa: PLC0415
-    from hag.simulate.run import SimulationConfig  # noqa: PLC0415
-    from hag.simulate.sandbox import private_database  # noqa: PLC0415
-    from hag.simulate.world import cryptography_world, random_world  # noqa: PLC0415
+    from hag.corpus import DEMO_CORPUS
+    from hag.embeddings import announce
+    from hag.report.build import summary_lines
+    from hag.simulate.experiment import Experiment, run_experiment
+    from hag.simulate.run import SimulationConfig
+    from hag.simulate.sandbox import private_database
+    from hag.simulate.world import cryptography_world, random_world
 
     seed_list = _int_list(seeds, "--seeds") if seeds else [seed]
     profiles = _profile_list(compare) if compare else []
@@ -188,7 +188,7 @@ def simulate(
         world = random_world(np.random.default_rng(seed), concepts)
     announce()
     if profiles or len(seed_list) > 1:
-        from hag.simulate.seeds import compare_table, run_compare, run_seeds  # noqa: PLC0415
+        from hag.simulate.seeds import compare_table, run_compare, run_seeds
 
         if profiles:
             comparison = run_compare(
@@ -215,7 +215,7 @@ def simulate(
         with private_database(out / "db"):
             outcome = run_experiment(experiment)
     else:
-        from hag.cli._common import ready  # noqa: PLC0415
+        from hag.cli._common import ready
 
         ready()
         outcome = run_experiment(experiment)

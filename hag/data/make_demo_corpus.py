@@ -1,4 +1,3 @@
-# ruff: noqa: E501
 """Generate the shipped demo corpus, `hag/data/demo_corpus.json` (SPEC §9).
 
 Pure standard library and deterministic: the same script always writes the same bytes.

@@ -63,7 +63,7 @@ class OpenAIProposer:
     def __init__(
         self, model: str, *, api_key: str, base_url: str | None, timeout: float, temperature: float
     ):
-        from openai import OpenAI  # noqa: PLC0415 - only when a model is actually used
+        from openai import OpenAI
 
         self.name = model
         self.base_url = base_url
@@ -76,7 +76,7 @@ class OpenAIProposer:
         return f"proposer: {self.name} via {where} (OpenAI-compatible chat completions)"
 
     def complete(self, prompt: Prompt) -> Completion:
-        import openai  # noqa: PLC0415
+        import openai
 
         try:
             # The messages and schema are plain dicts of the documented shapes.
@@ -236,7 +236,7 @@ class OfflineProposer:
 
 def choose_proposer(dials: Mapping[str, Any], model: str | None = None) -> Proposer:
     """The configured proposer: a model when an API key is set (or forced), offline otherwise."""
-    from hag.errors import ConfigError  # noqa: PLC0415
+    from hag.errors import ConfigError
 
     cfg = get_config()
     provider = cfg.llm_provider

@@ -378,7 +378,7 @@ def write_report(
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the whole folder and return report.json's content."""
-    from hag import db  # noqa: PLC0415
+    from hag import db
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -461,7 +461,7 @@ def write_report(
         plots.lifecycle_plot(days, out_dir / "lifecycle.png")
     plots.graph_plot(world, before, after, out_dir / "graph.png", threshold=HEADLINE_THRESHOLD)
     write_json(out_dir / "report.json", report)
-    from hag.report.markdown import render  # noqa: PLC0415
+    from hag.report.markdown import render
 
     (out_dir / "report.md").write_text(render(report, exported["audit"], days))
     return report

@@ -15,12 +15,12 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import FancyArrowPatch  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.patches import FancyArrowPatch
 
-from hag.report.metrics import SCORED_TYPES, EdgeFact  # noqa: E402
-from hag.simulate.world import World  # noqa: E402
+from hag.report.metrics import SCORED_TYPES, EdgeFact
+from hag.simulate.world import World
 
 PROVENANCE_COLOURS = {"seed": "#4C72B0", "learned": "#DD8452", "enriched": "#55A868"}
 OTHER_COLOUR = "#8172B3"

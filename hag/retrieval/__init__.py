@@ -94,7 +94,7 @@ def retrieve(
         topic_id, learner_id, recent_concepts, expected_concepts, conn
     )
 
-    from hag.embeddings import cut, get_embedder  # noqa: PLC0415 - keeps openai off import
+    from hag.embeddings import cut, get_embedder
 
     embedder = get_embedder()
     context = cut(

@@ -32,7 +32,7 @@ def index_name(topic_id: str) -> str:
 
 def topics_needing_index(conn: Any, dials: Any = None) -> list[str]:
     """Topics whose topic-scope rows exceed the topic_exact_scan_max_rows dial."""
-    from hag.retrieval import topic_scopes  # noqa: PLC0415
+    from hag.retrieval import topic_scopes
 
     dials = dials or settings.load(conn)
     limit = int(dials["topic_exact_scan_max_rows"])

@@ -59,8 +59,8 @@ def read_pool() -> Any:
             _pool = None
             catalog.clear()  # titles, indexes and means of the other database
         if _pool is None:
-            from psycopg.rows import dict_row  # noqa: PLC0415
-            from psycopg_pool import ConnectionPool  # noqa: PLC0415
+            from psycopg.rows import dict_row
+            from psycopg_pool import ConnectionPool
 
             _pool = ConnectionPool(
                 url,

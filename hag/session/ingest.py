@@ -84,7 +84,7 @@ def ingest_payload(
 ) -> IngestResult:
     """Queue one session payload (a dict, JSON text or bytes), or quarantine it with the reason."""
     if dials is None:
-        from hag import settings  # noqa: PLC0415
+        from hag import settings
 
         dials = settings.current()
     if isinstance(payload, Oversize):
@@ -116,7 +116,7 @@ def quarantine(
     """Keep a refused payload for review: a bounded prefix (dial session_quarantine_max_bytes)
     with the SHA-256 and size of the whole, and the reason; returns the quarantined result."""
     if dials is None:
-        from hag import settings  # noqa: PLC0415
+        from hag import settings
 
         dials = settings.current()
     keep = int(dials["session_quarantine_max_bytes"])
@@ -499,7 +499,7 @@ def read_payloads(
     from the point where it stops parsing, to be quarantined as one.
     """
     if max_bytes is None:
-        from hag import settings  # noqa: PLC0415
+        from hag import settings
 
         max_bytes = int(settings.current()["session_max_payload_bytes"])
     if stream is not None:

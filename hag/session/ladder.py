@@ -72,7 +72,7 @@ class Catalogue:
 
     @classmethod
     def load(cls, conn: Any, topic_id: str) -> Catalogue:
-        from hag.sqlfiles import query  # noqa: PLC0415
+        from hag.sqlfiles import query
 
         rows = conn.execute(query("session", "catalogue"), {"topic_id": topic_id}).fetchall()
         return cls.from_rows(topic_id, rows)

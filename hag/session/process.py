@@ -128,7 +128,7 @@ class Caches:
 
 
 def _embed(texts: list[str]) -> np.ndarray:
-    from hag.embeddings import embed_texts  # noqa: PLC0415
+    from hag.embeddings import embed_texts
 
     return embed_texts(texts)
 
@@ -707,7 +707,7 @@ def check_session(conn: Any, session: SessionPayload, dials: Mapping[str, Any]) 
     """Hold a queued session to the ingest rules that depend on the memory or the dials, which
     may have changed since it was queued: every entry it names (an edge's ends included) is
     readable by its learner in its topic, and its time is within bounds."""
-    from hag.session.ingest import named_ids, unreadable  # noqa: PLC0415
+    from hag.session.ingest import named_ids, unreadable
 
     problem = bounds.timestamp_problem(session.ended_at, dials)
     if problem:
@@ -730,7 +730,7 @@ def reject_session(
 ) -> bool:
     """Mark a pending session `rejected` with the reason and quarantine its payload; False
     when it is no longer pending (another worker finished it first)."""
-    from hag.session.ingest import Refusal, quarantine  # noqa: PLC0415
+    from hag.session.ingest import Refusal, quarantine
 
     row = conn.execute(
         query("session", "reject_session"),
@@ -756,7 +756,7 @@ def process_batch(
     caches: Caches | None = None,
 ) -> ProcessSummary:
     """Apply up to `size` pending sessions, each in its own transaction, with N workers."""
-    from hag import db, settings  # noqa: PLC0415
+    from hag import db, settings
 
     dials = dials or settings.current()
     caches = caches or Caches()
@@ -778,7 +778,7 @@ def process_batch(
     if len(summaries) == 1:
         work(summaries[0])
     else:
-        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+        from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(len(summaries)) as pool:
             for future in [pool.submit(work, s) for s in summaries]:
@@ -827,7 +827,7 @@ def process_pending(
     A run of its own holds its liveness lock while it works, and marks runs left `running`
     by a dead process `abandoned` first (hag/runs.py); `flow_run_id` is recorded on its row.
     """
-    from hag import runs, settings  # noqa: PLC0415
+    from hag import runs, settings
 
     dials = settings.current()
     size = int(batch_size or dials["session_batch_size"])
@@ -892,7 +892,7 @@ def open_run(
     params: Mapping[str, Any], run_id: UUID | None = None, flow_run_id: UUID | str | None = None
 ) -> UUID:
     """A new `hag_runs` row of kind 'session_end' (after marking dead runs abandoned)."""
-    from hag import db, runs  # noqa: PLC0415
+    from hag import db, runs
 
     with db.pool().connection() as conn:
         runs.reap(conn, keep=(run_id,) if run_id else ())
@@ -910,7 +910,7 @@ def open_run(
 
 def close_run(run_id: UUID | None, summary: ProcessSummary, status: str = "done") -> None:
     """Record a run's summary and end."""
-    from hag import db  # noqa: PLC0415
+    from hag import db
 
     if run_id is None:
         return

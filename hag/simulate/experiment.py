@@ -38,9 +38,9 @@ class Outcome:
 
 def load_starting_memory(world: World, corpus: Mapping[str, Any] | None) -> dict[str, int]:
     """Write the starting corpus through the corpus loader (the only write outside ingest)."""
-    from hag import db  # noqa: PLC0415
-    from hag.corpus import load, parse  # noqa: PLC0415
-    from hag.embeddings import get_embedder  # noqa: PLC0415
+    from hag import db
+    from hag.corpus import load, parse
+    from hag.embeddings import get_embedder
 
     data = dict(corpus) if corpus is not None else world_corpus(world)
     with db.connect() as conn:
@@ -52,7 +52,7 @@ def set_profile(name: str | None) -> list[tuple[str, Any, Any]]:
     """Set a rule profile on the configured database before a run (None: leave the dials)."""
     if name is None:
         return []
-    from hag import db, settings  # noqa: PLC0415
+    from hag import db, settings
 
     with db.connect() as conn:
         changed = settings.apply_profile(conn, name, by="simulate")
@@ -62,7 +62,7 @@ def set_profile(name: str | None) -> list[tuple[str, Any, Any]]:
 
 def run_checks() -> Any:
     """The expectation suites (Great Expectations; imported only here: it is slow to import)."""
-    import expectations  # noqa: PLC0415
+    import expectations
 
     return expectations.run_all()
 
@@ -98,7 +98,7 @@ def run_experiment(exp: Experiment) -> Outcome:
         )
     report = None
     if exp.out_dir is not None:
-        from hag.report.build import write_report  # noqa: PLC0415
+        from hag.report.build import write_report
 
         t0 = time.monotonic()
         extra["seconds"] = {k: round(v, 1) for k, v in {**seconds, **run.seconds}.items()}

@@ -229,8 +229,8 @@ class _Memory:
     """The memory's entry points the simulator may use, imported lazily (other modules)."""
 
     def __init__(self, use_flows: bool):
-        from hag.retrieval import retrieve  # noqa: PLC0415
-        from hag.session.ingest import ingest_payload  # noqa: PLC0415
+        from hag.retrieval import retrieve
+        from hag.session.ingest import ingest_payload
 
         self.retrieve = retrieve
         self.ingest_payload = ingest_payload
@@ -238,35 +238,35 @@ class _Memory:
 
     def process(self) -> Any:
         if self.use_flows:
-            from flows.session_end import session_end_flow  # noqa: PLC0415
+            from flows.session_end import session_end_flow
 
             # the suites run once at the end of an experiment, not after every simulated day
             return session_end_flow(check=False)
-        from hag.session.process import process_pending  # noqa: PLC0415
+        from hag.session.process import process_pending
 
         return process_pending()
 
     def nightly(self, as_of: datetime) -> Any:
         if self.use_flows:
-            from flows.nightly import nightly_flow  # noqa: PLC0415
+            from flows.nightly import nightly_flow
 
             return nightly_flow(as_of=as_of)
-        from hag.sweeps import run_nightly  # noqa: PLC0415
+        from hag.sweeps import run_nightly
 
         return run_nightly(as_of=as_of)
 
     def enrich(self, topic: str, as_of: datetime) -> Any:
         if self.use_flows:
-            from flows.enrichment import enrichment_flow  # noqa: PLC0415
+            from flows.enrichment import enrichment_flow
 
             return enrichment_flow(topic=topic, as_of=as_of)
-        from hag.enrichment import enrich  # noqa: PLC0415
+        from hag.enrichment import enrich
 
         return enrich(topic=topic, as_of=as_of)
 
     def forget_cached_reads(self) -> None:
         """The memory changed overnight: yesterday's cached retrieval answers are stale."""
-        from hag.retrieval import clear_caches  # noqa: PLC0415
+        from hag.retrieval import clear_caches
 
         clear_caches()
 
@@ -278,7 +278,7 @@ def simulate(
     progress: bool = True,
 ) -> SimulationRun:
     """Run the whole simulation against the configured database and return what happened."""
-    from hag import db  # noqa: PLC0415
+    from hag import db
 
     rng = np.random.default_rng(config.seed)
     learners = make_learners(world, config.learners, rng, config.model)

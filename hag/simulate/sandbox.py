@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 def _stop_server_in(pgdata: Path) -> None:
-    from hag import db  # noqa: PLC0415
+    from hag import db
 
     if db.running_postmaster(pgdata) is not None:
         db.embedded_server(pgdata).stop()
@@ -23,7 +23,7 @@ def _stop_server_in(pgdata: Path) -> None:
 
 def _switch(url: str | None) -> None:
     """Point the process (config, pools, caches) at `url` (None: back to the configured one)."""
-    from hag import config, db, settings  # noqa: PLC0415
+    from hag import config, db, settings
 
     if url is None:
         os.environ.pop("DATABASE_URL", None)
@@ -33,7 +33,7 @@ def _switch(url: str | None) -> None:
     db.close_all()
     settings.invalidate()
     try:
-        from hag.retrieval import clear_caches, store  # noqa: PLC0415
+        from hag.retrieval import clear_caches, store
 
         store.close()
         clear_caches()
@@ -48,8 +48,8 @@ def private_database(folder: Path, *, keep_running: bool = False) -> Iterator[st
     The environment's DATABASE_URL is put back afterwards; the server is stopped unless
     `keep_running` (then `DATABASE_URL=<printed url>` reaches it later).
     """
-    from hag import db  # noqa: PLC0415
-    from hag.migrate import migrate_database  # noqa: PLC0415
+    from hag import db
+    from hag.migrate import migrate_database
 
     folder = Path(folder)
     pgdata = folder / "pgdata"

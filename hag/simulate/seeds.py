@@ -33,7 +33,7 @@ def run_seeds(
     progress: bool = True,
 ) -> dict[str, Any]:
     """One profile over `seeds`; writes `OUT/report.json` with the aggregate and returns it."""
-    from hag.simulate.sandbox import private_database  # noqa: PLC0415
+    from hag.simulate.sandbox import private_database
 
     reports = []
     for seed in seeds:
