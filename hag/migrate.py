@@ -155,7 +155,7 @@ def migrate(
                 conn.execute(path.read_text())  # type: ignore[arg-type]
             except psycopg.Error as exc:
                 raise MigrationError(f"{path.name} failed: {exc}".splitlines()[0]) from exc
-        from hag.settings import sync_registry
+        from hag.settings import sync_registry  # avoids an import cycle
 
         sync_registry(conn)
         conn.execute(

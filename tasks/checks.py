@@ -15,7 +15,7 @@ class ExpectationsFailed(Exception):
 @task(name="run-expectations")
 def run_expectations() -> dict[str, Any]:
     """Run every suite in `expectations/`; publish the outcome; raise if any expectation failed."""
-    import expectations
+    import expectations  # Great Expectations costs about 3 s to import
 
     result = expectations.run_all(progress=get_run_logger().info)  # a log line per suite
     create_markdown_artifact(

@@ -31,7 +31,7 @@ def check(as_json: bool) -> None:
 
 def preload_suites() -> None:
     """Start loading Great Expectations on a thread (the command waits on the database)."""
-    import expectations
+    import expectations  # light: Great Expectations itself loads on the thread
 
     expectations.preload()
 

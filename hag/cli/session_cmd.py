@@ -164,7 +164,7 @@ def process_sessions(
     else:
         _print_summary(result)
     if check and (no_prefect or prefect_api_url() is None):  # a flow run has run them itself
-        import expectations
+        import expectations  # Great Expectations costs about 3 s to import
 
         suites = expectations.run_all()
         note(suites.report())

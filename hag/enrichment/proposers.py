@@ -63,7 +63,7 @@ class OpenAIProposer:
     def __init__(
         self, model: str, *, api_key: str, base_url: str | None, timeout: float, temperature: float
     ):
-        from openai import OpenAI
+        from openai import OpenAI  # only when a model is actually used
 
         self.name = model
         self.base_url = base_url

@@ -94,7 +94,7 @@ def retrieve(
         topic_id, learner_id, recent_concepts, expected_concepts, conn
     )
 
-    from hag.embeddings import cut, get_embedder
+    from hag.embeddings import cut, get_embedder  # keeps openai off import
 
     embedder = get_embedder()
     context = cut(
