@@ -39,6 +39,7 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
         (["settings", "set", "floor_proven"], 2, "missing argument"),
     ],
     "settings reset": [(["settings", "reset", "no_such_dial"], 1, "no_such_dial")],
+    "settings profile": [(["settings", "profile", "nonsense"], 1, "'nonsense'")],
     "demo": [(["demo", "extra"], 2, "unexpected extra argument")],
     "retrieve": [
         (

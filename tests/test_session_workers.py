@@ -150,12 +150,14 @@ def test_two_workers_on_one_pool_apply_every_session_exactly_once(db, database_u
             + "\n".join(f"--- {h}\n{text[-2000:]}" for h, text in worker_logs.items())
         )
     # Both workers may offer to take a run; the server lets one of them have it, and only that
-    # worker reports the run "submitted to infrastructure".
+    # worker reports the run "submitted to infrastructure". The name it reports is the one the
+    # run had when submitted (the flow renames itself from its parameters once it starts), so
+    # the runs are matched by count here; exactly-once is proven by the memory below.
     ran_by = {
-        host: set(re.findall(r"Flow run '([^']+)' submitted to infrastructure", text))
+        host: re.findall(r"Flow run '([^']+)' submitted to infrastructure", text)
         for host, text in worker_logs.items()
     }
-    assert sorted(r.name for r in runs) == sorted(n for names in ran_by.values() for n in names)
+    assert sum(len(names) for names in ran_by.values()) == len(runs)
     assert all(ran_by.values()), f"one worker drained the whole queue alone: {ran_by}"
 
     # Exactly once, by the ledger and by counters derived from the payloads alone.
