@@ -65,14 +65,7 @@ class RestoreResult:
 
 def resolve_edge(text: str | uuid.UUID, *, conn: Any = None) -> uuid.UUID:
     """The culled edge an operator means: its id, or a unique prefix of it (>= 4 digits)."""
-    typed = str(text).strip()
-    prefix = typed.lower().replace("-", "")
-    if not all(ch in "0123456789abcdef" for ch in prefix) or not 0 < len(prefix) <= 32:
-        raise ValidationError(f"{typed!r} is not an edge id (hex digits of a culled edge's id)")
-    if len(prefix) < runs.MIN_PREFIX:
-        raise ValidationError(
-            f"edge id {typed!r} is too short: give at least {runs.MIN_PREFIX} digits"
-        )
+    typed, prefix = runs.hex_prefix(text, "edge id", "hex digits of a culled edge's id")
     with db.connection_or_own(conn) as c:
         rows = c.execute(query("audit", "match_culled_edge"), {"prefix": prefix}).fetchall()
         if conn is None:

@@ -31,7 +31,7 @@ MIN_PREFIX = 4
 SHORT = 8  # how many hex digits a listing prints (and `resolve` accepts back)
 ABANDONED_WHY = "its process is gone: the run's liveness lock was free while the row said running"
 
-_HEX = re.compile(r"^[0-9a-f]+$")
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 def short(run_id: uuid.UUID | str | None) -> str:
@@ -92,18 +92,27 @@ def link_flow_run(conn: Any, run_id: uuid.UUID, flow_run_id: uuid.UUID | str | N
         )
 
 
+def hex_prefix(text: str | uuid.UUID, noun: str, hint: str) -> tuple[str, str]:
+    """`(typed, prefix)`: what the operator typed, and the lower-case hex digits it stands
+    for (dashes dropped), refused by name when it cannot be an id or is shorter than
+    `MIN_PREFIX` digits. Shared by every command that takes an id or its abbreviation."""
+    typed = str(text).strip()
+    prefix = typed.lower().replace("-", "")
+    article = "an" if noun[0] in "aeiou" else "a"
+    if not _HEX.fullmatch(prefix) or len(prefix) > 32:
+        raise ValidationError(f"{typed!r} is not {article} {noun} ({hint})")
+    if len(prefix) < MIN_PREFIX:
+        raise ValidationError(f"{noun} {typed!r} is too short: give at least {MIN_PREFIX} digits")
+    return typed, prefix
+
+
 def resolve(text: str | uuid.UUID, *, conn: Any = None) -> uuid.UUID:
     """The run id an operator means: a run id or Prefect flow-run id, or a unique prefix.
 
     Raises ValidationError for text that cannot be an id, NotFoundError when no run
     matches, and ValidationError naming the candidates when the prefix is ambiguous.
     """
-    typed = str(text).strip()
-    prefix = typed.lower().replace("-", "")
-    if not _HEX.match(prefix) or len(prefix) > 32:
-        raise ValidationError(f"{typed!r} is not a run id (hex digits of a run or flow-run id)")
-    if len(prefix) < MIN_PREFIX:
-        raise ValidationError(f"run id {typed!r} is too short: give at least {MIN_PREFIX} digits")
+    typed, prefix = hex_prefix(text, "run id", "hex digits of a run or flow-run id")
     with db.connection_or_own(conn) as c:
         rows = c.execute(query("runs", "match_run"), {"prefix": prefix}).fetchall()
         if conn is None:
