@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -143,3 +143,21 @@ def edge(
         ),
     ).fetchone()
     return row["id"]
+
+
+def cullable_chain(conn: Any, n: int, as_of: datetime) -> list[uuid.UUID]:
+    """`n` old (100 days before `as_of`), weak, untraversed learned edges along a chain of
+    `n + 1` entries: every one cullable by the seed's rule. Not committed."""
+    ends = [entry(conn, concept_slug=f"c-{i}") for i in range(n + 1)]
+    return [
+        edge(
+            conn,
+            ends[i],
+            ends[i + 1],
+            "related",
+            confidence=0.1,
+            source_type="learned",
+            created_at=as_of - timedelta(days=100),
+        )
+        for i in range(n)
+    ]

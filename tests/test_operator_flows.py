@@ -74,19 +74,7 @@ def _logs(flow_run_id, wait_for: str, timeout: float = 30.0) -> list[str]:
 
 def _weak_edges(db, n: int) -> list[uuid.UUID]:
     """`n` old, weak, untraversed learned edges (all cullable), and a promotable candidate."""
-    ends = [f.entry(db, concept_slug=f"c-{i}") for i in range(n + 1)]
-    ids = [
-        f.edge(
-            db,
-            ends[i],
-            ends[i + 1],
-            "related",
-            confidence=0.1,
-            source_type="learned",
-            created_at=AS_OF - 100 * DAY,
-        )
-        for i in range(n)
-    ]
+    ids = f.cullable_chain(db, n, AS_OF)
     f.entry(
         db, concept_slug="primes", maturity="candidate", confidence=0.6, created_at=AS_OF - 20 * DAY
     )

@@ -21,19 +21,7 @@ DAY = timedelta(days=1)
 
 def _weak_edges(db, n: int) -> list[uuid.UUID]:
     """`n` old, weak, untraversed learned edges (all cullable), between `n + 1` entries."""
-    ends = [f.entry(db, concept_slug=f"c-{i}") for i in range(n + 1)]
-    ids = [
-        f.edge(
-            db,
-            ends[i],
-            ends[i + 1],
-            "related",
-            confidence=0.1,
-            source_type="learned",
-            created_at=AS_OF - 100 * DAY,
-        )
-        for i in range(n)
-    ]
+    ids = f.cullable_chain(db, n, AS_OF)
     db.commit()
     return ids
 
