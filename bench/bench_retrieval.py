@@ -167,19 +167,19 @@ class Floor:
     """The seed's top rows by boosted order over eligible rows held in memory (the floor)."""
 
     def __init__(self, c: Corpus, dials: Mapping[str, Any]):
-        self.counts = (int(dials["match_count"]), int(dials["tutor_match_count"]))
+        self.counts = (dials.match_count, dials.tutor_match_count)
         floors = {
-            "proven": dials["floor_proven"],
-            "pattern": dials["floor_pattern"],
-            "candidate": dials["floor_candidate"],
+            "proven": dials.floor_proven,
+            "pattern": dials.floor_pattern,
+            "candidate": dials.floor_candidate,
             "archived": 2.0,
         }
         need = np.maximum(
-            dials["retrieval_min_confidence"], np.vectorize(floors.get)(c.maturity).astype(float)
+            dials.retrieval_min_confidence, np.vectorize(floors.get)(c.maturity).astype(float)
         )
         ok = c.confidence >= need
-        boosts = {"proven": dials["boost_proven"], "pattern": dials["boost_pattern"]}
-        boost = np.array([boosts.get(m, dials["boost_candidate"]) for m in c.maturity], np.float32)
+        boosts = {"proven": dials.boost_proven, "pattern": dials.boost_pattern}
+        boost = np.array([boosts.get(m, dials.boost_candidate) for m in c.maturity], np.float32)
         self.topic = {}
         for t in range(TOPICS):
             rows = np.flatnonzero(ok & (c.topic == t) & (c.scope == 0))
@@ -383,7 +383,7 @@ def run_scale(scale: Scale, queries: int) -> None:
         )
         print(
             f"largest topic {max(int(r['n']) for r in sizes):,} rows; per-topic HNSW for "
-            f"topics past topic_exact_scan_max_rows {dials['topic_exact_scan_max_rows']:,}: "
+            f"topics past topic_exact_scan_max_rows {dials.topic_exact_scan_max_rows:,}: "
             f"{len(ann.build_topic_indexes(concurrently=False))}",
             flush=True,
         )
@@ -620,7 +620,7 @@ def paired(
         conn.execute(query("retrieval", sql_name), {**base, **params}).fetchall()
         took.setdefault(name, []).append((time.perf_counter() - started) * 1000)
 
-    candidates = int(dials["compact_candidates"])
+    candidates = dials.compact_candidates
     for (t, q, *_), (_, z, *_) in zip(samples[:100], stress[:100], strict=False):
         topic = {"query": q, "topic_id": f"t{t:02d}", "scopes": ["public"]}
         timed("topic pass: seed's query", "semantic_exact", {**topic, "match_count": 5})
@@ -647,7 +647,7 @@ def explain(
     from hag.retrieval import store
     from hag.sqlfiles import query
 
-    store.use_ef_search(conn, int(dials["hnsw_ef_search"]))
+    store.use_ef_search(conn, dials.hnsw_ef_search)
     base = store.filters(dials)
     t, q, slugs, learner, _ = related
     cases = [
@@ -658,7 +658,7 @@ def explain(
                 "query": q,
                 "topic_id": f"t{t:02d}",
                 "scopes": ["public"],
-                "candidates": int(dials["ann_candidates"]),
+                "candidates": dials.ann_candidates,
             },
         ),
         (
@@ -668,7 +668,7 @@ def explain(
                 "query": q,
                 "topic_id": f"t{t:02d}",
                 "scopes": ["public"],
-                "match_count": int(dials["match_count"]),
+                "match_count": dials.match_count,
             },
         ),
         (
@@ -679,7 +679,7 @@ def explain(
                 "topic_id": f"t{t:02d}",
                 "scopes": ["public"],
                 "search_set": "topic",
-                "candidates": int(dials["compact_candidates"]),
+                "candidates": dials.compact_candidates,
             },
         ),
         (
@@ -689,7 +689,7 @@ def explain(
                 "slugs": slugs,
                 "topic_id": f"t{t:02d}",
                 "scopes": ["public"],
-                "match_count": int(dials["concept_match_count"]),
+                "match_count": dials.concept_match_count,
             },
         ),
         (
@@ -699,7 +699,7 @@ def explain(
                 "query": unrelated[1],
                 "topic_id": None,
                 "scopes": ["tutor"],
-                "candidates": int(dials["ann_candidates"]),
+                "candidates": dials.ann_candidates,
             },
         ),
         (
@@ -709,7 +709,7 @@ def explain(
                 "query": unrelated[1],
                 "topic_id": None,
                 "scopes": ["tutor"],
-                "match_count": int(dials["tutor_match_count"]),
+                "match_count": dials.tutor_match_count,
             },
         ),
         (
@@ -720,7 +720,7 @@ def explain(
                 "topic_id": None,
                 "scopes": ["tutor"],
                 "search_set": "tutor",
-                "candidates": int(dials["compact_candidates"]),
+                "candidates": dials.compact_candidates,
             },
         ),
         (
@@ -730,7 +730,7 @@ def explain(
                 "query": q,
                 "topic_id": None,
                 "scopes": [f"student:{learner}"],
-                "match_count": int(dials["student_match_count"]),
+                "match_count": dials.student_match_count,
             },
         ),
     ]

@@ -197,7 +197,7 @@ def validate(conn: Any, name: str) -> SuiteResult:
 
     suite, view = load_suite(name)
     dials = settings.load(conn)
-    url = connection_string(conn, work_mem_mb=dials["suite_work_mem_mb"])
+    url = connection_string(conn, work_mem_mb=dials.suite_work_mem_mb)
     parameters = _parameters(dials)
     batch = _batch_definition(url, view).get_batch()
     result = batch.validate(suite, expectation_parameters=parameters, result_format="BOOLEAN_ONLY")

@@ -10,10 +10,11 @@ bounded, by which dial, with which error, is docs/bounds.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hag.settings import Settings
 from hag.sqlfiles import query
 
 # The length dials, by what they bound (every caller names one of these).
@@ -24,12 +25,16 @@ TEXT = "text_max_chars"  # messages, observation texts, evidence, instructions, 
 # Whole years are counted as 366 days, so a window of N years always covers N calendar years.
 _DAYS_PER_YEAR = 366
 
+_LIMITS: dict[str, Callable[[Settings], int]] = {
+    SLUG: lambda dials: dials.slug_max_chars,
+    NAME: lambda dials: dials.concept_name_max_chars,
+    TEXT: lambda dials: dials.text_max_chars,
+}
 
-def timestamp_problem(
-    value: datetime, dials: Mapping[str, Any], now: datetime | None = None
-) -> str | None:
+
+def timestamp_problem(value: datetime, dials: Settings, now: datetime | None = None) -> str | None:
     """Why a timestamp is out of bounds (dial `timestamp_window_years` around now), or None."""
-    years = int(dials["timestamp_window_years"])
+    years = dials.timestamp_window_years
     now = now or datetime.now(UTC)
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
@@ -46,9 +51,9 @@ def timestamp_problem(
     return None
 
 
-def length_problem(value: str, dial: str, dials: Mapping[str, Any]) -> str | None:
+def length_problem(value: str, dial: str, dials: Settings) -> str | None:
     """Why a text is too long for its dial (a `*_max_chars` dial), or None."""
-    limit = int(dials[dial])
+    limit = _LIMITS[dial](dials)
     if len(value) > limit:
         return f"{len(value)} characters, over the limit of {limit} (dial {dial})"
     return None

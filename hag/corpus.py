@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hag import bounds, settings
 from hag.errors import CorpusError, NotFoundError
-from hag.settings import EDGE_TYPES
+from hag.settings import EDGE_TYPES, Settings
 from hag.sqlfiles import query
 
 _ID_NAMESPACE = uuid.UUID("7d0a5a52-3c51-4b8e-9a44-8f1d2f6b1f00")
@@ -205,7 +205,7 @@ def _check(corpus: Corpus, dim: int) -> None:
 _TIMES = ("created_at", "updated_at", "last_matched_at", "last_traversed_at")
 
 
-def _check_bounds(corpus: Corpus, dials: Mapping[str, Any]) -> None:
+def _check_bounds(corpus: Corpus, dials: Settings) -> None:
     """Refuse timestamps far from now and slugs, names or texts over their dials (the same
     bounds as session ingest, docs/bounds.md), naming the item and the field."""
     items: list[tuple[str, BaseModel, list[tuple[str, str]]]] = []
@@ -404,7 +404,7 @@ def iter_export_rows(
         found = conn.execute(query("corpus", "topic_exists"), {"topic_id": topic_id}).fetchone()
         if not found["found"]:
             raise NotFoundError(f"unknown topic {topic_id!r}")
-    batch = int(settings.current()["export_batch_rows"])
+    batch = settings.current().export_batch_rows
     with conn.cursor(name=f"hag_export_{what}") as cur:
         cur.itersize = batch
         cur.execute(

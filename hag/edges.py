@@ -7,13 +7,13 @@ the dials and the provenance, and says why in the transaction so the confidence 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from hag.settings import EDGE_TYPES
+from hag.settings import EDGE_TYPES, Settings
 from hag.sqlfiles import query
 
 
@@ -57,7 +57,7 @@ def say_why(
 def upsert_edges(
     conn: Any,
     observations: Iterable[EdgeObservation],
-    dials: Mapping[str, Any],
+    dials: Settings,
     *,
     source_type: str,
     at: datetime,
@@ -93,13 +93,13 @@ def upsert_edges(
             "target_ids": [o.target_entry_id for o in rows],
             "edge_types": [o.edge_type for o in rows],
             "conditions": [o.condition for o in rows],
-            "new_confidence": dials["edge_new_confidence"]
+            "new_confidence": dials.edge_new_confidence
             if new_confidence is None
             else new_confidence,
-            "new_hit_count": dials["edge_new_hit_count"],
-            "min_hits": dials["edge_reinforce_min_hits"],
-            "high_confidence": dials["edge_reinforce_confidence_high"],
-            "low_confidence": dials["edge_reinforce_confidence_low"],
+            "new_hit_count": dials.edge_new_hit_count,
+            "min_hits": dials.edge_reinforce_min_hits,
+            "high_confidence": dials.edge_reinforce_confidence_high,
+            "low_confidence": dials.edge_reinforce_confidence_low,
             "source_type": source_type,
             "session_id": session_id,
             "at": at,

@@ -48,7 +48,7 @@ def max_chars() -> int:
     from hag import settings
 
     try:
-        return int(settings.current()["embed_max_chars"])
+        return settings.current().embed_max_chars
     except Exception:
         return int(settings.REGISTRY["embed_max_chars"].default)
 

@@ -81,7 +81,7 @@ _DIALS: tuple[Dial, ...] = (
     _i("query_message_max_chars", 500, 1, 100000, "seed: student message characters in the query context", R),
     _i("embed_max_chars", 2000, 1, 100000, "seed: every embedded text is cut to this many characters", "hag/embeddings"),
     _i("advisory_max_chars", 400, 20, 100000, "seed: advisory text clipped at a sentence boundary", R),
-    Dial("topic_scopes", "list", ["public"], "ours: visibility scopes the topic passes read", R, pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"), min_items=1),
+    Dial("topic_scopes", "list", ["public"], "ours: visibility scopes the topic passes read", "hag/visibility.py", pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"), min_items=1),
     _f("band_high_min", 0.75, 0, 1, "ours: confidence at or above which the band label is 'high'", R),
     _f("band_medium_min", 0.5, 0, 1, "ours: confidence at or above which the band label is 'medium'", R),
     _i("edge_walk_top_k", 2, 0, 20, "seed: top entries that get a decision tree", R),
@@ -424,35 +424,173 @@ def sync_registry(conn: Any) -> None:
             )
 
 
+@dataclass(frozen=True)
 class Settings(Mapping[str, Any]):
-    """A snapshot of every dial: `s["floor_proven"]`. Unknown keys raise SettingsError."""
+    """A snapshot of every dial, one typed attribute per dial: `s.floor_proven`.
 
-    def __init__(self, values: dict[str, Any]):
-        self._values = values
+    The attributes are the registry's keys with its types (a list dial is a tuple of
+    words); tests/test_settings.py proves the two agree, so a misspelt dial fails mypy
+    instead of a run. Build one with `snapshot`, `defaults` or `load`, never field by field.
+
+    Transitional: the snapshot is still a read-only Mapping (`s["floor_proven"]`, `keys()`,
+    `items()`, `{**s}`) so that code not yet converted to attributes keeps working; an
+    unknown key raises SettingsError. New code reads attributes.
+    """
+
+    # --- retrieval (SPEC §3) ---
+    retrieval_min_confidence: float
+    floor_proven: float
+    floor_pattern: float
+    floor_candidate: float
+    boost_proven: float
+    boost_pattern: float
+    boost_candidate: float
+    match_count: int
+    concept_match_count: int
+    topic_top_k: int
+    tutor_match_count: int
+    student_match_count: int
+    concept_match_bonus: float
+    recent_concept_turns: int
+    query_message_max_chars: int
+    embed_max_chars: int
+    advisory_max_chars: int
+    topic_scopes: tuple[str, ...]
+    band_high_min: float
+    band_medium_min: float
+    edge_walk_top_k: int
+    edge_min_confidence: float
+    edge_include_candidate_targets: bool
+    edge_target_max_chars: int
+    edge_walk_max_edges_per_entry: int
+    retrieval_cache_ttl_seconds: int
+    retrieval_cache_size: int
+    embedding_cache_size: int
+    ann_candidates: int
+    hnsw_ef_search: int
+    ann_min_contrast: float
+    ann_contrast_sample_rows: int
+    ann_mean_ttl_seconds: int
+    ann_widen_factor: int
+    hnsw_m: int
+    hnsw_ef_construction: int
+    ann_build_lock_timeout_seconds: int
+    ann_build_memory_mb: int
+    exact_scan_max_rows: int
+    topic_exact_scan_max_rows: int
+    compact_candidates: int
+    compact_similarity_error: float
+    # --- session-end processing (SPEC §4) ---
+    observation_base_confidence: float
+    student_pattern_dedup_threshold: float
+    ladder_quality_exact: float
+    ladder_quality_near: float
+    ladder_quality_minted: float
+    ladder_quality_unanchored: float
+    ladder_near_similarity: float
+    ladder_mint_min_chars: int
+    edge_new_confidence: float
+    edge_new_hit_count: int
+    edge_reinforce_min_hits: int
+    edge_reinforce_confidence_high: float
+    edge_reinforce_confidence_low: float
+    edge_grade_step_success: float
+    edge_grade_step_failure: float
+    edge_confidence_floor: float
+    edge_confidence_ceiling: float
+    entry_learning_rate_proven: float
+    entry_learning_rate_default: float
+    outcome_strength_default: float
+    session_batch_size: int
+    session_max_payload_bytes: int
+    session_max_turns: int
+    session_topic_scope: str
+    session_quarantine_max_bytes: int
+    session_max_depth: int
+    session_max_retries: int
+    prerequisite_confidence_rule: str
+    prerequisite_lift_k: float
+    prerequisite_lift_chance_spread: float
+    prerequisite_lift_reverse: bool
+    prerequisite_unlearn_min_reports: int
+    prerequisite_unlearn_max_share: float
+    edge_grading_rule: str
+    edge_grade_baseline_n0: float
+    edge_grade_baseline_prior: float
+    edge_grade_baseline_prior_weight: float
+    # --- bounds on what enters from outside (docs/bounds.md) ---
+    timestamp_window_years: int
+    slug_max_chars: int
+    concept_name_max_chars: int
+    text_max_chars: int
+    # --- daily sweeps (SPEC §5) ---
+    promotion_min_age_days: int
+    promotion_min_confidence: float
+    promotion_max_failures: int
+    proven_min_age_days: int
+    proven_min_confidence: float
+    proven_min_successes: int
+    proven_max_failure_ratio: float
+    archive_max_confidence: float
+    archive_min_failures: int
+    cull_max_confidence: float
+    cull_min_age_days: int
+    cull_max_traversals: int
+    cull_source_types: tuple[str, ...]
+    reprieve_idle_days: int
+    sweep_report_max_rows: int
+    cull_guard_max_edges: int
+    cull_guard_max_share: float
+    cull_guard_min_edges: int
+    cull_guard_timeout_seconds: int
+    # --- enrichment (SPEC §6) ---
+    enrichment_confidence: float
+    enrichment_candidate_count: int
+    enrichment_max_proposals_per_orphan: int
+    enrichment_default_limit: int
+    enrichment_max_attempts: int
+    enrichment_timeout_seconds: float
+    enrichment_allowed_types: tuple[str, ...]
+    enrichment_temperature: float
+    enrichment_max_description_chars: int
+    enrichment_candidate_chars: int
+    enrichment_retry_backoff_seconds: float
+    enrichment_prices_usd_per_million_tokens: tuple[str, ...]
+    enrichment_offline_min_similarity: float
+    # --- corpus and export ---
+    export_batch_rows: int
+    # --- the operator's command line ---
+    history_default_limit: int
+    # --- data-quality suites (SPEC §8) ---
+    suite_work_mem_mb: int
+    # --- the cache itself ---
+    settings_cache_ttl_seconds: int
 
     def __getitem__(self, key: str) -> Any:
-        try:
-            return self._values[key]
-        except KeyError:
-            raise SettingsError(f"unknown setting {key!r}") from None
+        if key not in REGISTRY:
+            raise SettingsError(f"unknown setting {key!r}")
+        return getattr(self, key)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
+        return iter(REGISTRY)
 
     def __len__(self) -> int:
-        return len(self._values)
+        return len(REGISTRY)
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy with some dials changed (validated): for dry runs, tests and what-ifs."""
-        values = dict(self._values)
-        for key, value in overrides.items():
-            values[key] = validate(key, value)
-        return Settings(values)
+        return snapshot({**self, **{key: validate(key, v) for key, v in overrides.items()}})
+
+
+def snapshot(values: Mapping[str, Any]) -> Settings:
+    """The snapshot of validated dial values (every registry key): list dials become tuples."""
+    typed: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    return Settings(**typed)
 
 
 def defaults() -> Settings:
     """Every dial at its registry default, with no database (for pure-rule tests)."""
-    return Settings({d.key: d.default for d in _DIALS})
+    return snapshot({d.key: validate(d.key, d.default) for d in _DIALS})
 
 
 _cache_lock = threading.Lock()
@@ -466,7 +604,7 @@ def load(conn: Any) -> Settings:
         key, value = (row["key"], row["value"]) if isinstance(row, dict) else row
         if key in REGISTRY:
             values[key] = validate(key, value)
-    return Settings(values)
+    return snapshot(values)
 
 
 def current() -> Settings:
@@ -475,16 +613,16 @@ def current() -> Settings:
     now = time.monotonic()
     with _cache_lock:
         if _cache is not None:
-            loaded_at, snapshot = _cache
-            if now - loaded_at < snapshot["settings_cache_ttl_seconds"]:
-                return snapshot
+            loaded_at, cached = _cache
+            if now - loaded_at < cached.settings_cache_ttl_seconds:
+                return cached
     from hag import db
 
     with db.pool().connection() as conn:
-        snapshot = load(conn)
+        cached = load(conn)
     with _cache_lock:
-        _cache = (now, snapshot)
-    return snapshot
+        _cache = (now, cached)
+    return cached
 
 
 def invalidate() -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -34,37 +34,13 @@ from typing import Any
 from hag import bounds, db, runs, settings
 from hag.edges import say_why
 from hag.errors import ValidationError
+from hag.settings import Settings
 from hag.sqlfiles import query
 from hag.timing import timed
 
 # Any constant works; it only has to differ from the other advisory locks of the project.
 NIGHTLY_LOCK = 0x4A47_0030
 CULL_REASON = "cull"
-
-PROMOTION_DIALS = (
-    "promotion_min_age_days",
-    "promotion_min_confidence",
-    "promotion_max_failures",
-    "proven_min_age_days",
-    "proven_min_confidence",
-    "proven_min_successes",
-    "proven_max_failure_ratio",
-    "archive_max_confidence",
-    "archive_min_failures",
-)
-REPRIEVE_DIALS = (
-    "reprieve_idle_days",
-    "retrieval_min_confidence",
-    "floor_proven",
-    "floor_pattern",
-    "floor_candidate",
-)
-CULL_DIALS = (
-    "cull_max_confidence",
-    "cull_min_age_days",
-    "cull_max_traversals",
-    "cull_source_types",
-)
 
 
 @dataclass(frozen=True)
@@ -76,19 +52,19 @@ class Decision:
     note: str = ""
 
 
-def guard_reason(forecast: int, total_edges: int, dials: Mapping[str, Any]) -> str | None:
+def guard_reason(forecast: int, total_edges: int, dials: Settings) -> str | None:
     """Why a cull of `forecast` of `total_edges` edges needs an operator, or None if not.
 
     Too many edges (`cull_guard_max_edges`, 0 = no count limit), or too large a share of
     all edges (`cull_guard_max_share`) once the cull is at least `cull_guard_min_edges` (a
     small memory culling a handful of edges is no big night).
     """
-    max_edges = int(dials["cull_guard_max_edges"])
+    max_edges = dials.cull_guard_max_edges
     if max_edges and forecast > max_edges:
         return f"the cull would delete {forecast} edges, more than cull_guard_max_edges {max_edges}"
     share = forecast / total_edges if total_edges else 0.0
-    max_share = float(dials["cull_guard_max_share"])
-    if forecast >= int(dials["cull_guard_min_edges"]) and share > max_share:
+    max_share = dials.cull_guard_max_share
+    if forecast >= dials.cull_guard_min_edges and share > max_share:
         return (
             f"the cull would delete {forecast} of {total_edges} edges ({share:.1%}), more than "
             f"cull_guard_max_share {max_share:.1%}"
@@ -216,7 +192,7 @@ def _recorded_run(
     conn: Any,
     summary: NightlySummary,
     params: dict[str, Any],
-    dials: Mapping[str, Any],
+    dials: Settings,
     decide: Decide | None,
 ) -> None:
     """A real run: its row (and liveness lock) first, then the work, then the row closed."""
@@ -260,23 +236,44 @@ def _release(conn: Any, run_id: uuid.UUID) -> None:
         conn.rollback()
 
 
-def rule_values(dials: Mapping[str, Any], as_of: datetime) -> dict[str, Any]:
-    """The dials in force for this run, as the audit keeps them (plus the run's as_of)."""
-    values = {key: dials[key] for key in (*PROMOTION_DIALS, *REPRIEVE_DIALS, *CULL_DIALS)}
-    values["as_of"] = as_of.isoformat()
-    return values
+def rule_values(dials: Settings, as_of: datetime) -> dict[str, Any]:
+    """The dials in force for this run, as the audit keeps them (plus the run's as_of).
+
+    Each is bound to the sweep queries under its own key (sql/queries/sweeps.sql).
+    """
+    return {
+        # promotion and archiving
+        "promotion_min_age_days": dials.promotion_min_age_days,
+        "promotion_min_confidence": dials.promotion_min_confidence,
+        "promotion_max_failures": dials.promotion_max_failures,
+        "proven_min_age_days": dials.proven_min_age_days,
+        "proven_min_confidence": dials.proven_min_confidence,
+        "proven_min_successes": dials.proven_min_successes,
+        "proven_max_failure_ratio": dials.proven_max_failure_ratio,
+        "archive_max_confidence": dials.archive_max_confidence,
+        "archive_min_failures": dials.archive_min_failures,
+        # the reprieve (lifts an idle entry back to its retrieval floor)
+        "reprieve_idle_days": dials.reprieve_idle_days,
+        "retrieval_min_confidence": dials.retrieval_min_confidence,
+        "floor_proven": dials.floor_proven,
+        "floor_pattern": dials.floor_pattern,
+        "floor_candidate": dials.floor_candidate,
+        # the cull
+        "cull_max_confidence": dials.cull_max_confidence,
+        "cull_min_age_days": dials.cull_min_age_days,
+        "cull_max_traversals": dials.cull_max_traversals,
+        "cull_source_types": list(dials.cull_source_types),
+        "as_of": as_of.isoformat(),
+    }
 
 
-def sweep_parameters(
-    dials: Mapping[str, Any], as_of: datetime, run_id: uuid.UUID | None
-) -> dict[str, Any]:
+def sweep_parameters(dials: Settings, as_of: datetime, run_id: uuid.UUID | None) -> dict[str, Any]:
     """The bound parameters every sweep query takes (the dials by their own keys)."""
     return {
         **rule_values(dials, as_of),
-        "cull_source_types": list(dials["cull_source_types"]),
         "as_of": as_of,
         "run_id": run_id,
-        "limit": dials["sweep_report_max_rows"],
+        "limit": dials.sweep_report_max_rows,
         "only_edges": None,  # the cull of an approved forecast: exactly these edge ids
     }
 
@@ -285,7 +282,7 @@ def _apply(
     conn: Any,
     params: dict[str, Any],
     summary: NightlySummary,
-    dials: Mapping[str, Any],
+    dials: Settings,
     decide: Decide | None,
 ) -> None:
     conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
@@ -315,7 +312,7 @@ def _guarded_cull_approved(
     conn: Any,
     params: dict[str, Any],
     summary: NightlySummary,
-    dials: Mapping[str, Any],
+    dials: Settings,
     decide: Decide,
 ) -> bool:
     """The big-night guard: False when the operator held the cull back (nothing culled).
@@ -364,9 +361,7 @@ def _cull(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
             summary.culled_edges = [CulledEdge(**r) for r in rows]
 
 
-def _forecast(
-    conn: Any, params: dict[str, Any], summary: NightlySummary, dials: Mapping[str, Any]
-) -> None:
+def _forecast(conn: Any, params: dict[str, Any], summary: NightlySummary, dials: Settings) -> None:
     row = conn.execute(query("sweeps", "maturity_forecast"), params).fetchone()
     summary.promoted_to_pattern = row["promoted_to_pattern"]
     summary.promoted_to_proven = row["promoted_to_proven"]

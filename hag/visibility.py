@@ -9,15 +9,16 @@ that names an entry it denies (`unreadable_entries`). This module only carries t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from hag.settings import Settings
 from hag.sqlfiles import query
 
 
-def topic_scopes(dials: Mapping[str, Any]) -> list[str]:
+def topic_scopes(dials: Settings) -> list[str]:
     """The `topic_scopes` dial without the tutor, student and visual scopes.
 
     Those have passes (or a read) of their own; a misconfigured dial must never put one
@@ -25,7 +26,7 @@ def topic_scopes(dials: Mapping[str, Any]) -> list[str]:
     """
     return [
         s
-        for s in dials["topic_scopes"]
+        for s in dials.topic_scopes
         if s not in ("tutor", "visual") and not s.startswith("student")
     ]
 
@@ -46,7 +47,7 @@ class Reader:
         }
 
 
-def reader(learner_id: str, topic_id: str, dials: Mapping[str, Any]) -> Reader:
+def reader(learner_id: str, topic_id: str, dials: Settings) -> Reader:
     return Reader(learner_id, topic_id, tuple(topic_scopes(dials)))
 
 

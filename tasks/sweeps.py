@@ -113,7 +113,7 @@ def ask_operator(summary: NightlySummary) -> Decision:
     """
     logger = get_run_logger()
     guard = summary.guard or {}
-    timeout = int(settings.current()["cull_guard_timeout_seconds"])
+    timeout = settings.current().cull_guard_timeout_seconds
     create_table_artifact(
         key=FORECAST_KEY,
         table=culled_table(summary, restorable=False),

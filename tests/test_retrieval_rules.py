@@ -87,7 +87,7 @@ def test_rerank_proves_exactness_only_past_the_boost_bound():
 
 def test_compact_rerank_is_proven_only_past_the_half_precision_bound():
     """k-th exact score must beat the lowest half-precision score + error x largest boost."""
-    e = DIALS["compact_similarity_error"]  # 0.003; the bound adds e x 1.1 = 0.0033
+    e = DIALS.compact_similarity_error  # 0.003; the bound adds e x 1.1 = 0.0033
 
     def cand(n: int, exact: float, approximate: float) -> dict:
         return {**row(n, exact, maturity="candidate"), "approximate": approximate}

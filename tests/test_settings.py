@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import typing
 from pathlib import Path
 
 import pytest
@@ -24,28 +26,25 @@ def _code_files(path: Path) -> list[Path]:
     return []
 
 
-def _without_registry(text: str) -> str:
-    """settings.py minus the `_DIALS = (...)` block: the registry does not count as a reader."""
-    return re.sub(r"^_DIALS: .*?^\)\n", "", text, flags=re.DOTALL | re.MULTILINE)
+def _reads(key: str, path: Path) -> bool:
+    """Whether a file reads the dial: as an attribute of a snapshot in Python (`dials.key`),
+    by its quoted name in SQL (`hag_setting_float('key')`)."""
+    text = path.read_text()
+    if path.suffix == ".sql":
+        return re.search(rf"""["']{re.escape(key)}["']""", text) is not None
+    return re.search(rf"\.{re.escape(key)}\b", text) is not None
 
 
 def unread_dials(registry: dict[str, Dial], root: Path = PROJECT_ROOT) -> list[str]:
-    """Keys with no quoted mention in code under their consumer path (the call-site check)."""
-    missing = []
-    for key, d in registry.items():
-        files = _code_files(root / d.consumer)
-        pattern = re.compile(rf"""["']{re.escape(key)}["']""")
-        found = False
-        for path in files:
-            text = path.read_text()
-            if path.name == "settings.py" and path.parent.name == "hag":
-                text = _without_registry(text)
-            if pattern.search(text):
-                found = True
-                break
-        if not found:
-            missing.append(f"{key} (consumer {d.consumer})")
-    return missing
+    """Keys no code under their consumer path reads as an attribute (the call-site check).
+
+    The Settings dataclass declares each key as a field (`key: float`), which is not a read.
+    """
+    return [
+        f"{key} (consumer {d.consumer})"
+        for key, d in registry.items()
+        if not any(_reads(key, path) for path in _code_files(root / d.consumer))
+    ]
 
 
 def test_registry_holds_at_least_the_seeds_51_dials():
@@ -68,6 +67,47 @@ def test_the_call_site_check_catches_a_dial_without_a_reader():
     }
     new = set(unread_dials(fake)) - set(unread_dials(REGISTRY))
     assert new == {"made_up_threshold (consumer hag/retrieval)"}
+
+
+def test_the_call_site_check_counts_attribute_reads_only(tmp_path):
+    """A quoted key or a field declaration is not a read in Python; `dials.key` is."""
+    (tmp_path / "quoted.py").write_text('x = dials["made_up"]\nmade_up: float\n')
+    (tmp_path / "attribute.py").write_text("x = dials.made_up\n")
+    quoted = Dial("made_up", "float", 0.5, "only quoted", "quoted.py")
+    read = Dial("made_up", "float", 0.5, "read", "attribute.py")
+    assert unread_dials({"made_up": quoted}, tmp_path) == ["made_up (consumer quoted.py)"]
+    assert unread_dials({"made_up": read}, tmp_path) == []
+
+
+_ATTRIBUTE_TYPES = {"float": float, "int": int, "bool": bool, "str": str, "list": tuple[str, ...]}
+
+
+def test_snapshot_has_one_attribute_per_dial_with_the_registry_type():
+    """The Settings dataclass and the registry name the same dials, each with the same type."""
+    hints = typing.get_type_hints(settings.Settings)
+    fields = {f.name: hints[f.name] for f in dataclasses.fields(settings.Settings)}
+    assert fields == {k: _ATTRIBUTE_TYPES[d.type] for k, d in REGISTRY.items()}
+
+
+def test_snapshot_values_have_their_attribute_types():
+    """Defaults and overrides arrive as the attribute's type (an int default of a float dial too)."""
+    snap = settings.defaults().with_overrides(boost_proven=2, topic_scopes="public,algebra")
+    for f in dataclasses.fields(snap):
+        value = getattr(snap, f.name)
+        expected = _ATTRIBUTE_TYPES[REGISTRY[f.name].type]
+        assert isinstance(value, typing.get_origin(expected) or expected), (f.name, value)
+    assert snap.boost_proven == 2.0 and snap.topic_scopes == ("public", "algebra")
+
+
+def test_snapshot_is_frozen_and_keeps_the_transitional_mapping_reads():
+    """Attributes cannot be assigned; `s["key"]` reads the same value; an unknown key is refused."""
+    snap = settings.defaults()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.floor_proven = 0.9  # type: ignore[misc]
+    assert snap.floor_proven == snap.floor_proven == REGISTRY["floor_proven"].default
+    assert set(snap) == set(REGISTRY)
+    with pytest.raises(SettingsError, match="unknown setting 'floor_provn'"):
+        snap["floor_provn"]
 
 
 def test_every_consumer_path_exists():
@@ -152,7 +192,7 @@ def test_set_value_persists_and_is_seen_after_invalidation(db):
     """set_value writes the row and drops the cache, so current() sees the new value."""
     settings.set_value(db, "floor_pattern", "0.45")
     db.commit()
-    assert settings.current()["floor_pattern"] == 0.45
+    assert settings.current().floor_pattern == 0.45
     row = db.execute(
         "SELECT value, updated_by FROM hag_settings WHERE key = 'floor_pattern'"
     ).fetchone()
@@ -163,13 +203,13 @@ def test_cache_serves_the_old_value_until_the_ttl_passes(db, monkeypatch):
     """A change made behind the cache's back is seen only after settings_cache_ttl_seconds."""
     clock = [1000.0]
     monkeypatch.setattr(settings.time, "monotonic", lambda: clock[0])
-    assert settings.current()["floor_pattern"] == 0.40
+    assert settings.current().floor_pattern == 0.40
     db.execute("UPDATE hag_settings SET value = '0.55' WHERE key = 'floor_pattern'")
     db.commit()
     clock[0] += 59
-    assert settings.current()["floor_pattern"] == 0.40
+    assert settings.current().floor_pattern == 0.40
     clock[0] += 2
-    assert settings.current()["floor_pattern"] == 0.55
+    assert settings.current().floor_pattern == 0.55
 
 
 def test_cache_ttl_is_itself_a_dial(db, monkeypatch):
@@ -178,11 +218,11 @@ def test_cache_ttl_is_itself_a_dial(db, monkeypatch):
     monkeypatch.setattr(settings.time, "monotonic", lambda: clock[0])
     settings.set_value(db, "settings_cache_ttl_seconds", 5)
     db.commit()
-    assert settings.current()["floor_pattern"] == 0.40
+    assert settings.current().floor_pattern == 0.40
     db.execute("UPDATE hag_settings SET value = '0.55' WHERE key = 'floor_pattern'")
     db.commit()
     clock[0] += 6
-    assert settings.current()["floor_pattern"] == 0.55
+    assert settings.current().floor_pattern == 0.55
 
 
 def test_sync_keeps_edited_values_and_resets_out_of_range_ones(db):

@@ -36,7 +36,7 @@ def history(
     ready()
     with db.connect() as conn:
         if entity_id is not None:
-            shown = limit or s.load(conn)["history_default_limit"]
+            shown = limit or s.load(conn).history_default_limit
             rows = confidence_history(conn, entity_id, shown)
             if rows[0]["total"] > len(rows):
                 note(f"(the newest {len(rows)} of {rows[0]['total']} events; --limit shows more)")

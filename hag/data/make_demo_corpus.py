@@ -40,9 +40,9 @@ UNANCHORED = "_unanchored_"
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 # Ladder qualities recorded on the rows (SPEC §4 concept ladder; the settings' defaults).
-Q_CATALOGUE = float(DIALS["ladder_quality_exact"])
-Q_MINTED = float(DIALS["ladder_quality_minted"])
-Q_UNANCHORED = float(DIALS["ladder_quality_unanchored"])
+Q_CATALOGUE = DIALS.ladder_quality_exact
+Q_MINTED = DIALS.ladder_quality_minted
+Q_UNANCHORED = DIALS.ladder_quality_unanchored
 
 TOPICS = [
     ("cryptography", "Cryptography"),
@@ -1736,18 +1736,22 @@ def verify(corpus: dict) -> dict:
         assert 8 <= n <= 12, topic
 
     # Visibility floors and promotion.
-    floors = {m: DIALS[f"floor_{m}"] for m in ("proven", "pattern", "candidate")}
-    global_floor = DIALS["retrieval_min_confidence"]
+    floors = {
+        "proven": DIALS.floor_proven,
+        "pattern": DIALS.floor_pattern,
+        "candidate": DIALS.floor_candidate,
+    }
+    global_floor = DIALS.retrieval_min_confidence
     invisible = [e for e in entries if e["confidence"] < max(global_floor, floors[e["maturity"]])]
     assert sum(1 for e in invisible if e["maturity"] == "candidate") >= 2
-    cutoff14 = DEMO_NOW - timedelta(days=DIALS["promotion_min_age_days"])
+    cutoff14 = DEMO_NOW - timedelta(days=DIALS.promotion_min_age_days)
     promotable = {
         (e["visibility_scope"], e["topic_id"], e["concept_slug"])
         for e in entries
         if e["maturity"] == "candidate"
         and parse_ts(e["created_at"]) <= cutoff14
-        and e["confidence"] >= DIALS["promotion_min_confidence"]
-        and e["failure_count"] <= DIALS["promotion_max_failures"]
+        and e["confidence"] >= DIALS.promotion_min_confidence
+        and e["failure_count"] <= DIALS.promotion_max_failures
     }
     assert promotable == PROMOTABLE, promotable ^ PROMOTABLE
 
@@ -1818,13 +1822,13 @@ def verify(corpus: dict) -> dict:
     )
 
     # The cull at the demo "now": exactly CULLABLE; neighbours on both sides of each rule.
-    cutoff90 = DEMO_NOW - timedelta(days=DIALS["cull_min_age_days"])
+    cutoff90 = DEMO_NOW - timedelta(days=DIALS.cull_min_age_days)
     slug = {e["id"]: e["concept_slug"] for e in entries}
 
     def culled(g):
         return (
-            g["source_type"] in DIALS["cull_source_types"]
-            and g["confidence"] < DIALS["cull_max_confidence"]
+            g["source_type"] in DIALS.cull_source_types
+            and g["confidence"] < DIALS.cull_max_confidence
             and parse_ts(g["created_at"]) <= cutoff90
         )
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from hag.settings import Settings
+
 # What each type means, in the words the model reads. `prerequisite` follows SPEC §2: the
 # target is what must be understood before the source.
 TYPE_MEANINGS = {
@@ -120,15 +122,13 @@ def candidate_line(c: Candidate, limit: int) -> str:
     return f"- {c.slug}: " + clip(f"{c.title}. {c.description}", limit)
 
 
-def build_prompt(
-    orphan: Orphan, candidates: Sequence[Candidate], dials: Mapping[str, Any]
-) -> Prompt:
+def build_prompt(orphan: Orphan, candidates: Sequence[Candidate], dials: Settings) -> Prompt:
     """The chat messages and response format for one orphan, every part cut to its dial."""
-    allowed = tuple(dials["enrichment_allowed_types"])
-    max_proposals = int(dials["enrichment_max_proposals_per_orphan"])
-    orphan_limit = int(dials["enrichment_max_description_chars"])
-    line_limit = int(dials["enrichment_candidate_chars"])
-    offered = tuple(candidates[: int(dials["enrichment_candidate_count"])])
+    allowed = dials.enrichment_allowed_types
+    max_proposals = dials.enrichment_max_proposals_per_orphan
+    orphan_limit = dials.enrichment_max_description_chars
+    line_limit = dials.enrichment_candidate_chars
+    offered = tuple(candidates[: dials.enrichment_candidate_count])
 
     orphan_text = clip(f"{orphan.title}. {orphan.description}", orphan_limit)
     types = "\n".join(f"- {t}: {TYPE_MEANINGS[t]}" for t in allowed)

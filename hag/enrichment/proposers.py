@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from hag.config import get_config
 from hag.enrichment.prompt import Candidate, Prompt
+from hag.settings import Settings
 
 OFFLINE_NAME = "offline-similarity-v1"
 
@@ -234,7 +235,7 @@ class OfflineProposer:
         return Completion(json.dumps({"edges": edges}))
 
 
-def choose_proposer(dials: Mapping[str, Any], model: str | None = None) -> Proposer:
+def choose_proposer(dials: Settings, model: str | None = None) -> Proposer:
     """The configured proposer: a model when an API key is set (or forced), offline otherwise."""
     from hag.errors import ConfigError
 
@@ -243,13 +244,13 @@ def choose_proposer(dials: Mapping[str, Any], model: str | None = None) -> Propo
     if provider == "auto":
         provider = "openai" if cfg.openai_api_key is not None else "offline"
     if provider == "offline":
-        return OfflineProposer(float(dials["enrichment_offline_min_similarity"]), model)
+        return OfflineProposer(dials.enrichment_offline_min_similarity, model)
     if cfg.openai_api_key is None:
         raise ConfigError("HAG_LLM_PROVIDER=openai needs OPENAI_API_KEY (or HAG_OPENAI_API_KEY)")
     return OpenAIProposer(
         model or cfg.llm_model,
         api_key=cfg.openai_api_key.get_secret_value(),
         base_url=cfg.openai_base_url,
-        timeout=float(dials["enrichment_timeout_seconds"]),
-        temperature=float(dials["enrichment_temperature"]),
+        timeout=dials.enrichment_timeout_seconds,
+        temperature=dials.enrichment_temperature,
     )

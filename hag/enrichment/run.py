@@ -34,6 +34,7 @@ from hag.enrichment.validate import (
     parse_reply,
 )
 from hag.errors import NotFoundError, ValidationError
+from hag.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,7 @@ def ask(
     proposer: Proposer,
     prompt: Any,
     orphan: Orphan,
-    dials: Mapping[str, Any],
+    dials: Settings,
 ) -> tuple[list[Proposal | Rejected] | None, list[Call], str | None]:
     """The reply's proposals within the attempt budget, every call made, and the last error.
 
@@ -188,8 +189,8 @@ def ask(
     """
     calls: list[Call] = []
     error: str | None = None
-    attempts = int(dials["enrichment_max_attempts"])
-    backoff = float(dials["enrichment_retry_backoff_seconds"])
+    attempts = dials.enrichment_max_attempts
+    backoff = dials.enrichment_retry_backoff_seconds
     for attempt in range(1, attempts + 1):
         at, started = _now(), time.perf_counter()
         completion, items, retry = None, None, True
@@ -236,14 +237,14 @@ def enrich_orphan(
     conn: Any,
     orphan: Orphan,
     proposer: Proposer,
-    dials: Mapping[str, Any],
+    dials: Settings,
     run_id: UUID,
     dry_run: bool,
     unstored: list[Accepted],
     as_of: datetime | None = None,
 ) -> tuple[OrphanResult, list[Call]]:
     """Ask for, validate and (unless a dry run) write the edges of one orphan, all or nothing."""
-    candidates = graph.select_candidates(conn, orphan, int(dials["enrichment_candidate_count"]))
+    candidates = graph.select_candidates(conn, orphan, dials.enrichment_candidate_count)
     prompt = build_prompt(orphan, candidates, dials)
     conn.rollback()  # end the read: nothing is held open while the model thinks
     result = OrphanResult(
@@ -279,8 +280,8 @@ def enrich_orphan(
             orphan,
             proposals,
             facts,
-            list(dials["enrichment_allowed_types"]),
-            int(dials["enrichment_max_proposals_per_orphan"]),
+            list(dials.enrichment_allowed_types),
+            dials.enrichment_max_proposals_per_orphan,
         )
         result.accepted = [a.as_dict() for a in accepted]
         result.rejected = [r.as_dict() for r in rejected]
@@ -299,7 +300,7 @@ def enrich_orphan(
             source_type="enriched",
             at=at,
             run_id=run_id,
-            new_confidence=dials["enrichment_confidence"],
+            new_confidence=dials.enrichment_confidence,
             reason=f"enriched by {proposer.name}",
         )
         edge_ids = {w.identity: str(w.id) for w in written}
@@ -374,7 +375,7 @@ def _enrich(
         if limit is not None and limit < 1:
             raise ValidationError(f"--limit must be at least 1, not {limit}")
         proposer = choose_proposer(dials, model)
-        limit = limit or int(dials["enrichment_default_limit"])
+        limit = limit or dials.enrichment_default_limit
         summary = EnrichmentSummary(
             run_id=uuid.uuid4(),
             dry_run=dry_run,
@@ -385,7 +386,7 @@ def _enrich(
             limit=limit,
             already_enriched=graph.count_already_enriched(conn, topic, proposer.name),
             started_at=_now(),
-            prices=model_prices(list(dials["enrichment_prices_usd_per_million_tokens"])),
+            prices=model_prices(list(dials.enrichment_prices_usd_per_million_tokens)),
         )
         orphans = graph.select_orphans(conn, topic, proposer.name, limit)
         if dry_run:

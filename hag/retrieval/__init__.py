@@ -36,6 +36,7 @@ from hag.errors import NotFoundError, ValidationError
 from hag.retrieval import ranking, render, store
 from hag.retrieval.cache import TTLCache
 from hag.retrieval.model import Advisory, PassReport, RenderedEdge, RetrievalResult, Visual
+from hag.settings import Settings
 from hag.visibility import topic_scopes
 
 __all__ = [
@@ -59,7 +60,7 @@ _SLUG = re.compile(r"_unanchored_|[a-z0-9][a-z0-9-]*")
 
 _results = TTLCache()
 _embeddings = TTLCache()
-_fingerprints: dict[int, tuple[Mapping[str, Any], str]] = {}
+_fingerprints: dict[int, tuple[Settings, str]] = {}
 
 
 def clear_caches() -> None:
@@ -99,7 +100,7 @@ def retrieve(
     embedder = get_embedder()
     context = cut(
         ranking.query_context(title, level, focus, student_message, dials),
-        int(dials["embed_max_chars"]),
+        dials.embed_max_chars,
     )
     # Everything that changes the answer: the embedded text (topic title, level, focus,
     # message), the topic, the learner (whose patterns the student pass reads), the slugs,
@@ -115,7 +116,7 @@ def retrieve(
     )
     # On a caller's connection the answer is what that transaction sees (perhaps rows it
     # never commits): such a result is neither served from the shared cache nor put in it.
-    ttl = float(dials["retrieval_cache_ttl_seconds"]) if conn is None else 0.0
+    ttl = float(dials.retrieval_cache_ttl_seconds) if conn is None else 0.0
     cached = _results.get(key, ttl) if ttl > 0 else None
     if cached is not None:
         return dataclasses.replace(cached, cached=True)
@@ -125,7 +126,7 @@ def retrieve(
         topic_id, learner_id, context, vector, slugs, expected, ann, dials, conn
     )
     if ttl > 0:
-        _results.put(key, result, int(dials["retrieval_cache_size"]))
+        _results.put(key, result, dials.retrieval_cache_size)
     return result
 
 
@@ -158,7 +159,7 @@ def _prepare(
     recent_concepts: Iterable[str | Sequence[str]],
     expected_concepts: Iterable[str],
     conn: Any,
-) -> tuple[Mapping[str, Any], list[str], list[str], str, Any]:
+) -> tuple[Settings, list[str], list[str], str, Any]:
     """Check the ids, read the dials, the slugs, the topic's title and its ANN index.
 
     Refuses ids the schema could never hold, and a topic that does not exist.
@@ -204,13 +205,11 @@ def _check_text(what: str, value: Any, shape: re.Pattern[str], rule: str) -> Non
         raise ValidationError(f"{what} {shown} is not valid: use {rule}")
 
 
-def _catalog(
-    conn: Any, topic_id: str, dials: Mapping[str, Any]
-) -> tuple[str | None, frozenset[str]]:
+def _catalog(conn: Any, topic_id: str, dials: Settings) -> tuple[str | None, frozenset[str]]:
     """The topic's title and the usable ANN indexes: from memory when at hand (no connection
     is taken then); a caller's connection reads them fresh and leaves the shared catalogue be.
     """
-    ttl = float(dials["settings_cache_ttl_seconds"])
+    ttl = float(dials.settings_cache_ttl_seconds)
     shared = conn is None
     return (
         store.catalog.title(lambda: store.reader(conn), topic_id, ttl, store=shared),
@@ -218,7 +217,7 @@ def _catalog(
     )
 
 
-def _fingerprint(dials: Mapping[str, Any]) -> str:
+def _fingerprint(dials: Settings) -> str:
     """A short digest of every dial's value, computed once per settings snapshot."""
     hit = _fingerprints.get(id(dials))
     if hit is not None and hit[0] is dials:
@@ -231,13 +230,13 @@ def _fingerprint(dials: Mapping[str, Any]) -> str:
     return digest
 
 
-def _embed(embedder: Any, context: str, dials: Mapping[str, Any]) -> np.ndarray:
+def _embed(embedder: Any, context: str, dials: Settings) -> np.ndarray:
     key = (embedder.name, context)
     vector = _embeddings.get(key, None)
     if vector is None:
         vector = np.asarray(embedder.embed([context])[0], dtype=np.float32)
         vector.setflags(write=False)
-        _embeddings.put(key, vector, int(dials["embedding_cache_size"]))
+        _embeddings.put(key, vector, dials.embedding_cache_size)
     return vector
 
 
@@ -249,7 +248,7 @@ def _retrieve_uncached(
     slugs: list[str],
     expected: list[str],
     ann: frozenset[str],
-    dials: Mapping[str, Any],
+    dials: Settings,
     conn: Any,
 ) -> RetrievalResult:
     scopes = topic_scopes(dials)
@@ -272,19 +271,17 @@ def _retrieve_uncached(
 
     jobs: dict[str, tuple[Any, ...]] = {
         "topic-semantic": semantic(
-            "topic-semantic", topic_id, scopes, int(dials["match_count"]), f"topic:{topic_id}"
+            "topic-semantic", topic_id, scopes, dials.match_count, f"topic:{topic_id}"
         )
     }
     if slugs:
         jobs["topic-concept"] = (store.concept_pass, slugs, topic_id, scopes, dials)
-    if int(dials["tutor_match_count"]) > 0:
-        jobs["tutor"] = semantic(
-            "tutor", None, ["tutor"], int(dials["tutor_match_count"]), "scope:tutor"
-        )
-    if int(dials["student_match_count"]) > 0:
+    if dials.tutor_match_count > 0:
+        jobs["tutor"] = semantic("tutor", None, ["tutor"], dials.tutor_match_count, "scope:tutor")
+    if dials.student_match_count > 0:
         # a learner's rows are few: always exact (no ANN label names a student scope)
         jobs["student"] = semantic(
-            "student", None, [f"student:{learner_id}"], int(dials["student_match_count"]), ""
+            "student", None, [f"student:{learner_id}"], dials.student_match_count, ""
         )
     # The passes start together; the edge walk needs only the topic passes, so it starts as
     # soon as they are merged and runs while the tutor and student passes may still run.
@@ -293,7 +290,7 @@ def _retrieve_uncached(
     concept_rows = running["topic-concept"].result()[0] if "topic-concept" in running else []
     ranked = ranking.merge_topic(semantic_rows, concept_rows, expected, dials)
     topic = tuple(_advisory(r.row, dials, r.source, r.score) for r in ranked)
-    walked = [a.entry_id for a in topic[: int(dials["edge_walk_top_k"])]]
+    walked = [a.entry_id for a in topic[: dials.edge_walk_top_k]]
     # Only targets this learner may read in this topic are walked (hag_entry_readable, the
     # rule sessions are held to as well): never another learner's pattern or a drawing.
     who = visibility.reader(learner_id, topic_id, dials)
@@ -315,7 +312,7 @@ def _retrieve_uncached(
                 e["edge_type"],
                 e["target_instruction"],
                 e["condition"],
-                int(dials["edge_target_max_chars"]),
+                dials.edge_target_max_chars,
             )
             trees[int(e["rank"]) - 1].append(line)
             edges.append(
@@ -354,7 +351,7 @@ def _start(conn: Any, fn: Any, *args: Any) -> Future[Any]:
 
 
 def _edge_walk(
-    conn: Any, walked: list[Any], dials: Mapping[str, Any], who: visibility.Reader
+    conn: Any, walked: list[Any], dials: Settings, who: visibility.Reader
 ) -> tuple[list[Any], PassReport]:
     started = time.perf_counter()
     rows = store.edge_walk(conn, walked, dials, who)
@@ -363,7 +360,7 @@ def _edge_walk(
 
 
 def _advisory(
-    row: Mapping[str, Any], dials: Mapping[str, Any], source: str = "semantic", score: float = 0.0
+    row: Mapping[str, Any], dials: Settings, source: str = "semantic", score: float = 0.0
 ) -> Advisory:
     confidence = float(row["confidence"])
     return Advisory(
@@ -375,7 +372,7 @@ def _advisory(
         confidence=confidence,
         routing_score=ranking.routing_score(row),
         band=ranking.band(confidence, dials),
-        instruction=ranking.clip_advisory(row["instruction"], int(dials["advisory_max_chars"])),
+        instruction=ranking.clip_advisory(row["instruction"], dials.advisory_max_chars),
         topic_id=row["topic_id"],
         source=source,
         rank_score=score,

@@ -35,7 +35,7 @@ def topics_needing_index(conn: Any, dials: Any = None) -> list[str]:
     from hag.retrieval import topic_scopes
 
     dials = dials or settings.load(conn)
-    limit = int(dials["topic_exact_scan_max_rows"])
+    limit = dials.topic_exact_scan_max_rows
     rows = conn.execute(query("retrieval", "topic_sizes"), {"scopes": topic_scopes(dials)})
     return [r["topic_id"] for r in rows.fetchall() if int(r["n"]) > limit]
 
@@ -64,8 +64,8 @@ def build_topic_indexes(
             "SELECT set_config('lock_timeout', %s, false), "
             "set_config('maintenance_work_mem', %s, false)",
             (
-                f"{int(dials['ann_build_lock_timeout_seconds'])}s",
-                f"{int(dials['ann_build_memory_mb'])}MB",
+                f"{dials.ann_build_lock_timeout_seconds}s",
+                f"{dials.ann_build_memory_mb}MB",
             ),
         )
         wanted = topics if topics is not None else topics_needing_index(conn, dials)
@@ -100,8 +100,8 @@ def _build(conn: Any, topic_id: str, dials: Any, concurrently: bool) -> None:
         ).format(
             sql.SQL("CONCURRENTLY") if concurrently else sql.SQL(""),
             name,
-            sql.Literal(int(dials["hnsw_m"])),
-            sql.Literal(int(dials["hnsw_ef_construction"])),
+            sql.Literal(dials.hnsw_m),
+            sql.Literal(dials.hnsw_ef_construction),
             sql.Literal(topic_id),
         )
     )

@@ -11,21 +11,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hag.settings import Settings
+
 Row = Mapping[str, Any]
 
 
 def query_context(
-    topic_title: str, level: str | None, focus: str | None, message: str, dials: Mapping[str, Any]
+    topic_title: str, level: str | None, focus: str | None, message: str, dials: Settings
 ) -> str:
     """The seed's one context string per turn, embedded once and reused by every pass."""
-    limit = int(dials["query_message_max_chars"])
+    limit = dials.query_message_max_chars
     return (
         f"topic:{topic_title} level:{level or 'none'} focus:{focus or 'none'} "
         f"student:{message[:limit]}"
     )
 
 
-def recent_slugs(recent: Iterable[str | Sequence[str]], dials: Mapping[str, Any]) -> list[str]:
+def recent_slugs(recent: Iterable[str | Sequence[str]], dials: Settings) -> list[str]:
     """The concept slugs of the last `recent_concept_turns` turns, newest first, once each.
 
     `recent` is either one slug per item (already the recent turns' slugs) or one sequence
@@ -35,21 +37,21 @@ def recent_slugs(recent: Iterable[str | Sequence[str]], dials: Mapping[str, Any]
     slugs: list[str] = [i for i in given if isinstance(i, str)]
     if len(slugs) < len(given):
         turns = [[i] if isinstance(i, str) else list(i) for i in given]
-        turns = turns[-int(dials["recent_concept_turns"]) :]
+        turns = turns[-dials.recent_concept_turns :]
         slugs = [slug for turn in reversed(turns) for slug in turn if isinstance(slug, str)]
     return list(dict.fromkeys(s.strip() for s in slugs if s and s.strip()))
 
 
-def maturity_boost(maturity: str, dials: Mapping[str, Any]) -> float:
+def maturity_boost(maturity: str, dials: Settings) -> float:
     """The seed's maturity boost (= maturity weight): proven 1.1, pattern 1.05, else 1.0."""
     if maturity == "proven":
-        return float(dials["boost_proven"])
+        return dials.boost_proven
     if maturity == "pattern":
-        return float(dials["boost_pattern"])
-    return float(dials["boost_candidate"])
+        return dials.boost_pattern
+    return dials.boost_candidate
 
 
-def boosted_similarity(row: Row, dials: Mapping[str, Any]) -> float:
+def boosted_similarity(row: Row, dials: Settings) -> float:
     """The seed's semantic ORDER BY key: similarity times the maturity boost."""
     return float(row["similarity"]) * maturity_boost(row["maturity"], dials)
 
@@ -61,7 +63,7 @@ class Reranked:
 
 
 def rerank_candidates(
-    candidates: Sequence[Row], k: int, requested: int, dials: Mapping[str, Any]
+    candidates: Sequence[Row], k: int, requested: int, dials: Settings
 ) -> Reranked:
     """Top `k` of nearest-first candidates by the seed's boosted order, and whether that is exact.
 
@@ -78,14 +80,12 @@ def rerank_candidates(
     if len(candidates) < requested or len(ranked) < k:
         return Reranked(ranked, False)
     last = float(candidates[-1]["similarity"])
-    boosts = [float(dials[key]) for key in ("boost_proven", "boost_pattern", "boost_candidate")]
+    boosts = [dials.boost_proven, dials.boost_pattern, dials.boost_candidate]
     bound = last * (max(boosts) if last >= 0 else min(boosts))
     return Reranked(ranked, boosted_similarity(ranked[-1], dials) > bound)
 
 
-def rerank_compact(
-    candidates: Sequence[Row], k: int, requested: int, dials: Mapping[str, Any]
-) -> Reranked:
+def rerank_compact(candidates: Sequence[Row], k: int, requested: int, dials: Settings) -> Reranked:
     """Top `k` of the compact copy's candidates by the seed's order, and whether that is exact.
 
     The candidates are the `requested` rows with the best boosted similarity in half
@@ -103,8 +103,8 @@ def rerank_compact(
     if len(ranked) < k:
         return Reranked(ranked, False)
     floor = min(float(r["approximate"]) for r in candidates)
-    boosts = [float(dials[key]) for key in ("boost_proven", "boost_pattern", "boost_candidate")]
-    bound = floor + float(dials["compact_similarity_error"]) * max(boosts)
+    boosts = [dials.boost_proven, dials.boost_pattern, dials.boost_candidate]
+    bound = floor + dials.compact_similarity_error * max(boosts)
     return Reranked(ranked, boosted_similarity(ranked[-1], dials) > bound)
 
 
@@ -119,11 +119,11 @@ def merge_topic(
     semantic: Sequence[Row],
     by_concept: Sequence[Row],
     expected: Iterable[str],
-    dials: Mapping[str, Any],
+    dials: Settings,
 ) -> list[Ranked]:
     """The seed's merge of the two topic passes: dedupe (semantic wins), re-rank, keep top k."""
     expected_slugs = set(expected)
-    bonus = float(dials["concept_match_bonus"])
+    bonus = dials.concept_match_bonus
     merged: dict[Any, Ranked] = {}
     for source, rows in (("semantic", semantic), ("concept", by_concept)):
         for row in rows:
@@ -137,7 +137,7 @@ def merge_topic(
             )
             merged[row["id"]] = Ranked(row, source, score)
     ranked = sorted(merged.values(), key=lambda r: (-r.score, r.source != "semantic", r.row["id"]))
-    return ranked[: int(dials["topic_top_k"])]
+    return ranked[: dials.topic_top_k]
 
 
 def relative_contrast(candidates: Sequence[Row], k: int, mean_similarity: float) -> float:
@@ -164,11 +164,11 @@ def routing_score(row: Row) -> float:
     return float(row["confidence"]) * float(row["similarity"])
 
 
-def band(confidence: float, dials: Mapping[str, Any]) -> str:
+def band(confidence: float, dials: Settings) -> str:
     """The confidence band label of an advisory: high, medium or low (never a filter)."""
-    if confidence >= float(dials["band_high_min"]):
+    if confidence >= dials.band_high_min:
         return "high"
-    if confidence >= float(dials["band_medium_min"]):
+    if confidence >= dials.band_medium_min:
         return "medium"
     return "low"
 

@@ -25,6 +25,7 @@ import psycopg
 from hag import db
 from hag.retrieval.model import PassReport
 from hag.retrieval.ranking import Row, relative_contrast, rerank_candidates, rerank_compact
+from hag.settings import Settings
 from hag.sqlfiles import query
 from hag.visibility import Reader
 
@@ -116,16 +117,16 @@ def use_ef_search(conn: psycopg.Connection[Any], ef_search: int) -> None:
         _ef_search[conn] = ef_search
 
 
-def filters(dials: Mapping[str, Any]) -> dict[str, Any]:
+def filters(dials: Settings) -> dict[str, Any]:
     """The seed's filter and boost parameters, from the dials."""
     return {
-        "min_confidence": float(dials["retrieval_min_confidence"]),
-        "floor_proven": float(dials["floor_proven"]),
-        "floor_pattern": float(dials["floor_pattern"]),
-        "floor_candidate": float(dials["floor_candidate"]),
-        "boost_proven": float(dials["boost_proven"]),
-        "boost_pattern": float(dials["boost_pattern"]),
-        "boost_other": float(dials["boost_candidate"]),
+        "min_confidence": dials.retrieval_min_confidence,
+        "floor_proven": dials.floor_proven,
+        "floor_pattern": dials.floor_pattern,
+        "floor_candidate": dials.floor_candidate,
+        "boost_proven": dials.boost_proven,
+        "boost_pattern": dials.boost_pattern,
+        "boost_other": dials.boost_candidate,
     }
 
 
@@ -136,7 +137,7 @@ def semantic_pass(
     topic_id: str | None,
     scopes: Sequence[str],
     count: int,
-    dials: Mapping[str, Any],
+    dials: Settings,
     approximate: bool,
     shared: bool = True,
 ) -> tuple[list[Row], PassReport]:
@@ -156,27 +157,27 @@ def semantic_pass(
     params = {**filters(dials), "query": vector, "topic_id": topic_id, "scopes": list(scopes)}
     reason = ""
     if approximate:
-        use_ef_search(conn, int(dials["hnsw_ef_search"]))
+        use_ef_search(conn, dials.hnsw_ef_search)
         mean = catalog.mean_vector(
-            conn, topic_id, scopes, float(dials["ann_mean_ttl_seconds"]), store=shared
+            conn, topic_id, scopes, float(dials.ann_mean_ttl_seconds), store=shared
         )
         norm = float(np.linalg.norm(vector))
         mean_similarity = float(vector @ mean) / norm if mean is not None and norm else 0.0
-        requested = max(int(dials["ann_candidates"]), count)
+        requested = max(dials.ann_candidates, count)
         reason = "exact-fallback"
         sample = catalog.contrast_sample(
             conn,
             topic_id,
             scopes,
-            int(dials["ann_contrast_sample_rows"]),
-            float(dials["ann_mean_ttl_seconds"]),
+            dials.ann_contrast_sample_rows,
+            float(dials.ann_mean_ttl_seconds),
             store=shared,
         )
         if sample is not None and norm:
             # the sample's nearest row is no nearer than the set's: a low contrast here is
             # low for the walk too, which would only be turned away after its cost
             nearest = [{"similarity": float(np.max(sample @ vector)) / norm}]
-            if relative_contrast(nearest, 1, mean_similarity) < float(dials["ann_min_contrast"]):
+            if relative_contrast(nearest, 1, mean_similarity) < dials.ann_min_contrast:
                 requested = 0
                 reason = "exact-low-contrast-sampled"
         for attempt in range(2 if requested else 0):
@@ -186,7 +187,7 @@ def semantic_pass(
             # Nearest first, exactly: an iterative scan in relaxed order may hand rows back
             # slightly out of distance order, and both checks below read positions.
             rows.sort(key=lambda r: (-float(r["similarity"]), r["id"]))
-            if relative_contrast(rows, 1, mean_similarity) < float(dials["ann_min_contrast"]):
+            if relative_contrast(rows, 1, mean_similarity) < dials.ann_min_contrast:
                 reason = "exact-low-contrast"
                 break
             reranked = rerank_candidates(rows, count, requested, dials)
@@ -195,7 +196,7 @@ def semantic_pass(
                 return reranked.rows, _report(name, path, reranked.rows, started)
             if len(rows) < requested:
                 break  # the scan ran dry: the eligible set is small, or the scan stopped
-            requested *= int(dials["ann_widen_factor"])
+            requested *= dials.ann_widen_factor
     rows, method = exact_answer(conn, params, count, dials, compact_set(topic_id, scopes))
     return rows, _report(name, f"{reason}, {method}" if reason else method, rows, started)
 
@@ -216,7 +217,7 @@ def exact_answer(
     conn: psycopg.Connection[Any],
     params: Mapping[str, Any],
     count: int,
-    dials: Mapping[str, Any],
+    dials: Settings,
     search_set: str | None,
 ) -> tuple[list[Row], str]:
     """The seed's exact answer for a pass, and how it was obtained.
@@ -227,7 +228,7 @@ def exact_answer(
     or when even the wider try proves nothing, the seed's query itself ('exact').
     """
     if search_set is not None:
-        requested = max(int(dials["compact_candidates"]), count)
+        requested = max(dials.compact_candidates, count)
         for attempt in range(2):
             rows = conn.execute(
                 query("retrieval", "compact_candidates"),
@@ -236,7 +237,7 @@ def exact_answer(
             reranked = rerank_compact(rows, count, requested, dials)
             if reranked.proven:
                 return reranked.rows, "compact" if attempt == 0 else "compact-widened"
-            requested *= int(dials["ann_widen_factor"])
+            requested *= dials.ann_widen_factor
     return seed_exact(conn, params, count), "exact"
 
 
@@ -252,7 +253,7 @@ def concept_pass(
     slugs: Sequence[str],
     topic_id: str,
     scopes: Sequence[str],
-    dials: Mapping[str, Any],
+    dials: Settings,
 ) -> tuple[list[Row], PassReport]:
     """The seed's by-concept pass over the topic scopes."""
     started = time.perf_counter()
@@ -263,7 +264,7 @@ def concept_pass(
             "slugs": list(slugs),
             "topic_id": topic_id,
             "scopes": list(scopes),
-            "match_count": int(dials["concept_match_count"]),
+            "match_count": dials.concept_match_count,
         },
     ).fetchall()
     return rows, _report("topic-concept", "exact", rows, started)
@@ -272,7 +273,7 @@ def concept_pass(
 def edge_walk(
     conn: psycopg.Connection[Any],
     entry_ids: Sequence[Any],
-    dials: Mapping[str, Any],
+    dials: Settings,
     reader: Reader,
 ) -> list[Row]:
     """Outgoing edges of each entry in order, walk-filtered, at most the per-entry dial each.
@@ -284,9 +285,9 @@ def edge_walk(
         {
             "entry_ids": list(entry_ids),
             **reader.params(),
-            "min_confidence": float(dials["edge_min_confidence"]),
-            "include_candidates": bool(dials["edge_include_candidate_targets"]),
-            "per_entry": int(dials["edge_walk_max_edges_per_entry"]),
+            "min_confidence": dials.edge_min_confidence,
+            "include_candidates": dials.edge_include_candidate_targets,
+            "per_entry": dials.edge_walk_max_edges_per_entry,
         },
     ).fetchall()
 
@@ -429,7 +430,7 @@ class Catalog:
                     self._refreshing.discard(key)
 
     def ann_labels(
-        self, connect: Connect, ttl: float, dials: Mapping[str, Any], *, store: bool = True
+        self, connect: Connect, ttl: float, dials: Settings, *, store: bool = True
     ) -> frozenset[str]:
         """Labels ('topic:<id>', 'scope:tutor') of the valid ANN indexes worth using.
 
@@ -449,8 +450,8 @@ class Catalog:
             if store:
                 with self._lock:
                     self._ann = (now, sizes)
-        topic_max = int(dials["topic_exact_scan_max_rows"])
-        scope_max = int(dials["exact_scan_max_rows"])
+        topic_max = dials.topic_exact_scan_max_rows
+        scope_max = dials.exact_scan_max_rows
         return frozenset(
             label
             for label, n in sizes.items()

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from hag import bounds, visibility
 from hag.session.contract import SessionPayload
+from hag.settings import Settings
 from hag.sqlfiles import query
 
 
@@ -80,7 +81,7 @@ def ingest_payload(
     conn: Any,
     payload: Raw,
     source: str = "api",
-    dials: Mapping[str, Any] | None = None,
+    dials: Settings | None = None,
 ) -> IngestResult:
     """Queue one session payload (a dict, JSON text or bytes), or quarantine it with the reason."""
     if dials is None:
@@ -111,7 +112,7 @@ def quarantine(
     refusal: Refusal,
     source: str,
     session_id: str | None = None,
-    dials: Mapping[str, Any] | None = None,
+    dials: Settings | None = None,
 ) -> IngestResult:
     """Keep a refused payload for review: a bounded prefix (dial session_quarantine_max_bytes)
     with the SHA-256 and size of the whole, and the reason; returns the quarantined result."""
@@ -119,7 +120,7 @@ def quarantine(
         from hag import settings
 
         dials = settings.current()
-    keep = int(dials["session_quarantine_max_bytes"])
+    keep = dials.session_quarantine_max_bytes
     if isinstance(raw, Oversize):
         prefix, size, digest = raw.prefix[:keep], raw.size, raw.sha256
     else:
@@ -165,16 +166,16 @@ def _raw_bytes(payload: Mapping[str, Any] | str | bytes) -> bytes:
     return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
 
 
-def _too_large(size: int, dials: Mapping[str, Any]) -> Refusal:
+def _too_large(size: int, dials: Settings) -> Refusal:
     return Refusal(
         f"payload is {size} bytes, over the limit of "
-        f"{dials['session_max_payload_bytes']} (dial session_max_payload_bytes)"
+        f"{dials.session_max_payload_bytes} (dial session_max_payload_bytes)"
     )
 
 
-def _parse_text(data: bytes, dials: Mapping[str, Any]) -> str:
+def _parse_text(data: bytes, dials: Settings) -> str:
     """The payload as text: refused when too large, not UTF-8, or nested too deep to parse."""
-    if len(data) > dials["session_max_payload_bytes"]:
+    if len(data) > dials.session_max_payload_bytes:
         raise _too_large(len(data), dials)
     try:
         raw = data.decode("utf-8")  # strict: overlong forms and surrogates are invalid too
@@ -184,10 +185,10 @@ def _parse_text(data: bytes, dials: Mapping[str, Any]) -> str:
             f"({data[exc.start : exc.start + 4].hex(' ')})"
         ) from None
     depth = nesting_depth(raw)
-    if depth > dials["session_max_depth"]:
+    if depth > dials.session_max_depth:
         raise Refusal(
             f"payload is nested {depth} levels deep, over the limit of "
-            f"{dials['session_max_depth']} (dial session_max_depth)"
+            f"{dials.session_max_depth} (dial session_max_depth)"
         )
     return raw
 
@@ -207,7 +208,7 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
-def _parse(raw: str, dials: Mapping[str, Any]) -> dict[str, Any]:
+def _parse(raw: str, dials: Settings) -> dict[str, Any]:
     try:
         parsed = json.loads(raw, parse_constant=_no_constants)
     except (json.JSONDecodeError, ValueError) as exc:
@@ -229,7 +230,7 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _validate(raw: str, parsed: dict[str, Any], dials: Mapping[str, Any]) -> SessionPayload:
+def _validate(raw: str, parsed: dict[str, Any], dials: Settings) -> SessionPayload:
     bad = _first_unstorable(parsed, "")
     if bad is not None:
         where, what = bad
@@ -238,10 +239,10 @@ def _validate(raw: str, parsed: dict[str, Any], dials: Mapping[str, Any]) -> Ses
         session = SessionPayload.model_validate_json(raw)
     except ValidationError as exc:
         raise _refusal_from(exc, parsed) from None
-    if len(session.turns) > dials["session_max_turns"]:
+    if len(session.turns) > dials.session_max_turns:
         raise Refusal(
             f"turns: {len(session.turns)} turns, over the limit of "
-            f"{dials['session_max_turns']} (dial session_max_turns)",
+            f"{dials.session_max_turns} (dial session_max_turns)",
             "turns",
         )
     seen: set[int] = set()
@@ -264,7 +265,7 @@ def _validate(raw: str, parsed: dict[str, Any], dials: Mapping[str, Any]) -> Ses
     return session
 
 
-def _check_bounds(session: SessionPayload, dials: Mapping[str, Any]) -> None:
+def _check_bounds(session: SessionPayload, dials: Settings) -> None:
     """Refuse a timestamp far from now and slugs, names or texts over their dials."""
     problem = bounds.timestamp_problem(session.ended_at, dials)
     if problem:
@@ -370,7 +371,7 @@ def _first_unstorable(value: Any, path: str) -> tuple[str, str] | None:
     return None
 
 
-def _check_references(conn: Any, session: SessionPayload, dials: Mapping[str, Any]) -> None:
+def _check_references(conn: Any, session: SessionPayload, dials: Settings) -> None:
     """Refuse a payload that names a topic, entry or edge the memory does not hold, or an
     entry (an edge's end included) its learner may not read in its topic."""
     if (
@@ -428,7 +429,7 @@ def unreadable(
     conn: Any,
     session: SessionPayload,
     entries: Mapping[UUID, tuple[str, int]],
-    dials: Mapping[str, Any],
+    dials: Settings,
 ) -> tuple[str, str, int] | None:
     """(reason, field, turn) for the first named entry the session's learner may not read in
     its topic (hag_entry_readable, the retrieval rule), or None when every one is readable."""
@@ -501,7 +502,7 @@ def read_payloads(
     if max_bytes is None:
         from hag import settings
 
-        max_bytes = int(settings.current()["session_max_payload_bytes"])
+        max_bytes = settings.current().session_max_payload_bytes
     if stream is not None:
         yield from _json_lines(str(path), stream, max_bytes)
         return

@@ -25,13 +25,14 @@ import numpy as np
 
 from hag.corpus import UNANCHORED  # one spelling of the seed's no-identity slug
 from hag.embeddings import normalise_rows
+from hag.settings import Settings
 
 STEPS = ("exact", "near", "minted", "unanchored")
-_QUALITY_DIAL = {
-    "exact": "ladder_quality_exact",
-    "near": "ladder_quality_near",
-    "minted": "ladder_quality_minted",
-    "unanchored": "ladder_quality_unanchored",
+_QUALITY_DIAL: dict[str, Callable[[Settings], float]] = {
+    "exact": lambda dials: dials.ladder_quality_exact,
+    "near": lambda dials: dials.ladder_quality_near,
+    "minted": lambda dials: dials.ladder_quality_minted,
+    "unanchored": lambda dials: dials.ladder_quality_unanchored,
 }
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -121,14 +122,14 @@ class Catalogue:
         return self.embedded_slugs[best], float(sims[best])
 
 
-def quality(step: str, dials: Mapping[str, Any]) -> float:
-    return float(dials[_QUALITY_DIAL[step]])
+def quality(step: str, dials: Settings) -> float:
+    return _QUALITY_DIAL[step](dials)
 
 
 def resolve_all(
     names: Sequence[str],
     catalogue: Catalogue,
-    dials: Mapping[str, Any],
+    dials: Settings,
     embed: Callable[[list[str]], np.ndarray],
 ) -> list[Resolution]:
     """Climb the ladder for every name; names that need the embedding step are embedded once, together."""
@@ -141,7 +142,7 @@ def resolve_all(
     if pending and len(catalogue.embedded_slugs):
         for name, vector in zip(pending, embed(pending), strict=True):
             near = catalogue.nearest(vector)
-            if near is not None and near[1] >= dials["ladder_near_similarity"]:
+            if near is not None and near[1] >= dials.ladder_near_similarity:
                 found[name] = (near[0], "near")
     out = []
     for name in names:
@@ -150,9 +151,9 @@ def resolve_all(
     return out
 
 
-def _mint(name: str, dials: Mapping[str, Any]) -> tuple[str, str]:
+def _mint(name: str, dials: Settings) -> tuple[str, str]:
     slug = slugify(name)
-    if len(slug) >= dials["ladder_mint_min_chars"]:
+    if len(slug) >= dials.ladder_mint_min_chars:
         return slug, "minted"
     return UNANCHORED, "unanchored"
 

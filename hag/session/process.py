@@ -42,6 +42,7 @@ from hag.errors import HagError
 from hag.session import rules
 from hag.session.contract import SessionPayload, Turn
 from hag.session.ladder import UNANCHORED, Catalogue, as_array, candidate_slug, resolve_all
+from hag.settings import Settings
 from hag.sqlfiles import query
 from hag.timing import timed
 
@@ -146,10 +147,10 @@ class _Plan:
     lock_keys: list[str]
 
 
-def graph_scope(graph: str, learner_id: str, dials: Mapping[str, Any]) -> str:
+def graph_scope(graph: str, learner_id: str, dials: Settings) -> str:
     """The visibility scope an observation for a graph is written with."""
     if graph == "topic":
-        return str(dials["session_topic_scope"])
+        return dials.session_topic_scope
     if graph == "student":
         return f"student:{learner_id}"
     return graph  # tutor | visual
@@ -159,7 +160,7 @@ def _plan(
     session: SessionPayload,
     turns: list[Turn],
     catalogue: Catalogue,
-    dials: Mapping[str, Any],
+    dials: Settings,
     embed: Callable[[list[str]], np.ndarray],
 ) -> _Plan:
     items = [(t.turn_index, o) for t in turns for o in t.observations]
@@ -189,7 +190,7 @@ def _plan(
 def apply_session(
     conn: Any,
     session: SessionPayload,
-    dials: Mapping[str, Any],
+    dials: Settings,
     *,
     run_id: UUID | None = None,
     caches: Caches | None = None,
@@ -225,7 +226,7 @@ def observations_to_entries(
     conn: Any,
     session: SessionPayload,
     plan: _Plan,
-    dials: Mapping[str, Any],
+    dials: Settings,
     counts: SessionCounts,
     run_id: UUID | None,
 ) -> None:
@@ -240,7 +241,7 @@ def observations_to_entries(
     """
     if not plan.observations:
         return
-    threshold = float(dials["student_pattern_dedup_threshold"])
+    threshold = dials.student_pattern_dedup_threshold
     patterns: list[tuple[str, np.ndarray]] = []  # (slug, unit vector) of this learner's patterns
     if any(o.graph == "student" for _, o, _ in plan.observations):
         scope = graph_scope("student", session.learner_id, dials)
@@ -362,7 +363,7 @@ def fallback_condition(turn: Turn, failed_slug: str) -> str:
 
 
 def propose_prerequisites(
-    conn: Any, session: SessionPayload, plan: _Plan, dials: Mapping[str, Any], counts: SessionCounts
+    conn: Any, session: SessionPayload, plan: _Plan, dials: Settings, counts: SessionCounts
 ) -> list[EdgeObservation]:
     """Step 3: a `prerequisite` edge per struggle with evidence, struggled -> missing concept.
 
@@ -398,10 +399,10 @@ def propose_prerequisites(
     return observed
 
 
-def _evidence_sources(observed: list[EdgeObservation], dials: Mapping[str, Any]) -> list[UUID]:
+def _evidence_sources(observed: list[EdgeObservation], dials: Settings) -> list[UUID]:
     """Under the lift rule, the concepts (entries) this session reports struggles on: every
     prerequisite out of them (their chance changed) or into them is re-weighed."""
-    if dials["prerequisite_confidence_rule"] != "lift":
+    if dials.prerequisite_confidence_rule != "lift":
         return []
     return sorted({o.source_entry_id for o in observed if o.edge_type == "prerequisite"}, key=str)
 
@@ -432,7 +433,7 @@ def reinforce(
     conn: Any,
     session: SessionPayload,
     observed: list[EdgeObservation],
-    dials: Mapping[str, Any],
+    dials: Settings,
     counts: SessionCounts,
     run_id: UUID | None,
 ) -> None:
@@ -458,7 +459,7 @@ def weigh_prerequisite_evidence(
     conn: Any,
     session: SessionPayload,
     sources: list[UUID],
-    dials: Mapping[str, Any],
+    dials: Settings,
     counts: SessionCounts,
     run_id: UUID | None,
 ) -> None:
@@ -475,7 +476,7 @@ def weigh_prerequisite_evidence(
         return
     rows = conn.execute(
         query("session", "prerequisite_evidence"),
-        {"sources": sources, "walk_min": dials["edge_min_confidence"]},
+        {"sources": sources, "walk_min": dials.edge_min_confidence},
     ).fetchall()
     ids, confidences = [], []
     for r in rows:
@@ -517,7 +518,7 @@ def grade_outcomes(
     conn: Any,
     session: SessionPayload,
     turns: list[Turn],
-    dials: Mapping[str, Any],
+    dials: Settings,
     counts: SessionCounts,
     run_id: UUID | None,
 ) -> None:
@@ -530,7 +531,7 @@ def grade_outcomes(
     """
     edge_outcomes: dict[UUID, list[str | None]] = defaultdict(list)
     entry_steps: dict[UUID, list[tuple[str | None, float]]] = defaultdict(list)
-    default_strength = float(dials["outcome_strength_default"])
+    default_strength = dials.outcome_strength_default
     for turn in turns:
         for edge_id in dict.fromkeys(turn.rendered_edge_ids):
             edge_outcomes[edge_id].append(turn.outcome)
@@ -590,7 +591,7 @@ def grade_outcomes(
 
 
 def _edge_shifts(
-    conn: Any, edge_outcomes: Mapping[UUID, list[str | None]], dials: Mapping[str, Any]
+    conn: Any, edge_outcomes: Mapping[UUID, list[str | None]], dials: Settings
 ) -> dict[UUID, rules.ClampedShift]:
     """Each rendered edge's grading over the session, as one clamped shift.
 
@@ -600,7 +601,7 @@ def _edge_shifts(
     own counters move): prerequisites under the lift rule are not outcome-graded, and the
     baseline rule grades against the concept's smoothed success rate.
     """
-    if dials["edge_grading_rule"] == "seed" and dials["prerequisite_confidence_rule"] == "seed":
+    if dials.edge_grading_rule == "seed" and dials.prerequisite_confidence_rule == "seed":
         return {i: rules.edge_grading(o, dials) for i, o in edge_outcomes.items()}
     state = {
         r["id"]: r
@@ -613,7 +614,7 @@ def _edge_shifts(
         row = state.get(edge_id)
         if row is not None and not rules.outcome_graded(row["edge_type"], dials):
             shifts[edge_id] = rules.IDENTITY_SHIFT
-        elif row is not None and dials["edge_grading_rule"] == "baseline":
+        elif row is not None and dials.edge_grading_rule == "baseline":
             baseline = rules.smoothed_success_rate(
                 int(row["success_count"]), int(row["failure_count"]), dials
             )
@@ -630,7 +631,7 @@ def _edge_shifts(
 
 def apply_pending_session(
     conn: Any,
-    dials: Mapping[str, Any],
+    dials: Settings,
     *,
     run_id: UUID | None,
     caches: Caches,
@@ -683,7 +684,7 @@ def apply_pending_session(
             conn.rollback()
             attempts += 1
             summary.retries += 1
-            if attempts > dials["session_max_retries"]:
+            if attempts > dials.session_max_retries:
                 raise
             time.sleep(random.uniform(0, 0.005 * attempts))  # de-synchronise the retriers
         except Exception as exc:
@@ -703,7 +704,7 @@ class SessionRefused(HagError):
     """A queued session breaks a rule that ingest also enforces (checked again when applied)."""
 
 
-def check_session(conn: Any, session: SessionPayload, dials: Mapping[str, Any]) -> None:
+def check_session(conn: Any, session: SessionPayload, dials: Settings) -> None:
     """Hold a queued session to the ingest rules that depend on the memory or the dials, which
     may have changed since it was queued: every entry it names (an edge's ends included) is
     readable by its learner in its topic, and its time is within bounds."""
@@ -726,7 +727,7 @@ def check_session(conn: Any, session: SessionPayload, dials: Mapping[str, Any]) 
 
 
 def reject_session(
-    conn: Any, session_id: str, reason: str, run_id: UUID | None, dials: Mapping[str, Any]
+    conn: Any, session_id: str, reason: str, run_id: UUID | None, dials: Settings
 ) -> bool:
     """Mark a pending session `rejected` with the reason and quarantine its payload; False
     when it is no longer pending (another worker finished it first)."""
@@ -752,7 +753,7 @@ def process_batch(
     *,
     run_id: UUID | None = None,
     workers: int = 1,
-    dials: Mapping[str, Any] | None = None,
+    dials: Settings | None = None,
     caches: Caches | None = None,
 ) -> ProcessSummary:
     """Apply up to `size` pending sessions, each in its own transaction, with N workers."""
@@ -830,7 +831,7 @@ def process_pending(
     from hag import runs, settings
 
     dials = settings.current()
-    size = int(batch_size or dials["session_batch_size"])
+    size = int(batch_size or dials.session_batch_size)
     if run_id is not None:
         return _process_pending(run_id, False, size, limit, workers, dials, on_batch, run_batch)
     run = uuid.uuid4()

@@ -11,9 +11,10 @@ tests check that the composition equals the turn-by-turn application.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from hag.settings import Settings
 
 SUCCESS, FAILURE = "success", "failure"
 
@@ -59,28 +60,24 @@ class ClampedShift:
 IDENTITY_SHIFT = ClampedShift()
 
 
-def edge_step(outcome: str | None, dials: Mapping[str, Any]) -> ClampedShift:
+def edge_step(outcome: str | None, dials: Settings) -> ClampedShift:
     """One turn's grading of an edge whose line reached the prompt.
 
     success: min(1.0, c + 0.05); failure: max(0.05, c - 0.05); no outcome: unchanged.
     """
     if outcome == SUCCESS:
-        return ClampedShift(
-            float(dials["edge_grade_step_success"]), None, float(dials["edge_confidence_ceiling"])
-        )
+        return ClampedShift(dials.edge_grade_step_success, None, dials.edge_confidence_ceiling)
     if outcome == FAILURE:
-        return ClampedShift(
-            -float(dials["edge_grade_step_failure"]), float(dials["edge_confidence_floor"]), None
-        )
+        return ClampedShift(-dials.edge_grade_step_failure, dials.edge_confidence_floor, None)
     return IDENTITY_SHIFT
 
 
-def grade_edge(confidence: float, outcome: str | None, dials: Mapping[str, Any]) -> float:
+def grade_edge(confidence: float, outcome: str | None, dials: Settings) -> float:
     """An edge's confidence after one turn's outcome."""
     return edge_step(outcome, dials)(confidence)
 
 
-def edge_grading(outcomes: Iterable[str | None], dials: Mapping[str, Any]) -> ClampedShift:
+def edge_grading(outcomes: Iterable[str | None], dials: Settings) -> ClampedShift:
     """The turn-by-turn grading of one edge in one session, as one function."""
     composed = IDENTITY_SHIFT
     for outcome in outcomes:
@@ -105,10 +102,11 @@ class Affine:
         return Affine(after.scale * self.scale, after.scale * self.shift + after.shift)
 
 
-def learning_rate(maturity: str, dials: Mapping[str, Any]) -> float:
+def learning_rate(maturity: str, dials: Settings) -> float:
     """0.10 for proven entries (they move at half speed), 0.20 otherwise."""
-    key = "entry_learning_rate_proven" if maturity == "proven" else "entry_learning_rate_default"
-    return float(dials[key])
+    if maturity == "proven":
+        return dials.entry_learning_rate_proven
+    return dials.entry_learning_rate_default
 
 
 def entry_step(outcome: str | None, strength: float, lr: float) -> Affine:
@@ -124,7 +122,7 @@ def entry_step(outcome: str | None, strength: float, lr: float) -> Affine:
 
 
 def grade_entry(
-    confidence: float, outcome: str | None, strength: float, maturity: str, dials: Mapping[str, Any]
+    confidence: float, outcome: str | None, strength: float, maturity: str, dials: Settings
 ) -> float:
     """An entry's confidence after one turn's outcome (the asymmetric saturating rule)."""
     lr = learning_rate(maturity, dials)
@@ -146,9 +144,9 @@ def entry_grading(steps: Iterable[tuple[str | None, float]], lr: float) -> Affin
 # --- new entries ---------------------------------------------------------------------------
 
 
-def initial_entry_confidence(quality: float, dials: Mapping[str, Any]) -> float:
+def initial_entry_confidence(quality: float, dials: Settings) -> float:
     """A new entry's confidence: the base, scaled by its ladder step's quality."""
-    return float(dials["observation_base_confidence"]) * quality
+    return dials.observation_base_confidence * quality
 
 
 # --- the evidence rules (issue 14; selected by dials, the seed's rules stay the default) --------
@@ -167,7 +165,7 @@ def lift_confidence(
     hits: int,
     concept_reports: int,
     n_concepts: int,
-    dials: Mapping[str, Any],
+    dials: Settings,
     reverse_evidence: float = 0.0,
 ) -> float:
     """A learned prerequisite's confidence from evidence: h'/(h' + k), h' = hits net of chance.
@@ -179,16 +177,16 @@ def lift_confidence(
     Kept within the edge floor and ceiling.
     """
     chance = chance_reports(
-        hits, concept_reports, n_concepts, float(dials["prerequisite_lift_chance_spread"])
+        hits, concept_reports, n_concepts, dials.prerequisite_lift_chance_spread
     )
-    against = reverse_evidence if dials["prerequisite_lift_reverse"] else 0.0
+    against = reverse_evidence if dials.prerequisite_lift_reverse else 0.0
     net = max(0.0, hits - chance - against)
-    k = float(dials["prerequisite_lift_k"])
+    k = dials.prerequisite_lift_k
     return _edge_bounds(net / (net + k), dials)
 
 
 def reverse_evidence(
-    hits: int | None, source_type: str | None, confidence: float | None, dials: Mapping[str, Any]
+    hits: int | None, source_type: str | None, confidence: float | None, dials: Settings
 ) -> float:
     """The evidence for the reverse edge m -> c, in reports: its own reports, or for an
     authored or enriched edge the reports its confidence stands for on the lift ladder
@@ -197,7 +195,7 @@ def reverse_evidence(
         return 0.0
     if source_type == "learned" or confidence is None:
         return float(hits)
-    k = float(dials["prerequisite_lift_k"])
+    k = dials.prerequisite_lift_k
     stands_for = k * confidence / (1.0 - confidence) if confidence < 1.0 else math.inf
     return max(float(hits), stands_for)
 
@@ -207,7 +205,7 @@ def unlearned_confidence(
     hits: int,
     concept_reports: int,
     n_concepts: int,
-    dials: Mapping[str, Any],
+    dials: Settings,
     support: int = 0,
 ) -> float:
     """Negative evidence on an authored (or enriched) prerequisite c -> m.
@@ -219,28 +217,27 @@ def unlearned_confidence(
     `prerequisite_unlearn_max_share` of them support m, the edge falls to what its own
     reports would have earned a learned edge (never raised by this rule). Otherwise unchanged.
     """
-    min_reports = int(dials["prerequisite_unlearn_min_reports"])
+    min_reports = dials.prerequisite_unlearn_min_reports
     if min_reports <= 0 or concept_reports < min_reports:
         return confidence
-    if hits + support > float(dials["prerequisite_unlearn_max_share"]) * concept_reports:
+    if hits + support > dials.prerequisite_unlearn_max_share * concept_reports:
         return confidence
-    earned = lift_confidence(hits, concept_reports, n_concepts, {**dials, **_NO_REVERSE})
+    earned = lift_confidence(
+        hits, concept_reports, n_concepts, replace(dials, prerequisite_lift_reverse=False)
+    )
     return min(confidence, earned)
 
 
-_NO_REVERSE = {"prerequisite_lift_reverse": False}
-
-
-def smoothed_success_rate(successes: int, failures: int, dials: Mapping[str, Any]) -> float:
+def smoothed_success_rate(successes: int, failures: int, dials: Settings) -> float:
     """A concept's success rate with `edge_grade_baseline_prior_weight` pseudo-turns at the prior."""
-    w = float(dials["edge_grade_baseline_prior_weight"])
-    p0 = float(dials["edge_grade_baseline_prior"])
+    w = dials.edge_grade_baseline_prior_weight
+    p0 = dials.edge_grade_baseline_prior
     n = successes + failures + w
     return (successes + w * p0) / n if n > 0 else p0
 
 
 def baseline_edge_step(
-    outcome: str | None, baseline: float, renderings: int, dials: Mapping[str, Any]
+    outcome: str | None, baseline: float, renderings: int, dials: Settings
 ) -> ClampedShift:
     """One turn's baseline grading: 2 step (outcome - baseline) n0/(n0 + renderings).
 
@@ -250,17 +247,17 @@ def baseline_edge_step(
     """
     if outcome not in (SUCCESS, FAILURE):
         return IDENTITY_SHIFT
-    n0 = float(dials["edge_grade_baseline_n0"])
+    n0 = dials.edge_grade_baseline_n0
     shrink = n0 / (n0 + max(0, renderings))
     if outcome == SUCCESS:
-        delta = 2 * float(dials["edge_grade_step_success"]) * (1.0 - baseline) * shrink
-        return ClampedShift(delta, None, float(dials["edge_confidence_ceiling"]))
-    delta = -2 * float(dials["edge_grade_step_failure"]) * baseline * shrink
-    return ClampedShift(delta, float(dials["edge_confidence_floor"]), None)
+        delta = 2 * dials.edge_grade_step_success * (1.0 - baseline) * shrink
+        return ClampedShift(delta, None, dials.edge_confidence_ceiling)
+    delta = -2 * dials.edge_grade_step_failure * baseline * shrink
+    return ClampedShift(delta, dials.edge_confidence_floor, None)
 
 
 def baseline_edge_grading(
-    outcomes: Iterable[str | None], baseline: float, renderings: int, dials: Mapping[str, Any]
+    outcomes: Iterable[str | None], baseline: float, renderings: int, dials: Settings
 ) -> ClampedShift:
     """The baseline grading of one edge over a session's turns, as one clamped shift; every
     turn that rendered it counts as a rendering for the turns after it."""
@@ -270,12 +267,10 @@ def baseline_edge_grading(
     return composed
 
 
-def outcome_graded(edge_type: str, dials: Mapping[str, Any]) -> bool:
+def outcome_graded(edge_type: str, dials: Settings) -> bool:
     """Under the lift rule prerequisites are set by struggle evidence, never by outcomes."""
-    return not (edge_type == "prerequisite" and dials["prerequisite_confidence_rule"] == "lift")
+    return not (edge_type == "prerequisite" and dials.prerequisite_confidence_rule == "lift")
 
 
-def _edge_bounds(x: float, dials: Mapping[str, Any]) -> float:
-    return min(
-        float(dials["edge_confidence_ceiling"]), max(float(dials["edge_confidence_floor"]), x)
-    )
+def _edge_bounds(x: float, dials: Settings) -> float:
+    return min(dials.edge_confidence_ceiling, max(dials.edge_confidence_floor, x))

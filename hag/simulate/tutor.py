@@ -203,7 +203,7 @@ def run_session(
         focus = plan[-1]
         title = world.concepts[focus].title
         message = _pick(rng, MESSAGES).format(title=title)
-        earlier = recent[-int(settings.current()["recent_concept_turns"]) :]
+        earlier = recent[-settings.current().recent_concept_turns :]
         recent_slugs = list(dict.fromkeys([focus] + [s for turn in earlier for s in turn]))
         result = retrieve(
             world.topic_id,
