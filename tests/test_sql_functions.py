@@ -266,3 +266,37 @@ def test_visual_read_returns_the_drawing(db):
     rows = db.execute("SELECT * FROM get_hag_visual('aes')").fetchall()
     assert [r["instruction"] for r in rows] == ["Draw the AES round as four boxes."]
     assert db.execute("SELECT * FROM get_hag_visual('rsa')").fetchall() == []
+
+
+def test_a_memory_with_the_old_boost_parameter_name_is_carried_over(private_db):
+    """migrate replaces a match function still taking p_boost_other by one taking p_boost_candidate."""
+    from hag import SQL_DIR, embeddings, migrate
+
+    names = "SELECT proargnames FROM pg_proc WHERE proname = %s"
+    for fn, path in (
+        ("match_hag_entries", "020_match_hag_entries.sql"),
+        ("match_hag_entries_by_concept", "030_match_hag_entries_by_concept.sql"),
+    ):
+        text = (SQL_DIR / "functions" / path).read_text()
+        signature = private_db.execute(
+            "SELECT oid::regprocedure::text AS s FROM pg_proc WHERE proname = %s", (fn,)
+        ).fetchone()["s"]
+        private_db.execute(f"DROP FUNCTION {signature}")
+        old = text[text.index("CREATE OR REPLACE FUNCTION") :].replace(
+            "p_boost_candidate", "p_boost_other"
+        )
+        private_db.execute(old)
+        assert "p_boost_other" in private_db.execute(names, (fn,)).fetchone()["proargnames"]
+    private_db.commit()
+
+    migrate.migrate(private_db, embeddings.get_embedder().dim)
+
+    for fn in ("match_hag_entries", "match_hag_entries_by_concept"):
+        found = [r["proargnames"] for r in private_db.execute(names, (fn,)).fetchall()]
+        assert len(found) == 1 and "p_boost_candidate" in found[0], found
+        assert "p_boost_other" not in found[0]
+    row = private_db.execute(
+        "SELECT count(*) AS n FROM match_hag_entries_by_concept("
+        "ARRAY['x'], 't', ARRAY['public'], p_boost_candidate => 2.0)"
+    ).fetchone()
+    assert row["n"] == 0

@@ -126,7 +126,7 @@ def filters(dials: Settings) -> dict[str, Any]:
         "floor_candidate": dials.floor_candidate,
         "boost_proven": dials.boost_proven,
         "boost_pattern": dials.boost_pattern,
-        "boost_other": dials.boost_candidate,
+        "boost_candidate": dials.boost_candidate,
     }
 
 

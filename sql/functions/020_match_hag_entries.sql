@@ -1,6 +1,20 @@
 -- match_hag_entries: the semantic pass (SPEC §3, seed). No similarity threshold: the filter
 -- is confidence per maturity tier, topic and scope; the order is similarity times the
 -- maturity boost. Every NULL parameter is read from hag_settings.
+-- The last boost parameter was named p_boost_other until it took its dial's name
+-- (boost_candidate). CREATE OR REPLACE cannot rename a parameter, so a memory made before
+-- drops the old signature once here; nothing depends on the function.
+DO $$
+DECLARE
+    old regprocedure;
+BEGIN
+    FOR old IN SELECT oid::regprocedure FROM pg_proc
+               WHERE proname = 'match_hag_entries' AND 'p_boost_other' = ANY (proargnames)
+    LOOP
+        EXECUTE format('DROP FUNCTION %s', old);
+    END LOOP;
+END $$;
+
 CREATE OR REPLACE FUNCTION match_hag_entries(
     p_query_embedding   vector,
     p_topic_id          text,
@@ -12,7 +26,7 @@ CREATE OR REPLACE FUNCTION match_hag_entries(
     p_match_count       integer DEFAULT NULL,
     p_boost_proven      double precision DEFAULT NULL,
     p_boost_pattern     double precision DEFAULT NULL,
-    p_boost_other       double precision DEFAULT NULL
+    p_boost_candidate   double precision DEFAULT NULL
 )
 RETURNS TABLE (
     id uuid, topic_id text, concept_slug text, visibility_scope text, maturity text,
@@ -36,7 +50,7 @@ LANGUAGE sql STABLE AS $$
              * CASE e.maturity
                    WHEN 'proven'  THEN COALESCE(p_boost_proven, hag_setting_float('boost_proven'))
                    WHEN 'pattern' THEN COALESCE(p_boost_pattern, hag_setting_float('boost_pattern'))
-                   ELSE COALESCE(p_boost_other, hag_setting_float('boost_candidate'))
+                   ELSE COALESCE(p_boost_candidate, hag_setting_float('boost_candidate'))
                END DESC,
              e.id
     LIMIT COALESCE(p_match_count, (hag_setting_float('match_count'))::integer)

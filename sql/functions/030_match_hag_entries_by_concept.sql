@@ -1,6 +1,20 @@
 -- match_hag_entries_by_concept: the by-name pass (SPEC §3, seed). It never touches an
 -- embedding: the join key is the identity, and similarity is 1.0 by fiat. Same filters as
 -- match_hag_entries; ordered by maturity boost times confidence, then most recently matched.
+-- The last boost parameter was named p_boost_other until it took its dial's name
+-- (boost_candidate). CREATE OR REPLACE cannot rename a parameter, so a memory made before
+-- drops the old signature once here; nothing depends on the function.
+DO $$
+DECLARE
+    old regprocedure;
+BEGIN
+    FOR old IN SELECT oid::regprocedure FROM pg_proc
+               WHERE proname = 'match_hag_entries_by_concept' AND 'p_boost_other' = ANY (proargnames)
+    LOOP
+        EXECUTE format('DROP FUNCTION %s', old);
+    END LOOP;
+END $$;
+
 CREATE OR REPLACE FUNCTION match_hag_entries_by_concept(
     p_concept_slugs     text[],
     p_topic_id          text,
@@ -12,7 +26,7 @@ CREATE OR REPLACE FUNCTION match_hag_entries_by_concept(
     p_match_count       integer DEFAULT NULL,
     p_boost_proven      double precision DEFAULT NULL,
     p_boost_pattern     double precision DEFAULT NULL,
-    p_boost_other       double precision DEFAULT NULL
+    p_boost_candidate   double precision DEFAULT NULL
 )
 RETURNS TABLE (
     id uuid, topic_id text, concept_slug text, visibility_scope text, maturity text,
@@ -36,7 +50,7 @@ LANGUAGE sql STABLE AS $$
     ORDER BY CASE e.maturity
                  WHEN 'proven'  THEN COALESCE(p_boost_proven, hag_setting_float('boost_proven'))
                  WHEN 'pattern' THEN COALESCE(p_boost_pattern, hag_setting_float('boost_pattern'))
-                 ELSE COALESCE(p_boost_other, hag_setting_float('boost_candidate'))
+                 ELSE COALESCE(p_boost_candidate, hag_setting_float('boost_candidate'))
              END * e.confidence DESC,
              e.last_matched_at DESC NULLS LAST,
              e.id

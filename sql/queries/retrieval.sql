@@ -16,7 +16,7 @@ FROM match_hag_entries(
     p_min_confidence => %(min_confidence)s, p_floor_proven => %(floor_proven)s,
     p_floor_pattern => %(floor_pattern)s, p_floor_candidate => %(floor_candidate)s,
     p_match_count => %(match_count)s, p_boost_proven => %(boost_proven)s,
-    p_boost_pattern => %(boost_pattern)s, p_boost_other => %(boost_other)s)
+    p_boost_pattern => %(boost_pattern)s, p_boost_candidate => %(boost_candidate)s)
 
 -- name: semantic_candidates
 -- The approximate form of the semantic pass: the same filter, ordered by plain cosine
@@ -58,7 +58,7 @@ FROM (
            * CASE s.maturity
                  WHEN 'proven' THEN %(boost_proven)s
                  WHEN 'pattern' THEN %(boost_pattern)s
-                 ELSE %(boost_other)s
+                 ELSE %(boost_candidate)s
              END AS approximate
     FROM hag_entry_search s
     WHERE s.search_set = %(search_set)s
@@ -105,7 +105,7 @@ FROM match_hag_entries_by_concept(
     p_min_confidence => %(min_confidence)s, p_floor_proven => %(floor_proven)s,
     p_floor_pattern => %(floor_pattern)s, p_floor_candidate => %(floor_candidate)s,
     p_match_count => %(match_count)s, p_boost_proven => %(boost_proven)s,
-    p_boost_pattern => %(boost_pattern)s, p_boost_other => %(boost_other)s)
+    p_boost_pattern => %(boost_pattern)s, p_boost_candidate => %(boost_candidate)s)
 
 -- name: edge_walk
 -- The seed's deterministic edge walk (traverse_hag_edges) for several entries in one round
