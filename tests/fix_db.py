@@ -68,10 +68,7 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         migrate.migrate(conn, embeddings.get_embedder().dim)
     db.close_all()
     yield url
-    db.close_all()
-    store = sys.modules.get("hag.retrieval.store")
-    if store is not None:
-        store.close()  # the read path's own pool, before its server goes away
+    db.close_all()  # both pools, before their server goes away
     if server is not None:
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)

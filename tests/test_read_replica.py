@@ -22,7 +22,6 @@ import pytest
 
 from hag import config, retrieval
 from hag import db as hdb
-from hag.retrieval import store
 from tests.session_builders import payload, run, turn
 from tests.test_retrieval import put
 from tests.test_retrieval import run as retrieve
@@ -80,7 +79,7 @@ def standby_url(database_url: str) -> Iterator[str]:
     try:
         yield f"postgresql://postgres:@/postgres?host={standby}"
     finally:
-        store.close()  # the read pool may still hold standby connections
+        hdb.close_read_pool()  # the read pool may still hold standby connections
         subprocess.run([*pg_ctl, "-m", "immediate", "stop"], capture_output=True, **run_as)
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -90,11 +89,11 @@ def replica(db: Any, standby_url: str, monkeypatch: pytest.MonkeyPatch) -> Itera
     """The read path pointed at the standby (HAG_READ_DATABASE_URL), caches empty, in sync."""
     monkeypatch.setenv("HAG_READ_DATABASE_URL", standby_url)
     config.reset_config()
-    store.close()
+    hdb.close_read_pool()
     retrieval.clear_caches()
     caught_up(db, standby_url)  # the fixture's own reset of the memory has been replayed
     yield standby_url
-    store.close()
+    hdb.close_read_pool()
     monkeypatch.delenv("HAG_READ_DATABASE_URL")
     config.reset_config()
     retrieval.clear_caches()
@@ -131,7 +130,7 @@ def topic_ids(result: retrieval.RetrievalResult) -> set[Any]:
 
 def test_the_read_pool_is_on_the_standby_and_the_write_pool_on_the_primary(replica):
     """With HAG_READ_DATABASE_URL set the read pool is in recovery; db.connect is not."""
-    with store.read_pool().connection() as reader:
+    with hdb.read_pool().connection() as reader:
         assert reader.execute("SELECT pg_is_in_recovery() AS r").fetchone()["r"] is True
     with hdb.connect() as writer:
         assert writer.execute("SELECT pg_is_in_recovery() AS r").fetchone()["r"] is False

@@ -271,8 +271,10 @@ def test_the_read_path_writes_nothing(db):
     assert (db.execute(entries).fetchone()["h"], db.execute(edges).fetchone()["h"]) == before
     import psycopg
 
+    from hag import db as hag_db
+
     with (
-        store.read_pool().connection() as reader,
+        hag_db.read_pool().connection() as reader,
         pytest.raises(psycopg.errors.ReadOnlySqlTransaction),
     ):
         reader.execute("DELETE FROM hag_edges")
@@ -439,7 +441,7 @@ def test_the_approximate_path_sets_the_ef_search_dial_on_its_connection(db, dial
     db.commit()
     dials(hnsw_ef_search=123)
     with hag_db.connect(autocommit=True) as reader:
-        store.configure_reader(reader)
+        hag_db.configure_reader(reader)
         store.semantic_pass(
             reader, "tutor", f.QUERY, None, ["tutor"], 5, settings.load(reader), True
         )

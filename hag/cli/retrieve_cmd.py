@@ -38,9 +38,9 @@ def retrieve(
 ) -> None:
     """Print the rendered memory blocks for one turn (--json: the whole result)."""
     ready()
+    from hag import db
     from hag.embeddings import announce
     from hag.retrieval import retrieve as run_retrieval
-    from hag.retrieval import store
 
     announce()
     turns = [[s.strip() for s in item.split(",") if s.strip()] for item in recent]
@@ -55,7 +55,7 @@ def retrieve(
             expected_concepts=expected,
         )
     finally:
-        store.close()
+        db.close_read_pool()
     if as_json:
         echo_json(result.to_dict())
         return

@@ -1,12 +1,11 @@
-"""The read path's database side: a read-only pool, the passes' SQL, the ANN index catalog.
+"""The read path's database side: the passes' SQL over the read pool, the ANN index catalog.
 
-Each pass is one query on its own pooled connection, so the four passes of a turn run at
-the same time (threads over the sync pool: psycopg releases the GIL while it waits on the
-server; bench/bench_retrieval.py measures them against the same passes on one connection).
-The edge walk takes a fifth connection while the tutor and student passes finish. The
-pool's connections are autocommit and `default_transaction_read_only`: the server itself
-refuses any write from the read path. Custom plans are forced so that a partial index whose predicate names a
-topic or a scope is matched against the bound value of every call.
+Each pass is one query on its own connection of the read pool (`db.read_pool`), so the four
+passes of a turn run at the same time (threads over the sync pool: psycopg releases the GIL
+while it waits on the server; bench/bench_retrieval.py measures them against the same passes
+on one connection). The edge walk takes a fifth connection while the tutor and student
+passes finish. The pool's connections are autocommit and `default_transaction_read_only`:
+the server itself refuses any write from the read path (db.configure_reader).
 """
 
 from __future__ import annotations
@@ -29,51 +28,11 @@ from hag.settings import Settings
 from hag.sqlfiles import query
 from hag.visibility import Reader
 
-_PASSES = 5  # connections the pool keeps open: one per concurrent pass, and the edge walk
+_PASSES = db.READ_CONNECTIONS  # one per concurrent pass, and the edge walk
 
 _lock = threading.Lock()
-_pool: Any = None
-_pool_url: str | None = None
 _executor: ThreadPoolExecutor | None = None
 _ef_search: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-
-
-def configure_reader(conn: psycopg.Connection[Any]) -> None:
-    """Make a connection a reader: vector types, read-only, custom plans, no JIT."""
-    db.configure_connection(conn)
-    conn.execute("SET default_transaction_read_only = on")
-    conn.execute("SET plan_cache_mode = force_custom_plan")
-    # A scan of a large topic crosses the JIT cost threshold; compiling costs more than the
-    # whole query on this path.
-    conn.execute("SET jit = off")
-    conn.execute("SET hnsw.iterative_scan = relaxed_order")
-
-
-def read_pool() -> Any:
-    """The process-wide read-only pool of the read path (made on first use), on the read
-    replica when one is configured (db.read_database_url)."""
-    global _pool, _pool_url
-    url = db.read_database_url()
-    with _lock:
-        if _pool is not None and _pool_url != url:
-            _pool.close()
-            _pool = None
-            catalog.clear()  # titles, indexes and means of the other database
-        if _pool is None:
-            from psycopg.rows import dict_row
-            from psycopg_pool import ConnectionPool
-
-            _pool = ConnectionPool(
-                url,
-                min_size=_PASSES,
-                max_size=2 * _PASSES,
-                open=True,
-                kwargs={"row_factory": dict_row, "autocommit": True},
-                configure=configure_reader,
-                name="hag-retrieval",
-            )
-            _pool_url = url
-        return _pool
 
 
 @contextmanager
@@ -82,7 +41,7 @@ def reader(conn: Any = None) -> Iterator[Any]:
     if conn is not None:
         yield conn
         return
-    with read_pool().connection() as pooled:
+    with db.read_pool().connection() as pooled:
         yield pooled
 
 
@@ -92,15 +51,6 @@ def executor() -> ThreadPoolExecutor:
         if _executor is None:
             _executor = ThreadPoolExecutor(max_workers=2 * _PASSES, thread_name_prefix="hag-pass")
         return _executor
-
-
-def close() -> None:
-    """Close the read pool (tests switch databases; the CLI exits)."""
-    global _pool, _pool_url
-    with _lock:
-        if _pool is not None:
-            _pool.close()
-        _pool, _pool_url = None, None
 
 
 def use_ef_search(conn: psycopg.Connection[Any], ef_search: int) -> None:
@@ -460,3 +410,4 @@ class Catalog:
 
 
 catalog = Catalog()
+db.on_read_pool_closed(catalog.clear)  # titles, indexes and means of the database left

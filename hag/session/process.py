@@ -906,7 +906,9 @@ def open_run(
                 "flow_run_id": str(flow_run_id) if flow_run_id else None,
             },
         ).fetchone()
-    return row["run_id"]  # type: ignore[no-any-return]
+    assert row is not None  # INSERT ... RETURNING always returns the row
+    opened: UUID = row["run_id"]
+    return opened
 
 
 def close_run(run_id: UUID | None, summary: ProcessSummary, status: str = "done") -> None:

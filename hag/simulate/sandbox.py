@@ -30,12 +30,11 @@ def _switch(url: str | None) -> None:
     else:
         os.environ["DATABASE_URL"] = url
     config.reset_config()
-    db.close_all()
+    db.close_all()  # the read pool too
     settings.invalidate()
     try:
-        from hag.retrieval import clear_caches, store
+        from hag.retrieval import clear_caches
 
-        store.close()
         clear_caches()
     except ImportError:  # the read path is optional for a database switch
         pass
