@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from hag import db, runs
+from hag.db import Conn
 from hag.edges import say_why
 from hag.errors import NotFoundError, ValidationError
 from hag.sqlfiles import query
@@ -63,7 +64,7 @@ class RestoreResult:
         }
 
 
-def resolve_edge(text: str | uuid.UUID, *, conn: Any = None) -> uuid.UUID:
+def resolve_edge(text: str | uuid.UUID, *, conn: Conn | None = None) -> uuid.UUID:
     """The culled edge an operator means: its id, or a unique prefix of it (>= 4 digits)."""
     typed, prefix = runs.hex_prefix(text, "edge id", "hex digits of a culled edge's id")
     with db.connection_or_own(conn) as c:
@@ -83,7 +84,7 @@ def culled(
     run_id: uuid.UUID | str | None = None,
     *,
     limit: int | None = None,
-    conn: Any = None,
+    conn: Conn | None = None,
 ) -> list[dict[str, Any]]:
     """Culled edges, newest first: every audit column an operator reviews, both concepts.
 
@@ -112,7 +113,7 @@ def restore(
     *,
     dry_run: bool = False,
     by: str = "hag audit restore",
-    conn: Any = None,
+    conn: Conn | None = None,
 ) -> RestoreResult:
     """Put culled edges back as they were: some edges (ids or prefixes), or one run's.
 
@@ -142,7 +143,7 @@ def restore(
     return result
 
 
-def _restore(conn: Any, asked: dict[str, Any], by: str, dry_run: bool) -> RestoreResult:
+def _restore(conn: Conn, asked: dict[str, Any], by: str, dry_run: bool) -> RestoreResult:
     conn.execute(query("audit", "lock_restorable"), asked).fetchall()
     verdicts = conn.execute(query("audit", "restore_verdicts"), asked).fetchall()
     if not verdicts:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
+from hag.db import Conn
 from hag.settings import Settings
 from hag.sqlfiles import query
 
@@ -59,7 +59,7 @@ def length_problem(value: str, dial: str, dials: Settings) -> str | None:
     return None
 
 
-def unreadable_rows(conn: Any) -> str:
+def unreadable_rows(conn: Conn) -> str:
     """Where the stored timestamps a client cannot read are ('' when there are none): the
     words a failed read adds so the operator knows which row to fix."""
     rows = conn.execute(query("corpus", "unreadable_timestamps")).fetchall()

@@ -22,6 +22,7 @@ import psycopg
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hag import bounds, settings
+from hag.db import Conn, one
 from hag.errors import CorpusError, NotFoundError
 from hag.settings import EDGE_TYPES, Settings
 from hag.sqlfiles import query
@@ -266,7 +267,7 @@ def _db_error(label: str, exc: psycopg.Error) -> CorpusError:
     return CorpusError(f"{label}: {detail}")
 
 
-def load(conn: psycopg.Connection[Any], corpus: Corpus, dim: int) -> LoadReport:
+def load(conn: Conn, corpus: Corpus, dim: int) -> LoadReport:
     """Write the corpus in one transaction (nothing on failure); return what was new."""
     _check(corpus, dim)
     _check_bounds(corpus, settings.current())
@@ -387,7 +388,7 @@ DEMO_CORPUS = Path(__file__).parent / "data" / "demo_corpus.json"
 
 
 def export_rows(
-    conn: Any, what: str, topic_id: str | None = None, *, with_embeddings: bool = False
+    conn: Conn, what: str, topic_id: str | None = None, *, with_embeddings: bool = False
 ) -> list[dict[str, Any]]:
     """The `entries` or `edges` table as `hag export` prints it (one topic, or all), rows as
     dicts; an entry's embedding only when asked for. An unknown topic is refused."""
@@ -395,13 +396,15 @@ def export_rows(
 
 
 def iter_export_rows(
-    conn: Any, what: str, topic_id: str | None = None, *, with_embeddings: bool = False
+    conn: Conn, what: str, topic_id: str | None = None, *, with_embeddings: bool = False
 ) -> Iterator[dict[str, Any]]:
     """The rows of `export_rows` one at a time, through a server-side cursor that fetches
     `export_batch_rows` per round trip: memory stays flat however large the table. An unknown
     topic is refused before the first row."""
     if topic_id is not None:
-        found = conn.execute(query("corpus", "topic_exists"), {"topic_id": topic_id}).fetchone()
+        found = one(
+            conn.execute(query("corpus", "topic_exists"), {"topic_id": topic_id}).fetchone()
+        )
         if not found["found"]:
             raise NotFoundError(f"unknown topic {topic_id!r}")
     batch = settings.current().export_batch_rows

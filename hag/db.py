@@ -173,6 +173,13 @@ def read_database_url() -> str:
     return configured if configured is not None else database_url()
 
 
+def one(row: Row | None) -> Row:
+    """The row of a query that always returns one (an aggregate, a RETURNING, `now()`)."""
+    if row is None:
+        raise RuntimeError("a query that always returns a row returned none")
+    return row
+
+
 def configure_connection(conn: psycopg.Connection[Any]) -> None:
     """Teach a new connection the `vector` type (once the extension exists)."""
     from pgvector.psycopg import register_vector

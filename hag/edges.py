@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
+from hag.db import Conn
 from hag.settings import EDGE_TYPES, Settings
 from hag.sqlfiles import query
 
@@ -39,7 +39,7 @@ class UpsertResult:
 
 
 def say_why(
-    conn: Any,
+    conn: Conn,
     reason: str,
     *,
     session_id: str | None = None,
@@ -55,7 +55,7 @@ def say_why(
 
 
 def upsert_edges(
-    conn: Any,
+    conn: Conn,
     observations: Iterable[EdgeObservation],
     dials: Settings,
     *,

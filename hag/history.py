@@ -5,11 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from hag.db import Conn
 from hag.errors import NotFoundError, ValidationError
 from hag.sqlfiles import query
 
 
-def confidence_history(conn: Any, entity_id: str, limit: int | None = None) -> list[dict[str, Any]]:
+def confidence_history(
+    conn: Conn, entity_id: str, limit: int | None = None
+) -> list[dict[str, Any]]:
     """The newest `limit` events of one entry or edge (confidence changes, culls, restores),
     oldest first, in the memory's own time (at least one row; each carries the `total`)."""
     try:
@@ -27,7 +30,7 @@ def confidence_history(conn: Any, entity_id: str, limit: int | None = None) -> l
     return rows
 
 
-def memory_after_session(conn: Any, session_id: str) -> list[dict[str, Any]]:
+def memory_after_session(conn: Conn, session_id: str) -> list[dict[str, Any]]:
     """Every entry's and edge's confidence right after a session was applied."""
     known = conn.execute(query("history", "session_known"), {"session_id": session_id}).fetchone()
     if known is None:

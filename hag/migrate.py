@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 
 from hag import SQL_DIR
+from hag.db import Conn
 from hag.errors import MigrationError
 
 _FILE = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
@@ -75,7 +76,7 @@ CREATE TABLE IF NOT EXISTS hag_schema_migrations (
 )"""
 
 
-def applied(conn: psycopg.Connection[Any]) -> dict[int, dict[str, Any]]:
+def applied(conn: Conn) -> dict[int, dict[str, Any]]:
     exists = conn.execute("SELECT to_regclass('hag_schema_migrations') AS t").fetchone()
     if exists is None or _value(exists, "t") is None:
         return {}
@@ -96,7 +97,7 @@ def _values(row: Any) -> tuple[Any, ...]:
     return tuple(row.values()) if isinstance(row, dict) else tuple(row)
 
 
-def stored_dimension(conn: psycopg.Connection[Any]) -> int | None:
+def stored_dimension(conn: Conn) -> int | None:
     exists = conn.execute("SELECT to_regclass('hag_meta') AS t").fetchone()
     if exists is None or _value(exists, "t") is None:
         return None
@@ -104,9 +105,7 @@ def stored_dimension(conn: psycopg.Connection[Any]) -> int | None:
     return int(_value(row, "value")) if row else None
 
 
-def migrate(
-    conn: psycopg.Connection[Any], embedding_dim: int, directory: Path = SQL_DIR / "migrations"
-) -> list[str]:
+def migrate(conn: Conn, embedding_dim: int, directory: Path = SQL_DIR / "migrations") -> list[str]:
     """Bring the database up to date; return the file names applied now (idempotent)."""
     done: list[str] = []
     with conn.transaction():

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from hag import db
+from hag.db import Conn, one
 from hag.errors import NotFoundError, ValidationError
 from hag.sqlfiles import query
 
@@ -39,12 +40,12 @@ def short(run_id: uuid.UUID | str | None) -> str:
     return "" if run_id is None else str(run_id)[:SHORT]
 
 
-def hold(conn: Any, run_id: uuid.UUID) -> None:
+def hold(conn: Conn, run_id: uuid.UUID) -> None:
     """Take the run's liveness lock on `conn` (kept across commits until released or closed)."""
     conn.execute(query("runs", "hold_run"), {"lock_class": RUN_LOCK_CLASS, "run_id": run_id})
 
 
-def release(conn: Any, run_id: uuid.UUID) -> None:
+def release(conn: Conn, run_id: uuid.UUID) -> None:
     """Give the liveness lock back (a run that ended; closing the connection does it too)."""
     conn.execute(query("runs", "release_run"), {"lock_class": RUN_LOCK_CLASS, "run_id": run_id})
 
@@ -64,7 +65,7 @@ def alive(run_id: uuid.UUID) -> Iterator[None]:
             release(conn, run_id)
 
 
-def reap(conn: Any, *, keep: tuple[uuid.UUID, ...] = ()) -> list[uuid.UUID]:
+def reap(conn: Conn, *, keep: tuple[uuid.UUID, ...] = ()) -> list[uuid.UUID]:
     """Mark `abandoned` every `running` row whose process is gone; returns their ids.
 
     Committed here (on a clean transaction). A row whose liveness lock is held, or that
@@ -75,7 +76,7 @@ def reap(conn: Any, *, keep: tuple[uuid.UUID, ...] = ()) -> list[uuid.UUID]:
     gone = []
     for row in rows:
         params = {"lock_class": RUN_LOCK_CLASS, "run_id": row["run_id"]}
-        if conn.execute(query("runs", "owner_gone"), params).fetchone()["gone"]:
+        if one(conn.execute(query("runs", "owner_gone"), params).fetchone())["gone"]:
             conn.execute(
                 query("runs", "mark_abandoned"), {"run_id": row["run_id"], "why": ABANDONED_WHY}
             )
@@ -84,7 +85,7 @@ def reap(conn: Any, *, keep: tuple[uuid.UUID, ...] = ()) -> list[uuid.UUID]:
     return gone
 
 
-def link_flow_run(conn: Any, run_id: uuid.UUID, flow_run_id: uuid.UUID | str | None) -> None:
+def link_flow_run(conn: Conn, run_id: uuid.UUID, flow_run_id: uuid.UUID | str | None) -> None:
     """Record the Prefect flow run that made this run (nothing when there is none)."""
     if flow_run_id is not None:
         conn.execute(
@@ -106,7 +107,7 @@ def hex_prefix(text: str | uuid.UUID, noun: str, hint: str) -> tuple[str, str]:
     return typed, prefix
 
 
-def resolve(text: str | uuid.UUID, *, conn: Any = None) -> uuid.UUID:
+def resolve(text: str | uuid.UUID, *, conn: Conn | None = None) -> uuid.UUID:
     """The run id an operator means: a run id or Prefect flow-run id, or a unique prefix.
 
     Raises ValidationError for text that cannot be an id, NotFoundError when no run
@@ -125,7 +126,7 @@ def resolve(text: str | uuid.UUID, *, conn: Any = None) -> uuid.UUID:
     return rows[0]["run_id"]  # type: ignore[no-any-return]
 
 
-def get(run_id: uuid.UUID, *, conn: Any = None) -> dict[str, Any] | None:
+def get(run_id: uuid.UUID, *, conn: Conn | None = None) -> dict[str, Any] | None:
     """A run's row, or None."""
     with db.connection_or_own(conn) as c:
         row = c.execute(query("runs", "get_run"), {"run_id": run_id}).fetchone()

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hag.db import Conn
 from hag.errors import SettingsError
 
 EDGE_TYPES = ("prerequisite", "fallback", "leads_to", "related", "supersedes")
@@ -373,7 +374,7 @@ def _fmt(x: float | None) -> str:
 # --- database side ----------------------------------------------------------------------
 
 
-def sync_registry(conn: Any) -> None:
+def sync_registry(conn: Conn) -> None:
     """Write every registry dial into hag_settings: new keys get defaults, values are kept.
 
     A value still equal to the stored default follows the registry's (possibly new) default;
@@ -597,7 +598,7 @@ _cache_lock = threading.Lock()
 _cache: tuple[float, Settings] | None = None
 
 
-def load(conn: Any) -> Settings:
+def load(conn: Conn) -> Settings:
     """Read every dial from the database now, falling back to defaults for missing keys."""
     values = {d.key: d.default for d in _DIALS}
     for row in conn.execute("SELECT key, value FROM hag_settings").fetchall():
@@ -632,7 +633,7 @@ def invalidate() -> None:
         _cache = None
 
 
-def set_value(conn: Any, key: str, raw: Any, by: str = "cli") -> Any:
+def set_value(conn: Conn, key: str, raw: Any, by: str = "cli") -> Any:
     """Validate and store one dial; returns the stored value."""
     value = validate(key, raw)
     check_order({**load(conn), key: value})
@@ -644,7 +645,7 @@ def set_value(conn: Any, key: str, raw: Any, by: str = "cli") -> Any:
     return value
 
 
-def reset_value(conn: Any, key: str, by: str = "cli") -> Any:
+def reset_value(conn: Conn, key: str, by: str = "cli") -> Any:
     return set_value(conn, key, dial(key).default, by)
 
 
@@ -658,7 +659,7 @@ def profile_values(name: str) -> dict[str, Any]:
         ) from None
 
 
-def apply_profile(conn: Any, name: str, by: str = "cli") -> list[tuple[str, Any, Any]]:
+def apply_profile(conn: Conn, name: str, by: str = "cli") -> list[tuple[str, Any, Any]]:
     """Set every dial of a profile; returns (key, old, new) for each dial that changed."""
     wanted = profile_values(name)
     current_values = load(conn)
@@ -683,7 +684,7 @@ def active_profile(values: Mapping[str, Any]) -> str | None:
     return None
 
 
-def listing(conn: Any) -> list[dict[str, Any]]:
+def listing(conn: Conn) -> list[dict[str, Any]]:
     rows = conn.execute(
         "SELECT key, value, value_type, default_value, min_value, max_value, description, consumer, "
         "updated_at, updated_by FROM hag_settings ORDER BY key"

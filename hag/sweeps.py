@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hag import bounds, db, runs, settings
+from hag.db import Conn, one
 from hag.edges import say_why
 from hag.errors import ValidationError
 from hag.settings import Settings
@@ -149,7 +150,7 @@ def run_nightly(
 
 
 def sweep(
-    conn: Any,
+    conn: Conn,
     *,
     as_of: datetime | None = None,
     dry_run: bool = False,
@@ -164,7 +165,7 @@ def sweep(
     when = (
         _aware(as_of)
         if as_of is not None
-        else conn.execute(query("sweeps", "database_now")).fetchone()["now"]
+        else one(conn.execute(query("sweeps", "database_now")).fetchone())["now"]
     )
     conn.rollback()
     problem = as_of is not None and bounds.timestamp_problem(when, dials)
@@ -189,7 +190,7 @@ def sweep(
 
 
 def _recorded_run(
-    conn: Any,
+    conn: Conn,
     summary: NightlySummary,
     params: dict[str, Any],
     dials: Settings,
@@ -228,7 +229,7 @@ def _recorded_run(
         _release(conn, run_id)
 
 
-def _release(conn: Any, run_id: uuid.UUID) -> None:
+def _release(conn: Conn, run_id: uuid.UUID) -> None:
     try:
         runs.release(conn, run_id)
         conn.commit()
@@ -279,7 +280,7 @@ def sweep_parameters(dials: Settings, as_of: datetime, run_id: uuid.UUID | None)
 
 
 def _apply(
-    conn: Any,
+    conn: Conn,
     params: dict[str, Any],
     summary: NightlySummary,
     dials: Settings,
@@ -309,7 +310,7 @@ def _apply(
 
 
 def _guarded_cull_approved(
-    conn: Any,
+    conn: Conn,
     params: dict[str, Any],
     summary: NightlySummary,
     dials: Settings,
@@ -323,7 +324,7 @@ def _guarded_cull_approved(
     """
     with timed(summary.step_seconds, "forecast"):
         forecast = [r["id"] for r in conn.execute(query("sweeps", "cull_candidate_ids"), params)]
-        total = int(conn.execute(query("sweeps", "count_edges")).fetchone()["n"])
+        total = int(one(conn.execute(query("sweeps", "count_edges")).fetchone())["n"])
     reason = guard_reason(len(forecast), total, dials)
     if reason is None:
         return True
@@ -341,7 +342,7 @@ def _guarded_cull_approved(
     return True
 
 
-def _cull(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
+def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary) -> None:
     with timed(summary.step_seconds, "cull"):
         conn.execute(
             query("sweeps", "set_delete_context"),
@@ -361,15 +362,15 @@ def _cull(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
             summary.culled_edges = [CulledEdge(**r) for r in rows]
 
 
-def _forecast(conn: Any, params: dict[str, Any], summary: NightlySummary, dials: Settings) -> None:
-    row = conn.execute(query("sweeps", "maturity_forecast"), params).fetchone()
+def _forecast(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Settings) -> None:
+    row = one(conn.execute(query("sweeps", "maturity_forecast"), params).fetchone())
     summary.promoted_to_pattern = row["promoted_to_pattern"]
     summary.promoted_to_proven = row["promoted_to_proven"]
     summary.archived = row["archived"]
     if params["reprieve_idle_days"] > 0:
         summary.reprieved = _count(conn, "reprieve_forecast", params)
     _fill_forecast(conn, params, summary)
-    total = int(conn.execute(query("sweeps", "count_edges")).fetchone()["n"])
+    total = int(one(conn.execute(query("sweeps", "count_edges")).fetchone())["n"])
     reason = guard_reason(summary.culled, total, dials)
     if reason is not None:
         summary.guard = {
@@ -381,7 +382,7 @@ def _forecast(conn: Any, params: dict[str, Any], summary: NightlySummary, dials:
         }
 
 
-def _fill_forecast(conn: Any, params: dict[str, Any], summary: NightlySummary) -> None:
+def _fill_forecast(conn: Conn, params: dict[str, Any], summary: NightlySummary) -> None:
     """The cull the rule would make now: counts by provenance, and the report's rows."""
     by_type = conn.execute(query("sweeps", "cull_forecast"), params).fetchall()
     summary.culled_by_source_type = {r["source_type"]: r["n"] for r in by_type}
@@ -391,11 +392,11 @@ def _fill_forecast(conn: Any, params: dict[str, Any], summary: NightlySummary) -
         summary.culled_edges = [CulledEdge(**r) for r in rows]
 
 
-def _count(conn: Any, name: str, params: dict[str, Any]) -> int:
-    return int(conn.execute(query("sweeps", name), params).fetchone()["n"])
+def _count(conn: Conn, name: str, params: dict[str, Any]) -> int:
+    return int(one(conn.execute(query("sweeps", name), params).fetchone())["n"])
 
 
-def _record_failure(conn: Any, run_id: uuid.UUID, exc: BaseException) -> None:
+def _record_failure(conn: Conn, run_id: uuid.UUID, exc: BaseException) -> None:
     try:
         conn.execute(
             query("sweeps", "fail_run"),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from hag.db import Conn
 from hag.settings import Settings
 from hag.sqlfiles import query
 
@@ -51,7 +52,7 @@ def reader(learner_id: str, topic_id: str, dials: Settings) -> Reader:
     return Reader(learner_id, topic_id, tuple(topic_scopes(dials)))
 
 
-def unreadable_entries(conn: Any, ids: Sequence[UUID], who: Reader) -> dict[UUID, str]:
+def unreadable_entries(conn: Conn, ids: Sequence[UUID], who: Reader) -> dict[UUID, str]:
     """The entries among `ids` that `who` may not read, each with its scope and topic."""
     if not ids:
         return {}

@@ -14,20 +14,21 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
+from hag.db import Conn, one
 from hag.enrichment.prompt import Candidate, Orphan
 from hag.enrichment.validate import Accepted, GraphFacts, SlugFacts
 from hag.sqlfiles import query
 
 
-def topic_exists(conn: Any, topic_id: str) -> bool:
+def topic_exists(conn: Conn, topic_id: str) -> bool:
     return bool(
-        conn.execute(query("enrichment", "topic_exists"), {"topic_id": topic_id}).fetchone()[
+        one(conn.execute(query("enrichment", "topic_exists"), {"topic_id": topic_id}).fetchone())[
             "found"
         ]
     )
 
 
-def select_orphans(conn: Any, topic_id: str | None, model: str, limit: int) -> list[Orphan]:
+def select_orphans(conn: Conn, topic_id: str | None, model: str, limit: int) -> list[Orphan]:
     """The next `limit` orphans not yet sent to `model`, oldest first."""
     rows = conn.execute(
         query("enrichment", "orphans"), {"topic_id": topic_id, "model": model, "limit": limit}
@@ -35,15 +36,18 @@ def select_orphans(conn: Any, topic_id: str | None, model: str, limit: int) -> l
     return [Orphan(**r) for r in rows]
 
 
-def count_already_enriched(conn: Any, topic_id: str | None, model: str) -> int:
+def count_already_enriched(conn: Conn, topic_id: str | None, model: str) -> int:
     """Orphans skipped because `model` already had them (the ledger says so)."""
-    row = conn.execute(
-        query("enrichment", "orphans_already_enriched"), {"topic_id": topic_id, "model": model}
-    ).fetchone()
+    row = one(
+        conn.execute(
+            query("enrichment", "orphans_already_enriched"),
+            {"topic_id": topic_id, "model": model},
+        ).fetchone()
+    )
     return int(row["n"])
 
 
-def select_candidates(conn: Any, orphan: Orphan, count: int) -> list[Candidate]:
+def select_candidates(conn: Conn, orphan: Orphan, count: int) -> list[Candidate]:
     """The orphan's `count` nearest concepts in its topic and scope, nearest first."""
     rows = conn.execute(
         query("enrichment", "candidates"), {"entry_id": orphan.entry_id, "candidate_count": count}
@@ -62,7 +66,7 @@ def select_candidates(conn: Any, orphan: Orphan, count: int) -> list[Candidate]:
 
 
 def graph_facts(
-    conn: Any, orphan: Orphan, slugs: Sequence[str], unstored: Iterable[Accepted] = ()
+    conn: Conn, orphan: Orphan, slugs: Sequence[str], unstored: Iterable[Accepted] = ()
 ) -> GraphFacts:
     """Where the named slugs live, and the edges and prerequisite reach among their entries.
 
@@ -107,7 +111,7 @@ def graph_facts(
     return GraphFacts(resolved, frozenset(edges), frozenset(reach))
 
 
-def claim_orphan(conn: Any, orphan: Orphan, model: str, run_id: UUID, at: datetime) -> bool:
+def claim_orphan(conn: Conn, orphan: Orphan, model: str, run_id: UUID, at: datetime) -> bool:
     """Insert the ledger row for (orphan, model); False when another run has it already."""
     row = conn.execute(
         query("enrichment", "claim_orphan"),
@@ -117,7 +121,7 @@ def claim_orphan(conn: Any, orphan: Orphan, model: str, run_id: UUID, at: dateti
 
 
 def settle_orphan(
-    conn: Any, orphan: Orphan, model: str, accepted: int, rejected: int, detail: Mapping[str, Any]
+    conn: Conn, orphan: Orphan, model: str, accepted: int, rejected: int, detail: Mapping[str, Any]
 ) -> None:
     conn.execute(
         query("enrichment", "settle_orphan"),
@@ -131,7 +135,7 @@ def settle_orphan(
     )
 
 
-def record_calls(conn: Any, run_id: UUID, calls: Iterable[Mapping[str, Any]]) -> None:
+def record_calls(conn: Conn, run_id: UUID, calls: Iterable[Mapping[str, Any]]) -> None:
     """Write model calls into the cost ledger (hag_llm_calls)."""
     conn.cursor().executemany(
         query("enrichment", "record_call"),
@@ -152,14 +156,14 @@ def record_calls(conn: Any, run_id: UUID, calls: Iterable[Mapping[str, Any]]) ->
     )
 
 
-def start_run(conn: Any, run_id: UUID, at: datetime, params: Mapping[str, Any]) -> None:
+def start_run(conn: Conn, run_id: UUID, at: datetime, params: Mapping[str, Any]) -> None:
     conn.execute(
         query("enrichment", "start_run"), {"run_id": run_id, "at": at, "params": Jsonb(params)}
     )
 
 
 def finish_run(
-    conn: Any, run_id: UUID, at: datetime, summary: Mapping[str, Any], status: str
+    conn: Conn, run_id: UUID, at: datetime, summary: Mapping[str, Any], status: str
 ) -> None:
     conn.execute(
         query("enrichment", "finish_run"),
@@ -167,7 +171,7 @@ def finish_run(
     )
 
 
-def run_calls(conn: Any, run_id: UUID) -> list[dict[str, Any]]:
+def run_calls(conn: Conn, run_id: UUID) -> list[dict[str, Any]]:
     """The cost ledger of one run, call by call, as stored."""
     return [
         dict(r)

@@ -19,6 +19,7 @@ from uuid import UUID
 import psycopg
 
 from hag import bounds, db, runs, settings
+from hag.db import Conn
 from hag.edges import EdgeObservation, upsert_edges
 from hag.enrichment import graph
 from hag.enrichment.prompt import Orphan, build_prompt
@@ -227,14 +228,14 @@ def ask(
     return None, calls, error
 
 
-def _record_calls_alone(conn: Any, run_id: UUID, calls: list[Call]) -> None:
+def _record_calls_alone(conn: Conn, run_id: UUID, calls: list[Call]) -> None:
     """A failed orphan writes nothing but its calls: they were made, and may have cost."""
     graph.record_calls(conn, run_id, [c.__dict__ for c in calls])
     conn.commit()
 
 
 def enrich_orphan(
-    conn: Any,
+    conn: Conn,
     orphan: Orphan,
     proposer: Proposer,
     dials: Settings,
@@ -339,7 +340,7 @@ def enrich(
     model: str | None = None,
     *,
     as_of: datetime | None = None,
-    conn: Any = None,
+    conn: Conn | None = None,
     flow_run_id: UUID | str | None = None,
 ) -> EnrichmentSummary:
     """Wire orphan concepts into their topic's graph; returns what was proposed, kept and paid.
@@ -359,7 +360,7 @@ def enrich(
 
 
 def _enrich(
-    conn: Any,
+    conn: Conn,
     topic: str | None,
     limit: int | None,
     dry_run: bool,

@@ -15,6 +15,7 @@ from typing import Any
 
 from hag.cli._common import to_jsonable
 from hag.corpus import export_rows
+from hag.db import Conn
 from hag.report import metrics, plots
 from hag.report.markdown import fmt
 from hag.report.metrics import EdgeFact
@@ -52,7 +53,7 @@ def write_json(path: Path, data: Any) -> Path:
 # --- what the database says at the end -----------------------------------------------------
 
 
-def collect_exports(conn: Any, topic_id: str) -> dict[str, list[dict[str, Any]]]:
+def collect_exports(conn: Conn, topic_id: str) -> dict[str, list[dict[str, Any]]]:
     """The topic's edges and entries exactly as `hag export` prints them, and the cull audit."""
     edges = export_rows(conn, "edges", topic_id)
     entries = export_rows(conn, "entries", topic_id)

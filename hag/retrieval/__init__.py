@@ -25,13 +25,14 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 
 from hag import settings, visibility
+from hag.db import Conn
 from hag.errors import NotFoundError, ValidationError
 from hag.retrieval import ranking, render, store
 from hag.retrieval.cache import TTLCache
@@ -79,7 +80,7 @@ def retrieve(
     recent_concepts: Iterable[str | Sequence[str]] = (),
     expected_concepts: Iterable[str] = (),
     *,
-    conn: Any = None,
+    conn: Conn | None = None,
 ) -> RetrievalResult:
     """The memory for one turn: ranked advisories, the edge trees and the rendered blocks.
 
@@ -137,7 +138,7 @@ def retrieve_with_vector(
     recent_concepts: Iterable[str | Sequence[str]] = (),
     expected_concepts: Iterable[str] = (),
     *,
-    conn: Any = None,
+    conn: Conn | None = None,
     context: str = "",
 ) -> RetrievalResult:
     """The passes, merge, walk and render for a query vector already embedded (no caches).
@@ -158,7 +159,7 @@ def _prepare(
     learner_id: str,
     recent_concepts: Iterable[str | Sequence[str]],
     expected_concepts: Iterable[str],
-    conn: Any,
+    conn: Conn | None,
 ) -> tuple[Settings, list[str], list[str], str, Any]:
     """Check the ids, read the dials, the slugs, the topic's title and its ANN index.
 
@@ -180,7 +181,7 @@ def _prepare(
     return dials, slugs, expected, title, ann
 
 
-def visual_for(concept_slug: str, *, conn: Any = None) -> Visual | None:
+def visual_for(concept_slug: str, *, conn: Conn | None = None) -> Visual | None:
     """The curated drawing for a concept (the visual bucket's own read), or None."""
     if not isinstance(concept_slug, str) or not _SLUG.fullmatch(concept_slug):
         return None
@@ -205,7 +206,9 @@ def _check_text(what: str, value: Any, shape: re.Pattern[str], rule: str) -> Non
         raise ValidationError(f"{what} {shown} is not valid: use {rule}")
 
 
-def _catalog(conn: Any, topic_id: str, dials: Settings) -> tuple[str | None, frozenset[str]]:
+def _catalog(
+    conn: Conn | None, topic_id: str, dials: Settings
+) -> tuple[str | None, frozenset[str]]:
     """The topic's title and the usable ANN indexes: from memory when at hand (no connection
     is taken then); a caller's connection reads them fresh and leaves the shared catalogue be.
     """
@@ -249,7 +252,7 @@ def _retrieve_uncached(
     expected: list[str],
     ann: frozenset[str],
     dials: Settings,
-    conn: Any,
+    conn: Conn | None,
 ) -> RetrievalResult:
     scopes = topic_scopes(dials)
 
@@ -332,7 +335,7 @@ def _retrieve_uncached(
     )
 
 
-def _start(conn: Any, fn: Any, *args: Any) -> Future[Any]:
+def _start(conn: Conn | None, fn: Any, *args: Any) -> Future[Any]:
     """Run `fn(connection, *args)`: on the caller's connection now, or on the read pool.
 
     On the caller's connection the work happens here, in order (one connection cannot run
@@ -351,7 +354,7 @@ def _start(conn: Any, fn: Any, *args: Any) -> Future[Any]:
 
 
 def _edge_walk(
-    conn: Any, walked: list[Any], dials: Settings, who: visibility.Reader
+    conn: Conn, walked: list[Any], dials: Settings, who: visibility.Reader
 ) -> tuple[list[Any], PassReport]:
     started = time.perf_counter()
     rows = store.edge_walk(conn, walked, dials, who)
@@ -360,7 +363,7 @@ def _edge_walk(
 
 
 def _advisory(
-    row: Mapping[str, Any], dials: Settings, source: str = "semantic", score: float = 0.0
+    row: ranking.Row, dials: Settings, source: str = "semantic", score: float = 0.0
 ) -> Advisory:
     confidence = float(row["confidence"])
     return Advisory(

@@ -7,13 +7,13 @@ of the dials, so each rule is tested on worked numbers.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hag.settings import Settings
 
-Row = Mapping[str, Any]
+Row = dict[str, Any]  # a result row as the pools return it (hag.db.Row)
 
 
 def query_context(

@@ -19,9 +19,9 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
-import psycopg
 
 from hag import db
+from hag.db import Conn
 from hag.retrieval.model import PassReport
 from hag.retrieval.ranking import Row, relative_contrast, rerank_candidates, rerank_compact
 from hag.settings import Settings
@@ -36,7 +36,7 @@ _ef_search: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 @contextmanager
-def reader(conn: Any = None) -> Iterator[Any]:
+def reader(conn: Conn | None = None) -> Iterator[Conn]:
     """The caller's connection when given, else a read-pool connection for the block."""
     if conn is not None:
         yield conn
@@ -53,7 +53,7 @@ def executor() -> ThreadPoolExecutor:
         return _executor
 
 
-def use_ef_search(conn: psycopg.Connection[Any], ef_search: int) -> None:
+def use_ef_search(conn: Conn, ef_search: int) -> None:
     """Set hnsw.ef_search on this connection when the dial changed since it was last set."""
     if _ef_search.get(conn) == ef_search:
         return
@@ -81,7 +81,7 @@ def filters(dials: Settings) -> dict[str, Any]:
 
 
 def semantic_pass(
-    conn: psycopg.Connection[Any],
+    conn: Conn,
     name: str,
     vector: np.ndarray,
     topic_id: str | None,
@@ -164,7 +164,7 @@ def compact_set(topic_id: str | None, scopes: Sequence[str]) -> str | None:
 
 
 def exact_answer(
-    conn: psycopg.Connection[Any],
+    conn: Conn,
     params: Mapping[str, Any],
     count: int,
     dials: Settings,
@@ -191,7 +191,7 @@ def exact_answer(
     return seed_exact(conn, params, count), "exact"
 
 
-def seed_exact(conn: psycopg.Connection[Any], params: Mapping[str, Any], count: int) -> list[Row]:
+def seed_exact(conn: Conn, params: Mapping[str, Any], count: int) -> list[Row]:
     """The seed's semantic query (match_hag_entries, every dial bound) over hag_entries."""
     return conn.execute(
         query("retrieval", "semantic_exact"), {**params, "match_count": count}
@@ -199,7 +199,7 @@ def seed_exact(conn: psycopg.Connection[Any], params: Mapping[str, Any], count: 
 
 
 def concept_pass(
-    conn: psycopg.Connection[Any],
+    conn: Conn,
     slugs: Sequence[str],
     topic_id: str,
     scopes: Sequence[str],
@@ -221,7 +221,7 @@ def concept_pass(
 
 
 def edge_walk(
-    conn: psycopg.Connection[Any],
+    conn: Conn,
     entry_ids: Sequence[Any],
     dials: Settings,
     reader: Reader,
@@ -291,7 +291,7 @@ class Catalog:
 
     def mean_vector(
         self,
-        conn: psycopg.Connection[Any],
+        conn: Conn,
         topic_id: str | None,
         scopes: Sequence[str],
         ttl: float,
@@ -318,7 +318,7 @@ class Catalog:
 
     def contrast_sample(
         self,
-        conn: psycopg.Connection[Any],
+        conn: Conn,
         topic_id: str | None,
         scopes: Sequence[str],
         rows: int,

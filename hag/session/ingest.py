@@ -29,6 +29,7 @@ import psycopg
 from pydantic import ValidationError
 
 from hag import bounds, visibility
+from hag.db import Conn, one
 from hag.session.contract import SessionPayload
 from hag.settings import Settings
 from hag.sqlfiles import query
@@ -78,7 +79,7 @@ Raw = Mapping[str, Any] | str | bytes | Oversize
 
 
 def ingest_payload(
-    conn: Any,
+    conn: Conn,
     payload: Raw,
     source: str = "api",
     dials: Settings | None = None,
@@ -107,7 +108,7 @@ def ingest_payload(
 
 
 def quarantine(
-    conn: Any,
+    conn: Conn,
     raw: bytes | str | Oversize,
     refusal: Refusal,
     source: str,
@@ -126,19 +127,21 @@ def quarantine(
     else:
         data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
         prefix, size, digest = data[:keep], len(data), hashlib.sha256(data).hexdigest()
-    row = conn.execute(
-        query("session", "quarantine_payload"),
-        {
-            "source": _storable(source),
-            "session_id": None if session_id is None else _storable(session_id)[:200],
-            "reason": _storable(refusal.reason),
-            "field": None if refusal.field is None else _storable(refusal.field),
-            "turn_index": refusal.turn_index,
-            "raw": _storable(prefix.decode("utf-8", errors="replace")),
-            "raw_bytes": size,
-            "raw_sha256": digest,
-        },
-    ).fetchone()
+    row = one(
+        conn.execute(
+            query("session", "quarantine_payload"),
+            {
+                "source": _storable(source),
+                "session_id": None if session_id is None else _storable(session_id)[:200],
+                "reason": _storable(refusal.reason),
+                "field": None if refusal.field is None else _storable(refusal.field),
+                "turn_index": refusal.turn_index,
+                "raw": _storable(prefix.decode("utf-8", errors="replace")),
+                "raw_bytes": size,
+                "raw_sha256": digest,
+            },
+        ).fetchone()
+    )
     return IngestResult(
         "quarantined",
         session_id,
@@ -371,7 +374,7 @@ def _first_unstorable(value: Any, path: str) -> tuple[str, str] | None:
     return None
 
 
-def _check_references(conn: Any, session: SessionPayload, dials: Settings) -> None:
+def _check_references(conn: Conn, session: SessionPayload, dials: Settings) -> None:
     """Refuse a payload that names a topic, entry or edge the memory does not hold, or an
     entry (an edge's end included) its learner may not read in its topic."""
     if (
@@ -426,7 +429,7 @@ def named_ids(
 
 
 def unreadable(
-    conn: Any,
+    conn: Conn,
     session: SessionPayload,
     entries: Mapping[UUID, tuple[str, int]],
     dials: Settings,
@@ -449,7 +452,7 @@ def unreadable(
 
 
 def _queue(
-    conn: Any, session: SessionPayload, canonical: str, digest: str, source: str
+    conn: Conn, session: SessionPayload, canonical: str, digest: str, source: str
 ) -> IngestResult:
     params = {
         "session_id": session.session_id,
@@ -469,9 +472,11 @@ def _queue(
     conn.execute("RELEASE SAVEPOINT hag_ingest")
     if inserted is not None:
         return IngestResult("accepted", session.session_id, source)
-    stored = conn.execute(
-        query("session", "stored_digest"), {"session_id": session.session_id}
-    ).fetchone()
+    stored = one(
+        conn.execute(
+            query("session", "stored_digest"), {"session_id": session.session_id}
+        ).fetchone()
+    )
     if stored["payload_sha256"] == digest:
         return IngestResult("duplicate", session.session_id, source)
     raise Refusal(
@@ -614,7 +619,7 @@ def _json_array(
         position = end
 
 
-def list_quarantined(conn: Any, limit: int = 100) -> list[dict[str, Any]]:
+def list_quarantined(conn: Conn, limit: int = 100) -> list[dict[str, Any]]:
     """The latest refused payloads, newest first (raw text shortened to its size and start)."""
     return [
         dict(r)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from hag.corpus import UNANCHORED  # one spelling of the seed's no-identity slug
+from hag.db import Conn
 from hag.embeddings import normalise_rows
 from hag.settings import Settings
 
@@ -72,7 +73,7 @@ class Catalogue:
     embeddings: np.ndarray  # one unit row per embedded slug
 
     @classmethod
-    def load(cls, conn: Any, topic_id: str) -> Catalogue:
+    def load(cls, conn: Conn, topic_id: str) -> Catalogue:
         from hag.sqlfiles import query
 
         rows = conn.execute(query("session", "catalogue"), {"topic_id": topic_id}).fetchall()

@@ -37,6 +37,7 @@ from pgvector import Vector
 from psycopg import errors as pg_errors
 
 from hag import bounds
+from hag.db import Conn, one
 from hag.edges import EdgeObservation, say_why, upsert_edges
 from hag.errors import HagError
 from hag.session import rules
@@ -118,7 +119,7 @@ class Caches:
         self._catalogues: dict[str, Catalogue] = {}
         self._lock = threading.Lock()
 
-    def catalogue(self, conn: Any, topic_id: str) -> Catalogue:
+    def catalogue(self, conn: Conn, topic_id: str) -> Catalogue:
         with self._lock:
             found = self._catalogues.get(topic_id)
         if found is None:
@@ -188,7 +189,7 @@ def _plan(
 
 
 def apply_session(
-    conn: Any,
+    conn: Conn,
     session: SessionPayload,
     dials: Settings,
     *,
@@ -223,7 +224,7 @@ def apply_session(
 
 
 def observations_to_entries(
-    conn: Any,
+    conn: Conn,
     session: SessionPayload,
     plan: _Plan,
     dials: Settings,
@@ -328,7 +329,7 @@ def observations_to_entries(
     counts.entries_merged += len(new_rows) - len(inserted)
 
 
-def discover(conn: Any, turns: list[Turn]) -> list[EdgeObservation]:
+def discover(conn: Conn, turns: list[Turn]) -> list[EdgeObservation]:
     """Step 2: sequence and recovery edges from consecutive turns' decision entries.
 
     Sequence: turn t succeeded acting on A, turn t+1 acted on B != A -> `leads_to` A -> B.
@@ -363,7 +364,7 @@ def fallback_condition(turn: Turn, failed_slug: str) -> str:
 
 
 def propose_prerequisites(
-    conn: Any, session: SessionPayload, plan: _Plan, dials: Settings, counts: SessionCounts
+    conn: Conn, session: SessionPayload, plan: _Plan, dials: Settings, counts: SessionCounts
 ) -> list[EdgeObservation]:
     """Step 3: a `prerequisite` edge per struggle with evidence, struggled -> missing concept.
 
@@ -408,7 +409,7 @@ def _evidence_sources(observed: list[EdgeObservation], dials: Settings) -> list[
 
 
 def _lock_rows(
-    conn: Any, turns: list[Turn], observed: list[EdgeObservation], sibling_sources: list[UUID]
+    conn: Conn, turns: list[Turn], observed: list[EdgeObservation], sibling_sources: list[UUID]
 ) -> None:
     """Lock the existing entries and edges this session will write, in one sorted pass each
     (edges: graded, reinforced, and the sibling prerequisites the lift rule re-weighs)."""
@@ -430,7 +431,7 @@ def _lock_rows(
 
 
 def reinforce(
-    conn: Any,
+    conn: Conn,
     session: SessionPayload,
     observed: list[EdgeObservation],
     dials: Settings,
@@ -456,7 +457,7 @@ def reinforce(
 
 
 def weigh_prerequisite_evidence(
-    conn: Any,
+    conn: Conn,
     session: SessionPayload,
     sources: list[UUID],
     dials: Settings,
@@ -515,7 +516,7 @@ def _graded_entries(turn: Turn) -> list[UUID]:
 
 
 def grade_outcomes(
-    conn: Any,
+    conn: Conn,
     session: SessionPayload,
     turns: list[Turn],
     dials: Settings,
@@ -591,7 +592,7 @@ def grade_outcomes(
 
 
 def _edge_shifts(
-    conn: Any, edge_outcomes: Mapping[UUID, list[str | None]], dials: Settings
+    conn: Conn, edge_outcomes: Mapping[UUID, list[str | None]], dials: Settings
 ) -> dict[UUID, rules.ClampedShift]:
     """Each rendered edge's grading over the session, as one clamped shift.
 
@@ -630,7 +631,7 @@ def _edge_shifts(
 
 
 def apply_pending_session(
-    conn: Any,
+    conn: Conn,
     dials: Settings,
     *,
     run_id: UUID | None,
@@ -660,9 +661,11 @@ def apply_pending_session(
                 conn.rollback()
                 return None
             claimed = row["session_id"]
-            text = conn.execute(
-                query("session", "claimed_payload"), {"session_id": claimed}
-            ).fetchone()["payload_text"]
+            text = one(
+                conn.execute(
+                    query("session", "claimed_payload"), {"session_id": claimed}
+                ).fetchone()
+            )["payload_text"]
             session = SessionPayload.model_validate_json(text)
             check_session(conn, session, dials)
             counts = apply_session(
@@ -704,7 +707,7 @@ class SessionRefused(HagError):
     """A queued session breaks a rule that ingest also enforces (checked again when applied)."""
 
 
-def check_session(conn: Any, session: SessionPayload, dials: Settings) -> None:
+def check_session(conn: Conn, session: SessionPayload, dials: Settings) -> None:
     """Hold a queued session to the ingest rules that depend on the memory or the dials, which
     may have changed since it was queued: every entry it names (an edge's ends included) is
     readable by its learner in its topic, and its time is within bounds."""
@@ -727,7 +730,7 @@ def check_session(conn: Any, session: SessionPayload, dials: Settings) -> None:
 
 
 def reject_session(
-    conn: Any, session_id: str, reason: str, run_id: UUID | None, dials: Settings
+    conn: Conn, session_id: str, reason: str, run_id: UUID | None, dials: Settings
 ) -> bool:
     """Mark a pending session `rejected` with the reason and quarantine its payload; False
     when it is no longer pending (another worker finished it first)."""
@@ -924,8 +927,8 @@ def close_run(run_id: UUID | None, summary: ProcessSummary, status: str = "done"
         )
 
 
-def pending_count(conn: Any) -> int:
-    return int(conn.execute(query("session", "count_pending")).fetchone()["pending"])
+def pending_count(conn: Conn) -> int:
+    return int(one(conn.execute(query("session", "count_pending")).fetchone())["pending"])
 
 
 def render_markdown(summary: ProcessSummary) -> str:

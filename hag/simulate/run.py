@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from hag.db import Conn, one
 from hag.simulate.learners import Learner, OutcomeModel, make_learners
 from hag.simulate.tutor import CRYPTO_DRIFT, Extractor, TutorPolicy, Use, run_session
 from hag.simulate.world import CRYPTOGRAPHY, World
@@ -171,7 +172,7 @@ def _plain(value: Any) -> dict[str, Any]:
         return {"value": repr(value)}
 
 
-def snapshot(conn: Any, world: World, day: int, at: datetime, sessions: int) -> DaySnapshot:
+def snapshot(conn: Conn, world: World, day: int, at: datetime, sessions: int) -> DaySnapshot:
     """A read of the topic graph and the lifecycle counts as they stand."""
     edges = [
         dict(r)
@@ -183,11 +184,13 @@ def snapshot(conn: Any, world: World, day: int, at: datetime, sessions: int) -> 
     audit = [dict(r) for r in conn.execute(query("simulate", "audit_counts"))]
     enrichment = {
         k: int(v)
-        for k, v in conn.execute(query("simulate", "enrichment_totals")).fetchone().items()
+        for k, v in one(conn.execute(query("simulate", "enrichment_totals")).fetchone()).items()
     }
-    visible = conn.execute(
-        query("simulate", "visible_topic_entries"), {"topic_id": world.topic_id}
-    ).fetchone()
+    visible = one(
+        conn.execute(
+            query("simulate", "visible_topic_entries"), {"topic_id": world.topic_id}
+        ).fetchone()
+    )
     conn.rollback()
     return DaySnapshot(
         day,
