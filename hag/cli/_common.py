@@ -93,7 +93,7 @@ def note(message: str) -> None:
     click.echo(message, err=True)
 
 
-class Timestamp(click.ParamType):
+class Timestamp(click.ParamType[datetime]):
     """An ISO-8601 moment (`2026-03-01`, `2026-03-01T02:30:00+01:00`); naive means UTC."""
 
     name = "timestamp"

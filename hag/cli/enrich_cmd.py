@@ -11,7 +11,7 @@ import click
 from hag.cli._common import TIMESTAMP, dispatch, echo_json, json_option, note, ready
 
 
-def _edge(p: dict) -> str:
+def _edge(p: dict[str, Any]) -> str:  # a proposal as JSON
     return f"{p.get('source')} -{p.get('edge_type')}-> {p.get('target')}"
 
 

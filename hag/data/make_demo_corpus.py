@@ -1507,7 +1507,19 @@ def parse_ts(value: str) -> datetime:
     return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
-def make_entry(topic, scope, slug, maturity, conf, day, s, f, text, quality=Q_CATALOGUE, eid=None):
+def make_entry(
+    topic: str,
+    scope: str,
+    slug: str,
+    maturity: str,
+    conf: float,
+    day: str,
+    s: int,
+    f: int,
+    text: str,
+    quality: float = Q_CATALOGUE,
+    eid: str | None = None,
+) -> dict[str, Any]:
     return {
         "id": eid or entry_id(topic, scope, slug),
         "topic_id": topic,
@@ -1523,7 +1535,7 @@ def make_entry(topic, scope, slug, maturity, conf, day, s, f, text, quality=Q_CA
     }
 
 
-def build() -> dict:
+def build() -> dict[str, Any]:
     topics = [{"topic_id": t, "title": title} for t, title in TOPICS]
 
     concepts: list[dict[str, Any]] = []
@@ -1585,7 +1597,17 @@ def build() -> dict:
     edges: list[dict[str, Any]] = []
     session_no = 0
 
-    def add(topic, src, tgt, etype, conf, cond, source_type, when=None, hits=0):
+    def add(
+        topic: str,
+        src: str,
+        tgt: str,
+        etype: str,
+        conf: float,
+        cond: str | None,
+        source_type: str,
+        when: str | None = None,
+        hits: int = 0,
+    ) -> None:
         nonlocal session_no
         s_id, t_id = public_ids[(topic, src)], public_ids[(topic, tgt)]
         if when is None:  # authored the day after the later endpoint
@@ -1664,7 +1686,7 @@ def _acyclic(nodes: set[str], arcs: list[tuple[str, str]]) -> bool:
     return seen == len(nodes)
 
 
-def verify(corpus: dict) -> dict:
+def verify(corpus: dict[str, Any]) -> dict[str, Any]:
     topics = {t["topic_id"] for t in corpus["topics"]}
     concepts = {(c["topic_id"], c["slug"]) for c in corpus["concepts"]}
     entries = corpus["entries"]
@@ -1825,7 +1847,7 @@ def verify(corpus: dict) -> dict:
     cutoff90 = DEMO_NOW - timedelta(days=DIALS.cull_min_age_days)
     slug = {e["id"]: e["concept_slug"] for e in entries}
 
-    def culled(g):
+    def culled(g: dict[str, Any]) -> bool:
         return (
             g["source_type"] in DIALS.cull_source_types
             and g["confidence"] < DIALS.cull_max_confidence

@@ -38,6 +38,7 @@ from hag.retrieval import ranking, render, store
 from hag.retrieval.cache import TTLCache
 from hag.retrieval.model import Advisory, PassReport, RenderedEdge, RetrievalResult, Visual
 from hag.settings import Settings
+from hag.sqlfiles import query
 from hag.visibility import topic_scopes
 
 __all__ = [
@@ -118,7 +119,7 @@ def retrieve(
     # On a caller's connection the answer is what that transaction sees (perhaps rows it
     # never commits): such a result is neither served from the shared cache nor put in it.
     ttl = float(dials.retrieval_cache_ttl_seconds) if conn is None else 0.0
-    cached = _results.get(key, ttl) if ttl > 0 else None
+    cached: RetrievalResult | None = _results.get(key, ttl) if ttl > 0 else None
     if cached is not None:
         return dataclasses.replace(cached, cached=True)
 
@@ -187,7 +188,7 @@ def visual_for(concept_slug: str, *, conn: Conn | None = None) -> Visual | None:
         return None
     with store.reader(conn) as reader:
         row = reader.execute(
-            store.query("retrieval", "visual_for"), {"concept_slug": concept_slug}
+            query("retrieval", "visual_for"), {"concept_slug": concept_slug}
         ).fetchone()
     if row is None:
         return None

@@ -100,7 +100,7 @@ class RetrievalResult:
                 return [plain(v) for v in value]
             return value
 
-        return plain(
+        data: dict[str, Any] = plain(
             {
                 "topic_id": self.topic_id,
                 "learner_id": self.learner_id,
@@ -116,3 +116,4 @@ class RetrievalResult:
                 "cached": self.cached,
             }
         )
+        return data

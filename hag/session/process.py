@@ -37,12 +37,13 @@ from pgvector import Vector
 from psycopg import errors as pg_errors
 
 from hag import bounds
+from hag.corpus import UNANCHORED
 from hag.db import Conn, one
 from hag.edges import EdgeObservation, say_why, upsert_edges
 from hag.errors import HagError
 from hag.session import rules
 from hag.session.contract import SessionPayload, Turn
-from hag.session.ladder import UNANCHORED, Catalogue, as_array, candidate_slug, resolve_all
+from hag.session.ladder import Catalogue, as_array, candidate_slug, resolve_all
 from hag.settings import Settings
 from hag.sqlfiles import query
 from hag.timing import timed
