@@ -25,9 +25,10 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -255,41 +256,32 @@ def _retrieve_uncached(
     dials: Settings,
     conn: Conn | None,
 ) -> RetrievalResult:
-    scopes = topic_scopes(dials)
+    scopes = tuple(topic_scopes(dials))
 
     def semantic(
-        name: str, topic: str | None, where: list[str], count: int, ann_label: str
-    ) -> tuple[Any, ...]:
-        approximate = ann_label in ann
-        return (
-            store.semantic_pass,
-            name,
-            vector,
-            topic,
-            where,
-            count,
-            dials,
-            approximate,
-            conn is None,
+        name: str, topic: str | None, where: tuple[str, ...], count: int, ann_label: str
+    ) -> SemanticPass:
+        return SemanticPass(
+            name, vector, topic, where, count, dials, ann_label in ann, shared=conn is None
         )
 
-    jobs: dict[str, tuple[Any, ...]] = {
+    jobs: dict[str, Pass] = {
         "topic-semantic": semantic(
             "topic-semantic", topic_id, scopes, dials.match_count, f"topic:{topic_id}"
         )
     }
     if slugs:
-        jobs["topic-concept"] = (store.concept_pass, slugs, topic_id, scopes, dials)
+        jobs["topic-concept"] = ConceptPass(tuple(slugs), topic_id, scopes, dials)
     if dials.tutor_match_count > 0:
-        jobs["tutor"] = semantic("tutor", None, ["tutor"], dials.tutor_match_count, "scope:tutor")
+        jobs["tutor"] = semantic("tutor", None, ("tutor",), dials.tutor_match_count, "scope:tutor")
     if dials.student_match_count > 0:
         # a learner's rows are few: always exact (no ANN label names a student scope)
         jobs["student"] = semantic(
-            "student", None, [f"student:{learner_id}"], dials.student_match_count, ""
+            "student", None, (f"student:{learner_id}",), dials.student_match_count, ""
         )
     # The passes start together; the edge walk needs only the topic passes, so it starts as
     # soon as they are merged and runs while the tutor and student passes may still run.
-    running = {name: _start(conn, fn, *args) for name, (fn, *args) in jobs.items()}
+    running = {name: _start(conn, job.run) for name, job in jobs.items()}
     semantic_rows = running["topic-semantic"].result()[0]
     concept_rows = running["topic-concept"].result()[0] if "topic-concept" in running else []
     ranked = ranking.merge_topic(semantic_rows, concept_rows, expected, dials)
@@ -298,7 +290,7 @@ def _retrieve_uncached(
     # Only targets this learner may read in this topic are walked (hag_entry_readable, the
     # rule sessions are held to as well): never another learner's pattern or a drawing.
     who = visibility.reader(learner_id, topic_id, dials)
-    walk = _start(conn, _edge_walk, walked, dials, who) if walked else None
+    walk = _start(conn, lambda c: _edge_walk(c, walked, dials, who)) if walked else None
 
     outputs = {name: future.result() for name, future in running.items()}
     reports = [out[1] for out in outputs.values()]
@@ -336,20 +328,67 @@ def _retrieve_uncached(
     )
 
 
-def _start(conn: Conn | None, fn: Any, *args: Any) -> Future[Any]:
-    """Run `fn(connection, *args)`: on the caller's connection now, or on the read pool.
+PassResult = tuple[list[ranking.Row], PassReport]
+
+
+@dataclass(frozen=True, eq=False)
+class SemanticPass:
+    """A semantic pass of a turn (store.semantic_pass), ready to run on a connection."""
+
+    name: str
+    vector: np.ndarray
+    topic_id: str | None  # None: every topic (the tutor and student passes)
+    scopes: tuple[str, ...]
+    count: int
+    dials: Settings
+    approximate: bool  # an ANN index serves this set (store.semantic_pass decides the path)
+    shared: bool  # on a read-pool connection: its reads may fill the shared catalog
+
+    def run(self, conn: Conn) -> PassResult:
+        return store.semantic_pass(
+            conn,
+            self.name,
+            self.vector,
+            self.topic_id,
+            self.scopes,
+            self.count,
+            self.dials,
+            self.approximate,
+            self.shared,
+        )
+
+
+@dataclass(frozen=True)
+class ConceptPass:
+    """The by-concept pass of a turn (store.concept_pass), ready to run on a connection."""
+
+    slugs: tuple[str, ...]
+    topic_id: str
+    scopes: tuple[str, ...]
+    dials: Settings
+
+    def run(self, conn: Conn) -> PassResult:
+        return store.concept_pass(conn, self.slugs, self.topic_id, self.scopes, self.dials)
+
+
+Pass = SemanticPass | ConceptPass
+T = TypeVar("T")
+
+
+def _start(conn: Conn | None, work: Callable[[Conn], T]) -> Future[T]:
+    """Run `work(connection)`: on the caller's connection now, or on the read pool.
 
     On the caller's connection the work happens here, in order (one connection cannot run
     two queries at once); otherwise on a pooled connection in the pass executor.
     """
     if conn is not None:
-        done: Future[Any] = Future()
-        done.set_result(fn(conn, *args))
+        done: Future[T] = Future()
+        done.set_result(work(conn))
         return done
 
-    def run() -> Any:
+    def run() -> T:
         with store.reader() as pooled:
-            return fn(pooled, *args)
+            return work(pooled)
 
     return store.executor().submit(run)
 
