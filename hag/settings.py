@@ -28,11 +28,16 @@ KNOWN_SOURCE_TYPES = ("seed", "learned", "enriched")
 TOPIC_SCOPE = r"(?!student)[a-z][a-z0-9_-]*"
 
 
+# A dial's value on its way in or out: raw input (a CLI word, a JSON value from hag_settings)
+# before `validate`, the JSON stored after. Typed once it is in a snapshot (Settings).
+JSON = Any
+
+
 @dataclass(frozen=True)
 class Dial:
     key: str
     type: str  # float | int | bool | str | list
-    default: Any
+    default: JSON
     description: str
     consumer: str  # the module (path) that reads it
     min: float | None = None
@@ -249,7 +254,7 @@ def dial(key: str) -> Dial:
         raise SettingsError(f"unknown setting {key!r} (see `hag settings list`)") from None
 
 
-def validate(key: str, value: Any) -> Any:
+def validate(key: str, value: JSON) -> JSON:
     """The value coerced to the dial's type, or a SettingsError naming what is wrong."""
     d = dial(key)
     if d.type in ("float", "int"):
@@ -633,7 +638,7 @@ def invalidate() -> None:
         _cache = None
 
 
-def set_value(conn: Conn, key: str, raw: Any, by: str = "cli") -> Any:
+def set_value(conn: Conn, key: str, raw: JSON, by: str = "cli") -> JSON:
     """Validate and store one dial; returns the stored value."""
     value = validate(key, raw)
     check_order({**load(conn), key: value})
@@ -645,7 +650,7 @@ def set_value(conn: Conn, key: str, raw: Any, by: str = "cli") -> Any:
     return value
 
 
-def reset_value(conn: Conn, key: str, by: str = "cli") -> Any:
+def reset_value(conn: Conn, key: str, by: str = "cli") -> JSON:
     return set_value(conn, key, dial(key).default, by)
 
 

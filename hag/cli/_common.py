@@ -14,8 +14,12 @@ from uuid import UUID
 
 import click
 
+# Data printed as JSON: any shape a command returns (rows, summaries, lists of them). The
+# only Any of this module's boundary; everything else here has a type.
+JSON = Any
 
-def to_jsonable(value: Any) -> Any:
+
+def to_jsonable(value: object) -> JSON:
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, UUID):
@@ -29,7 +33,7 @@ def to_jsonable(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def echo_json(data: Any) -> None:
+def echo_json(data: JSON) -> None:
     click.echo(json.dumps(data, default=to_jsonable, indent=2, sort_keys=False))
 
 

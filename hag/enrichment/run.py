@@ -22,7 +22,7 @@ from hag import bounds, db, runs, settings
 from hag.db import Conn
 from hag.edges import EdgeObservation, upsert_edges
 from hag.enrichment import graph
-from hag.enrichment.prompt import Orphan, build_prompt
+from hag.enrichment.prompt import Orphan, Prompt, build_prompt
 from hag.enrichment.proposers import Proposer, ProposerError, choose_proposer
 from hag.enrichment.validate import (
     Accepted,
@@ -178,7 +178,7 @@ def _now() -> datetime:
 
 def ask(
     proposer: Proposer,
-    prompt: Any,
+    prompt: Prompt,
     orphan: Orphan,
     dials: Settings,
 ) -> tuple[list[Proposal | Rejected] | None, list[Call], str | None]:

@@ -34,7 +34,11 @@ ENTRY_THRESHOLD = float(REGISTRY["edge_new_confidence"].default)
 HALF = float(REGISTRY["band_medium_min"].default)
 
 
-def _clean(value: Any) -> Any:
+# A report is JSON of many shapes (curves, tables, nested summaries): the one Any here.
+JSON = Any
+
+
+def _clean(value: JSON) -> JSON:
     """NaN is not JSON: turn it into null everywhere."""
     if isinstance(value, float) and math.isnan(value):
         return None
@@ -45,7 +49,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def write_json(path: Path, data: Any) -> Path:
+def write_json(path: Path, data: JSON) -> Path:
     path.write_text(json.dumps(_clean(data), default=to_jsonable, indent=2, sort_keys=False) + "\n")
     return path
 

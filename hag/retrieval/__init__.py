@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,9 @@ from hag.retrieval.model import Advisory, PassReport, RenderedEdge, RetrievalRes
 from hag.settings import Settings
 from hag.sqlfiles import query
 from hag.visibility import topic_scopes
+
+if TYPE_CHECKING:  # imported lazily at run time: keeps the model client off import
+    from hag.embeddings import Embedder
 
 __all__ = [
     "Advisory",
@@ -235,7 +238,7 @@ def _fingerprint(dials: Settings) -> str:
     return digest
 
 
-def _embed(embedder: Any, context: str, dials: Settings) -> np.ndarray:
+def _embed(embedder: Embedder, context: str, dials: Settings) -> np.ndarray:
     key = (embedder.name, context)
     vector = _embeddings.get(key, None)
     if vector is None:

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from hag import db, settings
 from hag.db import Conn
+from hag.settings import Settings
 from hag.sqlfiles import query
 
 log = logging.getLogger("hag.retrieval.ann")
@@ -31,7 +31,7 @@ def index_name(topic_id: str) -> str:
     return "hag_entries_ann_" + hashlib.md5(topic_id.encode()).hexdigest()[:16]
 
 
-def topics_needing_index(conn: Conn, dials: Any = None) -> list[str]:
+def topics_needing_index(conn: Conn, dials: Settings | None = None) -> list[str]:
     """Topics whose topic-scope rows exceed the topic_exact_scan_max_rows dial."""
     from hag.retrieval import topic_scopes
 
@@ -87,7 +87,7 @@ def build_topic_indexes(
         )
 
 
-def _build(conn: Conn, topic_id: str, dials: Any, concurrently: bool) -> None:
+def _build(conn: Conn, topic_id: str, dials: Settings, concurrently: bool) -> None:
     name = sql.Identifier(index_name(topic_id))
     conn.execute(
         sql.SQL("DROP INDEX {} {}").format(  # a failed earlier build is invalid

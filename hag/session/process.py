@@ -850,7 +850,7 @@ def _process_pending(
     size: int,
     limit: int | None,
     workers: int,
-    dials: Any,
+    dials: Settings,
     on_batch: Callable[[ProcessSummary], None] | None,
     run_batch: Callable[[UUID, int], ProcessSummary] | None,
 ) -> ProcessSummary:
