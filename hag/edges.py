@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from hag.db import Conn
 from hag.settings import EDGE_TYPES, Settings
 from hag.sqlfiles import query
+
+if TYPE_CHECKING:  # annotations only: this module opens no connection itself
+    from hag.db import Conn
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,12 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hag.db import Conn
 from hag.errors import SettingsError
+
+if TYPE_CHECKING:  # annotations only: `current()` imports hag.db when it first connects
+    from hag.db import Conn
 
 EDGE_TYPES = ("prerequisite", "fallback", "leads_to", "related", "supersedes")
 KNOWN_SOURCE_TYPES = ("seed", "learned", "enriched")

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from hag.db import Conn
 from hag.settings import Settings
 from hag.sqlfiles import query
+
+if TYPE_CHECKING:  # annotations only: this module opens no connection itself
+    from hag.db import Conn
 
 
 def topic_scopes(dials: Settings) -> list[str]:

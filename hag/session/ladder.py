@@ -19,14 +19,16 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hag.corpus import UNANCHORED  # one spelling of the seed's no-identity slug
-from hag.db import Conn
 from hag.embeddings import normalise_rows
 from hag.settings import Settings
+
+if TYPE_CHECKING:  # annotations only: this module opens no connection itself
+    from hag.db import Conn
 
 STEPS = ("exact", "near", "minted", "unanchored")
 _QUALITY_DIAL: dict[str, Callable[[Settings], float]] = {
