@@ -22,8 +22,11 @@ from typing import Any
 import psycopg
 
 from hag import SQL_DIR
-from hag.db import Conn
 from hag.errors import MigrationError
+
+# Migrations run over a connection of any row shape (a template database is migrated over a
+# plain psycopg connection with tuple rows), hence the row helpers below.
+AnyConn = psycopg.Connection[Any]
 
 _FILE = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 # One lock id for "someone is migrating this database"; any constant works.
@@ -76,7 +79,7 @@ CREATE TABLE IF NOT EXISTS hag_schema_migrations (
 )"""
 
 
-def applied(conn: Conn) -> dict[int, dict[str, Any]]:
+def applied(conn: AnyConn) -> dict[int, dict[str, Any]]:
     exists = conn.execute("SELECT to_regclass('hag_schema_migrations') AS t").fetchone()
     if exists is None or _value(exists, "t") is None:
         return {}
@@ -97,7 +100,7 @@ def _values(row: Any) -> tuple[Any, ...]:
     return tuple(row.values()) if isinstance(row, dict) else tuple(row)
 
 
-def stored_dimension(conn: Conn) -> int | None:
+def stored_dimension(conn: AnyConn) -> int | None:
     exists = conn.execute("SELECT to_regclass('hag_meta') AS t").fetchone()
     if exists is None or _value(exists, "t") is None:
         return None
@@ -105,7 +108,9 @@ def stored_dimension(conn: Conn) -> int | None:
     return int(_value(row, "value")) if row else None
 
 
-def migrate(conn: Conn, embedding_dim: int, directory: Path = SQL_DIR / "migrations") -> list[str]:
+def migrate(
+    conn: AnyConn, embedding_dim: int, directory: Path = SQL_DIR / "migrations"
+) -> list[str]:
     """Bring the database up to date; return the file names applied now (idempotent)."""
     done: list[str] = []
     with conn.transaction():

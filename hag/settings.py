@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from hag.errors import SettingsError
 
 if TYPE_CHECKING:  # annotations only: `current()` imports hag.db when it first connects
+    import psycopg
+
     from hag.db import Conn
 
 EDGE_TYPES = ("prerequisite", "fallback", "leads_to", "related", "supersedes")
@@ -381,7 +383,7 @@ def _fmt(x: float | None) -> str:
 # --- database side ----------------------------------------------------------------------
 
 
-def sync_registry(conn: Conn) -> None:
+def sync_registry(conn: psycopg.Connection[Any]) -> None:  # any row shape (migrate)
     """Write every registry dial into hag_settings: new keys get defaults, values are kept.
 
     A value still equal to the stored default follows the registry's (possibly new) default;
