@@ -46,10 +46,9 @@ QUALITY_VIEWS = (
 SUITES_CHILD = """
 import json, resource, time
 start = time.perf_counter()
-import expectations
-from expectations import _gx
-imported = _gx.import_gx()
-result = expectations.run_all()
+from hag import quality
+imported = quality.import_gx()
+result = quality.run_all()
 print(json.dumps({
     "seconds": time.perf_counter() - start,
     "import_seconds": imported,

@@ -13,9 +13,8 @@ from datetime import timedelta
 
 import pytest
 
-import expectations
-from expectations._gx import SUITES_DIR
-from hag import sweeps
+from hag import quality, sweeps
+from hag.quality import SUITES_DIR
 from tests import factories as f
 
 AS_OF = f.NOW
@@ -45,14 +44,14 @@ def _sound_memory(db):
 
 
 def _failing(db) -> set[tuple[str, str, str]]:
-    result = expectations.run_all(db)
+    result = quality.run_all(db)
     return {(x.suite, x.expectation, x.column) for x in result.failures}
 
 
 def test_sound_memory_passes_every_suite(db):
     """A memory built by the rules, after a real cull, passes every expectation."""
     _sound_memory(db)
-    result = expectations.run_all(db)
+    result = quality.run_all(db)
     assert result.success, result.report()
     assert [s.suite for s in result.suites] == ["entries", "edges", "cull_runs", "culled_edges"]
     assert all(s.rows > 0 for s in result.suites)
@@ -63,13 +62,13 @@ def test_demo_corpus_passes_every_suite(db):
     from hag import corpus
 
     corpus.load_file(corpus.DEMO_CORPUS)
-    result = expectations.run_all(db, suites=("entries", "edges"))
+    result = quality.run_all(db, suites=("entries", "edges"))
     assert result.success, result.report()
 
 
 def test_suites_are_kept_as_reviewable_files():
     """Each suite is a JSON file naming the view it reads; every expectation says what it guards."""
-    for name in expectations.SUITES:
+    for name in quality.SUITES:
         doc = json.loads((SUITES_DIR / f"{name}.json").read_text())
         assert doc["name"] == name and doc["meta"]["reads"].startswith("hag_quality_")
         assert all(e["meta"]["guards"] for e in doc["expectations"])
@@ -285,7 +284,7 @@ def test_every_expectation_has_a_corruption_test():
     """No expectation in a suite file is left without a case above that makes it fail."""
     guarded = set().union(*(expected for _, expected in CASES))
     declared = set()
-    for name in expectations.SUITES:
+    for name in quality.SUITES:
         doc = json.loads((SUITES_DIR / f"{name}.json").read_text())
         for e in doc["expectations"]:
             k = e["kwargs"]
@@ -302,9 +301,9 @@ def test_progress_reports_each_suite_as_it_finishes(db):
     """`run_all(progress=...)` receives one line per suite, in order, naming it and its time."""
     _sound_memory(db)
     lines: list[str] = []
-    result = expectations.run_all(db, progress=lines.append)
+    result = quality.run_all(db, progress=lines.append)
     per_suite = [line for line in lines if "expectations over" in line]
-    assert [line.split()[1] for line in per_suite] == list(expectations.SUITES)
+    assert [line.split()[1] for line in per_suite] == list(quality.SUITES)
     assert all(line.startswith("ok") and line.endswith(" s)") for line in per_suite)
     assert result.success
 
@@ -320,7 +319,7 @@ def test_counts_come_from_the_database_and_the_sample_stays_small(private_db):
         "FROM generate_series(1, 2000) i, (SELECT embedding FROM hag_entries LIMIT 1) e"
     )
     private_db.commit()
-    [failure] = expectations.run_all(private_db, suites=("entries",)).failures
+    [failure] = quality.run_all(private_db, suites=("entries",)).failures
     assert (failure.column, failure.unexpected_count) == ("failure_count", 2000)
     assert 0 < len(failure.sample) <= 5
 
@@ -329,11 +328,11 @@ def test_suite_sessions_take_their_work_mem_from_the_dial(db, dials):
     """The suites' own PostgreSQL sessions run with work_mem = the suite_work_mem_mb dial."""
     import sqlalchemy as sa
 
-    from expectations import _gx
+    from hag.quality import _gx
 
     _sound_memory(db)
     dials(suite_work_mem_mb=48)
-    assert expectations.run_all(db, suites=("cull_runs",)).success
+    assert quality.run_all(db, suites=("cull_runs",)).success
     with _gx._source[1].get_engine().connect() as suite_session:
         assert suite_session.execute(sa.text("SHOW work_mem")).scalar() == "48MB"
 
@@ -345,7 +344,7 @@ def test_great_expectations_loads_without_the_modules_the_suites_never_call():
 
     probe = (
         "import sys\n"
-        "from expectations import _gx\n"
+        "from hag.quality import _gx\n"
         "_gx.import_gx()\n"
         "names = ('scipy.stats', 'altair', 'jsonschema')\n"
         "print([n for n in names if '__getattr__' not in vars(sys.modules.get(n, sys))])\n"
@@ -396,7 +395,7 @@ def test_the_flow_task_logs_a_line_per_suite(db, prefect_harness):
     finally:
         logger.removeHandler(handler)
     logged = [line for line in handler.lines if "expectations over" in line]
-    assert [line.split()[1] for line in logged] == list(expectations.SUITES)
+    assert [line.split()[1] for line in logged] == list(quality.SUITES)
 
 
 def _hag(database_url, *args):
@@ -423,7 +422,7 @@ def test_hag_check_prints_a_progress_line_per_suite_on_stderr(db, database_url):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["success"] is True
     progress = [line for line in done.stderr.splitlines() if "expectations over" in line]
-    assert [line.split()[1] for line in progress] == list(expectations.SUITES)
+    assert [line.split()[1] for line in progress] == list(quality.SUITES)
 
 
 def test_a_nightly_dry_run_leaves_the_suites_to_hag_check(db, database_url):

@@ -1,12 +1,13 @@
-"""Data-quality suites (SPEC §8), Great Expectations 1.x, one module per checked view.
+"""Data-quality suites (SPEC §8): the runner of the Great Expectations suites.
 
-Each suite is a reviewable JSON file in `expectations/suites/`, read by its module:
-`entries` (bounds, enums, scope shapes, the three identity indexes as compound uniqueness),
-`edges` (bounds, enums, identity, no self-loops, no dangling edges, `_unanchored_`
-isolated), `cull_runs` (audit completeness) and `culled_edges` (the cull only took what
-its recorded rule allowed; never a seed edge). `run_all()` runs them all, inside PostgreSQL
-(`_gx.py`), reporting each suite as it finishes; `hag check`, `hag nightly` and the end of
-every flow call it.
+The suites themselves are reviewable JSON files in the repository's `expectations/suites/`
+folder (`SUITES_DIR`), one per checked view: `entries` (bounds, enums, scope shapes, the three
+identity indexes as compound uniqueness), `edges` (bounds, enums, identity, no self-loops, no
+dangling edges, `_unanchored_` isolated), `cull_runs` (audit completeness) and `culled_edges`
+(the cull only took what its recorded rule allowed; never a seed edge). `run_all()` runs them
+inside PostgreSQL (`_gx.py`), reporting each suite as it finishes; `hag check`, `hag nightly`,
+the simulator and the flows' last task call it. Great Expectations is imported only when a
+suite runs, so the rest of the library never pays for it.
 """
 
 from __future__ import annotations
@@ -15,10 +16,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from expectations._gx import Failure, SuiteResult, import_gx, preload
+from hag import PROJECT_ROOT
+from hag.quality import _gx
+from hag.quality._gx import Failure, SuiteResult, import_gx, preload
 
 SUITES = ("entries", "edges", "cull_runs", "culled_edges")
-__all__ = ["SUITES", "CheckResult", "Failure", "SuiteResult", "import_gx", "preload", "run_all"]
+#: Where the suites are kept: one JSON file per suite, named after it.
+SUITES_DIR = PROJECT_ROOT / "expectations" / "suites"
+__all__ = [
+    "SUITES",
+    "SUITES_DIR",
+    "CheckResult",
+    "Failure",
+    "SuiteResult",
+    "import_gx",
+    "preload",
+    "run_all",
+]
 
 
 @dataclass
@@ -69,8 +83,6 @@ def run_all(
     commits before it checks. `progress` receives a line when Great Expectations has loaded
     and a line per suite as it finishes, with its seconds.
     """
-    from importlib import import_module
-
     from hag import db
 
     seconds = import_gx()
@@ -79,7 +91,7 @@ def run_all(
     result = CheckResult()
     with db.connection_or_own(conn) as c:
         for name in suites:
-            suite = import_module(f"expectations.{name}").validate(c)
+            suite = _gx.validate(c, name)
             result.suites.append(suite)
             if progress is not None:
                 progress(f"{suite.line()} ({suite.seconds:.2f} s)")

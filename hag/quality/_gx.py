@@ -21,14 +21,11 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from psycopg import sql
 
-from expectations._deferred import defer
-
-SUITES_DIR = Path(__file__).parent / "suites"
+from hag.quality._deferred import defer
 
 _lock = threading.Lock()
 _context: Any = None
@@ -173,11 +170,13 @@ def close() -> None:
 
 @cache
 def _suite_file(name: str) -> dict[str, Any]:
+    from hag.quality import SUITES_DIR  # the package's one constant (it imports this module)
+
     return json.loads((SUITES_DIR / f"{name}.json").read_text())  # type: ignore[no-any-return]
 
 
 def load_suite(name: str) -> tuple[Any, str]:
-    """The suite kept in `expectations/suites/<name>.json`, and the view it reads."""
+    """The suite kept in `SUITES_DIR/<name>.json`, and the view it reads."""
     doc = _suite_file(name)
     return _gx().ExpectationSuite(**json.loads(json.dumps(doc))), doc["meta"]["reads"]
 
