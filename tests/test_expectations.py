@@ -333,8 +333,60 @@ def test_suite_sessions_take_their_work_mem_from_the_dial(db, dials):
     _sound_memory(db)
     dials(suite_work_mem_mb=48)
     assert quality.run_all(db, suites=("cull_runs",)).success
-    with _gx._source[1].get_engine().connect() as suite_session:
+    [engine] = _gx.engines()  # one view validated, one engine
+    with engine.connect() as suite_session:
         assert suite_session.execute(sa.text("SHOW work_mem")).scalar() == "48MB"
+
+
+def test_suites_run_side_by_side_up_to_the_dial_and_report_in_order(private_db, monkeypatch):
+    """With suite_concurrency = 2, two suites are in flight at once; the failures and the
+    order of the report are those of one suite at a time."""
+    import threading
+    import time
+
+    from hag import settings
+    from hag.quality import _gx
+
+    memory = _sound_memory(private_db)
+    unknown_provenance(private_db, memory)
+    seed_culled(private_db, memory)
+    private_db.commit()
+    validate, lock = _gx.validate, threading.Lock()
+    in_flight, most = [0], [0]
+
+    def counted(*args):
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.2)  # long enough for a second worker to start if there is one
+        try:
+            return validate(*args)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(_gx, "validate", counted)
+    outcome = {}
+    for workers in (1, 2):
+        settings.set_value(private_db, "suite_concurrency", workers, by="test")
+        private_db.commit()
+        settings.invalidate()
+        most[0] = 0
+        lines: list[str] = []
+        result = quality.run_all(private_db, progress=lines.append)
+        per_suite = [line.split()[1] for line in lines if "expectations over" in line]
+        assert per_suite == list(quality.SUITES)
+        outcome[workers] = (most[0], {(x.suite, x.expectation, x.column) for x in result.failures})
+    assert outcome[1][0] == 1 and outcome[2][0] == 2
+    assert (
+        outcome[1][1]
+        == outcome[2][1]
+        == {
+            ("edges", IN_SET, "source_type"),
+            ("culled_edges", "expect_column_values_to_not_be_in_set", "source_type"),
+            ("culled_edges", IN_SET, "provenance_allowed"),
+        }
+    )
 
 
 def test_great_expectations_loads_without_the_modules_the_suites_never_call():
@@ -434,3 +486,42 @@ def test_a_nightly_dry_run_leaves_the_suites_to_hag_check(db, database_url):
     assert dry.returncode == 0, dry.stderr
     assert "suites: skipped" in dry.stderr and "expectations over" not in dry.stderr
     assert _hag(database_url, "check").returncode == 1  # the same memory, checked on demand
+
+
+# The scope shape as SPEC §2 and the table's CHECK state it, with a look-ahead.
+SCOPE_WITH_LOOKAHEAD = (
+    r"^(?:tutor|visual|student:[A-Za-z0-9][A-Za-z0-9._@-]{0,127}|(?!student)[a-z][a-z0-9_-]*)$"
+)
+
+
+def test_the_scope_regex_without_look_ahead_matches_exactly_what_the_look_ahead_form_does(db):
+    """The suite's look-ahead-free scope regex accepts the same strings as the look-ahead form,
+    in PostgreSQL's own regex engine, over every short string near 'student' and random ones."""
+    import itertools
+    import random
+
+    doc = json.loads((SUITES_DIR / "entries.json").read_text())
+    [scope] = [e for e in doc["expectations"] if e["kwargs"].get("column") == "visibility_scope"]
+    assert "(?!" not in scope["kwargs"]["regex"]
+    alphabet = "studenxa0_-:A."
+    near = [  # each prefix of 'student', then up to two more characters
+        "student"[:k] + "".join(tail)
+        for k in range(8)
+        for n in range(3)
+        for tail in itertools.product(alphabet, repeat=n)
+    ]
+    rng = random.Random(15)
+    strings = near + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 12))) for _ in range(20000)
+    ]
+    strings += ["student:" + "a" * n for n in (0, 1, 127, 128, 129)] + ["tutor", "visual", ""]
+    differ = db.execute(
+        "SELECT s FROM unnest(%s::text[]) AS s WHERE (s ~ %s) IS DISTINCT FROM (s ~ %s)",
+        (strings, scope["kwargs"]["regex"], SCOPE_WITH_LOOKAHEAD),
+    ).fetchall()
+    assert differ == []
+    accepted = db.execute(
+        "SELECT count(*) FILTER (WHERE s ~ %s) AS n FROM unnest(%s::text[]) AS s",
+        (SCOPE_WITH_LOOKAHEAD, strings),
+    ).fetchone()["n"]
+    assert 0 < accepted < len(strings)  # both sides of the rule were exercised

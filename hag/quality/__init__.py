@@ -13,10 +13,11 @@ suite runs, so the rest of the library never pays for it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from hag import PROJECT_ROOT
+from hag import PROJECT_ROOT, settings
 from hag.quality import _gx
 from hag.quality._gx import Failure, SuiteResult, import_gx, preload
 
@@ -80,18 +81,24 @@ def run_all(
     """Run every suite (or the named ones) on the database of `conn`, or of a new connection.
 
     The suites read what is committed there (GX has connections of its own): a caller
-    commits before it checks. `progress` receives a line when Great Expectations has loaded
-    and a line per suite as it finishes, with its seconds.
+    commits before it checks. Up to `suite_concurrency` suites run at once, each on its own
+    sessions (the work is PostgreSQL's). `progress` receives a line when Great Expectations
+    has loaded and a line per suite, in the suites' order, as soon as it and those before it
+    have finished, with its seconds.
     """
     from hag import db
 
     seconds = import_gx()
     if progress is not None and seconds >= 0.05:  # a second call finds it loaded
         progress(f"data-quality suites: Great Expectations loaded in {seconds:.2f} s")
-    result = CheckResult()
     with db.connection_or_own(conn) as c:
-        for name in suites:
-            suite = _gx.validate(c, name)
+        url, parameters = _gx.prepare(c)
+        workers = settings.load(c)["suite_concurrency"]
+    result = CheckResult()
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="suite") as pool:
+        running = [pool.submit(_gx.validate, url, parameters, name) for name in suites]
+        for future in running:
+            suite = future.result()
             result.suites.append(suite)
             if progress is not None:
                 progress(f"{suite.line()} ({suite.seconds:.2f} s)")
