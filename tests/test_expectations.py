@@ -415,6 +415,38 @@ def test_great_expectations_loads_without_the_modules_the_suites_never_call():
     assert float(used) == 0.0  # and the real module answers on first use
 
 
+def test_a_whole_check_passes_without_loading_the_deferred_modules(db, database_url):
+    """After every suite has run and passed, scipy.stats, altair and jsonschema are still
+    placeholders: validation never touches them, so deferring them costs no expectation."""
+    import os
+    import subprocess
+    import sys
+
+    from hag import PROJECT_ROOT
+
+    _sound_memory(db)
+    probe = (
+        "import sys\n"
+        "from hag import quality\n"
+        "result = quality.run_all()\n"
+        "names = ('scipy.stats', 'altair', 'jsonschema')\n"
+        "print(result.success, len(result.suites))\n"
+        "print([n for n in names if '__getattr__' not in vars(sys.modules.get(n, sys))])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "DATABASE_URL": database_url},
+    )
+    passed, loaded = done.stdout.splitlines()[-2:]
+    assert passed == "True 4"
+    assert loaded == "[]"
+
+
 def test_the_flow_task_logs_a_line_per_suite(db, prefect_harness):
     """Inside a flow, the suites task logs one line per suite through the run logger."""
     import logging
