@@ -505,9 +505,9 @@ def flow_and_baseline() -> None:
     assert result["sessions"] == SESSIONS, result
     start = time.perf_counter()
     try:
-        import expectations
+        from hag import quality
 
-        expectations.run_all()
+        quality.run_all()
         checks = f"{time.perf_counter() - start:.2f} s (once per flow run, not per session)"
     except Exception as exc:
         checks = f"not measured ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"

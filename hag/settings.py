@@ -212,7 +212,8 @@ _DIALS: tuple[Dial, ...] = (
     # --- the operator's command line ---
     _i("history_default_limit", 50, 1, 100000, "ours: events `hag history ID` shows when no --limit is given (the newest)", "hag/cli/history_cmd.py"),
     # --- data-quality suites (SPEC §8) ---
-    _i("suite_work_mem_mb", 128, 4, 65536, "ours: PostgreSQL work_mem of the suites' own sessions (uniqueness checks hash every row's key)", "expectations"),
+    _i("suite_work_mem_mb", 128, 4, 65536, "ours: PostgreSQL work_mem of the suites' own sessions (uniqueness checks hash every row's key)", "hag/quality"),
+    _i("suite_concurrency", 2, 1, 16, "ours: data-quality suites run at the same time, each on its own PostgreSQL sessions (the work is the server's)", "hag/quality"),
     # --- the cache itself ---
     _i("settings_cache_ttl_seconds", 60, 0, 3600, "seed: how long a process trusts its copy of the dials", C),
 )
@@ -573,6 +574,7 @@ class Settings(Mapping[str, Any]):
     history_default_limit: int
     # --- data-quality suites (SPEC §8) ---
     suite_work_mem_mb: int
+    suite_concurrency: int
     # --- the cache itself ---
     settings_cache_ttl_seconds: int
 

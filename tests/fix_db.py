@@ -160,9 +160,9 @@ def private_db(database_url: str, private_template: str) -> Iterator[Any]:
             yield conn
             conn.rollback()
     finally:
-        expectations_gx = sys.modules.get("expectations._gx")
-        if expectations_gx is not None:
-            expectations_gx.close()  # the suites' engine holds connections to it
+        suites_gx = sys.modules.get("hag.quality._gx")
+        if suites_gx is not None:
+            suites_gx.close()  # the suites' engine holds connections to it
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         settings.invalidate()

@@ -31,7 +31,7 @@ def demo(db):
 
 def test_the_demo_orphans_are_connected_offline_and_the_suites_still_pass(demo):
     """The five drift-residue orphans get edges; `_unanchored_` stays isolated; suites pass."""
-    import expectations
+    from hag import quality
 
     assert [edges_of(demo, s) for s in DRIFT_RESIDUE] == [0] * 5
     summary = enrich(topic="cryptography", conn=demo)
@@ -40,7 +40,7 @@ def test_the_demo_orphans_are_connected_offline_and_the_suites_still_pass(demo):
     assert all(edges_of(demo, s) > 0 for s in DRIFT_RESIDUE)
     assert edges_of(demo, "_unanchored_") == 0
     assert enrich(topic="cryptography", conn=demo).orphans == []  # nothing left, nothing paid
-    result = expectations.run_all(demo)
+    result = quality.run_all(demo)
     assert result.success, result.report()
 
 

@@ -13,9 +13,8 @@ from datetime import timedelta
 
 import pytest
 
-import expectations
-from expectations._gx import SUITES_DIR
-from hag import sweeps
+from hag import quality, sweeps
+from hag.quality import SUITES_DIR
 from tests import factories as f
 
 AS_OF = f.NOW
@@ -45,14 +44,14 @@ def _sound_memory(db):
 
 
 def _failing(db) -> set[tuple[str, str, str]]:
-    result = expectations.run_all(db)
+    result = quality.run_all(db)
     return {(x.suite, x.expectation, x.column) for x in result.failures}
 
 
 def test_sound_memory_passes_every_suite(db):
     """A memory built by the rules, after a real cull, passes every expectation."""
     _sound_memory(db)
-    result = expectations.run_all(db)
+    result = quality.run_all(db)
     assert result.success, result.report()
     assert [s.suite for s in result.suites] == ["entries", "edges", "cull_runs", "culled_edges"]
     assert all(s.rows > 0 for s in result.suites)
@@ -63,13 +62,13 @@ def test_demo_corpus_passes_every_suite(db):
     from hag import corpus
 
     corpus.load_file(corpus.DEMO_CORPUS)
-    result = expectations.run_all(db, suites=("entries", "edges"))
+    result = quality.run_all(db, suites=("entries", "edges"))
     assert result.success, result.report()
 
 
 def test_suites_are_kept_as_reviewable_files():
     """Each suite is a JSON file naming the view it reads; every expectation says what it guards."""
-    for name in expectations.SUITES:
+    for name in quality.SUITES:
         doc = json.loads((SUITES_DIR / f"{name}.json").read_text())
         assert doc["name"] == name and doc["meta"]["reads"].startswith("hag_quality_")
         assert all(e["meta"]["guards"] for e in doc["expectations"])
@@ -285,7 +284,7 @@ def test_every_expectation_has_a_corruption_test():
     """No expectation in a suite file is left without a case above that makes it fail."""
     guarded = set().union(*(expected for _, expected in CASES))
     declared = set()
-    for name in expectations.SUITES:
+    for name in quality.SUITES:
         doc = json.loads((SUITES_DIR / f"{name}.json").read_text())
         for e in doc["expectations"]:
             k = e["kwargs"]
@@ -302,9 +301,9 @@ def test_progress_reports_each_suite_as_it_finishes(db):
     """`run_all(progress=...)` receives one line per suite, in order, naming it and its time."""
     _sound_memory(db)
     lines: list[str] = []
-    result = expectations.run_all(db, progress=lines.append)
+    result = quality.run_all(db, progress=lines.append)
     per_suite = [line for line in lines if "expectations over" in line]
-    assert [line.split()[1] for line in per_suite] == list(expectations.SUITES)
+    assert [line.split()[1] for line in per_suite] == list(quality.SUITES)
     assert all(line.startswith("ok") and line.endswith(" s)") for line in per_suite)
     assert result.success
 
@@ -320,7 +319,7 @@ def test_counts_come_from_the_database_and_the_sample_stays_small(private_db):
         "FROM generate_series(1, 2000) i, (SELECT embedding FROM hag_entries LIMIT 1) e"
     )
     private_db.commit()
-    [failure] = expectations.run_all(private_db, suites=("entries",)).failures
+    [failure] = quality.run_all(private_db, suites=("entries",)).failures
     assert (failure.column, failure.unexpected_count) == ("failure_count", 2000)
     assert 0 < len(failure.sample) <= 5
 
@@ -329,13 +328,65 @@ def test_suite_sessions_take_their_work_mem_from_the_dial(db, dials):
     """The suites' own PostgreSQL sessions run with work_mem = the suite_work_mem_mb dial."""
     import sqlalchemy as sa
 
-    from expectations import _gx
+    from hag.quality import _gx
 
     _sound_memory(db)
     dials(suite_work_mem_mb=48)
-    assert expectations.run_all(db, suites=("cull_runs",)).success
-    with _gx._source[1].get_engine().connect() as suite_session:
+    assert quality.run_all(db, suites=("cull_runs",)).success
+    [engine] = _gx.engines()  # one view validated, one engine
+    with engine.connect() as suite_session:
         assert suite_session.execute(sa.text("SHOW work_mem")).scalar() == "48MB"
+
+
+def test_suites_run_side_by_side_up_to_the_dial_and_report_in_order(private_db, monkeypatch):
+    """With suite_concurrency = 2, two suites are in flight at once; the failures and the
+    order of the report are those of one suite at a time."""
+    import threading
+    import time
+
+    from hag import settings
+    from hag.quality import _gx
+
+    memory = _sound_memory(private_db)
+    unknown_provenance(private_db, memory)
+    seed_culled(private_db, memory)
+    private_db.commit()
+    validate, lock = _gx.validate, threading.Lock()
+    in_flight, most = [0], [0]
+
+    def counted(*args):
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.2)  # long enough for a second worker to start if there is one
+        try:
+            return validate(*args)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(_gx, "validate", counted)
+    outcome = {}
+    for workers in (1, 2):
+        settings.set_value(private_db, "suite_concurrency", workers, by="test")
+        private_db.commit()
+        settings.invalidate()
+        most[0] = 0
+        lines: list[str] = []
+        result = quality.run_all(private_db, progress=lines.append)
+        per_suite = [line.split()[1] for line in lines if "expectations over" in line]
+        assert per_suite == list(quality.SUITES)
+        outcome[workers] = (most[0], {(x.suite, x.expectation, x.column) for x in result.failures})
+    assert outcome[1][0] == 1 and outcome[2][0] == 2
+    assert (
+        outcome[1][1]
+        == outcome[2][1]
+        == {
+            ("edges", IN_SET, "source_type"),
+            ("culled_edges", "expect_column_values_to_not_be_in_set", "source_type"),
+            ("culled_edges", IN_SET, "provenance_allowed"),
+        }
+    )
 
 
 def test_great_expectations_loads_without_the_modules_the_suites_never_call():
@@ -345,7 +396,7 @@ def test_great_expectations_loads_without_the_modules_the_suites_never_call():
 
     probe = (
         "import sys\n"
-        "from expectations import _gx\n"
+        "from hag.quality import _gx\n"
         "_gx.import_gx()\n"
         "names = ('scipy.stats', 'altair', 'jsonschema')\n"
         "print([n for n in names if '__getattr__' not in vars(sys.modules.get(n, sys))])\n"
@@ -362,6 +413,38 @@ def test_great_expectations_loads_without_the_modules_the_suites_never_call():
     deferred, used = done.stdout.split("\n")[:2]
     assert deferred == "[]"  # every one of them is still a placeholder after GX loaded
     assert float(used) == 0.0  # and the real module answers on first use
+
+
+def test_a_whole_check_passes_without_loading_the_deferred_modules(db, database_url):
+    """After every suite has run and passed, scipy.stats, altair and jsonschema are still
+    placeholders: validation never touches them, so deferring them costs no expectation."""
+    import os
+    import subprocess
+    import sys
+
+    from hag import PROJECT_ROOT
+
+    _sound_memory(db)
+    probe = (
+        "import sys\n"
+        "from hag import quality\n"
+        "result = quality.run_all()\n"
+        "names = ('scipy.stats', 'altair', 'jsonschema')\n"
+        "print(result.success, len(result.suites))\n"
+        "print([n for n in names if '__getattr__' not in vars(sys.modules.get(n, sys))])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "DATABASE_URL": database_url},
+    )
+    passed, loaded = done.stdout.splitlines()[-2:]
+    assert passed == "True 4"
+    assert loaded == "[]"
 
 
 def test_the_flow_task_logs_a_line_per_suite(db, prefect_harness):
@@ -396,7 +479,7 @@ def test_the_flow_task_logs_a_line_per_suite(db, prefect_harness):
     finally:
         logger.removeHandler(handler)
     logged = [line for line in handler.lines if "expectations over" in line]
-    assert [line.split()[1] for line in logged] == list(expectations.SUITES)
+    assert [line.split()[1] for line in logged] == list(quality.SUITES)
 
 
 def _hag(database_url, *args):
@@ -423,7 +506,7 @@ def test_hag_check_prints_a_progress_line_per_suite_on_stderr(db, database_url):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["success"] is True
     progress = [line for line in done.stderr.splitlines() if "expectations over" in line]
-    assert [line.split()[1] for line in progress] == list(expectations.SUITES)
+    assert [line.split()[1] for line in progress] == list(quality.SUITES)
 
 
 def test_a_nightly_dry_run_leaves_the_suites_to_hag_check(db, database_url):
@@ -435,3 +518,42 @@ def test_a_nightly_dry_run_leaves_the_suites_to_hag_check(db, database_url):
     assert dry.returncode == 0, dry.stderr
     assert "suites: skipped" in dry.stderr and "expectations over" not in dry.stderr
     assert _hag(database_url, "check").returncode == 1  # the same memory, checked on demand
+
+
+# The scope shape as SPEC §2 and the table's CHECK state it, with a look-ahead.
+SCOPE_WITH_LOOKAHEAD = (
+    r"^(?:tutor|visual|student:[A-Za-z0-9][A-Za-z0-9._@-]{0,127}|(?!student)[a-z][a-z0-9_-]*)$"
+)
+
+
+def test_the_scope_regex_without_look_ahead_matches_exactly_what_the_look_ahead_form_does(db):
+    """The suite's look-ahead-free scope regex accepts the same strings as the look-ahead form,
+    in PostgreSQL's own regex engine, over every short string near 'student' and random ones."""
+    import itertools
+    import random
+
+    doc = json.loads((SUITES_DIR / "entries.json").read_text())
+    [scope] = [e for e in doc["expectations"] if e["kwargs"].get("column") == "visibility_scope"]
+    assert "(?!" not in scope["kwargs"]["regex"]
+    alphabet = "studenxa0_-:A."
+    near = [  # each prefix of 'student', then up to two more characters
+        "student"[:k] + "".join(tail)
+        for k in range(8)
+        for n in range(3)
+        for tail in itertools.product(alphabet, repeat=n)
+    ]
+    rng = random.Random(15)
+    strings = near + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 12))) for _ in range(20000)
+    ]
+    strings += ["student:" + "a" * n for n in (0, 1, 127, 128, 129)] + ["tutor", "visual", ""]
+    differ = db.execute(
+        "SELECT s FROM unnest(%s::text[]) AS s WHERE (s ~ %s) IS DISTINCT FROM (s ~ %s)",
+        (strings, scope["kwargs"]["regex"], SCOPE_WITH_LOOKAHEAD),
+    ).fetchall()
+    assert differ == []
+    accepted = db.execute(
+        "SELECT count(*) FILTER (WHERE s ~ %s) AS n FROM unnest(%s::text[]) AS s",
+        (SCOPE_WITH_LOOKAHEAD, strings),
+    ).fetchone()["n"]
+    assert 0 < accepted < len(strings)  # both sides of the rule were exercised

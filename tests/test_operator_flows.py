@@ -308,3 +308,49 @@ def test_an_idle_session_end_run_is_quick_and_publishes_nothing(db, prefect_harn
     db.rollback()
     assert _flow_run(flow_run_id).name.startswith("session-end ")
     assert "0 session(s) pending" in _logs(flow_run_id, "pending")
+
+
+def _enriched_edges(db) -> list[dict[str, Any]]:
+    rows = db.execute(
+        "SELECT g.id, s.concept_slug AS source, t.concept_slug AS target, g.edge_type "
+        "FROM hag_edges g JOIN hag_entries s ON s.id = g.source_entry_id "
+        "JOIN hag_entries t ON t.id = g.target_entry_id WHERE g.source_type = 'enriched'"
+    ).fetchall()
+    db.rollback()
+    return rows
+
+
+def test_the_enrichment_flow_logs_what_it_proposed_and_accepted(db, prefect_harness):
+    """The enrichment run's log on the server names each orphan with its counts, each accepted
+    edge, the run's totals, and a line per suite, all matching what the database now holds."""
+    import re
+
+    from flows.enrichment import enrichment_flow
+    from hag import config, corpus
+
+    config.reset_config()
+    corpus.load_file(corpus.DEMO_CORPUS)  # offline proposer: no API key in tests
+    before = _enriched_edges(db)  # the corpus ships enriched edges of its own
+    state = enrichment_flow(topic="cryptography", limit=3, return_state=True)
+    assert state.is_completed(), state.message
+    lines = _logs(state.state_details.flow_run_id, "expectations over")
+
+    after = _enriched_edges(db)
+    edges = [e for e in after if e not in before]  # what this run added
+    assert edges  # the offline proposer wires the demo's orphans
+    for e in edges:
+        wanted = f"proposed source {e['source']}, target {e['target']}, edge_type {e['edge_type']}"
+        assert any(wanted in line for line in lines), (wanted, lines)
+    per_orphan = {}
+    for line in lines:
+        m = re.match(r"orphan cryptography/([a-z0-9-]+): \w+, (\d+) accepted, (\d+) rejected", line)
+        if m:
+            per_orphan[m[1]] = int(m[2])
+    assert len(per_orphan) == 3  # the limit
+    assert sum(per_orphan.values()) == len(edges)
+    for slug, accepted in per_orphan.items():  # an edge between two orphans counts once
+        assert accepted <= sum(slug in (e["source"], e["target"]) for e in edges)
+    assert any(line.startswith(f"{len(edges)} accepted, ") for line in lines), lines
+    assert any(line.startswith("enrichment run ") for line in lines), lines
+    suites = [line.split()[1] for line in lines if "expectations over" in line]
+    assert suites == ["entries", "edges", "cull_runs", "culled_edges"]

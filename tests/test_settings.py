@@ -13,7 +13,7 @@ from hag import PROJECT_ROOT, settings
 from hag.errors import SettingsError
 from hag.settings import REGISTRY, Dial
 
-SEARCHED = ("hag", "flows", "tasks", "sql", "expectations")
+SEARCHED = ("hag", "flows", "tasks", "sql")
 
 
 def _code_files(path: Path) -> list[Path]:

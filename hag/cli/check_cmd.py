@@ -1,4 +1,4 @@
-"""`hag check [--json]`: the data-quality suites (expectations/); exit 1 when any fails."""
+"""`hag check [--json]`: the data-quality suites (hag.quality); exit 1 when any fails."""
 
 from __future__ import annotations
 
@@ -31,14 +31,14 @@ def check(as_json: bool) -> None:
 
 def preload_suites() -> None:
     """Start loading Great Expectations on a thread (the command waits on the database)."""
-    import expectations  # light: Great Expectations itself loads on the thread
+    from hag import quality  # light: Great Expectations itself loads on the thread
 
-    expectations.preload()
+    quality.preload()
 
 
 def run_suites() -> Any:
     """Every suite over the configured database, a progress line each on stderr."""
-    import expectations
+    from hag import quality
 
     note("data-quality suites: running")
-    return expectations.run_all(progress=note)
+    return quality.run_all(progress=note)

@@ -164,9 +164,9 @@ def process_sessions(
     else:
         _print_summary(result)
     if check and (no_prefect or prefect_api_url() is None):  # a flow run has run them itself
-        import expectations  # Great Expectations costs about 3 s to import
+        from hag import quality  # Great Expectations loads only when a suite runs
 
-        suites = expectations.run_all()
+        suites = quality.run_all()
         note(suites.report())
         if not suites.success:
             raise HagError(f"{len(suites.failures)} expectation(s) failed")

@@ -62,9 +62,9 @@ def set_profile(name: str | None) -> list[tuple[str, Any, Any]]:
 
 def run_checks() -> Any:
     """The expectation suites (Great Expectations; imported only here: it is slow to import)."""
-    import expectations
+    from hag import quality
 
-    return expectations.run_all()
+    return quality.run_all()
 
 
 def run_experiment(exp: Experiment) -> Outcome:

@@ -21,20 +21,20 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from psycopg import sql
+from hag.quality._deferred import defer
 
-from expectations._deferred import defer
-
-SUITES_DIR = Path(__file__).parent / "suites"
+if TYPE_CHECKING:
+    from hag.db import Conn
 
 _lock = threading.Lock()
 _context: Any = None
-# The one datasource in use: (connection string, datasource, batch definition per view). A
-# new database (a test's private one) replaces it, closing the old engine's connections.
-_source: tuple[str, Any, dict[str, Any]] | None = None
+# The datasources in use: the connection string, and per view its own datasource and batch
+# definition. One datasource per view gives each suite an execution engine of its own (GX keeps
+# the batch being validated on the engine), so suites can run at the same time. A new database
+# (a test's private one) replaces them all, closing the old engines' connections.
+_source: tuple[str, dict[str, tuple[Any, Any]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def preload() -> threading.Thread:
     return thread
 
 
-def connection_string(conn: Any, work_mem_mb: int | None = None) -> str:
+def connection_string(conn: Conn, work_mem_mb: int | None = None) -> str:
     """The SQLAlchemy URL of the database `conn` is connected to (password included).
 
     A Unix-socket directory goes in the query with `localhost` as the nominal host: GX's
@@ -145,61 +145,80 @@ def _batch_definition(url: str, view: str) -> Any:
             )
 
             _context = gx.get_context(mode="ephemeral")
+            _context.enable_analytics(False)  # nothing leaves the machine (GX_ANALYTICS_ENABLED)
             _context.variables.progress_bars = ProgressBarsConfig(globally=False)
         if _source is None or _source[0] != url:
-            _drop_source()
-            datasource = _context.data_sources.add_postgres("hag", connection_string=url)
-            _source = (url, datasource, {})
-        _, datasource, batches = _source
-        if view not in batches:
+            _drop_sources()
+            _source = (url, {})
+        views = _source[1]
+        if view not in views:
+            datasource = _context.data_sources.add_postgres(f"hag-{view}", connection_string=url)
             asset = datasource.add_table_asset(view, table_name=view)
-            batches[view] = asset.add_batch_definition_whole_table(view)
-        return batches[view]
+            views[view] = (datasource, asset.add_batch_definition_whole_table(view))
+        return views[view][1]
 
 
-def _drop_source() -> None:
+def engines() -> list[Any]:
+    """The SQLAlchemy engines the suites read through (one per view validated so far)."""
+    with _lock:
+        return [] if _source is None else [d.get_engine() for d, _ in _source[1].values()]
+
+
+def _drop_sources() -> None:
     global _source
     if _source is not None:
-        _source[1].get_engine().dispose()
-        _context.data_sources.delete(_source[1].name)
+        for datasource, _ in _source[1].values():
+            datasource.get_engine().dispose()
+            _context.data_sources.delete(datasource.name)
         _source = None
 
 
 def close() -> None:
     """Close the suites' own database connections (a test before it drops its database)."""
     with _lock:
-        _drop_source()
+        _drop_sources()
 
 
 @cache
 def _suite_file(name: str) -> dict[str, Any]:
+    from hag.quality import SUITES_DIR  # the package's one constant (it imports this module)
+
     return json.loads((SUITES_DIR / f"{name}.json").read_text())  # type: ignore[no-any-return]
 
 
 def load_suite(name: str) -> tuple[Any, str]:
-    """The suite kept in `expectations/suites/<name>.json`, and the view it reads."""
+    """The suite kept in `SUITES_DIR/<name>.json`, and the view it reads."""
     doc = _suite_file(name)
     return _gx().ExpectationSuite(**json.loads(json.dumps(doc))), doc["meta"]["reads"]
 
 
-def count_rows(conn: Any, view: str) -> int:
+def count_rows(batch_definition: Any, view: str) -> int:
     """How many rows a quality view holds (the planner drops the joins a count never reads)."""
-    row = conn.execute(
-        sql.SQL("SELECT count(*) AS n FROM {}").format(sql.Identifier(view))
-    ).fetchone()
-    return int(row["n"] if isinstance(row, dict) else row[0])
+    import sqlalchemy as sa
+
+    engine = batch_definition.data_asset.datasource.get_engine()
+    with engine.connect() as session:
+        return int(session.execute(sa.select(sa.func.count()).select_from(sa.table(view))).scalar())
 
 
-def validate(conn: Any, name: str) -> SuiteResult:
-    """Run one suite against its view, as committed in the database `conn` is connected to."""
-    start = time.perf_counter()
+def prepare(conn: Conn) -> tuple[str, dict[str, Any]]:
+    """What every suite needs from the caller's connection: the suites' URL and the dials."""
     from hag import settings
 
-    suite, view = load_suite(name)
     dials = settings.load(conn)
-    url = connection_string(conn, work_mem_mb=dials.suite_work_mem_mb)
-    parameters = _parameters(dials)
-    batch = _batch_definition(url, view).get_batch()
+    return connection_string(conn, work_mem_mb=dials.suite_work_mem_mb), _parameters(dials)
+
+
+def validate(url: str, parameters: dict[str, Any], name: str) -> SuiteResult:
+    """Run one suite against its view, as committed in the database at `url`.
+
+    It touches no connection of the caller's, so suites may run on threads side by side: the
+    work is PostgreSQL's, and GX waits on it with the interpreter's lock released.
+    """
+    start = time.perf_counter()
+    suite, view = load_suite(name)
+    definition = _batch_definition(url, view)
+    batch = definition.get_batch()
     result = batch.validate(suite, expectation_parameters=parameters, result_format="BOOLEAN_ONLY")
     # Results do not come back in the suite's order: rebuild each failed one from its result.
     failed = [r.expectation_config.to_domain_obj() for r in result.results if not r.success]
@@ -208,7 +227,7 @@ def validate(conn: Any, name: str) -> SuiteResult:
         detail = _gx().ExpectationSuite(name=f"{name}-failures", expectations=failed)
         again = batch.validate(detail, expectation_parameters=parameters, result_format="SUMMARY")
         failures = tuple(_failure(name, r) for r in again.results if not r.success)
-    rows = count_rows(conn, view)
+    rows = count_rows(definition, view)
     return SuiteResult(name, view, rows, len(result.results), failures, time.perf_counter() - start)
 
 
