@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hag import DEMO_CORPUS as DEMO_CORPUS  # one resource lookup (hag/__init__); read here too
 from hag import bounds, settings
 from hag.errors import CorpusError, NotFoundError
 from hag.settings import EDGE_TYPES
@@ -381,9 +382,6 @@ def load_file(path: Path) -> LoadReport:
     ensure_migrated()
     with db.connect() as conn:
         return load(conn, corpus, get_embedder().dim)
-
-
-DEMO_CORPUS = Path(__file__).parent / "data" / "demo_corpus.json"
 
 
 def export_rows(

@@ -13,16 +13,33 @@ from hag.cli._common import echo_json, json_option
     is_flag=True,
     help="Leave the demo's database running afterwards and print how to query it.",
 )
+@click.option(
+    "--sessions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Fewer simulated sessions than the demo's: a quick smoke run (not the README's figures).",
+)
+@click.option(
+    "--days",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Fewer simulated days than the demo's (with --sessions, a quick smoke run).",
+)
 @json_option
-def demo(keep_running: bool, as_json: bool) -> None:
+def demo(keep_running: bool, sessions: int | None, days: int | None, as_json: bool) -> None:
     """The memory's whole life on the demo corpus, on a fresh private embedded database.
 
     Demo corpus, simulated sessions through ingest and session-end processing, nightly
     sweeps as the simulated days pass, enrichment of orphans, the expectation suites, and
     the report on whether the memory learned (reports/demo/).
     """
-    from hag.demo import run_demo
+    from hag.demo import DEMO_DAYS, DEMO_SESSIONS, run_demo
 
-    summary = run_demo(keep_running=keep_running, quiet=as_json)
+    summary = run_demo(
+        sessions=sessions or DEMO_SESSIONS,
+        days=days or DEMO_DAYS,
+        keep_running=keep_running,
+        quiet=as_json,
+    )
     if as_json:
         echo_json(summary)

@@ -58,9 +58,11 @@ def enrich(
         ).to_dict()
 
     def through_flow() -> dict[str, Any]:
-        from flows.enrichment import enrichment_flow
+        from hag.orchestration import flow
 
-        return enrichment_flow(topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of)
+        return flow("enrichment")(
+            topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of
+        )
 
     summary = dispatch("enrichment", direct, through_flow, force_direct=False)
     note(summary["proposer_line"])

@@ -58,9 +58,9 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
         return {**summary.to_dict(), "topic_indexes": indexed}
 
     def through_flow() -> dict[str, Any]:
-        from flows.nightly import nightly_flow
+        from hag.orchestration import flow
 
-        return nightly_flow(as_of=as_of, dry_run=dry_run)
+        return flow("nightly")(as_of=as_of, dry_run=dry_run)
 
     result = dispatch("nightly", direct, through_flow, force_direct=False)
     if as_json:
