@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from hag import DEMO_CORPUS as DEMO_CORPUS  # one resource lookup (hag/__init__); read here too
 from hag import bounds, settings
 from hag.errors import CorpusError, NotFoundError
-from hag.settings import EDGE_TYPES
+from hag.schema import EDGE_TYPES
 from hag.sqlfiles import query
 
 _ID_NAMESPACE = uuid.UUID("7d0a5a52-3c51-4b8e-9a44-8f1d2f6b1f00")
@@ -392,6 +392,10 @@ def export_rows(
     return list(iter_export_rows(conn, what, topic_id, with_embeddings=with_embeddings))
 
 
+# The named query of each export, written whole so that grep finds where each is used.
+_EXPORT_QUERIES = {"entries": "export_entries", "edges": "export_edges"}
+
+
 def iter_export_rows(
     conn: Any, what: str, topic_id: str | None = None, *, with_embeddings: bool = False
 ) -> Iterator[dict[str, Any]]:
@@ -406,7 +410,7 @@ def iter_export_rows(
     with conn.cursor(name=f"hag_export_{what}") as cur:
         cur.itersize = batch
         cur.execute(
-            query("corpus", f"export_{what}"),
+            query("corpus", _EXPORT_QUERIES[what]),
             {"topic_id": topic_id, "with_embeddings": with_embeddings},
         )
         for row in cur:

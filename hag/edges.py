@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from hag.settings import EDGE_TYPES
+from hag.schema import EDGE_TYPES
 from hag.sqlfiles import query
 
 

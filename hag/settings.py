@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hag.errors import SettingsError
+from hag.schema import EDGE_TYPES
 
-EDGE_TYPES = ("prerequisite", "fallback", "leads_to", "related", "supersedes")
-KNOWN_SOURCE_TYPES = ("seed", "learned", "enriched")
 # A topic scope as the schema admits it (migration 001): a lower-case slug not naming another graph.
 # Patterns are matched whole (`re.fullmatch`): `$` would also match before a trailing newline.
 TOPIC_SCOPE = r"(?!student)[a-z][a-z0-9_-]*"

@@ -6,13 +6,14 @@ from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 
 class ExpectationsFailed(Exception):
     """Raised with every failing expectation listed, so the flow run fails and says why."""
 
 
-@task(name="run-expectations")
+@task(name="run-expectations", cache_policy=NO_CACHE)
 def run_expectations() -> dict[str, Any]:
     """Run every suite in `expectations/`; publish the outcome; raise if any expectation failed."""
     import expectations  # Great Expectations costs about 3 s to import

@@ -55,7 +55,7 @@ def enrich(
 
         return run_enrichment(
             topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of
-        ).to_dict()
+        ).as_dict()
 
     def through_flow() -> dict[str, Any]:
         from hag.orchestration import flow

@@ -155,10 +155,10 @@ class Progress:
 
 
 def _plain(value: Any) -> dict[str, Any]:
-    """A job's summary object as a plain dict (dataclass, pydantic, to_dict or mapping)."""
+    """A job's summary object as a plain dict (dataclass, pydantic, as_dict or mapping)."""
     if value is None:
         return {}
-    for attr in ("to_dict", "as_dict", "model_dump"):
+    for attr in ("as_dict", "model_dump"):
         fn = getattr(value, attr, None)
         if callable(fn):
             out = fn()
