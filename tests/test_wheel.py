@@ -93,7 +93,8 @@ def test_the_installed_hag_runs_the_demo_outside_a_checkout(installed, tmp_path)
 
 def test_the_installed_hag_says_in_one_line_that_the_flows_are_not_installed(installed, tmp_path):
     """With a Prefect server configured, the wheel (which has no flows) refuses a flow run in
-    one line, and `hag serve` says it needs a checkout; neither writes into the checkout."""
+    one line, and `hag serve` says it needs a checkout; its state went to the current
+    directory (no checkout to hold it)."""
     done = _hag(installed, tmp_path, "process-sessions", PREFECT_API_URL="http://127.0.0.1:9/api")
     _hag(installed, tmp_path, "db", "stop", "--all")
     assert done.returncode != 0
