@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from hag.cli._common import echo_json, json_option
@@ -33,13 +35,11 @@ def demo(keep_running: bool, sessions: int | None, days: int | None, as_json: bo
     sweeps as the simulated days pass, enrichment of orphans, the expectation suites, and
     the report on whether the memory learned (reports/demo/).
     """
-    from hag.demo import DEMO_DAYS, DEMO_SESSIONS, run_demo
+    from hag.demo import run_demo
 
-    summary = run_demo(
-        sessions=sessions or DEMO_SESSIONS,
-        days=days or DEMO_DAYS,
-        keep_running=keep_running,
-        quiet=as_json,
-    )
+    # Only what was asked for: the demo's own defaults stay in one place (hag.demo).
+    smaller: dict[str, Any] = {"sessions": sessions, "days": days}
+    smaller = {k: v for k, v in smaller.items() if v is not None}
+    summary = run_demo(keep_running=keep_running, quiet=as_json, **smaller)
     if as_json:
         echo_json(summary)
