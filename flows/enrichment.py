@@ -42,4 +42,4 @@ def enrichment_flow(
     publish_proposals(summary)
     if not dry_run:
         run_expectations()  # the shared suites task (tasks/checks.py), as every flow ends
-    return summary.to_dict()
+    return summary.as_dict()

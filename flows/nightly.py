@@ -33,4 +33,4 @@ def nightly_flow(as_of: datetime | None = None, dry_run: bool = False) -> dict[s
     publish_nightly_report(summary)
     if not dry_run:  # a dry run changed nothing: nothing new to check
         run_expectations()
-    return {**summary.to_dict(), "topic_indexes": indexed}
+    return {**summary.as_dict(), "topic_indexes": indexed}

@@ -39,4 +39,4 @@ def restore_flow(
     tag_dry_run(dry_run)
     result = restore_culled_edges(run, edge_ids, dry_run)
     publish_restore_report(result)
-    return result.to_dict()
+    return result.as_dict()

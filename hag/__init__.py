@@ -4,6 +4,34 @@ from pathlib import Path
 
 __version__ = "0.1.0"
 
-#: The repository root: where `sql/`, `expectations/` and the embedded database folder live.
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-SQL_DIR = PROJECT_ROOT / "sql"
+_PACKAGE = Path(__file__).resolve().parent
+
+#: The checkout's root (README, prefect.yaml, flows/, tests/). Only a checkout has one: in an
+#: installed wheel this names site-packages, so the library never reads its data from here.
+PROJECT_ROOT = _PACKAGE.parent
+
+
+def _data(installed: str, checkout: str) -> Path:
+    """One of the library's data folders: inside the package when installed from the wheel
+    (pyproject's force-include puts it there), else where the checkout keeps it."""
+    inside = _PACKAGE / installed
+    return inside if inside.is_dir() else PROJECT_ROOT / checkout
+
+
+#: Migrations, SQL functions and named queries (`sql/` in a checkout, `hag/_sql` in the wheel).
+SQL_DIR = _data("_sql", "sql")
+#: The data-quality suites as JSON (`expectations/suites/` in a checkout, `hag/_suites`).
+SUITES_DIR = _data("_suites", "expectations/suites")
+#: The demo corpus, a reviewed data file that lives inside the package in both cases.
+DEMO_CORPUS = _PACKAGE / "data" / "demo_corpus.json"
+
+
+def checkout() -> Path | None:
+    """The root of the checkout this package runs from, or None for an installed wheel."""
+    return PROJECT_ROOT if (PROJECT_ROOT / "pyproject.toml").is_file() else None
+
+
+def work_dir() -> Path:
+    """Where writable state goes by default (`.hag/`, `reports/`): the checkout's root when
+    the package runs from one, else the current directory."""
+    return checkout() or Path.cwd()

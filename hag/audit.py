@@ -56,7 +56,7 @@ class RestoreResult:
     # Each edge asked for: concepts, type, provenance, confidence, and what happened to it.
     edges: list[dict[str, Any]] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
             "restored": [str(e) for e in self.restored],

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from hag import PROJECT_ROOT
+from hag import work_dir
 
 
 class ProcessConfig(BaseSettings):
@@ -29,7 +29,8 @@ class ProcessConfig(BaseSettings):
     # The read path (`retrieve`) only: a hot standby of the memory database. Unset, it reads
     # the primary. Every write, and the dials, go to `database_url` whatever this says.
     read_database_url: str | None = None  # HAG_READ_DATABASE_URL
-    data_dir: Path = Field(default=PROJECT_ROOT / ".hag")
+    # Default: `.hag` in the checkout, or in the current directory for an installed wheel.
+    data_dir: Path = Field(default_factory=lambda: work_dir() / ".hag")
 
     embedding_provider: Literal["auto", "openai", "offline", "local"] = "auto"
     embedding_model: str = "text-embedding-3-small"

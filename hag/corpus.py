@@ -21,10 +21,12 @@ from typing import Any
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hag import DEMO_CORPUS as DEMO_CORPUS  # one resource lookup (hag/__init__); read here too
 from hag import bounds, settings
 from hag.db import Conn, one
 from hag.errors import CorpusError, NotFoundError
-from hag.settings import EDGE_TYPES, Settings
+from hag.schema import EDGE_TYPES
+from hag.settings import Settings
 from hag.sqlfiles import query
 
 _ID_NAMESPACE = uuid.UUID("7d0a5a52-3c51-4b8e-9a44-8f1d2f6b1f00")
@@ -384,15 +386,16 @@ def load_file(path: Path) -> LoadReport:
         return load(conn, corpus, get_embedder().dim)
 
 
-DEMO_CORPUS = Path(__file__).parent / "data" / "demo_corpus.json"
-
-
 def export_rows(
     conn: Conn, what: str, topic_id: str | None = None, *, with_embeddings: bool = False
 ) -> list[dict[str, Any]]:
     """The `entries` or `edges` table as `hag export` prints it (one topic, or all), rows as
     dicts; an entry's embedding only when asked for. An unknown topic is refused."""
     return list(iter_export_rows(conn, what, topic_id, with_embeddings=with_embeddings))
+
+
+# The named query of each export, written whole so that grep finds where each is used.
+_EXPORT_QUERIES = {"entries": "export_entries", "edges": "export_edges"}
 
 
 def iter_export_rows(
@@ -411,7 +414,7 @@ def iter_export_rows(
     with conn.cursor(name=f"hag_export_{what}") as cur:
         cur.itersize = batch
         cur.execute(
-            query("corpus", f"export_{what}"),
+            query("corpus", _EXPORT_QUERIES[what]),
             {"topic_id": topic_id, "with_embeddings": with_embeddings},
         )
         for row in cur:

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from hag import PROJECT_ROOT, db
+from hag import db, work_dir
 from hag.sqlfiles import query
 
 DEMO_SEED = 7
@@ -105,8 +105,8 @@ def run_demo(
 
     say = note if quiet else click.echo
 
-    out = out or PROJECT_ROOT / "reports" / "demo"
-    folder = folder or PROJECT_ROOT / ".hag" / "demo"
+    out = out or work_dir() / "reports" / "demo"
+    folder = folder or work_dir() / ".hag" / "demo"
     announce()
     corpus = json.loads(DEMO_CORPUS.read_text())
     world = cryptography_world(corpus)

@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from hag.settings import EDGE_TYPES, Settings
+from hag.schema import EDGE_TYPES
+from hag.settings import Settings
 from hag.sqlfiles import query
 
 if TYPE_CHECKING:  # annotations only: this module opens no connection itself

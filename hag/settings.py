@@ -19,14 +19,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hag.errors import SettingsError
+from hag.schema import EDGE_TYPES
 
 if TYPE_CHECKING:  # annotations only: `current()` imports hag.db when it first connects
     import psycopg
 
     from hag.db import Conn
 
-EDGE_TYPES = ("prerequisite", "fallback", "leads_to", "related", "supersedes")
-KNOWN_SOURCE_TYPES = ("seed", "learned", "enriched")
 # A topic scope as the schema admits it (migration 001): a lower-case slug not naming another graph.
 # Patterns are matched whole (`re.fullmatch`): `$` would also match before a trailing newline.
 TOPIC_SCOPE = r"(?!student)[a-z][a-z0-9_-]*"

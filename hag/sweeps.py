@@ -123,7 +123,7 @@ class NightlySummary:
             **({"guard": self.guard} if self.guard else {}),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["run_id"] = str(self.run_id) if self.run_id else None
         data["as_of"] = self.as_of.isoformat()

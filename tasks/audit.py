@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
 
 from hag import audit, runs
 from hag.audit import RestoreResult
 
 
-@task(name="restore-culled-edges")
+@task(name="restore-culled-edges", cache_policy=NO_CACHE)
 def restore_culled_edges(
     run: str | None, edge_ids: list[str] | None, dry_run: bool
 ) -> RestoreResult:
@@ -37,7 +38,7 @@ def restore_culled_edges(
     return result
 
 
-@task(name="publish-restore-report")
+@task(name="publish-restore-report", cache_policy=NO_CACHE)
 def publish_restore_report(result: RestoreResult) -> None:
     """The edges asked for, with what happened to each (a dry run under its own key)."""
     verb = "would come back" if result.dry_run else "restored"

@@ -6,13 +6,14 @@ from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 
 class ExpectationsFailed(Exception):
     """Raised with every failing expectation listed, so the flow run fails and says why."""
 
 
-@task(name="run-expectations")
+@task(name="run-expectations", cache_policy=NO_CACHE)
 def run_expectations() -> dict[str, Any]:
     """Run every suite (`expectations/suites/`); publish the outcome; raise if any failed."""
     from hag import quality  # Great Expectations loads only when a suite runs
@@ -28,4 +29,4 @@ def run_expectations() -> dict[str, Any]:
             f"{len(result.failures)} expectation(s) failed:\n"
             + "\n".join(f"- {f.line()}" for f in result.failures)
         )
-    return result.to_dict()
+    return result.as_dict()

@@ -6,7 +6,7 @@ from uuid import UUID
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NONE
+from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from hag import db
@@ -59,7 +59,7 @@ def process_sessions(batch_size: int | None, limit: int | None, workers: int) ->
 
 
 # No caching: every call writes to the memory, and the inputs (summaries) are not keys.
-@task(name="apply-session-batch", cache_policy=NONE)
+@task(name="apply-session-batch", cache_policy=NO_CACHE)
 def apply_session_batch(run_id: UUID, size: int, workers: int = 1) -> ProcessSummary:
     """Apply up to `size` pending sessions, each in its own transaction, the five steps in the
     seed's order (observations, discovery, proposals, reinforcement, grading)."""
@@ -70,7 +70,7 @@ def apply_session_batch(run_id: UUID, size: int, workers: int = 1) -> ProcessSum
     return batch
 
 
-@task(name="publish-session-summary", cache_policy=NONE)
+@task(name="publish-session-summary", cache_policy=NO_CACHE)
 def publish_session_summary(summary: ProcessSummary) -> None:
     """The run summary as a markdown artifact and the counts as a table artifact."""
     create_markdown_artifact(

@@ -13,6 +13,7 @@ from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
@@ -48,7 +49,7 @@ def artifact_key(name: str, dry_run: bool) -> str:
     return f"nightly-{'dry-run-' if dry_run else ''}{name}"
 
 
-@task(name="nightly-sweep")
+@task(name="nightly-sweep", cache_policy=NO_CACHE)
 def nightly_sweep(as_of: datetime | None, dry_run: bool) -> NightlySummary:
     """Promotion, archiving and the audited cull (or a dry run); a big night asks first."""
     logger = get_run_logger()
@@ -147,7 +148,7 @@ def _resume_after_timeout() -> None:
         client.set_flow_run_state(flow_run.get_id(), Running(), force=True)
 
 
-@task(name="build-topic-indexes")
+@task(name="build-topic-indexes", cache_policy=NO_CACHE)
 def build_topic_indexes() -> list[str]:
     """The missing per-topic HNSW indexes, for topics past `topic_exact_scan_max_rows`.
 
@@ -167,7 +168,7 @@ def build_topic_indexes() -> list[str]:
     return built
 
 
-@task(name="publish-nightly-report")
+@task(name="publish-nightly-report", cache_policy=NO_CACHE)
 def publish_nightly_report(summary: NightlySummary) -> None:
     """Three artifacts: the counts, the culled edges, and a summary an operator can read."""
     dry = summary.dry_run

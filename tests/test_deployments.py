@@ -47,6 +47,20 @@ def test_every_flow_is_in_prefect_yaml_and_every_entrypoint_loads():
         assert hasattr(getattr(module, attr), "deploy"), f"{entrypoint} is not a Prefect flow"
 
 
+def test_every_task_declares_the_one_cache_policy():
+    """Every Prefect task under tasks/ declares cache_policy=NO_CACHE (tasks/__init__ says
+    why): no task relies on, or mixes in, another policy or Prefect's default."""
+    from prefect import Task
+    from prefect.cache_policies import NO_CACHE
+
+    found = {}
+    for path in sorted((PROJECT_ROOT / "tasks").glob("*.py")):
+        module = importlib.import_module(f"tasks.{path.stem}")
+        found |= {t.name: t.cache_policy for t in vars(module).values() if isinstance(t, Task)}
+    assert len(found) >= 10
+    assert {name: policy for name, policy in found.items() if policy is not NO_CACHE} == {}
+
+
 async def _read_back(api_url: str):
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL, temporary_settings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import psycopg
@@ -69,3 +70,46 @@ def test_every_migration_starts_with_a_why_comment():
     """Each migration file says why it exists before any statement."""
     for m in migrate.migrations():
         assert m.path.read_text().startswith("-- Why:"), m.path.name
+
+
+# Functions a migration creates that keep their only definition there, and why.
+MIGRATION_ONLY = {
+    "hag_audit_deleted_edges": "a trigger function: part of the audit's storage",
+    "hag_record_confidence_change": "a trigger function: part of the history's storage",
+    "hag_entry_search_sync": "a trigger function: part of the search copy's storage",
+    "hag_entry_search_set": "decides which stored copy a row lives in: a change needs a migration",
+}
+
+
+def _created(path) -> set[str]:
+    return set(
+        re.findall(r"^CREATE (?:OR REPLACE )?FUNCTION (\w+)\(", path.read_text(), re.MULTILINE)
+    )
+
+
+def test_every_rule_function_has_its_living_definition_in_sql_functions():
+    """A rule function a migration created once is (re)defined in sql/functions/, exactly
+    once, so a rule changes in one file; only MIGRATION_ONLY's storage helpers stay behind."""
+    in_migrations = set().union(*(_created(m.path) for m in migrate.migrations()))
+    per_file = [_created(p) for p in migrate.function_files()]
+    in_functions = set().union(*per_file)
+    assert sorted(in_migrations - in_functions) == sorted(MIGRATION_ONLY)
+    assert sum(len(s) for s in per_file) == len(in_functions)  # none defined twice
+
+
+def test_an_existing_memory_takes_the_living_rule_definitions(fresh):
+    """After migrate, the database runs sql/functions' definitions, not the migrations' first
+    ones: the reprieve rule (IMMUTABLE in migration 075) is STABLE so it inlines, and the
+    restored-edges set the cull asks for exists."""
+    migrate.migrate(fresh, 8)
+    volatility = dict(
+        fresh.execute(
+            "SELECT proname, provolatile FROM pg_proc WHERE proname = ANY (%s)",
+            (["hag_entry_is_reprieved", "hag_edge_is_cullable", "hag_restored_edges"],),
+        ).fetchall()
+    )
+    assert volatility == {
+        "hag_entry_is_reprieved": "s",
+        "hag_edge_is_cullable": "s",
+        "hag_restored_edges": "s",
+    }

@@ -280,3 +280,17 @@ def test_every_check_constraint_has_a_refusal_test(db):
         ).fetchall()
     }
     assert sorted(schema - _tested_constraints()) == []
+
+
+def test_the_python_vocabulary_is_the_schemas(db):
+    """hag.schema.EDGE_TYPES names exactly the edge types hag_edges' CHECK admits."""
+    import re
+
+    from hag.schema import EDGE_TYPES
+
+    checks = db.execute(
+        "SELECT pg_get_constraintdef(oid) AS d FROM pg_constraint "
+        "WHERE conrelid = 'hag_edges'::regclass AND contype = 'c'"
+    ).fetchall()
+    (edge_type,) = [r["d"] for r in checks if "edge_type" in r["d"]]
+    assert set(re.findall(r"'(\w+)'::text", edge_type)) == set(EDGE_TYPES)

@@ -126,7 +126,7 @@ def test_a_cyclic_truth_is_refused():
 def test_truth_round_trips_through_its_file(tmp_path):
     """truth.json written from a world reads back as the same world."""
     world = w.random_world(np.random.default_rng(3), 9)
-    (tmp_path / "truth.json").write_text(json.dumps(world.to_dict()))
+    (tmp_path / "truth.json").write_text(json.dumps(world.as_dict()))
     again = w.load_truth(tmp_path / "truth.json")
     assert again.prerequisites == world.prerequisites and again.slugs == world.slugs
 

@@ -9,7 +9,7 @@ import pytest
 
 from hag import PROJECT_ROOT, migrate
 from hag.errors import MigrationError
-from hag.settings import EDGE_TYPES
+from hag.schema import EDGE_TYPES
 from tests.test_migrate import fresh  # noqa: F401 - the fixture
 
 

@@ -358,6 +358,24 @@ def test_rules_are_inlined_into_plain_column_tests(db, name):
     assert "confidence <" in plan or "confidence >=" in plan, plan
 
 
+@pytest.mark.parametrize(
+    "name", ["cull_edges", "cull_forecast", "cull_candidate_ids", "cull_forecast_rows"]
+)
+def test_every_cull_query_skips_restored_edges_through_one_inlined_anti_join(db, name):
+    """Each of the four cull queries asks hag_restored_edges(), and the planner turns it into
+    an anti-join over the audit (no function call per edge)."""
+    assert "hag_restored_edges()" in query("sweeps", name)
+    params = sweeps.sweep_parameters(sweeps.settings.load(db), AS_OF, f.uuid.uuid4())
+    plan = "\n".join(
+        r["QUERY PLAN"]
+        for r in db.execute(
+            "EXPLAIN (VERBOSE, COSTS OFF) " + query("sweeps", name), {**params, "limit": 10}
+        ).fetchall()
+    )
+    assert "hag_restored_edges" not in plan and "Anti Join" in plan, plan
+    assert "hag_edge_audit" in plan and "restored_at IS NOT NULL" in plan, plan
+
+
 def test_property_forecast_equals_run_and_second_run_changes_nothing(db):
     """For any memory and as_of: the dry run forecasts the real run, and a second run does nothing."""
     from hypothesis import HealthCheck, given, settings

@@ -21,7 +21,7 @@ def check(as_json: bool) -> None:
     ready()
     result = run_suites()
     if as_json:
-        echo_json(result.to_dict())
+        echo_json(result.as_dict())
     else:
         click.echo(result.report())
     if not result.success:

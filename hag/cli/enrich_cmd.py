@@ -55,12 +55,14 @@ def enrich(
 
         return run_enrichment(
             topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of
-        ).to_dict()
+        ).as_dict()
 
     def through_flow() -> dict[str, Any]:
-        from flows.enrichment import enrichment_flow
+        from hag.orchestration import flow
 
-        return enrichment_flow(topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of)
+        return flow("enrichment")(
+            topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of
+        )
 
     summary = dispatch("enrichment", direct, through_flow, force_direct=False)
     note(summary["proposer_line"])

@@ -55,12 +55,12 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
         summary = run_nightly(as_of=as_of, dry_run=dry_run)
         # As the flow: the per-topic search indexes a grown topic needs (none on a dry run).
         indexed = None if dry_run else ann.build_topic_indexes(concurrently=True, strict=False)
-        return {**summary.to_dict(), "topic_indexes": indexed}
+        return {**summary.as_dict(), "topic_indexes": indexed}
 
     def through_flow() -> dict[str, Any]:
-        from flows.nightly import nightly_flow
+        from hag.orchestration import flow
 
-        return nightly_flow(as_of=as_of, dry_run=dry_run)
+        return flow("nightly")(as_of=as_of, dry_run=dry_run)
 
     result = dispatch("nightly", direct, through_flow, force_direct=False)
     if as_json:
@@ -201,7 +201,7 @@ def restore(edge_ids: tuple[str, ...], run_id: str | None, dry_run: bool, as_jso
         edge_id=list(edge_ids) if edge_ids else None, run_id=run_id, dry_run=dry_run
     )
     if as_json:
-        echo_json(result.to_dict())
+        echo_json(result.as_dict())
     else:
         verb = "would restore" if dry_run else "restored"
         for e in result.restored:

@@ -57,7 +57,7 @@ def retrieve(
     finally:
         db.close_read_pool()
     if as_json:
-        echo_json(result.to_dict())
+        echo_json(result.as_dict())
         return
     click.echo(result.text, nl=False)
     paths = ", ".join(f"{p.name} {p.path} {p.rows} rows {p.milliseconds} ms" for p in result.passes)

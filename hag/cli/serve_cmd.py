@@ -182,9 +182,15 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
 @click.option("--no-worker", is_flag=True, help="Register everything but start no worker.")
 def serve(port: int, home: Path | None, no_worker: bool) -> None:
     """Prefect server + work pool + every deployment + a worker, until Ctrl-C."""
+    from hag import checkout
     from hag.cli._common import note, ready
     from hag.config import get_config
 
+    if checkout() is None:
+        raise HagError(
+            "hag serve deploys prefect.yaml's flows, which only a checkout of the repository "
+            "has (the wheel carries the library only)"
+        )
     ready()  # the flows need a migrated memory
     home = home or get_config().data_dir / "prefect"
     env = prefect_env(home.resolve(), port)

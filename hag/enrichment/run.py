@@ -153,7 +153,7 @@ class EnrichmentSummary:
             "rejected": self.rejected,
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             # A dry run records nothing: no run id is shown that could not be looked up.
             "run_id": None if self.dry_run else str(self.run_id),

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hag import PROJECT_ROOT, settings
+from hag import SUITES_DIR, settings
 from hag.quality import _gx
 from hag.quality._gx import Failure, SuiteResult, import_gx, preload
 
@@ -25,8 +25,7 @@ if TYPE_CHECKING:
     from hag.db import Conn
 
 SUITES = ("entries", "edges", "cull_runs", "culled_edges")
-#: Where the suites are kept: one JSON file per suite, named after it.
-SUITES_DIR = PROJECT_ROOT / "expectations" / "suites"
+# SUITES_DIR (from hag): where the suites are kept, one JSON file per suite, named after it.
 __all__ = [
     "SUITES",
     "SUITES_DIR",
@@ -58,7 +57,7 @@ class CheckResult:
         lines += [f"  - {f.line()}" for f in self.failures]
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "success": self.success,
             "suites": [

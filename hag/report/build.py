@@ -451,7 +451,7 @@ def write_report(
         "extra": dict(extra or {}),
     }
 
-    write_json(out_dir / "truth.json", {**world.to_dict(), "struggles": struggles})
+    write_json(out_dir / "truth.json", {**world.as_dict(), "struggles": struggles})
     write_json(out_dir / "edges.json", exported["edges"])
     write_json(out_dir / "entries.json", exported["entries"])
     write_json(out_dir / "edges_before.json", run.before.edges)

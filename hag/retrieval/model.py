@@ -88,7 +88,7 @@ class RetrievalResult:
     def advisories(self) -> tuple[Advisory, ...]:
         return self.topic_advisories + self.tutor_advisories + self.student_advisories
 
-    def to_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """The whole result as JSON-ready values (uuids as strings)."""
 
         def plain(value: Any) -> Any:

@@ -383,14 +383,15 @@ def _check_references(conn: Conn, session: SessionPayload, dials: Settings) -> N
     ):
         raise Refusal(f"topic_id: unknown topic {session.topic_id!r}", "topic_id")
     entries, edges = named_ids(session)
-    for kind, wanted in (("entry", entries), ("edge", edges)):
+    for kind, name, wanted in (
+        ("entry", "known_entry_ids", entries),
+        ("edge", "known_edge_ids", edges),
+    ):
         if not wanted:
             continue
         known = {
             r["id"]: r
-            for r in conn.execute(
-                query("session", f"known_{kind}_ids"), {"ids": list(wanted)}
-            ).fetchall()
+            for r in conn.execute(query("session", name), {"ids": list(wanted)}).fetchall()
         }
         unknown = [i for i in wanted if i not in known]
         if unknown:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from hag.db import Conn, one
+from hag.orchestration import flow
 from hag.simulate.learners import Learner, OutcomeModel, make_learners
 from hag.simulate.tutor import CRYPTO_DRIFT, Extractor, TutorPolicy, Use, run_session
 from hag.simulate.world import CRYPTOGRAPHY, World
@@ -155,10 +156,10 @@ class Progress:
 
 
 def _plain(value: Any) -> dict[str, Any]:
-    """A job's summary object as a plain dict (dataclass, pydantic, to_dict or mapping)."""
+    """A job's summary object as a plain dict (dataclass, pydantic, as_dict or mapping)."""
     if value is None:
         return {}
-    for attr in ("to_dict", "as_dict", "model_dump"):
+    for attr in ("as_dict", "model_dump"):
         fn = getattr(value, attr, None)
         if callable(fn):
             out = fn()
@@ -241,28 +242,22 @@ class _Memory:
 
     def process(self) -> Any:
         if self.use_flows:
-            from flows.session_end import session_end_flow
-
             # the suites run once at the end of an experiment, not after every simulated day
-            return session_end_flow(check=False)
+            return flow("session-end")(check=False)
         from hag.session.process import process_pending
 
         return process_pending()
 
     def nightly(self, as_of: datetime) -> Any:
         if self.use_flows:
-            from flows.nightly import nightly_flow
-
-            return nightly_flow(as_of=as_of)
+            return flow("nightly")(as_of=as_of)
         from hag.sweeps import run_nightly
 
         return run_nightly(as_of=as_of)
 
     def enrich(self, topic: str, as_of: datetime) -> Any:
         if self.use_flows:
-            from flows.enrichment import enrichment_flow
-
-            return enrichment_flow(topic=topic, as_of=as_of)
+            return flow("enrichment")(topic=topic, as_of=as_of)
         from hag.enrichment import enrich
 
         return enrich(topic=topic, as_of=as_of)

@@ -157,7 +157,7 @@ class World:
             visit(slug)
         return depth
 
-    def to_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "topic_id": self.topic_id,
             "concepts": [

@@ -115,8 +115,7 @@ WITH gone AS (
     DELETE FROM hag_edges e
     WHERE hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
                                %(cull_max_traversals)s, %(cull_source_types)s)
-      AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
-                      WHERE a.edge_id = e.id AND a.restored_at IS NOT NULL)
+      AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
       AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[]))
     RETURNING e.source_type
 )
@@ -128,8 +127,7 @@ SELECT e.source_type, count(*) AS n
 FROM hag_edges e
 WHERE hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
                            %(cull_max_traversals)s, %(cull_source_types)s)
-  AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
-                  WHERE a.edge_id = e.id AND a.restored_at IS NOT NULL)
+  AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
 GROUP BY e.source_type ORDER BY e.source_type
 
 -- name: cull_candidate_ids
@@ -139,8 +137,7 @@ SELECT e.id
 FROM hag_edges e
 WHERE hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
                            %(cull_max_traversals)s, %(cull_source_types)s)
-  AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
-                  WHERE a.edge_id = e.id AND a.restored_at IS NOT NULL)
+  AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
 ORDER BY e.id
 
 -- name: count_edges
@@ -171,8 +168,7 @@ FROM (SELECT c.id AS edge_id, c.source_entry_id, c.target_entry_id, c.edge_type,
       FROM hag_edges c
       WHERE hag_edge_is_cullable(c, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
                                  %(cull_max_traversals)s, %(cull_source_types)s)
-        AND NOT EXISTS (SELECT 1 FROM hag_edge_audit a
-                        WHERE a.edge_id = c.id AND a.restored_at IS NOT NULL)
+        AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = c.id)
       ORDER BY c.confidence, c.created_at, c.id
       LIMIT %(limit)s) AS e
 LEFT JOIN hag_entries s ON s.id = e.source_entry_id
