@@ -47,3 +47,12 @@ def flow(name: str) -> Callable[..., Any]:
             "or unset PREFECT_API_URL to run the job directly"
         ) from exc
     return loaded
+
+
+def run_summary(name: str, **parameters: Any) -> dict[str, Any]:
+    """Run the flow registered as `name` in this process; its summary (every job flow
+    returns its summary as a dict, the shape of the direct job's)."""
+    summary = flow(name)(**parameters)
+    if not isinstance(summary, dict):
+        raise TypeError(f"the {name} flow returned {type(summary).__name__}, not its summary")
+    return summary

@@ -58,10 +58,10 @@ def enrich(
         ).as_dict()
 
     def through_flow() -> dict[str, Any]:
-        from hag.orchestration import flow
+        from hag.orchestration import run_summary
 
-        return flow("enrichment")(
-            topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of
+        return run_summary(
+            "enrichment", topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of
         )
 
     summary = dispatch("enrichment", direct, through_flow, force_direct=False)

@@ -58,9 +58,9 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
         return {**summary.as_dict(), "topic_indexes": indexed}
 
     def through_flow() -> dict[str, Any]:
-        from hag.orchestration import flow
+        from hag.orchestration import run_summary
 
-        return flow("nightly")(as_of=as_of, dry_run=dry_run)
+        return run_summary("nightly", as_of=as_of, dry_run=dry_run)
 
     result = dispatch("nightly", direct, through_flow, force_direct=False)
     if as_json:

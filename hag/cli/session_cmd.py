@@ -154,9 +154,9 @@ def process_sessions(
         ).as_dict()
 
     def through_flow() -> dict[str, Any]:
-        from hag.orchestration import flow
+        from hag.orchestration import run_summary
 
-        return flow("session-end")(batch_size=batch_size, limit=limit, workers=workers)
+        return run_summary("session-end", batch_size=batch_size, limit=limit, workers=workers)
 
     result = dispatch("session-end", direct, through_flow, force_direct=no_prefect)
     if as_json:
