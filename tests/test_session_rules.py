@@ -4,7 +4,9 @@ and the same rules as pure functions with no connection (hag/session/rules.py)."
 from __future__ import annotations
 
 import math
+import re
 import uuid
+from pathlib import Path
 
 import numpy as np
 import psycopg
@@ -411,6 +413,7 @@ def no_connection(monkeypatch):
     monkeypatch.setattr(db, "pool", refuse)
 
 
+ROOT = Path(__file__).resolve().parent.parent
 SEED = settings.defaults()
 A, B, C = (uuid.UUID(int=n) for n in (1, 2, 3))
 CATALOGUE = Catalogue.from_rows(
@@ -638,3 +641,13 @@ def test_entry_update_at_strength_05_by_maturity(no_connection, outcome, proven,
     assert grading.proven(0.5) == pytest.approx(proven)
     assert grading.default(0.5) == pytest.approx(candidate)
     assert (grading.successes, grading.failures) == ((1, 0) if outcome == "success" else (0, 1))
+
+
+def test_docs_rules_table_names_only_functions_and_tests_that_exist(no_connection):
+    """docs/rules.md stays true: every `rules.x` it names is in hag/session/rules.py, every test exists."""
+    text = (ROOT / "docs" / "rules.md").read_text()
+    named = set(re.findall(r"`rules\.(\w+)`", text)) - {"py"}
+    assert named and sorted(n for n in named if not hasattr(rules, n)) == []
+    tests = "".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
+    cited = set(re.findall(r"\b(test_\w+?)(?:_\*)?`", text))
+    assert cited and sorted(t for t in cited if f"def {t}" not in tests) == []
