@@ -32,7 +32,7 @@ from hag.session.ladder import Catalogue, Resolution, candidate_slug
 
 SUCCESS, FAILURE = "success", "failure"
 
-Vector = npt.NDArray[np.float32]
+Embedding = npt.NDArray[np.float32]  # one text's embedding (float32)
 
 
 # --- edges: outcome grading (seed) --------------------------------------------------------
@@ -181,7 +181,7 @@ class Pattern:
     """One of a learner's student patterns, as the cosine dedup compares it."""
 
     slug: str
-    vector: Vector  # unit length for stored patterns; as embedded for this session's own
+    vector: Embedding  # unit length for stored patterns; as embedded for this session's own
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ class NewEntry:
     quality: float
     confidence: float
     instruction: str
-    vector: Vector
+    vector: Embedding
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,7 @@ class MintedConcept:
     slug: str
     title: str
     description: str
-    vector: Vector
+    vector: Embedding
 
 
 @dataclass(frozen=True)
@@ -225,14 +225,14 @@ class EntryDecision:
     dropped: int
 
 
-def unit(vector: Vector) -> Vector:
+def unit(vector: Embedding) -> Embedding:
     """The vector scaled to unit length (a zero vector stays zero)."""
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm else vector
 
 
 def is_twin_pattern(
-    slug: str, vector: Vector, patterns: Sequence[Pattern], dials: Mapping[str, Any]
+    slug: str, vector: Embedding, patterns: Sequence[Pattern], dials: Mapping[str, Any]
 ) -> bool:
     """Seed: a student pattern with the same concept, or within cosine
     `student_pattern_dedup_threshold` (0.72) of one of the learner's patterns, reinforces
@@ -247,7 +247,7 @@ def is_twin_pattern(
 
 def decide_entries(
     observations: Sequence[ResolvedObservation],
-    vectors: Sequence[Vector],
+    vectors: Sequence[Embedding],
     patterns: Sequence[Pattern],
     learner_id: str,
     dials: Mapping[str, Any],

@@ -36,7 +36,7 @@ from hag.session import facts, rules, write
 from hag.session.contract import SessionPayload, Turn
 from hag.session.facts import Connection
 from hag.session.ladder import Catalogue, resolve_all
-from hag.session.rules import ResolvedObservation, StrugglePair, Vector, graph_scope
+from hag.session.rules import Embedding, ResolvedObservation, StrugglePair, graph_scope
 from hag.session.summary import SessionCounts
 from hag.timing import timed
 
@@ -73,7 +73,7 @@ class Plan:
     """What a session will write, decided from the payload and static reads (no locks yet)."""
 
     observations: tuple[ResolvedObservation, ...]
-    vectors: Sequence[Vector]  # one per observation, its text embedded
+    vectors: Sequence[Embedding]  # one per observation, its text embedded
     struggles: tuple[StrugglePair, ...]
     lock_keys: tuple[str, ...]
 
