@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hag import db, settings
 from hag.edges import EdgeObservation
@@ -651,3 +653,26 @@ def test_docs_rules_table_names_only_functions_and_tests_that_exist(no_connectio
     tests = "".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
     cited = set(re.findall(r"\b(test_\w+?)(?:_\*)?`", text))
     assert cited and sorted(t for t in cited if f"def {t}" not in tests) == []
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["topic", "tutor", "student", "visual"]),
+            st.sampled_from(["rsa", "primes", "_unanchored_"]),
+            st.floats(-1.0, 1.0),
+        ),
+        max_size=12,
+    )
+)
+def test_decide_entries_accounts_for_every_observation_once(items):
+    """Any observations: new + merged + dropped is their number, and no anchored identity is new twice."""
+    observations = [
+        _resolved(graph, slug, "unanchored" if slug == "_unanchored_" else "exact")
+        for graph, slug, _ in items
+    ]
+    vectors = [_at_cosine(abs(c)) for _, _, c in items]
+    decision = rules.decide_entries(observations, vectors, [], "l", SEED)
+    assert len(decision.new) + decision.merged + decision.dropped == len(items)
+    anchored = [(e.slug, e.scope) for e in decision.new if e.slug != "_unanchored_"]
+    assert len(anchored) == len(set(anchored))
