@@ -63,7 +63,7 @@ def test_composed_entry_grading_equals_turn_by_turn_and_stays_in_bounds(c, steps
 @example(0.3, 2).via("the third observation lifts to 0.6")
 @example(0.75, 5).via("a graded-up edge is never lowered")
 def test_reinforcement_never_lowers_and_counts_one_hit(db, c, hits):
-    """The one edge upsert (the SQL that runs) re-observing an edge: hit + 1, max(c, 0.6 | 0.3)."""
+    """The one edge upsert re-observing an edge: hit + 1, max(c, 0.6 | 0.3), as the pure rule says."""
     from hag.edges import EdgeObservation, upsert_edges
 
     reset_database(db)
@@ -94,6 +94,7 @@ def test_reinforcement_never_lowers_and_counts_one_hit(db, c, hits):
         c, 0.6 if hits + 1 >= 3 else 0.3
     )  # the seed's rule, hit_count after the increment
     assert (result.inserted, result.hit_count, result.confidence) == (False, hits + 1, expected)
+    assert result.confidence == rules.reinforced_confidence(c, hits + 1, DIALS)  # SQL = pure rule
 
 
 # --- whole sessions on the database ---------------------------------------------------------

@@ -1,26 +1,38 @@
-"""The confidence rules of session-end processing, as plain functions (SPEC §4, seed).
+"""The rules of session-end processing, as plain functions (SPEC §4, seed): the decide step.
 
-These are the rules; the SQL in `sql/queries/session.sql` applies them set-based. Within
-one session an edge or entry may be graded by several turns, in turn order, and the clamped
-edge step and the saturating entry step do not commute; instead of one statement per turn,
-the turn-by-turn steps of each row are composed here into one function of the same shape
-(a clamped shift for edges, an affine map for entries) and applied in one statement. The
-tests check that the composition equals the turn-by-turn application.
+Session-end reads facts with named SQL (`hag.session.facts`), decides here, and writes
+through `hag.session.write`; nothing in this module opens a connection, so every rule is
+tested without a database (tests/test_session_rules.py, docs/rules.md). In the seed's order:
+observations -> entries (the student-pattern dedup), discovery, prerequisite proposals,
+reinforcement (the floor), outcome grading of edges and entries.
+
+The SQL in `sql/queries/session.sql` applies the grading set-based. Within one session an
+edge or entry may be graded by several turns, in turn order, and the clamped edge step and
+the saturating entry step do not commute; instead of one statement per turn, the turn-by-turn
+steps of each row are composed here into one function of the same shape (a clamped shift for
+edges, an affine map for entries) and applied in one statement. The tests check that the
+composition equals the turn-by-turn application.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from uuid import UUID
 
+import numpy as np
+import numpy.typing as npt
+
+from hag.corpus import UNANCHORED
+from hag.edges import EdgeObservation
+from hag.session.contract import Observation, Turn
+from hag.session.ladder import Catalogue, Resolution, candidate_slug
 from hag.settings import Settings
 
 SUCCESS, FAILURE = "success", "failure"
 
-
-# Edge reinforcement (seed) is set-based SQL: sql/queries/edges.sql `upsert_edges`, bound in
-# hag/edges.py. It is not copied here, so there is one rule to keep right.
+Embedding = npt.NDArray[np.float32]  # one text's embedding (float32)
 
 
 # --- edges: outcome grading (seed) --------------------------------------------------------
@@ -147,6 +159,412 @@ def entry_grading(steps: Iterable[tuple[str | None, float]], lr: float) -> Affin
 def initial_entry_confidence(quality: float, dials: Settings) -> float:
     """A new entry's confidence: the base, scaled by its ladder step's quality."""
     return dials.observation_base_confidence * quality
+
+
+def graph_scope(graph: str, learner_id: str, dials: Settings) -> str:
+    """The visibility scope an observation for a graph is written (and looked up) with."""
+    if graph == "topic":
+        return dials.session_topic_scope
+    if graph == "student":
+        return f"student:{learner_id}"
+    return graph  # tutor | visual
+
+
+# --- step 1: observations -> entries, the student-pattern dedup (seed: 0.72) ----------------
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One of a learner's student patterns, as the cosine dedup compares it."""
+
+    slug: str
+    vector: Embedding  # unit length for stored patterns; as embedded for this session's own
+
+
+@dataclass(frozen=True)
+class ResolvedObservation:
+    """An observation with the concept the ladder resolved its name to."""
+
+    turn_index: int
+    observation: Observation
+    resolution: Resolution
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    """A candidate entry an observation creates (unless its identity exists: then a merge)."""
+
+    slug: str
+    scope: str
+    quality: float
+    confidence: float
+    instruction: str
+    vector: Embedding
+
+
+@dataclass(frozen=True)
+class MintedConcept:
+    """Drift residue: a concept the ladder minted, with the first words said about it."""
+
+    slug: str
+    title: str
+    description: str
+    vector: Embedding
+
+
+@dataclass(frozen=True)
+class EntryDecision:
+    """What step 1 writes, and the observations it merged or dropped without a write."""
+
+    new: tuple[NewEntry, ...]
+    minted: tuple[MintedConcept, ...]
+    merged: int
+    dropped: int
+
+
+def unit(vector: Embedding) -> Embedding:
+    """The vector scaled to unit length (a zero vector stays zero)."""
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
+
+
+def is_twin_pattern(
+    slug: str, vector: Embedding, patterns: Sequence[Pattern], dials: Settings
+) -> bool:
+    """Seed: a student pattern with the same concept, or within cosine
+    `student_pattern_dedup_threshold` (0.72) of one of the learner's patterns, reinforces
+    that one instead of creating a twin."""
+    if not patterns:
+        return False
+    if any(p.slug == slug for p in patterns):
+        return True
+    threshold = dials.student_pattern_dedup_threshold
+    return max(float(p.vector @ vector) for p in patterns) >= threshold
+
+
+def decide_entries(
+    observations: Sequence[ResolvedObservation],
+    vectors: Sequence[Embedding],
+    patterns: Sequence[Pattern],
+    learner_id: str,
+    dials: Settings,
+) -> EntryDecision:
+    """Step 1: each observation lands on its graph's entry, or becomes a new candidate.
+
+    Topic, tutor and visual observations merge by identity (concept, scope); student
+    observations merge by identity or as a twin (`is_twin_pattern`), including patterns
+    created earlier in this session. Merging adds no row and moves no confidence (seed:
+    confidence moves only when an outcome fires). `_unanchored_` rows never merge; an
+    unanchored visual observation is dropped (a drawing is found by its concept, and without
+    one it could never be served). A new entry starts at `initial_entry_confidence`.
+    """
+    known = list(patterns)
+    new: list[NewEntry] = []
+    minted: dict[str, MintedConcept] = {}
+    seen: set[tuple[str, str]] = set()
+    merged = dropped = 0
+    for item, vector in zip(observations, vectors, strict=True):
+        obs, res = item.observation, item.resolution
+        scope = graph_scope(obs.graph, learner_id, dials)
+        if obs.graph == "visual" and not res.anchored:
+            dropped += 1
+            continue
+        if obs.graph == "student":
+            # An `_unanchored_` trait has no identity: it neither merges nor is merged into.
+            if res.anchored:
+                if is_twin_pattern(res.slug, vector, known, dials):
+                    merged += 1
+                    continue
+                known.append(Pattern(res.slug, vector))
+        elif res.anchored:
+            if (res.slug, scope) in seen:
+                merged += 1
+                continue
+            seen.add((res.slug, scope))
+        new.append(
+            NewEntry(
+                res.slug,
+                scope,
+                res.quality,
+                initial_entry_confidence(res.quality, dials),
+                obs.text,
+                vector,
+            )
+        )
+        if obs.graph == "topic" and res.step == "minted" and res.slug not in minted:
+            minted[res.slug] = MintedConcept(res.slug, obs.concept, obs.text, vector)
+    return EntryDecision(tuple(new), tuple(minted.values()), merged, dropped)
+
+
+# --- step 2: discovery (seed) -----------------------------------------------------------------
+
+
+def decision_entries(turns: Iterable[Turn]) -> set[UUID]:
+    """The entries the turns acted on (discovery reads their concepts)."""
+    return {t.decision_entry_id for t in turns if t.decision_entry_id is not None}
+
+
+def discover(turns: Sequence[Turn], slugs: Mapping[UUID, str]) -> list[EdgeObservation]:
+    """Step 2: sequence and recovery edges from consecutive turns' decision entries.
+
+    Sequence: turn t succeeded acting on A, turn t+1 acted on B != A -> `leads_to` A -> B.
+    Recovery: turn t failed acting on A, turn t+1 succeeded acting on B != A -> `fallback`
+    A -> B, with a condition naming what failed. A turn without a decision entry breaks the
+    chain; `_unanchored_` entries take part in nothing. `slugs` is each decision entry's concept.
+    """
+    observed: list[EdgeObservation] = []
+    for turn, following in zip(turns, turns[1:], strict=False):
+        a, b = turn.decision_entry_id, following.decision_entry_id
+        if a is None or b is None or a == b or UNANCHORED in (slugs.get(a), slugs.get(b)):
+            continue
+        if turn.outcome == SUCCESS:
+            observed.append(EdgeObservation(a, b, "leads_to"))
+        elif turn.outcome == FAILURE and following.outcome == SUCCESS:
+            observed.append(EdgeObservation(a, b, "fallback", fallback_condition(turn, slugs[a])))
+    return observed
+
+
+def fallback_condition(turn: Turn, failed_slug: str) -> str:
+    """The condition of a recovery edge: what failed, and what the student was missing."""
+    missing = sorted({s.missing_slug for s in turn.struggles if s.has_evidence})
+    said = f" (missing {', '.join(missing)})" if missing else ""
+    return f"the student did not get {failed_slug}{said}"
+
+
+# --- step 3: prerequisite proposals (seed) ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StrugglePair:
+    """A struggle with evidence, as the two topic concepts it names."""
+
+    concept_slug: str
+    missing_slug: str
+
+
+@dataclass(frozen=True)
+class Proposals:
+    """Step 3's outcome: the prerequisite edges observed, and the struggles that named no pair
+    of distinct topic entries."""
+
+    observed: tuple[EdgeObservation, ...]
+    unresolved: int
+
+
+def struggle_pairs(turns: Iterable[Turn], catalogue: Catalogue) -> list[StrugglePair]:
+    """The struggles that may propose a prerequisite: only those with the extractor's explicit
+    evidence (never co-occurrence), each name read through the catalogue without embedding it
+    (`ladder.candidate_slug`: struggles name concepts but never create them)."""
+    return [
+        StrugglePair(
+            candidate_slug(s.concept_slug, catalogue), candidate_slug(s.missing_slug, catalogue)
+        )
+        for t in turns
+        for s in t.struggles
+        if s.has_evidence
+    ]
+
+
+def struggles_without_evidence(turns: Iterable[Turn]) -> int:
+    """Struggles the extractor reported without quoted words: they propose nothing."""
+    return sum(1 for t in turns for s in t.struggles if not s.has_evidence)
+
+
+def proposal_slugs(pairs: Iterable[StrugglePair]) -> list[str]:
+    """The concepts whose topic entries step 3 looks up, sorted."""
+    return sorted({slug for p in pairs for slug in (p.concept_slug, p.missing_slug)})
+
+
+def propose_prerequisites(
+    pairs: Iterable[StrugglePair], topic_entries: Mapping[str, UUID]
+) -> Proposals:
+    """Step 3: a `prerequisite` edge per struggle with evidence, struggled -> missing concept.
+
+    Both ends are the topic entries (`topic_entries`: concept -> entry in the session's topic
+    and topic scope); a struggle naming a concept with no entry there, or the same entry
+    twice, proposes nothing and is counted as unresolved.
+    """
+    observed: list[EdgeObservation] = []
+    unresolved = 0
+    for pair in pairs:
+        source, target = topic_entries.get(pair.concept_slug), topic_entries.get(pair.missing_slug)
+        if source is None or target is None or source == target:
+            unresolved += 1
+            continue
+        observed.append(EdgeObservation(source, target, "prerequisite"))
+    return Proposals(tuple(observed), unresolved)
+
+
+# --- step 4: reinforcement (seed) -------------------------------------------------------------
+
+
+def reinforcement_floor(hit_count: int, dials: Settings) -> float:
+    """The confidence a re-observed edge is raised to, by its hit count after the increment:
+    0.6 from `edge_reinforce_min_hits` (3) observations on, 0.3 below."""
+    if hit_count >= dials.edge_reinforce_min_hits:
+        return dials.edge_reinforce_confidence_high
+    return dials.edge_reinforce_confidence_low
+
+
+def reinforced_confidence(confidence: float, hit_count: int, dials: Settings) -> float:
+    """A re-observed edge's confidence: raised to its floor, never lowered (seed).
+
+    The set-based statement that applies it is sql/queries/edges.sql `upsert_edges`
+    (through `hag.edges.upsert_edges`, the one edge write); the database tests pin it to
+    the same worked numbers.
+    """
+    return max(confidence, reinforcement_floor(hit_count, dials))
+
+
+def lift_sources(observed: Iterable[EdgeObservation], dials: Settings) -> list[UUID]:
+    """Under the lift rule, the concepts (entries) this session reports struggles on: every
+    prerequisite out of them (their chance changed) or into them is re-weighed."""
+    if dials.prerequisite_confidence_rule != "lift":
+        return []
+    return sorted({o.source_entry_id for o in observed if o.edge_type == "prerequisite"}, key=str)
+
+
+@dataclass(frozen=True)
+class PrerequisiteEvidence:
+    """What the lift rule reads of one prerequisite around a reported concept."""
+
+    edge_id: UUID
+    source_type: str
+    confidence: float
+    hit_count: int
+    concept_reports: int
+    n_concepts: int
+    support_hits: int
+    reverse_hits: int | None
+    reverse_source_type: str | None
+    reverse_confidence: float | None
+
+
+def evidence_confidence(fact: PrerequisiteEvidence, dials: Settings) -> float:
+    """A prerequisite's confidence from the struggle evidence: `lift_confidence` (with the
+    reverse edge's evidence against it) for a learned edge, `unlearned_confidence` (negative
+    evidence) for an authored or enriched one."""
+    if fact.source_type == "learned":
+        against = reverse_evidence(
+            fact.reverse_hits, fact.reverse_source_type, fact.reverse_confidence, dials
+        )
+        return lift_confidence(
+            fact.hit_count, fact.concept_reports, fact.n_concepts, dials, against
+        )
+    return unlearned_confidence(
+        fact.confidence,
+        fact.hit_count,
+        fact.concept_reports,
+        fact.n_concepts,
+        dials,
+        fact.support_hits,
+    )
+
+
+# --- step 5: what a session grades (seed) ------------------------------------------------------
+
+
+def graded_entries(turn: Turn) -> list[UUID]:
+    """The entries a turn grades: every advisory that reached the prompt, and the decision."""
+    ids = list(turn.used_entry_ids)
+    if turn.decision_entry_id is not None:
+        ids.append(turn.decision_entry_id)
+    return list(dict.fromkeys(ids))
+
+
+@dataclass(frozen=True)
+class GradingPlan:
+    """Each rendered edge's outcomes and each graded entry's (outcome, strength) steps, in
+    turn order."""
+
+    edge_outcomes: Mapping[UUID, Sequence[str | None]]
+    entry_steps: Mapping[UUID, Sequence[tuple[str | None, float]]]
+
+
+def grading_plan(turns: Iterable[Turn], dials: Settings) -> GradingPlan:
+    """Step 5's inputs: what reached the prompt in each turn, by its turn's outcome.
+
+    An edge counts once per turn that rendered it; a turn without a strength uses
+    `outcome_strength_default`. Turns without an outcome grade nothing but still count.
+    """
+    edge_outcomes: dict[UUID, list[str | None]] = {}
+    entry_steps: dict[UUID, list[tuple[str | None, float]]] = {}
+    default_strength = dials.outcome_strength_default
+    for turn in turns:
+        for edge_id in dict.fromkeys(turn.rendered_edge_ids):
+            edge_outcomes.setdefault(edge_id, []).append(turn.outcome)
+        strength = default_strength if turn.outcome_strength is None else turn.outcome_strength
+        for entry_id in graded_entries(turn):
+            entry_steps.setdefault(entry_id, []).append((turn.outcome, strength))
+    return GradingPlan(edge_outcomes, entry_steps)
+
+
+@dataclass(frozen=True)
+class EdgeGradingState:
+    """What the evidence rules' grading reads of a rendered edge before this session."""
+
+    edge_type: str
+    traversal_count: int
+    success_count: int
+    failure_count: int
+
+
+def needs_edge_state(dials: Settings) -> bool:
+    """Whether edge grading reads each edge's state (the seed's rules need only outcomes)."""
+    return not (dials.edge_grading_rule == "seed" and dials.prerequisite_confidence_rule == "seed")
+
+
+def edge_shifts(
+    edge_outcomes: Mapping[UUID, Sequence[str | None]],
+    state: Mapping[UUID, EdgeGradingState],
+    dials: Settings,
+) -> dict[UUID, ClampedShift]:
+    """Each rendered edge's grading over the session, as one clamped shift.
+
+    Seed: `edge_grading` of its outcomes. Under the evidence rules, prerequisites under the
+    lift rule are not outcome-graded, and the baseline rule grades against the source
+    concept's smoothed success rate (`state`, read before this session's counters move). An
+    edge missing from `state` (culled since) takes the seed's rule: its update finds nothing.
+    """
+    shifts: dict[UUID, ClampedShift] = {}
+    for edge_id, outcomes in edge_outcomes.items():
+        row = state.get(edge_id)
+        if row is not None and not outcome_graded(row.edge_type, dials):
+            shifts[edge_id] = IDENTITY_SHIFT
+        elif row is not None and dials.edge_grading_rule == "baseline":
+            baseline = smoothed_success_rate(row.success_count, row.failure_count, dials)
+            shifts[edge_id] = baseline_edge_grading(outcomes, baseline, row.traversal_count, dials)
+        else:
+            shifts[edge_id] = edge_grading(outcomes, dials)
+    return shifts
+
+
+@dataclass(frozen=True)
+class EntryGrading:
+    """One entry's grading over a session, for either maturity (the row knows which it is),
+    and its outcome counters."""
+
+    proven: Affine
+    default: Affine
+    successes: int
+    failures: int
+
+
+def entry_gradings(
+    entry_steps: Mapping[UUID, Sequence[tuple[str | None, float]]], dials: Settings
+) -> dict[UUID, EntryGrading]:
+    """Each graded entry's composed update at both learning rates, and its counters."""
+    lr_proven = learning_rate("proven", dials)
+    lr_default = learning_rate("candidate", dials)
+    return {
+        entry_id: EntryGrading(
+            entry_grading(steps, lr_proven),
+            entry_grading(steps, lr_default),
+            sum(1 for o, _ in steps if o == SUCCESS),
+            sum(1 for o, _ in steps if o == FAILURE),
+        )
+        for entry_id, steps in entry_steps.items()
+    }
 
 
 # --- the evidence rules (issue 14; selected by dials, the seed's rules stay the default) --------

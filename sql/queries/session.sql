@@ -249,7 +249,7 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.concept_reports,
           JOIN hag_edges via ON via.source_entry_id = o.target_entry_id
                             AND via.target_entry_id = f.target_entry_id
                             AND via.edge_type = 'prerequisite'
-                            AND via.confidence >= %(walk_min)s
+                            AND via.confidence >= %(edge_min_confidence)s
          WHERE o.source_entry_id = f.source_entry_id AND o.edge_type = 'prerequisite'
        ) AS support_hits
 FROM family f

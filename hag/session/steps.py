@@ -1,0 +1,282 @@
+"""One session's five steps, in the seed's order (SPEC §4), each read -> decide -> write.
+
+1. observations -> entries (the concept ladder; student-pattern dedup at cosine 0.72);
+2. discovery (sequence -> `leads_to`, recovery -> `fallback` with a condition);
+3. prerequisite proposals (only from struggles with evidence);
+4. reinforcement: every edge observed by 2 and 3 goes through `hag.edges.upsert_edges`,
+   once per session, before anything is graded;
+5. outcome grading of the edges and entries that reached the prompt, with the counters.
+
+Each step reads its facts (`hag.session.facts`), decides with the pure rules
+(`hag.session.rules`) and writes (`hag.session.write`), inside the caller's transaction;
+every write is timed at the session's `ended_at`. The queue (`hag.session.queue`) claims a
+session, runs these steps and commits.
+
+Concurrency (ours): several workers may apply different sessions at once and must end in
+the state of a serial order (their commit order). Writes are single statements that read
+and write the row they change under its lock; the reads that decide a write are guarded by
+transaction-scoped advisory locks (a learner's patterns for the cosine dedup; each topic
+entry identity that observations may create and struggles look up); the rows a session
+grades or reinforces are locked in one sorted pass first, so sessions sharing rows queue
+rather than deadlock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from uuid import UUID
+
+import numpy as np
+
+from hag.edges import EdgeObservation
+from hag.session import facts, rules, write
+from hag.session.contract import SessionPayload, Turn
+from hag.session.facts import Connection
+from hag.session.ladder import Catalogue, resolve_all
+from hag.session.rules import Embedding, ResolvedObservation, StrugglePair, graph_scope
+from hag.session.summary import SessionCounts
+from hag.settings import Settings
+from hag.timing import timed
+
+Embed = Callable[[list[str]], np.ndarray]
+
+__all__ = ["Caches", "Plan", "apply_session", "graph_scope", "plan_session"]
+
+
+class Caches:
+    """Per-call read caches: topic catalogues (sessions never change what they hold)."""
+
+    def __init__(self) -> None:
+        self._catalogues: dict[str, Catalogue] = {}
+        self._lock = threading.Lock()
+
+    def catalogue(self, conn: Connection, topic_id: str) -> Catalogue:
+        with self._lock:
+            found = self._catalogues.get(topic_id)
+        if found is None:
+            found = Catalogue.load(conn, topic_id)
+            with self._lock:
+                self._catalogues[topic_id] = found
+        return found
+
+
+def _embed(texts: list[str]) -> np.ndarray:
+    from hag.embeddings import embed_texts
+
+    return embed_texts(texts)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a session will write, decided from the payload and static reads (no locks yet)."""
+
+    observations: tuple[ResolvedObservation, ...]
+    vectors: Sequence[Embedding]  # one per observation, its text embedded
+    struggles: tuple[StrugglePair, ...]
+    lock_keys: tuple[str, ...]
+
+
+def plan_session(
+    session: SessionPayload,
+    turns: Sequence[Turn],
+    catalogue: Catalogue,
+    dials: Settings,
+    embed: Embed,
+) -> Plan:
+    """Resolve the observations' concepts, embed their texts, name the struggles' concepts,
+    and the identities to lock before anything is read for a write."""
+    items = [(t.turn_index, o) for t in turns for o in t.observations]
+    resolutions = resolve_all([o.concept for _, o in items], catalogue, dials, embed)
+    vectors = embed([o.text for _, o in items]) if items else np.zeros((0, 0), dtype=np.float32)
+    pairs = rules.struggle_pairs(turns, catalogue)
+    topic_scope = graph_scope("topic", session.learner_id, dials)
+    keys = {
+        f"entry:{session.topic_id}:{topic_scope}:{r.slug}"
+        for (_, o), r in zip(items, resolutions, strict=True)
+        if o.graph == "topic" and r.anchored
+    }
+    keys.update(f"entry:{session.topic_id}:{topic_scope}:{s}" for s in rules.proposal_slugs(pairs))
+    if any(o.graph == "student" for _, o in items):
+        keys.add(f"learner:{session.learner_id}")
+    observations = tuple(
+        ResolvedObservation(ti, o, r) for (ti, o), r in zip(items, resolutions, strict=True)
+    )
+    return Plan(observations, list(vectors), tuple(pairs), tuple(sorted(keys)))
+
+
+def apply_session(
+    conn: Connection,
+    session: SessionPayload,
+    dials: Settings,
+    *,
+    run_id: UUID | None = None,
+    caches: Caches | None = None,
+    step_seconds: dict[str, float] | None = None,
+    embed: Embed = _embed,
+) -> SessionCounts:
+    """Apply one session's five steps inside the caller's transaction; returns what changed."""
+    caches = caches or Caches()
+    timings = step_seconds if step_seconds is not None else {}
+    counts = SessionCounts(sessions=1)
+    turns = session.ordered_turns()
+
+    with timed(timings, "observations"):
+        plan = plan_session(session, turns, caches.catalogue(conn, session.topic_id), dials, embed)
+        write.lock_identities(conn, plan.lock_keys)
+        observations_to_entries(conn, session, plan, dials, counts, run_id)
+    with timed(timings, "discovery"):
+        observed = discover(conn, turns)
+    with timed(timings, "proposals"):
+        observed += propose_prerequisites(conn, session, plan, dials, counts)
+    with timed(timings, "reinforcement"):
+        sources = rules.lift_sources(observed, dials)
+        write.lock_rows(
+            conn,
+            list({i for t in turns for i in rules.graded_entries(t)}),
+            list({i for t in turns for i in t.rendered_edge_ids}),
+            observed,
+            sources,
+        )
+        reinforce(conn, session, observed, dials, counts, run_id)
+        weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id)
+    with timed(timings, "grading"):
+        grade_outcomes(conn, session, turns, dials, counts, run_id)
+    return counts
+
+
+def observations_to_entries(
+    conn: Connection,
+    session: SessionPayload,
+    plan: Plan,
+    dials: Settings,
+    counts: SessionCounts,
+    run_id: UUID | None,
+) -> None:
+    """Step 1: each observation lands on its graph's entry, or becomes a new candidate
+    (`rules.decide_entries`; the student-pattern dedup reads the learner's patterns)."""
+    if not plan.observations:
+        return
+    patterns: list[rules.Pattern] = []
+    if any(o.observation.graph == "student" for o in plan.observations):
+        patterns = facts.learner_patterns(conn, graph_scope("student", session.learner_id, dials))
+    decision = rules.decide_entries(
+        plan.observations, plan.vectors, patterns, session.learner_id, dials
+    )
+    counts.observations_dropped += decision.dropped
+    counts.entries_merged += decision.merged
+    inserted = write.write_entries(conn, session, decision, run_id)
+    # A row that inserted nothing met an existing identity: the observation merged there.
+    counts.entries_created += inserted
+    counts.entries_merged += len(decision.new) - inserted
+
+
+def discover(conn: Connection, turns: Sequence[Turn]) -> list[EdgeObservation]:
+    """Step 2: sequence and recovery edges from consecutive turns' decision entries
+    (`rules.discover`, with the decision entries' concepts read first)."""
+    decisions = rules.decision_entries(turns)
+    if len(decisions) < 2:
+        return []
+    return rules.discover(turns, facts.entry_slugs(conn, decisions))
+
+
+def propose_prerequisites(
+    conn: Connection,
+    session: SessionPayload,
+    plan: Plan,
+    dials: Settings,
+    counts: SessionCounts,
+) -> list[EdgeObservation]:
+    """Step 3: a `prerequisite` edge per struggle with evidence, struggled -> missing concept,
+    between the topic entries of the session's topic (`rules.propose_prerequisites`)."""
+    counts.struggles_without_evidence += rules.struggles_without_evidence(session.turns)
+    if not plan.struggles:
+        return []
+    found = facts.topic_entries(
+        conn,
+        session.topic_id,
+        graph_scope("topic", session.learner_id, dials),
+        rules.proposal_slugs(plan.struggles),
+    )
+    proposals = rules.propose_prerequisites(plan.struggles, found)
+    counts.struggles_unresolved += proposals.unresolved
+    counts.struggles_proposed += len(proposals.observed)
+    return list(proposals.observed)
+
+
+def reinforce(
+    conn: Connection,
+    session: SessionPayload,
+    observed: Sequence[EdgeObservation],
+    dials: Settings,
+    counts: SessionCounts,
+    run_id: UUID | None,
+) -> None:
+    """Step 4: every observed edge through the one upsert (`rules.reinforced_confidence`)."""
+    results = write.reinforce(conn, session, observed, dials, run_id)
+    counts.edges_created += sum(1 for r in results if r.inserted)
+    counts.edges_reinforced += sum(1 for r in results if not r.inserted)
+
+
+def weigh_prerequisite_evidence(
+    conn: Connection,
+    session: SessionPayload,
+    sources: Sequence[UUID],
+    dials: Settings,
+    counts: SessionCounts,
+    run_id: UUID | None,
+) -> None:
+    """Step 4b (lift rule only): re-weigh the prerequisites around the concepts reported on.
+
+    Every prerequisite out of a concept this session reported a struggle on (its chance
+    changed) and into it (its reverse evidence changed) takes the confidence its reports
+    earn (`rules.evidence_confidence`). The rows were locked by `write.lock_rows` in the
+    one sorted pass, the topic entry identities behind them by `lock_identities`, so
+    sessions reporting on the same concept apply one after the other.
+    """
+    if not sources:
+        return
+    evidence = facts.prerequisite_evidence(conn, sources, dials.edge_min_confidence)
+    confidences = {e.edge_id: rules.evidence_confidence(e, dials) for e in evidence}
+    counts.edges_reweighed += write.set_edge_confidences(conn, session, confidences, run_id)
+
+
+def grade_outcomes(
+    conn: Connection,
+    session: SessionPayload,
+    turns: Sequence[Turn],
+    dials: Settings,
+    counts: SessionCounts,
+    run_id: UUID | None,
+) -> None:
+    """Step 5: grade what reached the prompt by its turn's outcome, in turn order.
+
+    Edges: +-0.05 within [0.05, 1], and one traversal per turn that rendered them. Entries:
+    the asymmetric saturating rule (lr by maturity, the turn's strength), the success and
+    failure counters, and `last_matched_at`. Turns without an outcome grade nothing but
+    still count traversals and matches.
+    """
+    plan = rules.grading_plan(turns, dials)
+    if plan.edge_outcomes or plan.entry_steps:
+        write.say_grading(conn, session, run_id)
+    if plan.edge_outcomes:
+        # The evidence rules read each edge's state; the edges are locked by `lock_rows`, their
+        # source entries (the turns' used entries) with them, read before this session's own
+        # counters move.
+        state = (
+            facts.edge_grading_state(conn, plan.edge_outcomes)
+            if rules.needs_edge_state(dials)
+            else {}
+        )
+        shifts = rules.edge_shifts(plan.edge_outcomes, state, dials)
+        traversals = {i: len(o) for i, o in plan.edge_outcomes.items()}
+        changes = write.grade_edges(conn, session, shifts, traversals)
+        counts.edges_traversed += len(changes)
+        counts.edges_missing += len(shifts) - len(changes)  # culled since the tutor rendered them
+        counts.edges_graded_up += sum(1 for old, new in changes if new > old)
+        counts.edges_graded_down += sum(1 for old, new in changes if new < old)
+    if plan.entry_steps:
+        gradings = rules.entry_gradings(plan.entry_steps, dials)
+        changes = write.grade_entries(conn, session, gradings)
+        counts.entries_graded += sum(1 for old, new in changes if new != old)
