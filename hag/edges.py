@@ -100,10 +100,10 @@ def upsert_edges(
             "new_confidence": dials.edge_new_confidence
             if new_confidence is None
             else new_confidence,
-            "new_hit_count": dials.edge_new_hit_count,
-            "min_hits": dials.edge_reinforce_min_hits,
-            "high_confidence": dials.edge_reinforce_confidence_high,
-            "low_confidence": dials.edge_reinforce_confidence_low,
+            "edge_new_hit_count": dials.edge_new_hit_count,
+            "edge_reinforce_min_hits": dials.edge_reinforce_min_hits,
+            "edge_reinforce_confidence_high": dials.edge_reinforce_confidence_high,
+            "edge_reinforce_confidence_low": dials.edge_reinforce_confidence_low,
             "source_type": source_type,
             "session_id": session_id,
             "at": at,
