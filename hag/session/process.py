@@ -484,7 +484,10 @@ def weigh_prerequisite_evidence(
             against = rules.reverse_evidence(
                 r["reverse_hits"], r["reverse_source_type"], r["reverse_confidence"], dials
             )
-            value = rules.lift_confidence(hits, reports, n, dials, against)
+            paths = [(int(a), int(b), int(c)) for a, b, c in r["transitive_paths"] or ()]
+            value = rules.lift_confidence(
+                hits, reports, n, dials, against, rules.transitive_chance(paths)
+            )
         else:
             value = rules.unlearned_confidence(
                 float(r["confidence"]), hits, reports, n, dials, int(r["support_hits"])
