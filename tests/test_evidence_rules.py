@@ -28,14 +28,11 @@ def test_lift_keeps_the_seed_ladder_for_an_uncontested_edge():
 
 def test_lift_subtracts_the_reports_expected_by_chance():
     """3 reports of c -> m among 29 on c: 26 others spread over the topic's 26 other concepts
-    (spread 0, the issue's definition), so h' = 2 -> 0.5; over 12 (the evidence profile),
-    h' = 3 - 26/12 = 5/6 -> (5/6) / (5/6 + 2); over 8, h' = 0."""
+    (spread 0, the issue's definition), so h' = 2 -> 0.5; over 8 (the evidence profile), h' = 0."""
     topic_wide = EVIDENCE.with_overrides(prerequisite_lift_chance_spread=0)
     assert rules.chance_reports(3, 29, N) == pytest.approx(1.0)
     assert rules.lift_confidence(3, 29, N, topic_wide) == pytest.approx(0.5)
-    assert rules.lift_confidence(3, 29, N, EVIDENCE) == pytest.approx((5 / 6) / (5 / 6 + 2))
-    eight = EVIDENCE.with_overrides(prerequisite_lift_chance_spread=8)
-    assert rules.lift_confidence(3, 29, N, eight) == pytest.approx(0.05)
+    assert rules.lift_confidence(3, 29, N, EVIDENCE) == pytest.approx(0.05)
 
 
 def test_lift_with_a_fixed_chance_spread():
@@ -66,6 +63,9 @@ def test_an_authored_reverse_edge_stands_for_the_reports_its_confidence_earns():
     assert rules.lift_confidence(10, 10, N, EVIDENCE, 18.0) == pytest.approx(0.05)
 
 
+TRANSITIVE = EVIDENCE.with_overrides(prerequisite_lift_transitive=True)
+
+
 def test_transitive_chance_is_the_largest_path_share():
     """Paths (h(c->m), h(m->x), R(m)): 6 x 2/2 = 6 and 4 x 1/4 = 1 -> 6; a path whose m has
     no reports explains nothing; no path: 0."""
@@ -75,34 +75,34 @@ def test_transitive_chance_is_the_largest_path_share():
 
 
 def test_transitive_reports_count_against_a_pair_only_with_the_dial():
-    """12 of 31 reports on c name x, a path explains 19 x 6/6 = 19: evidence profile -> the
-    floor; without the dial, chance 19/12 leaves h' = 12 - 19/12 -> h'/(h' + 2)."""
+    """12 of 31 reports on c name x, a path explains 19 x 6/6 = 19: with the dial -> the
+    floor; without it (the evidence profile), chance 19/8 leaves h' = 12 - 19/8."""
     explained = rules.transitive_chance([(19, 6, 6)])
-    assert rules.lift_confidence(12, 31, N, EVIDENCE, 0.0, explained) == pytest.approx(0.05)
-    off = EVIDENCE.with_overrides(prerequisite_lift_transitive=False)
-    net = 12 - 19 / 12
-    assert rules.lift_confidence(12, 31, N, off, 0.0, explained) == pytest.approx(net / (net + 2))
+    assert rules.lift_confidence(12, 31, N, TRANSITIVE, 0.0, explained) == pytest.approx(0.05)
+    net = 12 - 19 / 8
+    assert rules.lift_confidence(12, 31, N, EVIDENCE, 0.0, explained) == pytest.approx(
+        net / (net + 2)
+    )
 
 
 def test_a_true_direct_prerequisite_keeps_the_reports_a_path_does_not_explain():
-    """9 of 27 reports name x; the path explains 12 x 7/21 = 4: h' = 9 - 18/12 - 4 = 3.5."""
+    """9 of 27 reports name x; the path explains 12 x 7/21 = 4: h' = 9 - 18/8 - 4 = 2.75."""
     explained = rules.transitive_chance([(12, 7, 21)])
     assert explained == pytest.approx(4.0)
-    assert rules.lift_confidence(9, 27, N, EVIDENCE, 0.0, explained) == pytest.approx(3.5 / 5.5)
+    got = rules.lift_confidence(9, 27, N, TRANSITIVE, 0.0, explained)
+    assert got == pytest.approx(2.75 / 4.75)
 
 
 def test_negative_evidence_lowers_an_unsupported_authored_prerequisite():
-    """8 reports on c, none naming m or a concept resting on m: 0.9 falls to the floor."""
-    assert rules.unlearned_confidence(0.9, 0, 8, N, EVIDENCE) == pytest.approx(0.05)
+    """12 reports on c, none naming m or a concept resting on m: 0.9 falls to the floor."""
+    assert rules.unlearned_confidence(0.9, 0, 12, N, EVIDENCE) == pytest.approx(0.05)
 
 
 def test_negative_evidence_waits_for_enough_reports_and_spares_supported_edges():
-    """7 reports: unchanged; one supporting report in 8 (above 10%): unchanged; one in 10 (at
-    10%) lowers to what that report earns (1 - 9/12 = 1/4 -> 1/9); seed dials: unchanged."""
-    assert rules.unlearned_confidence(0.9, 0, 7, N, EVIDENCE) == 0.9
-    assert rules.unlearned_confidence(0.9, 0, 8, N, EVIDENCE, support=1) == 0.9
-    assert rules.unlearned_confidence(0.9, 1, 8, N, EVIDENCE) == 0.9
-    assert rules.unlearned_confidence(0.9, 1, 10, N, EVIDENCE) == pytest.approx(0.25 / 2.25)
+    """11 reports: unchanged; one supporting report in 12 (above 2%): unchanged; off: unchanged."""
+    assert rules.unlearned_confidence(0.9, 0, 11, N, EVIDENCE) == 0.9
+    assert rules.unlearned_confidence(0.9, 0, 12, N, EVIDENCE, support=1) == 0.9
+    assert rules.unlearned_confidence(0.9, 1, 12, N, EVIDENCE) == 0.9
     assert rules.unlearned_confidence(0.9, 0, 500, N, SEED) == 0.9
 
 

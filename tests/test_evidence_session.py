@@ -66,8 +66,8 @@ def test_lift_gives_the_seed_ladder_to_an_uncontested_learned_prerequisite(db, e
 
 def test_a_new_report_on_the_same_concept_reweighs_its_siblings(db, evidence):
     """rsa -> primes at 3 reports (0.6) falls when 4 reports on rsa name other concepts:
-    chance = 4 / 12 (the evidence profile's spread), h' = 8/3 -> (8/3) / (8/3 + 2); the other
-    edges are re-weighed too."""
+    chance = 4 / 8 (the evidence profile's spread), h' = 2.5 -> 2.5 / 4.5; the other edges
+    are re-weighed too."""
     e = topic_entries(db)
     db.commit()
     run(db, *(reports(f"p{d}", [("rsa", "primes")], day=d) for d in range(3)))
@@ -80,10 +80,10 @@ def test_a_new_report_on_the_same_concept_reweighs_its_siblings(db, evidence):
     ]
     run(db, *(reports(f"o{d}", [pair], day=10 + d) for d, pair in enumerate(others)))
     primes = edge_row(db, e["rsa"], e["primes"], "prerequisite")["confidence"]
-    assert primes == pytest.approx((8 / 3) / (8 / 3 + 2))
-    # rsa -> hashing: h = 2, chance = 5 / 12, h' = 19/12 -> (19/12) / (19/12 + 2)
+    assert primes == pytest.approx(2.5 / 4.5)
+    # rsa -> hashing: h = 2, chance = 5 / 8, h' = 1.375 -> 1.375 / 3.375
     hashing = edge_row(db, e["rsa"], e["hashing"], "prerequisite")["confidence"]
-    assert hashing == pytest.approx((19 / 12) / (19 / 12 + 2))
+    assert hashing == pytest.approx(1.375 / 3.375)
 
 
 def test_the_reverse_direction_counts_against_a_learned_prerequisite(db, evidence):
@@ -98,10 +98,11 @@ def test_the_reverse_direction_counts_against_a_learned_prerequisite(db, evidenc
 
 
 def test_a_walked_path_explains_the_reports_of_a_transitive_prerequisite(db, evidence):
-    """Authored rsa -> primes (0.9) and primes -> modular-arithmetic (0.9); 6 sessions name
-    primes on rsa, 3 name modular-arithmetic on rsa, 2 name it on primes (all of primes'
-    reports): the path explains 6 x 2/2 = 6 of rsa -> mod's 3 reports -> the floor; with the
-    transitive dial off, a 4th report: chance 6/12 leaves h' = 3.5 -> 3.5 / 5.5."""
+    """prerequisite_lift_transitive on. Authored rsa -> primes (0.9) and primes ->
+    modular-arithmetic (0.9); 6 sessions name primes on rsa, 3 name modular-arithmetic on rsa,
+    2 name it on primes (all of primes' reports): the path explains 6 x 2/2 = 6 of rsa -> mod's
+    3 reports -> the floor; with the dial off, a 4th report: chance 6/8 leaves h' = 3.25."""
+    settings.set_value(db, "prerequisite_lift_transitive", "true", by="test")
     e = topic_entries(db)
     f.edge(db, e["rsa"], e["primes"], confidence=0.9)
     f.edge(db, e["primes"], e["modular-arithmetic"], confidence=0.9)
@@ -116,9 +117,9 @@ def test_a_walked_path_explains_the_reports_of_a_transitive_prerequisite(db, evi
     db.commit()
     settings.invalidate()
     run(db, reports("t3", [("rsa", "modular-arithmetic")], day=12))
-    # h = 4, others = 6 (primes), chance 6/12 -> h' = 3.5 -> 3.5 / 5.5
+    # h = 4, others = 6 (primes), chance 6/8 -> h' = 3.25 -> 3.25 / 5.25
     mod = edge_row(db, e["rsa"], e["modular-arithmetic"], "prerequisite")["confidence"]
-    assert mod == pytest.approx(3.5 / 5.5)
+    assert mod == pytest.approx(3.25 / 5.25)
 
 
 def test_learned_prerequisites_are_not_outcome_graded_under_lift(db, evidence):
@@ -160,7 +161,7 @@ def test_baseline_grading_moves_an_edge_by_outcome_minus_its_concept_rate(db, ev
 
 
 def test_negative_evidence_lowers_an_unsupported_authored_prerequisite(db, evidence):
-    """8 sessions report rsa's struggles, none naming hashing or anything resting on it:
+    """12 sessions report rsa's struggles, none naming hashing or anything resting on it:
     the authored rsa -> hashing falls to the floor; rsa -> primes, named, keeps 0.9; and
     rsa -> modular-arithmetic keeps 0.9 because primes rests on it (authored primes -> mod)."""
     e = topic_entries(db)
@@ -169,7 +170,7 @@ def test_negative_evidence_lowers_an_unsupported_authored_prerequisite(db, evide
     below = f.edge(db, e["rsa"], e["modular-arithmetic"], confidence=0.9)
     f.edge(db, e["primes"], e["modular-arithmetic"], confidence=0.9)
     db.commit()
-    run(db, *(reports(f"n{d}", [("rsa", "primes")], day=d) for d in range(7)))
+    run(db, *(reports(f"n{d}", [("rsa", "primes")], day=d) for d in range(11)))
     conf = {
         i: r["confidence"]
         for i, r in (
@@ -177,8 +178,8 @@ def test_negative_evidence_lowers_an_unsupported_authored_prerequisite(db, evide
             for i in (wrong, named, below)
         )
     }
-    assert conf[wrong] == pytest.approx(0.9)  # 7 reports: not yet enough to judge
-    run(db, reports("n7", [("rsa", "primes")], day=7))
+    assert conf[wrong] == pytest.approx(0.9)  # 11 reports: not yet enough to judge
+    run(db, reports("n11", [("rsa", "primes")], day=11))
     conf = {
         i: db.execute("SELECT confidence FROM hag_edges WHERE id = %s", (i,)).fetchone()[
             "confidence"
