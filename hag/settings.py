@@ -148,6 +148,7 @@ _DIALS: tuple[Dial, ...] = (
     _f("prerequisite_lift_k", 2.0, 0.01, 1000, "ours: k of the lift rule h'/(h'+k) (2 keeps the seed's 0.33/0.5/0.6 ladder for an uncontested edge)", S),
     _f("prerequisite_lift_chance_spread", 0.0, 0, 100000, "ours: concepts over which a failing concept's other struggle reports spread by chance (0: the topic's other concepts)", S),
     Dial("prerequisite_lift_reverse", "bool", False, "ours: under lift, the reverse direction's evidence counts against a pair (prerequisites form a DAG)", S),
+    Dial("prerequisite_lift_transitive", "bool", False, "ours: under lift, reports on c naming x that a walked path c -> m -> x explains count against c -> x (h(c->m) times m's share of reports naming x, the largest over m)", S),
     _i("prerequisite_unlearn_min_reports", 0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports (0: never)", S),
     _f("prerequisite_unlearn_max_share", 0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports", S),
     Dial("edge_grading_rule", "str", "seed", "ours: seed = +-step by the turn's outcome; baseline = 2 step (outcome - the source concept's smoothed success rate), the step shrinking with renderings", S, choices=("seed", "baseline")),
@@ -231,6 +232,7 @@ EVIDENCE_PROFILE: dict[str, Any] = {
     "prerequisite_lift_k": 2.0,
     "prerequisite_lift_chance_spread": 8.0,
     "prerequisite_lift_reverse": True,
+    "prerequisite_lift_transitive": False,
     "prerequisite_unlearn_min_reports": 12,
     "prerequisite_unlearn_max_share": 0.02,
     "edge_grading_rule": "baseline",
@@ -522,6 +524,7 @@ class Settings(Mapping[str, Any]):
     prerequisite_lift_k: float
     prerequisite_lift_chance_spread: float
     prerequisite_lift_reverse: bool
+    prerequisite_lift_transitive: bool
     prerequisite_unlearn_min_reports: int
     prerequisite_unlearn_max_share: float
     edge_grading_rule: str

@@ -63,6 +63,36 @@ def test_an_authored_reverse_edge_stands_for_the_reports_its_confidence_earns():
     assert rules.lift_confidence(10, 10, N, EVIDENCE, 18.0) == pytest.approx(0.05)
 
 
+TRANSITIVE = EVIDENCE.with_overrides(prerequisite_lift_transitive=True)
+
+
+def test_transitive_chance_is_the_largest_path_share():
+    """Paths (h(c->m), h(m->x), R(m)): 6 x 2/2 = 6 and 4 x 1/4 = 1 -> 6; a path whose m has
+    no reports explains nothing; no path: 0."""
+    assert rules.transitive_chance([(6, 2, 2), (4, 1, 4)]) == pytest.approx(6.0)
+    assert rules.transitive_chance([(6, 2, 0)]) == 0.0
+    assert rules.transitive_chance([]) == 0.0
+
+
+def test_transitive_reports_count_against_a_pair_only_with_the_dial():
+    """12 of 31 reports on c name x, a path explains 19 x 6/6 = 19: with the dial -> the
+    floor; without it (the evidence profile), chance 19/8 leaves h' = 12 - 19/8."""
+    explained = rules.transitive_chance([(19, 6, 6)])
+    assert rules.lift_confidence(12, 31, N, TRANSITIVE, 0.0, explained) == pytest.approx(0.05)
+    net = 12 - 19 / 8
+    assert rules.lift_confidence(12, 31, N, EVIDENCE, 0.0, explained) == pytest.approx(
+        net / (net + 2)
+    )
+
+
+def test_a_true_direct_prerequisite_keeps_the_reports_a_path_does_not_explain():
+    """9 of 27 reports name x; the path explains 12 x 7/21 = 4: h' = 9 - 18/8 - 4 = 2.75."""
+    explained = rules.transitive_chance([(12, 7, 21)])
+    assert explained == pytest.approx(4.0)
+    got = rules.lift_confidence(9, 27, N, TRANSITIVE, 0.0, explained)
+    assert got == pytest.approx(2.75 / 4.75)
+
+
 def test_negative_evidence_lowers_an_unsupported_authored_prerequisite():
     """12 reports on c, none naming m or a concept resting on m: 0.9 falls to the floor."""
     assert rules.unlearned_confidence(0.9, 0, 12, N, EVIDENCE) == pytest.approx(0.05)

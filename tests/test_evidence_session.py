@@ -97,6 +97,31 @@ def test_the_reverse_direction_counts_against_a_learned_prerequisite(db, evidenc
     assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["confidence"] == pytest.approx(1 / 3)
 
 
+def test_a_walked_path_explains_the_reports_of_a_transitive_prerequisite(db, evidence):
+    """prerequisite_lift_transitive on. Authored rsa -> primes (0.9) and primes ->
+    modular-arithmetic (0.9); 6 sessions name primes on rsa, 3 name modular-arithmetic on rsa,
+    2 name it on primes (all of primes' reports): the path explains 6 x 2/2 = 6 of rsa -> mod's
+    3 reports -> the floor; with the dial off, a 4th report: chance 6/8 leaves h' = 3.25."""
+    settings.set_value(db, "prerequisite_lift_transitive", "true", by="test")
+    e = topic_entries(db)
+    f.edge(db, e["rsa"], e["primes"], confidence=0.9)
+    f.edge(db, e["primes"], e["modular-arithmetic"], confidence=0.9)
+    db.commit()
+    run(db, *(reports(f"m{d}", [("primes", "modular-arithmetic")], day=d) for d in range(2)))
+    run(db, *(reports(f"p{d}", [("rsa", "primes")], day=2 + d) for d in range(6)))
+    run(db, *(reports(f"t{d}", [("rsa", "modular-arithmetic")], day=8 + d) for d in range(3)))
+    row = edge_row(db, e["rsa"], e["modular-arithmetic"], "prerequisite")
+    assert row["hit_count"] == 3
+    assert row["confidence"] == pytest.approx(0.05)
+    settings.set_value(db, "prerequisite_lift_transitive", "false", by="test")
+    db.commit()
+    settings.invalidate()
+    run(db, reports("t3", [("rsa", "modular-arithmetic")], day=12))
+    # h = 4, others = 6 (primes), chance 6/8 -> h' = 3.25 -> 3.25 / 5.25
+    mod = edge_row(db, e["rsa"], e["modular-arithmetic"], "prerequisite")["confidence"]
+    assert mod == pytest.approx(3.25 / 5.25)
+
+
 def test_learned_prerequisites_are_not_outcome_graded_under_lift(db, evidence):
     """A rendered learned prerequisite keeps its evidence confidence through a failed turn,
     and its traversal still counts; under the seed profile the same turn takes 0.05."""

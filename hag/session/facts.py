@@ -101,6 +101,9 @@ def prerequisite_evidence(
             reverse_hits=r["reverse_hits"],
             reverse_source_type=r["reverse_source_type"],
             reverse_confidence=r["reverse_confidence"],
+            transitive_paths=tuple(
+                (int(a), int(b), int(c)) for a, b, c in r["transitive_paths"] or ()
+            ),
         )
         for r in rows
     ]

@@ -438,6 +438,8 @@ class PrerequisiteEvidence:
     reverse_hits: int | None
     reverse_source_type: str | None
     reverse_confidence: float | None
+    # each walked path source -> m -> target: (reports of source -> m, of m -> target, on m)
+    transitive_paths: tuple[tuple[int, int, int], ...] = ()
 
 
 def evidence_confidence(fact: PrerequisiteEvidence, dials: Settings) -> float:
@@ -449,7 +451,12 @@ def evidence_confidence(fact: PrerequisiteEvidence, dials: Settings) -> float:
             fact.reverse_hits, fact.reverse_source_type, fact.reverse_confidence, dials
         )
         return lift_confidence(
-            fact.hit_count, fact.concept_reports, fact.n_concepts, dials, against
+            fact.hit_count,
+            fact.concept_reports,
+            fact.n_concepts,
+            dials,
+            against,
+            transitive_chance(fact.transitive_paths),
         )
     return unlearned_confidence(
         fact.confidence,
@@ -585,22 +592,43 @@ def lift_confidence(
     n_concepts: int,
     dials: Settings,
     reverse_evidence: float = 0.0,
+    transitive_reports: float = 0.0,
 ) -> float:
     """A learned prerequisite's confidence from evidence: h'/(h' + k), h' = hits net of chance.
 
     Uncontested (every report on c names m, nothing says m needs c) it is the seed's ladder:
     1/3, 1/2, 3/5 at 1, 2, 3 reports with k = 2. With `prerequisite_lift_reverse` on, the
     evidence for the reverse direction m -> c also counts against it: prerequisites form a
-    DAG, so at most one direction is true (`reverse_evidence`, see `reverse_evidence`).
+    DAG, so at most one direction is true (`reverse_evidence`, see `reverse_evidence`). With
+    `prerequisite_lift_transitive` on, so do the reports a walked path through another
+    prerequisite explains (`transitive_reports`, see `transitive_chance`).
     Kept within the edge floor and ceiling.
     """
     chance = chance_reports(
         hits, concept_reports, n_concepts, dials.prerequisite_lift_chance_spread
     )
     against = reverse_evidence if dials.prerequisite_lift_reverse else 0.0
+    if dials.prerequisite_lift_transitive:
+        against += transitive_reports
     net = max(0.0, hits - chance - against)
     k = dials.prerequisite_lift_k
     return _edge_bounds(net / (net + k), dials)
+
+
+def transitive_chance(paths: Iterable[tuple[int, int, int]]) -> float:
+    """Reports of c -> x that a path c -> m -> x explains, the largest over the paths.
+
+    Each path is (reports of c -> m, reports of m -> x, all reports on m). A learner missing
+    x mostly misses m, which rests on it, as well; a struggle on c is then about m, and an
+    extractor that names x instead names a concept further down the learner's gap. So of
+    c -> m's reports, the share of m's own reports that name x is expected on c -> x without
+    x being a direct prerequisite of c: h(c -> m) h(m -> x) / R(m). A true direct
+    prerequisite that is also reachable through m keeps the reports beyond that.
+    """
+    return max(
+        (float(via) * float(onward) / float(reports) for via, onward, reports in paths if reports),
+        default=0.0,
+    )
 
 
 def reverse_evidence(

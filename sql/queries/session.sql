@@ -221,8 +221,10 @@ FOR NO KEY UPDATE
 -- its source concept's reports over all its prerequisites, the number of concepts of the
 -- source's topic graph (anchored, live entries of its topic and scope) the reports could
 -- have named, the reverse edge (target -> source), if any: its reports, provenance and
--- confidence (read, not written), and the reports on the source naming a concept x with a
--- walked prerequisite x -> target (they support source -> target: rules.unlearned_confidence).
+-- confidence (read, not written), the reports on the source naming a concept x with a
+-- walked prerequisite x -> target (they support source -> target: rules.unlearned_confidence),
+-- and each walked path source -> m -> target as (reports of source -> m, of m -> target, all
+-- reports on m) (they explain reports of source -> target: rules.transitive_chance).
 WITH touched AS (
     SELECT e.id, e.source_entry_id
     FROM hag_edges e
@@ -251,7 +253,20 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.concept_reports,
                             AND via.edge_type = 'prerequisite'
                             AND via.confidence >= %(edge_min_confidence)s
          WHERE o.source_entry_id = f.source_entry_id AND o.edge_type = 'prerequisite'
-       ) AS support_hits
+       ) AS support_hits,
+       (SELECT COALESCE(array_agg(ARRAY[cm.hit_count, mx.hit_count,
+                                        (SELECT sum(z.hit_count) FROM hag_edges z
+                                          WHERE z.source_entry_id = cm.target_entry_id
+                                            AND z.edge_type = 'prerequisite')::int]),
+                        '{}'::int[])
+          FROM hag_edges cm
+          JOIN hag_edges mx ON mx.source_entry_id = cm.target_entry_id
+                           AND mx.target_entry_id = f.target_entry_id
+                           AND mx.edge_type = 'prerequisite'
+                           AND mx.confidence >= %(edge_min_confidence)s
+         WHERE cm.source_entry_id = f.source_entry_id AND cm.edge_type = 'prerequisite'
+           AND cm.target_entry_id <> f.target_entry_id AND cm.confidence >= %(edge_min_confidence)s
+       ) AS transitive_paths
 FROM family f
 JOIN hag_entries s ON s.id = f.source_entry_id
 LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
