@@ -277,6 +277,16 @@ def load(corpus: Corpus, scale: Scale, made: float) -> None:
         # measurement (at 1M that is gigabytes of writes on the same two cores).
         conn.execute("CHECKPOINT")
     print(f"tutor HNSW {tutor_s:.1f} s", flush=True)
+    # The nightly run's upkeep of the copy: each large partition in the order it is read.
+    from hag.retrieval import ann
+
+    started = time.perf_counter()
+    clustered = ann.cluster_search_copy()
+    print(
+        f"search copy clustered (nightly upkeep): {len(clustered)} partitions in "
+        f"{time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
 
 
 SEARCH_COPY_TRIGGERS = (
@@ -570,7 +580,7 @@ def measure(
     concurrent, floor_ms = main.concurrent, main.floor_ms
     print(
         f"\nlatency, {len(samples)} queries (half related to their topic, half another "
-        "topic's vector):"
+        f"topic's vector; load average now {os.getloadavg()[0]:.2f}):"
     )
     print(line("retrieve, 4 passes concurrently (threads)", concurrent))
     print(line("retrieve, same passes on one connection", sequential))
@@ -591,7 +601,8 @@ def measure(
     print(tutor_paths(main))
 
     print(
-        f"\nstress: {len(stress)} queries whose vector is near no stored row (a random direction):"
+        f"\nstress: {len(stress)} queries whose vector is near no stored row (a random "
+        f"direction; load average now {os.getloadavg()[0]:.2f}):"
     )
     print(line("retrieve, 4 passes concurrently (threads)", hard.concurrent))
     print(line("numpy floor: topic + tutor top 5 in memory", hard.floor_ms))

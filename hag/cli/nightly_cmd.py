@@ -54,7 +54,7 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
 
         summary = run_nightly(as_of=as_of, dry_run=dry_run)
         # As the flow: the per-topic search indexes a grown topic needs (none on a dry run).
-        indexed = None if dry_run else ann.build_topic_indexes(concurrently=True, strict=False)
+        indexed = None if dry_run else ann.nightly_upkeep()
         return {**summary.to_dict(), "topic_indexes": indexed}
 
     def through_flow() -> dict[str, Any]:
