@@ -384,3 +384,16 @@ def test_clustering_skips_a_partition_a_reader_holds(db, dials, database_url):
             ann.cluster_search_copy(strict=True)
         reader.rollback()
     assert "hag_entry_search_tutor" in ann.cluster_search_copy(strict=True)
+
+
+def test_the_nightly_upkeep_clusters_the_copy_after_the_indexes(db, dials):
+    """nightly_upkeep (the flow's task, `hag nightly`): topic indexes, then the CLUSTER."""
+    from hag.retrieval import ann
+
+    clustered_memory(db, np.random.default_rng(93))
+    dials(search_copy_cluster_min_rows=0, topic_exact_scan_max_rows=1_000_000)
+    db.rollback()
+    assert ann.nightly_upkeep() == []  # no topic past the dial: no index
+    in_pages = db.execute("SELECT maturity, confidence FROM hag_entry_search_tutor ORDER BY ctid")
+    got = [tuple(r.values()) for r in in_pages.fetchall()]
+    assert got == sorted(got) and len(got) == 150
