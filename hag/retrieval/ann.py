@@ -9,6 +9,8 @@ One index per topic, not one global index: a global index under a 2% filter lose
 its topic, which the read path's custom plans do. Topics are data, so these indexes are
 built by an operator step after loading or by the nightly job, never by a migration;
 each carries the comment 'hag-ann topic:<topic_id>' by which the read path finds it.
+The nightly run also puts the search copy (migration 080) back in read order
+(`cluster_search_copy`, through `nightly_upkeep`).
 """
 
 from __future__ import annotations
