@@ -341,6 +341,8 @@ def test_clustering_the_copy_orders_each_partition_and_changes_no_answer(db, dia
     assert unsorted != sorted(unsorted)  # interleaved as written: the check below can fail
     assert ann.cluster_search_copy() == []  # every partition under the default minimum
     dials(search_copy_cluster_min_rows=0)
+    db.execute("ANALYZE hag_entry_search")  # row counts as the nightly finds them
+    db.commit()
     clustered = ann.cluster_search_copy()
     assert sorted(clustered) == sorted(p.rsplit(".", 1)[-1] for p in partitions_with_rows(db))
     assert "hag_entry_search_tutor" in clustered and len(clustered) >= 2
@@ -376,6 +378,8 @@ def test_clustering_skips_a_partition_a_reader_holds(db, dials, database_url):
 
     clustered_memory(db, np.random.default_rng(92))
     dials(search_copy_cluster_min_rows=0, search_copy_cluster_lock_timeout_seconds=1)
+    db.execute("ANALYZE hag_entry_search")
+    db.commit()
     with psycopg.connect(database_url) as reader:
         reader.execute("SELECT count(*) FROM hag_entry_search_tutor").fetchone()  # holds a lock
         done = ann.cluster_search_copy(strict=False)
@@ -392,7 +396,8 @@ def test_the_nightly_upkeep_clusters_the_copy_after_the_indexes(db, dials):
 
     clustered_memory(db, np.random.default_rng(93))
     dials(search_copy_cluster_min_rows=0, topic_exact_scan_max_rows=1_000_000)
-    db.rollback()
+    db.execute("ANALYZE hag_entry_search")
+    db.commit()
     assert ann.nightly_upkeep() == []  # no topic past the dial: no index
     in_pages = db.execute("SELECT maturity, confidence FROM hag_entry_search_tutor ORDER BY ctid")
     got = [tuple(r.values()) for r in in_pages.fetchall()]

@@ -191,14 +191,14 @@ SELECT pg_total_relation_size('hag_entries') AS entries,
            AS search
 
 -- name: search_copy_partitions
--- The leaf partitions of the search copy (migration 080), each with its rows (the planner's
--- count, or the statistics collector's before a first ANALYZE) and the index in whose order
+-- The leaf partitions of the search copy (migration 080), each with its rows (the larger of
+-- the planner's count and the statistics collector's: either may lag) and the index in whose order
 -- its passes read it: the tutor partition by its eligible ranges (maturity, confidence), a
 -- topic partition by (topic_id, visibility_scope, maturity, confidence), so that one topic's
 -- eligible rows lie on consecutive pages. The nightly run CLUSTERs them by it
 -- (hag.retrieval.ann.cluster_search_copy).
 SELECT c.relname AS partition,
-       coalesce(nullif(c.reltuples, -1), s.n_live_tup, 0) AS rows,
+       greatest(c.reltuples, coalesce(s.n_live_tup, 0), 0) AS rows,
        coalesce(
            (SELECT i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
             WHERE x.indrelid = t.relid
