@@ -19,7 +19,9 @@ stored row; and the plan (EXPLAIN) each pass used.
     python -m bench.bench_retrieval 100k          # one scale (1m: 384 dimensions, 1m1536)
 Environment: HAG_BENCH_QUERIES (default 600), HAG_BENCH_DIM_1M (default 384);
 HAG_BENCH_KEEP_DIR=DIR keeps each scale's database in DIR/<scale>-<dim> and measures it
-again on the next run without reloading (HAG_BENCH_LOAD_ONLY=1: load, do not measure).
+again on the next run without reloading, after migrating it to this checkout
+(HAG_BENCH_LOAD_ONLY=1: load, do not measure); HAG_BENCH_WRITE_COST=0 skips the write-cost
+step (minutes at 1M x 1,536).
 
 The machine is shared (other developers' tests run at the same time on 2 cores): the
 timings are noisy, and each run prints the load average it started under.
@@ -277,6 +279,16 @@ def load(corpus: Corpus, scale: Scale, made: float) -> None:
         # measurement (at 1M that is gigabytes of writes on the same two cores).
         conn.execute("CHECKPOINT")
     print(f"tutor HNSW {tutor_s:.1f} s", flush=True)
+    # The nightly run's upkeep of the copy: each large partition in the order it is read.
+    from hag.retrieval import ann
+
+    started = time.perf_counter()
+    clustered = ann.cluster_search_copy()
+    print(
+        f"search copy clustered (nightly upkeep): {len(clustered)} partitions in "
+        f"{time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
 
 
 SEARCH_COPY_TRIGGERS = (
@@ -366,6 +378,12 @@ def run_scale(scale: Scale, queries: int) -> None:
         made = time.perf_counter() - started
         if not loaded:
             load(corpus, scale, made)
+        else:  # a database kept from an earlier run: brought up to this checkout's schema
+            from hag import migrate
+
+            with db.connect() as conn:
+                migrate.migrate(conn, scale.dim)
+                conn.commit()
         with db.connect(autocommit=True) as conn:
             dials = settings.load(conn)
             sizes = conn.execute(
@@ -390,7 +408,8 @@ def run_scale(scale: Scale, queries: int) -> None:
         retrieval.clear_caches()
         settings.invalidate()
         measure(corpus, dials, queries, rng, scale)
-        write_cost()  # last: its rolled-back writes leave dead rows behind
+        if os.environ.get("HAG_BENCH_WRITE_COST", "1") != "0":
+            write_cost()  # last: its rolled-back writes leave dead rows behind
     finally:
         db.close_all()
         server.stop()
@@ -568,7 +587,7 @@ def measure(
     concurrent, floor_ms = main.concurrent, main.floor_ms
     print(
         f"\nlatency, {len(samples)} queries (half related to their topic, half another "
-        "topic's vector):"
+        f"topic's vector; load average now {os.getloadavg()[0]:.2f}):"
     )
     print(line("retrieve, 4 passes concurrently (threads)", concurrent))
     print(line("retrieve, same passes on one connection", sequential))
@@ -589,7 +608,8 @@ def measure(
     print(tutor_paths(main))
 
     print(
-        f"\nstress: {len(stress)} queries whose vector is near no stored row (a random direction):"
+        f"\nstress: {len(stress)} queries whose vector is near no stored row (a random "
+        f"direction; load average now {os.getloadavg()[0]:.2f}):"
     )
     print(line("retrieve, 4 passes concurrently (threads)", hard.concurrent))
     print(line("numpy floor: topic + tutor top 5 in memory", hard.floor_ms))

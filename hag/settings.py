@@ -115,6 +115,8 @@ _DIALS: tuple[Dial, ...] = (
     _i("topic_exact_scan_max_rows", 25000, 0, 100000000, "ours (measured, docs/retrieval.md): a topic is scanned exactly up to this many rows; above it gets (and uses) its own HNSW index", R),
     _i("compact_candidates", 20, 5, 10000, "ours (measured, docs/retrieval.md): rows an exact-shaped pass takes from the half-precision search copy before re-ranking them with the exact vectors", R),
     _f("compact_similarity_error", 0.003, 0.0, 2.0, "ours (derived, docs/retrieval.md): bound on |cosine in half precision - exact cosine| for unit vectors, by which a re-ranked compact answer is proven equal to the exact query's", R),
+    _i("search_copy_cluster_min_rows", 20000, 0, 1000000000, "ours (measured, docs/retrieval.md): the nightly run rewrites a partition of the search copy in the order its passes read it (CLUSTER) once it holds more rows than this", R),
+    _i("search_copy_cluster_lock_timeout_seconds", 2, 1, 3600, "ours: the nightly CLUSTER of a search-copy partition gives up (until the next night) when a reader holds it longer than this, since every read queued behind it waits too", R),
     # --- session-end processing (SPEC §4) ---
     _f("observation_base_confidence", 0.5, 0, 1, "ours: initial confidence of a new entry before the ladder quality", S),
     _f("student_pattern_dedup_threshold", 0.72, 0, 1, "seed: cosine at which a student pattern reinforces an existing one", S),
@@ -488,6 +490,8 @@ class Settings(Mapping[str, Any]):
     hnsw_ef_construction: int
     ann_build_lock_timeout_seconds: int
     ann_build_memory_mb: int
+    search_copy_cluster_min_rows: int
+    search_copy_cluster_lock_timeout_seconds: int
     exact_scan_max_rows: int
     topic_exact_scan_max_rows: int
     compact_candidates: int

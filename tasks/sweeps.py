@@ -150,7 +150,8 @@ def _resume_after_timeout() -> None:
 
 @task(name="build-topic-indexes", cache_policy=NO_CACHE)
 def build_topic_indexes() -> list[str]:
-    """The missing per-topic HNSW indexes, for topics past `topic_exact_scan_max_rows`.
+    """The missing per-topic HNSW indexes, for topics past `topic_exact_scan_max_rows`,
+    then the search copy's large partitions put back in read order (CLUSTER).
 
     Built CONCURRENTLY (sessions keep writing); a build that cannot finish (a transaction
     held open past `ann_build_lock_timeout_seconds`) is logged and left for the next night.
@@ -159,7 +160,7 @@ def build_topic_indexes() -> list[str]:
     from hag.retrieval import ann
 
     started = time.perf_counter()
-    built = ann.build_topic_indexes(concurrently=True, strict=False)
+    built = ann.nightly_upkeep()
     get_run_logger().info(
         "topic search indexes: %s (%.2f s)",
         ", ".join(built) or "none",

@@ -54,8 +54,9 @@ def _latest(key: str):
     return found[0] if found else None
 
 
-def _logs(flow_run_id, wait_for: str, timeout: float = 30.0) -> list[str]:
-    """The run's log lines on the server (the API handler ships them in batches)."""
+def _logs(flow_run_id, wait_for: str, timeout: float = 30.0, also: str = "") -> list[str]:
+    """The run's log lines on the server, once one holds `wait_for` (and `also`): the API
+    handler ships them in batches."""
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
     deadline = time.monotonic() + timeout
@@ -67,7 +68,7 @@ def _logs(flow_run_id, wait_for: str, timeout: float = 30.0) -> list[str]:
                     log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
                 )
             ]
-        if any(wait_for in line for line in lines) or time.monotonic() > deadline:
+        if any(wait_for in line and also in line for line in lines) or time.monotonic() > deadline:
             return lines
         time.sleep(0.5)
 
@@ -333,7 +334,8 @@ def test_the_enrichment_flow_logs_what_it_proposed_and_accepted(db, prefect_harn
     before = _enriched_edges(db)  # the corpus ships enriched edges of its own
     state = enrichment_flow(topic="cryptography", limit=3, return_state=True)
     assert state.is_completed(), state.message
-    lines = _logs(state.state_details.flow_run_id, "expectations over")
+    # the API handler ships lines in batches: wait for the last suite's line, not the first's
+    lines = _logs(state.state_details.flow_run_id, "culled_edges", also="expectations over")
 
     after = _enriched_edges(db)
     edges = [e for e in after if e not in before]  # what this run added

@@ -309,3 +309,96 @@ def test_a_query_the_sample_finds_near_nothing_skips_the_walk(db, dials):
             (Vector(f.QUERY if name == "near" else flat),),
         ).fetchall()
         assert seen[(0, name)][1] == [r["id"] for r in exact]
+
+
+KEY = "topic_id, visibility_scope, maturity, confidence"
+
+
+def partitions_with_rows(db: Any) -> list[str]:
+    return [
+        r["p"]
+        for r in db.execute(
+            "SELECT DISTINCT tableoid::regclass::text AS p FROM hag_entry_search ORDER BY 1"
+        ).fetchall()
+    ]
+
+
+def test_clustering_the_copy_orders_each_partition_and_changes_no_answer(db, dials):
+    """The nightly CLUSTER: rows unchanged, each partition in its read order, answers the seed's.
+
+    Rows are written topic by topic alternately, so both topics and every maturity are
+    interleaved on the pages before; after, reading a partition in page order gives its rows
+    sorted by the index key (a topic's eligible rows on consecutive pages; the tutor
+    partition by maturity and confidence), and every pass still equals match_hag_entries.
+    """
+    from hag.retrieval import ann
+
+    rng = np.random.default_rng(91)
+    centres = clustered_memory(db, rng)
+    before = db.execute("SELECT *, embedding::text AS v FROM hag_entry_search").fetchall()
+    written = db.execute("SELECT maturity, confidence FROM hag_entry_search_tutor ORDER BY ctid")
+    unsorted = [tuple(r.values()) for r in written.fetchall()]
+    assert unsorted != sorted(unsorted)  # interleaved as written: the check below can fail
+    assert ann.cluster_search_copy() == []  # every partition under the default minimum
+    dials(search_copy_cluster_min_rows=0)
+    db.execute("ANALYZE hag_entry_search")  # row counts as the nightly finds them
+    db.commit()
+    clustered = ann.cluster_search_copy()
+    assert sorted(clustered) == sorted(p.rsplit(".", 1)[-1] for p in partitions_with_rows(db))
+    assert "hag_entry_search_tutor" in clustered and len(clustered) >= 2
+    after = db.execute("SELECT *, embedding::text AS v FROM hag_entry_search").fetchall()
+    as_set = lambda rows: {tuple(str(v) for v in r.values()) for r in rows}  # noqa: E731
+    assert as_set(after) == as_set(before) and len(after) == 375  # 500 minus archived
+
+    for part in clustered:
+        key = "maturity, confidence" if part == "hag_entry_search_tutor" else KEY
+        in_pages = db.execute(f"SELECT {key} FROM {part} ORDER BY ctid").fetchall()
+        got = [tuple(r.values()) for r in in_pages]
+        assert got == sorted(got), part
+
+    current = settings.load(db)
+    for i in range(10):
+        q = centres[i % 6] + rng.standard_normal(f.DIM) * (0.5 if i < 6 else 5.0)
+        q32 = (q / np.linalg.norm(q)).astype(np.float32)
+        for topic, scopes, count in (("cryptography", ["public"], 5), (None, ["tutor"], 3)):
+            rows, report = store.semantic_pass(
+                db, "pass", q32, topic, scopes, count, current, False, shared=False
+            )
+            seed = db.execute(
+                "SELECT id FROM match_hag_entries(%s, %s, %s, p_match_count => %s)",
+                (Vector(q32), topic, scopes, count),
+            ).fetchall()
+            assert [r["id"] for r in rows] == [r["id"] for r in seed]
+            assert report.path.startswith("compact")
+
+
+def test_clustering_skips_a_partition_a_reader_holds(db, dials, database_url):
+    """A partition locked past the timeout is left for the next night (nightly) or refused."""
+    from hag.retrieval import ann
+
+    clustered_memory(db, np.random.default_rng(92))
+    dials(search_copy_cluster_min_rows=0, search_copy_cluster_lock_timeout_seconds=1)
+    db.execute("ANALYZE hag_entry_search")
+    db.commit()
+    with psycopg.connect(database_url) as reader:
+        reader.execute("SELECT count(*) FROM hag_entry_search_tutor").fetchone()  # holds a lock
+        done = ann.cluster_search_copy(strict=False)
+        assert "hag_entry_search_tutor" not in done and len(done) >= 1
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            ann.cluster_search_copy(strict=True)
+        reader.rollback()
+    assert "hag_entry_search_tutor" in ann.cluster_search_copy(strict=True)
+
+
+def test_the_nightly_upkeep_clusters_the_copy_after_the_indexes(db, dials):
+    """nightly_upkeep (the flow's task, `hag nightly`): topic indexes, then the CLUSTER."""
+    from hag.retrieval import ann
+
+    clustered_memory(db, np.random.default_rng(93))
+    dials(search_copy_cluster_min_rows=0, topic_exact_scan_max_rows=1_000_000)
+    db.execute("ANALYZE hag_entry_search")
+    db.commit()
+    assert ann.nightly_upkeep() == []  # no topic past the dial: no index
+    in_pages = db.execute("SELECT maturity, confidence FROM hag_entry_search_tutor ORDER BY ctid")
+    got = [tuple(r.values()) for r in in_pages.fetchall()]
+    assert got == sorted(got) and len(got) == 150

@@ -9,6 +9,8 @@ One index per topic, not one global index: a global index under a 2% filter lose
 its topic, which the read path's custom plans do. Topics are data, so these indexes are
 built by an operator step after loading or by the nightly job, never by a migration;
 each carries the comment 'hag-ann topic:<topic_id>' by which the read path finds it.
+The nightly run also puts the search copy (migration 080) back in read order
+(`cluster_search_copy`, through `nightly_upkeep`).
 """
 
 from __future__ import annotations
@@ -123,3 +125,59 @@ def drop_topic_indexes() -> int:
                 )
                 dropped += 1
         return dropped
+
+
+def cluster_search_copy(*, strict: bool = True) -> list[str]:
+    """Rewrite each large partition of the search copy in the order its passes read it.
+
+    The copy's triggers append rows as writes come, so one topic's rows end up spread over
+    its partition among the other topics' (and the ineligible) rows; CLUSTER puts a topic's
+    eligible rows on consecutive pages (the tutor partition: by maturity and confidence),
+    halving the pages a 1M topic pass visits (docs/retrieval.md). A partition with no more
+    rows than `search_copy_cluster_min_rows` is left as it is. CLUSTER locks its partition
+    for the rewrite (reads of it wait), so it waits at most
+    `search_copy_cluster_lock_timeout_seconds` for the lock; with `strict` False (the
+    nightly run) a partition it could not lock is logged and tried again the next night.
+    Returns the partitions clustered.
+    """
+    with db.connect(autocommit=True) as conn:
+        dials = settings.load(conn)
+        conn.execute(
+            "SELECT set_config('lock_timeout', %s, false), "
+            "set_config('maintenance_work_mem', %s, false)",
+            (
+                f"{dials.search_copy_cluster_lock_timeout_seconds}s",
+                f"{dials.ann_build_memory_mb}MB",
+            ),
+        )
+        smallest = dials.search_copy_cluster_min_rows
+        done = []
+        for part in conn.execute(query("retrieval", "search_copy_partitions")).fetchall():
+            if float(part["rows"]) <= smallest or part["index_name"] is None:
+                continue
+            try:
+                conn.execute(
+                    sql.SQL("CLUSTER {} USING {}").format(
+                        sql.Identifier(part["partition"]), sql.Identifier(part["index_name"])
+                    )
+                )
+            except psycopg.Error as e:
+                if strict:
+                    raise
+                log.warning("search copy %s not clustered this time: %s", part["partition"], e)
+                continue
+            done.append(part["partition"])
+        if done:
+            # the planner's page counts and the rows' physical order (correlation) changed
+            for name in done:
+                conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
+        log.info("search copy clustered: %s", ", ".join(done) or "none")
+        return done
+
+
+def nightly_upkeep() -> list[str]:
+    """The read path's share of the nightly run: the per-topic indexes a grown topic needs,
+    then the search copy put back in read order; returns the topics that have an index."""
+    built = build_topic_indexes(concurrently=True, strict=False)
+    cluster_search_copy(strict=False)
+    return built

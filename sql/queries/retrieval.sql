@@ -189,3 +189,27 @@ WHERE hag_entry_search_set(e.visibility_scope, e.maturity) IS NOT NULL
 SELECT pg_total_relation_size('hag_entries') AS entries,
        (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('hag_entry_search'))
            AS search
+
+-- name: search_copy_partitions
+-- The leaf partitions of the search copy (migration 080), each with its rows (the larger of
+-- the planner's count and the statistics collector's: either may lag) and the index in whose order
+-- its passes read it: the tutor partition by its eligible ranges (maturity, confidence), a
+-- topic partition by (topic_id, visibility_scope, maturity, confidence), so that one topic's
+-- eligible rows lie on consecutive pages. The nightly run CLUSTERs them by it
+-- (hag.retrieval.ann.cluster_search_copy).
+SELECT c.relname AS partition,
+       greatest(c.reltuples, coalesce(s.n_live_tup, 0), 0) AS rows,
+       coalesce(
+           (SELECT i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+            WHERE x.indrelid = t.relid
+              AND x.indexrelid = to_regclass('hag_entry_search_tutor_eligible_idx')),
+           (SELECT i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+            WHERE x.indrelid = t.relid
+              AND EXISTS (SELECT 1 FROM pg_partition_ancestors(x.indexrelid) a
+                          WHERE a.relid = 'hag_entry_search_eligible_idx'::regclass))
+       ) AS index_name
+FROM pg_partition_tree('hag_entry_search') t
+JOIN pg_class c ON c.oid = t.relid
+LEFT JOIN pg_stat_user_tables s ON s.relid = t.relid
+WHERE t.isleaf
+ORDER BY c.relname
