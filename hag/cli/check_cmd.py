@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from hag.cli._common import echo_json, json_option, note, ready
+
+if TYPE_CHECKING:
+    from hag.quality import CheckResult
 
 
 @click.command()
@@ -36,7 +39,7 @@ def preload_suites() -> None:
     quality.preload()
 
 
-def run_suites() -> Any:
+def run_suites() -> CheckResult:
     """Every suite over the configured database, a progress line each on stderr."""
     from hag import quality
 

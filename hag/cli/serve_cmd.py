@@ -18,6 +18,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any
 
 import click
@@ -65,7 +66,7 @@ class Stopped(Exception):
     """SIGTERM or SIGHUP reached `hag serve`: stop the children, then exit."""
 
 
-def _on_stop_signal(signum: int, frame: Any) -> None:
+def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
     raise Stopped(signal.Signals(signum).name)
 
 

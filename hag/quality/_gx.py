@@ -27,6 +27,7 @@ from hag.quality._deferred import defer
 
 if TYPE_CHECKING:
     from hag.db import Conn
+    from hag.settings import Settings
 
 _lock = threading.Lock()
 _context: Any = None
@@ -231,7 +232,7 @@ def validate(url: str, parameters: dict[str, Any], name: str) -> SuiteResult:
     return SuiteResult(name, view, rows, len(result.results), failures, time.perf_counter() - start)
 
 
-def _parameters(dials: Any) -> dict[str, Any]:
+def _parameters(dials: Settings) -> dict[str, Any]:
     """The dials a suite may name as {"$PARAMETER": key} (the numeric ones), as in force."""
     return {
         k: v for k, v in dials.items() if isinstance(v, int | float) and not isinstance(v, bool)

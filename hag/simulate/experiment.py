@@ -10,10 +10,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hag.simulate.run import SimulationConfig, SimulationRun, simulate
 from hag.simulate.world import World, world_corpus
+
+if TYPE_CHECKING:
+    from hag.quality import CheckResult
 
 
 @dataclass
@@ -60,7 +63,7 @@ def set_profile(name: str | None) -> list[tuple[str, Any, Any]]:
     return changed
 
 
-def run_checks() -> Any:
+def run_checks() -> CheckResult:
     """The expectation suites (Great Expectations; imported only here: it is slow to import)."""
     from hag import quality
 
