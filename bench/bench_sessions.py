@@ -461,7 +461,10 @@ def scale_out(server: Any) -> None:
 def flow_and_baseline() -> None:
     """Bare SQL, process_pending and the session-end flow over the same sessions."""
     from hag import db, embeddings, settings
-    from hag.session.process import Caches, ProcessSummary, apply_pending_session, process_pending
+    from hag.session.process import process_pending
+    from hag.session.queue import apply_pending_session
+    from hag.session.steps import Caches
+    from hag.session.summary import ProcessSummary
 
     payloads = sessions()
     print(

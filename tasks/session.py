@@ -10,14 +10,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from hag import db
-from hag.session.process import (
-    ProcessSummary,
-    pending_count,
-    process_batch,
-    process_pending,
-    render_markdown,
-    summary_table,
-)
+from hag.session.process import pending_count, process_pending
+from hag.session.queue import process_batch
+from hag.session.report import render_markdown, summary_table
+from hag.session.summary import ProcessSummary
 
 
 def count_pending() -> int:

@@ -12,7 +12,10 @@ from datetime import timedelta
 import pytest
 
 from hag import settings, sweeps
-from hag.session.process import Caches, ProcessSummary, apply_pending_session, process_pending
+from hag.session.process import process_pending
+from hag.session.queue import apply_pending_session
+from hag.session.steps import Caches
+from hag.session.summary import ProcessSummary
 from tests import factories as f
 from tests.fix_db import reset_database
 from tests.session_builders import T0, edge_row, entry_row, ingest, payload, run, turn

@@ -38,6 +38,23 @@ def expected(rows: dict[Any, tuple[str, str, str, float]]) -> set[tuple[Any, ...
     return out
 
 
+def _passes_equal_the_seed(db, q32, current) -> list[str]:
+    """The topic and tutor passes for `q32` return the seed's exact top rows (asserted);
+    the paths the passes took."""
+    paths = []
+    for topic, scopes, count in (("cryptography", ["public"], 5), (None, ["tutor"], 3)):
+        rows, report = store.semantic_pass(
+            db, "pass", q32, topic, scopes, count, current, False, shared=False
+        )
+        seed = db.execute(
+            "SELECT id FROM match_hag_entries(%s, %s, %s, p_match_count => %s)",
+            (Vector(q32), topic, scopes, count),
+        ).fetchall()
+        assert [r["id"] for r in rows] == [r["id"] for r in seed]
+        paths.append(report.path)
+    return paths
+
+
 def test_the_copy_follows_every_write_to_hag_entries(db):
     """Inserts, searched-column updates, moves, deletes, bulk-loader writes and TRUNCATE."""
     rows: dict[Any, tuple[str, str, str, float]] = {}
@@ -171,16 +188,7 @@ def test_passes_through_the_copy_equal_the_seeds_query(db, dials):
         current = settings.load(db)
         for q in queries:
             q32 = (q / np.linalg.norm(q)).astype(np.float32)
-            for topic, scopes, count in (("cryptography", ["public"], 5), (None, ["tutor"], 3)):
-                rows, report = store.semantic_pass(
-                    db, "pass", q32, topic, scopes, count, current, False, shared=False
-                )
-                seed = db.execute(
-                    "SELECT id FROM match_hag_entries(%s, %s, %s, p_match_count => %s)",
-                    (Vector(q32), topic, scopes, count),
-                ).fetchall()
-                assert [r["id"] for r in rows] == [r["id"] for r in seed]
-                paths.setdefault(str(overrides), set()).add(report.path)
+            paths.setdefault(str(overrides), set()).update(_passes_equal_the_seed(db, q32, current))
     assert paths["{}"] <= {"compact", "compact-widened"} and "compact" in paths["{}"]
     assert "compact-widened" in paths[str({"compact_candidates": 5})]
     assert paths[str({"compact_similarity_error": 2.0})] == {"exact"}
@@ -360,16 +368,7 @@ def test_clustering_the_copy_orders_each_partition_and_changes_no_answer(db, dia
     for i in range(10):
         q = centres[i % 6] + rng.standard_normal(f.DIM) * (0.5 if i < 6 else 5.0)
         q32 = (q / np.linalg.norm(q)).astype(np.float32)
-        for topic, scopes, count in (("cryptography", ["public"], 5), (None, ["tutor"], 3)):
-            rows, report = store.semantic_pass(
-                db, "pass", q32, topic, scopes, count, current, False, shared=False
-            )
-            seed = db.execute(
-                "SELECT id FROM match_hag_entries(%s, %s, %s, p_match_count => %s)",
-                (Vector(q32), topic, scopes, count),
-            ).fetchall()
-            assert [r["id"] for r in rows] == [r["id"] for r in seed]
-            assert report.path.startswith("compact")
+        assert all(path.startswith("compact") for path in _passes_equal_the_seed(db, q32, current))
 
 
 def test_clustering_skips_a_partition_a_reader_holds(db, dials, database_url):

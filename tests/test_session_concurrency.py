@@ -9,7 +9,10 @@ from datetime import timedelta
 from pgvector import Vector
 
 from hag import settings
-from hag.session.process import Caches, ProcessSummary, apply_pending_session, process_pending
+from hag.session.process import process_pending
+from hag.session.queue import apply_pending_session
+from hag.session.steps import Caches
+from hag.session.summary import ProcessSummary
 from tests.factories import vec
 from tests.fix_db import reset_database
 from tests.session_builders import T0, ingest, payload, turn

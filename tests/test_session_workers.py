@@ -26,7 +26,9 @@ import pytest
 from hag import PROJECT_ROOT, settings
 from hag import db as hdb
 from hag.cli import serve_cmd
-from hag.session.process import Caches, ProcessSummary, apply_pending_session
+from hag.session.queue import apply_pending_session
+from hag.session.steps import Caches
+from hag.session.summary import ProcessSummary
 from tests.session_builders import ingest
 from tests.test_deployments import _free_port
 from tests.test_session_concurrency import build_world, sessions

@@ -122,7 +122,7 @@ def retrieve(
     )
     # On a caller's connection the answer is what that transaction sees (perhaps rows it
     # never commits): such a result is neither served from the shared cache nor put in it.
-    ttl = float(dials.retrieval_cache_ttl_seconds) if conn is None else 0.0
+    ttl = dials.retrieval_cache_ttl_seconds if conn is None else 0.0
     cached: RetrievalResult | None = _results.get(key, ttl) if ttl > 0 else None
     if cached is not None:
         return dataclasses.replace(cached, cached=True)
@@ -217,7 +217,7 @@ def _catalog(
     """The topic's title and the usable ANN indexes: from memory when at hand (no connection
     is taken then); a caller's connection reads them fresh and leaves the shared catalogue be.
     """
-    ttl = float(dials.settings_cache_ttl_seconds)
+    ttl = dials.settings_cache_ttl_seconds
     shared = conn is None
     return (
         store.catalog.title(lambda: store.reader(conn), topic_id, ttl, store=shared),

@@ -108,9 +108,7 @@ def semantic_pass(
     reason = ""
     if approximate:
         use_ef_search(conn, dials.hnsw_ef_search)
-        mean = catalog.mean_vector(
-            conn, topic_id, scopes, float(dials.ann_mean_ttl_seconds), store=shared
-        )
+        mean = catalog.mean_vector(conn, topic_id, scopes, dials.ann_mean_ttl_seconds, store=shared)
         norm = float(np.linalg.norm(vector))
         mean_similarity = float(vector @ mean) / norm if mean is not None and norm else 0.0
         requested = max(dials.ann_candidates, count)
@@ -120,7 +118,7 @@ def semantic_pass(
             topic_id,
             scopes,
             dials.ann_contrast_sample_rows,
-            float(dials.ann_mean_ttl_seconds),
+            dials.ann_mean_ttl_seconds,
             store=shared,
         )
         if sample is not None and norm:

@@ -3,8 +3,8 @@
 The job is split as enrichment is: `facts` reads (named SQL into typed facts), `rules`
 decides (pure functions, no connection), `write` writes, `steps` composes one session's five
 steps in the seed's order, `queue` claims, retries and rejects, `report` renders the run
-summary. This module drives a run; its names below are the package's public interface
-(tasks/session.py, flows/session_end.py, the CLI and the simulator call them).
+summary. This module drives a run (tasks/session.py, flows/session_end.py, the CLI and the
+simulator call it); the other names are imported from the module that owns them.
 """
 
 from __future__ import annotations
@@ -17,40 +17,13 @@ from typing import Any
 from uuid import UUID
 
 from hag.session.facts import Connection
-from hag.session.queue import (
-    SessionRefused,
-    apply_pending_session,
-    check_session,
-    process_batch,
-    reject_session,
-)
-from hag.session.report import render_markdown, summary_table
-from hag.session.steps import Caches, apply_session, graph_scope
-from hag.session.summary import STEPS, ProcessSummary, SessionCounts
+from hag.session.queue import process_batch
+from hag.session.steps import Caches
+from hag.session.summary import ProcessSummary
 from hag.settings import Settings
 from hag.sqlfiles import query
 
-__all__ = [
-    "RUN_KIND",
-    "STEPS",
-    "Caches",
-    "ProcessSummary",
-    "SessionCounts",
-    "SessionRefused",
-    "apply_pending_session",
-    "apply_session",
-    "check_session",
-    "close_run",
-    "drain",
-    "graph_scope",
-    "open_run",
-    "pending_count",
-    "process_batch",
-    "process_pending",
-    "reject_session",
-    "render_markdown",
-    "summary_table",
-]
+__all__ = ["RUN_KIND", "close_run", "drain", "open_run", "pending_count", "process_pending"]
 
 RUN_KIND = "session_end"
 
