@@ -63,14 +63,7 @@ def build_topic_indexes(
         dim = meta.fetchone()
         if dim is not None and int(dim["d"]) > HNSW_MAX_DIMENSIONS:
             return []
-        conn.execute(
-            "SELECT set_config('lock_timeout', %s, false), "
-            "set_config('maintenance_work_mem', %s, false)",
-            (
-                f"{dials.ann_build_lock_timeout_seconds}s",
-                f"{dials.ann_build_memory_mb}MB",
-            ),
-        )
+        _maintenance_session(conn, dials.ann_build_lock_timeout_seconds, dials.ann_build_memory_mb)
         wanted = topics if topics is not None else topics_needing_index(conn, dials)
         existing = {r["label"] for r in conn.execute(query("retrieval", "ann_indexes"))}
         for topic_id in wanted:
@@ -127,6 +120,16 @@ def drop_topic_indexes() -> int:
         return dropped
 
 
+def _maintenance_session(conn: Conn, lock_timeout_seconds: int, memory_mb: int) -> None:
+    """A maintenance statement on `conn` waits at most this long for its lock, with this much
+    maintenance_work_mem (an index build, a CLUSTER)."""
+    conn.execute(
+        "SELECT set_config('lock_timeout', %s, false), "
+        "set_config('maintenance_work_mem', %s, false)",
+        (f"{lock_timeout_seconds}s", f"{memory_mb}MB"),
+    )
+
+
 def cluster_search_copy(*, strict: bool = True) -> list[str]:
     """Rewrite each large partition of the search copy in the order its passes read it.
 
@@ -142,13 +145,8 @@ def cluster_search_copy(*, strict: bool = True) -> list[str]:
     """
     with db.connect(autocommit=True) as conn:
         dials = settings.load(conn)
-        conn.execute(
-            "SELECT set_config('lock_timeout', %s, false), "
-            "set_config('maintenance_work_mem', %s, false)",
-            (
-                f"{dials.search_copy_cluster_lock_timeout_seconds}s",
-                f"{dials.ann_build_memory_mb}MB",
-            ),
+        _maintenance_session(
+            conn, dials.search_copy_cluster_lock_timeout_seconds, dials.ann_build_memory_mb
         )
         smallest = dials.search_copy_cluster_min_rows
         done = []
@@ -167,10 +165,8 @@ def cluster_search_copy(*, strict: bool = True) -> list[str]:
                 log.warning("search copy %s not clustered this time: %s", part["partition"], e)
                 continue
             done.append(part["partition"])
-        if done:
-            # the planner's page counts and the rows' physical order (correlation) changed
-            for name in done:
-                conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
+        for name in done:  # the planner's page counts and the rows' order (correlation) changed
+            conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
         log.info("search copy clustered: %s", ", ".join(done) or "none")
         return done
 
