@@ -43,7 +43,7 @@ def mark(name, t0, c0):
     marks.append((name, time.perf_counter() - t0, time.process_time() - c0))
     return time.perf_counter(), time.process_time()
 t, c = time.perf_counter(), time.process_time()
-from hag import db, quality
+from hag import db, quality, settings
 from hag.cli._common import ready
 t, c = mark("hag import", t, c)
 ready()
@@ -52,7 +52,7 @@ quality.import_gx()
 t, c = mark("Great Expectations import", t, c)
 from hag.quality import _gx
 with db.connect() as conn:
-    url, parameters = _gx.prepare(conn)
+    url, parameters = _gx.prepare(conn, settings.load(conn))
 _gx._batch_definition(url, "hag_quality_entries")
 t, c = mark("context + first datasource", t, c)
 result = quality.run_all()

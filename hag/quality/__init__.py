@@ -94,10 +94,12 @@ def run_all(
     if progress is not None and seconds >= 0.05:  # a second call finds it loaded
         progress(f"data-quality suites: Great Expectations loaded in {seconds:.2f} s")
     with db.connection_or_own(conn) as c:
-        url, parameters = _gx.prepare(c)
-        workers = settings.load(c).suite_concurrency
+        dials = settings.load(c)
+        url, parameters = _gx.prepare(c, dials)
     result = CheckResult()
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="suite") as pool:
+    with ThreadPoolExecutor(
+        max_workers=dials.suite_concurrency, thread_name_prefix="suite"
+    ) as pool:
         running = [pool.submit(_gx.validate, url, parameters, name) for name in suites]
         for future in running:
             suite = future.result()

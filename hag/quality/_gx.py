@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from hag import SUITES_DIR
 from hag.quality._deferred import defer
 
 if TYPE_CHECKING:
@@ -182,8 +183,6 @@ def close() -> None:
 
 @cache
 def _suite_file(name: str) -> dict[str, Any]:
-    from hag.quality import SUITES_DIR  # the package's one constant (it imports this module)
-
     return json.loads((SUITES_DIR / f"{name}.json").read_text())  # type: ignore[no-any-return]
 
 
@@ -202,11 +201,9 @@ def count_rows(batch_definition: Any, view: str) -> int:
         return int(session.execute(sa.select(sa.func.count()).select_from(sa.table(view))).scalar())
 
 
-def prepare(conn: Conn) -> tuple[str, dict[str, Any]]:
-    """What every suite needs from the caller's connection: the suites' URL and the dials."""
-    from hag import settings
-
-    dials = settings.load(conn)
+def prepare(conn: Conn, dials: Settings) -> tuple[str, dict[str, Any]]:
+    """What every suite needs from the caller's connection and dials: the suites' URL and
+    the dials a suite may name."""
     return connection_string(conn, work_mem_mb=dials.suite_work_mem_mb), _parameters(dials)
 
 
