@@ -390,7 +390,8 @@ def test_suites_run_side_by_side_up_to_the_dial_and_report_in_order(private_db, 
 
 
 def test_great_expectations_loads_without_the_modules_the_suites_never_call():
-    """Importing GX leaves scipy.stats, altair and jsonschema unloaded until first used."""
+    """Importing GX leaves scipy.stats, altair and jsonschema unloaded until first used (each
+    is a placeholder, or not imported at all: only a left-out expectation imports altair)."""
     import subprocess
     import sys
 
@@ -399,7 +400,7 @@ def test_great_expectations_loads_without_the_modules_the_suites_never_call():
         "from hag.quality import _gx\n"
         "_gx.import_gx()\n"
         "names = ('scipy.stats', 'altair', 'jsonschema')\n"
-        "print([n for n in names if '__getattr__' not in vars(sys.modules.get(n, sys))])\n"
+        "print([n for n in names if n in sys.modules and '__getattr__' not in vars(sys.modules[n])])\n"
         "import scipy.stats\n"
         "print(scipy.stats.entropy([0.5, 0.5], [0.5, 0.5]))\n"
     )
@@ -431,7 +432,11 @@ def test_a_whole_check_passes_without_loading_the_deferred_modules(db, database_
         "result = quality.run_all()\n"
         "names = ('scipy.stats', 'altair', 'jsonschema')\n"
         "print(result.success, len(result.suites))\n"
-        "print([n for n in names if '__getattr__' not in vars(sys.modules.get(n, sys))])\n"
+        "print([n for n in names if n in sys.modules and '__getattr__' not in vars(sys.modules[n])])\n"
+        "fluent = 'great_expectations.datasource.fluent.'\n"
+        "print(sorted(n.removeprefix(fluent) for n, m in list(sys.modules.items())\n"
+        "             if n.startswith(fluent) and n.endswith('_datasource')\n"
+        "             and not vars(m).get('__hag_stand_in__')))\n"
     )
     done = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", probe],
@@ -442,9 +447,89 @@ def test_a_whole_check_passes_without_loading_the_deferred_modules(db, database_
         cwd=PROJECT_ROOT,
         env={**os.environ, "DATABASE_URL": database_url},
     )
-    passed, loaded = done.stdout.splitlines()[-2:]
+    passed, loaded, real_datasources = done.stdout.splitlines()[-3:]
     assert passed == "True 4"
     assert loaded == "[]"
+    # of GX's fluent datasources, only the PostgreSQL one and what it is built from are real
+    assert real_datasources == "['invalid_datasource', 'postgres_datasource', 'sql_datasource']"
+
+
+def test_great_expectations_leaves_out_the_datasources_of_other_engines():
+    """GX's datasources for engines the suites never read (Spark, pandas readers, SQLite,
+    Snowflake, ...) are stand-ins that refuse use, naming what was left out; the PostgreSQL
+    datasource is GX's own."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from hag.quality import _gx\n"
+        "_gx.import_gx()\n"
+        "fluent = sys.modules['great_expectations.datasource.fluent']\n"
+        "print(vars(sys.modules[fluent.SparkDatasource.__module__]).get('__hag_stand_in__'))\n"
+        "print(vars(sys.modules[fluent.PostgresDatasource.__module__]).get('__hag_stand_in__'))\n"
+        "try:\n"
+        "    fluent.SqliteDatasource(name='x')\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    spark, postgres, refusal = done.stdout.splitlines()[:3]
+    assert (spark, postgres) == ("True", "None")
+    assert refusal.startswith(
+        "great_expectations.datasource.fluent.sqlite_datasource.SqliteDatasource is left out"
+    )
+
+
+def test_the_stand_ins_are_verified_for_the_locked_great_expectations():
+    """The GX release the stand-ins were verified against is the one installed: a GX upgrade
+    fails here until the stand-in tests have been run against it and VERIFIED_WITH moved."""
+    import importlib.metadata
+
+    from hag.quality import _deferred
+
+    assert importlib.metadata.version("great_expectations") == _deferred.VERIFIED_WITH
+
+
+def test_another_great_expectations_release_loads_in_full(db, database_url):
+    """With a GX release the stand-ins were not verified against, nothing is left out (every
+    datasource module is GX's own) and the suites run as before."""
+    import os
+    import subprocess
+    import sys
+
+    from hag import PROJECT_ROOT
+
+    _sound_memory(db)
+    probe = (
+        "import sys\n"
+        "from hag.quality import _deferred\n"
+        "_deferred.VERIFIED_WITH = '0.0'\n"
+        "from hag import quality\n"
+        "result = quality.run_all()\n"
+        "print(result.success, len(result.suites))\n"
+        "print(sum(1 for m in list(sys.modules.values()) if vars(m).get('__hag_stand_in__')))\n"
+        "print(sys.modules['great_expectations.datasource.fluent.spark_datasource'].__file__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "DATABASE_URL": database_url},
+    )
+    passed, stand_ins, spark = done.stdout.splitlines()[-3:]
+    assert passed == "True 4"
+    assert stand_ins == "0"
+    assert spark.endswith("great_expectations/datasource/fluent/spark_datasource.py")
 
 
 def test_the_flow_task_logs_a_line_per_suite(db, prefect_harness):

@@ -16,6 +16,7 @@ report: how many rows, and a sample of them (SUMMARY). docs/expectations.md has 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 import warnings
@@ -24,7 +25,12 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from hag import SUITES_DIR
-from hag.quality._deferred import defer
+from hag.quality._deferred import (
+    defer,
+    stand_in,
+    unused_datasource_modules,
+    unused_expectation_modules,
+)
 
 if TYPE_CHECKING:
     from hag.db import Conn
@@ -77,13 +83,23 @@ class SuiteResult:
         )
 
 
+_import_lock = threading.Lock()
+
+
 def _gx() -> Any:
-    defer()
-    with warnings.catch_warnings():
-        # GX 1.24 imports the deprecated `sre_constants`; tests run with warnings as errors.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        import great_expectations as gx
-    return gx
+    with _import_lock:
+        if "great_expectations" in sys.modules:
+            import great_expectations as loaded
+
+            return loaded
+        defer()
+        used = {e["type"] for name in _suite_names() for e in _suite_file(name)["expectations"]}
+        stand_in(unused_datasource_modules() + unused_expectation_modules(used))
+        with warnings.catch_warnings():
+            # GX 1.24 imports the deprecated `sre_constants`; tests run with warnings as errors.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import great_expectations as gx
+        return gx
 
 
 def import_gx() -> float:
@@ -179,6 +195,11 @@ def close() -> None:
     """Close the suites' own database connections (a test before it drops its database)."""
     with _lock:
         _drop_sources()
+
+
+def _suite_names() -> list[str]:
+    """Every suite kept in `SUITES_DIR`."""
+    return sorted(p.stem for p in SUITES_DIR.glob("*.json"))
 
 
 @cache
