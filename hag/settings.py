@@ -216,6 +216,7 @@ _DIALS: tuple[Dial, ...] = (
     # --- data-quality suites (SPEC §8) ---
     _i("suite_work_mem_mb", 128, 4, 65536, "ours: PostgreSQL work_mem of the suites' own sessions (uniqueness checks hash every row's key)", "hag/quality"),
     _i("suite_concurrency", 2, 1, 16, "ours: data-quality suites run at the same time, each on its own PostgreSQL sessions (the work is the server's)", "hag/quality"),
+    _i("suite_parallel_workers", 0, 0, 64, "ours: PostgreSQL max_parallel_workers_per_gather of the suites' own sessions (each worker of a uniqueness check rebuilds the whole grouping)", "hag/quality"),
     # --- the cache itself ---
     _i("settings_cache_ttl_seconds", 60, 0, 3600, "seed: how long a process trusts its copy of the dials", C),
 )
@@ -581,6 +582,7 @@ class Settings(Mapping[str, Any]):
     # --- data-quality suites (SPEC §8) ---
     suite_work_mem_mb: int
     suite_concurrency: int
+    suite_parallel_workers: int
     # --- the cache itself ---
     settings_cache_ttl_seconds: int
 

@@ -324,18 +324,22 @@ def test_counts_come_from_the_database_and_the_sample_stays_small(private_db):
     assert 0 < len(failure.sample) <= 5
 
 
-def test_suite_sessions_take_their_work_mem_from_the_dial(db, dials):
-    """The suites' own PostgreSQL sessions run with work_mem = the suite_work_mem_mb dial."""
+def test_suite_sessions_take_their_work_mem_and_parallel_workers_from_the_dials(db, dials):
+    """The suites' own PostgreSQL sessions run with work_mem = suite_work_mem_mb and
+    max_parallel_workers_per_gather = suite_parallel_workers."""
     import sqlalchemy as sa
 
     from hag.quality import _gx
 
     _sound_memory(db)
-    dials(suite_work_mem_mb=48)
+    dials(suite_work_mem_mb=48, suite_parallel_workers=3)
     assert quality.run_all(db, suites=("cull_runs",)).success
     [engine] = _gx.engines()  # one view validated, one engine
     with engine.connect() as suite_session:
         assert suite_session.execute(sa.text("SHOW work_mem")).scalar() == "48MB"
+        assert (
+            suite_session.execute(sa.text("SHOW max_parallel_workers_per_gather")).scalar() == "3"
+        )
 
 
 def test_suites_run_side_by_side_up_to_the_dial_and_report_in_order(private_db, monkeypatch):

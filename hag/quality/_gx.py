@@ -120,14 +120,18 @@ def preload() -> threading.Thread:
     return thread
 
 
-def connection_string(conn: Conn, work_mem_mb: int | None = None) -> str:
+def connection_string(
+    conn: Conn, work_mem_mb: int | None = None, parallel_workers: int | None = None
+) -> str:
     """The SQLAlchemy URL of the database `conn` is connected to (password included).
 
     A Unix-socket directory goes in the query with `localhost` as the nominal host: GX's
     PostgreSQL datasource refuses a URL without a host. `work_mem_mb` sets the sessions'
     work_mem: at the server's default (4 MB) the planner checks uniqueness over a million
     rows by sorted index scans that visit the heap row by row (22 s where hashing took 13 s,
-    docs/expectations.md).
+    docs/expectations.md). `parallel_workers` sets max_parallel_workers_per_gather: GX's
+    uniqueness query joins the view to its own grouping, and every parallel worker builds
+    that grouping again in full (three times the work on two workers).
     """
     from sqlalchemy.engine import URL
 
@@ -137,8 +141,13 @@ def connection_string(conn: Conn, work_mem_mb: int | None = None) -> str:
         for k, v in info.get_parameters().items()
         if k not in ("host", "hostaddr", "port", "user", "dbname", "password")
     }
+    options = [extra.get("options", "")]
     if work_mem_mb is not None:
-        extra["options"] = f"{extra.get('options', '')} -c work_mem={work_mem_mb}MB".strip()
+        options.append(f"-c work_mem={work_mem_mb}MB")
+    if parallel_workers is not None:
+        options.append(f"-c max_parallel_workers_per_gather={parallel_workers}")
+    if any(options):
+        extra["options"] = " ".join(o for o in options if o)
     socket = info.host.startswith("/")
     url = URL.create(
         "postgresql+psycopg",
@@ -225,7 +234,10 @@ def count_rows(batch_definition: Any, view: str) -> int:
 def prepare(conn: Conn, dials: Settings) -> tuple[str, dict[str, Any]]:
     """What every suite needs from the caller's connection and dials: the suites' URL and
     the dials a suite may name."""
-    return connection_string(conn, work_mem_mb=dials.suite_work_mem_mb), _parameters(dials)
+    url = connection_string(
+        conn, work_mem_mb=dials.suite_work_mem_mb, parallel_workers=dials.suite_parallel_workers
+    )
+    return url, _parameters(dials)
 
 
 def validate(url: str, parameters: dict[str, Any], name: str) -> SuiteResult:
