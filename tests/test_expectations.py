@@ -393,12 +393,30 @@ def test_suites_run_side_by_side_up_to_the_dial_and_report_in_order(private_db, 
     )
 
 
-def test_great_expectations_loads_without_the_modules_the_suites_never_call():
-    """Importing GX leaves scipy.stats, altair and jsonschema unloaded until first used (each
-    is a placeholder, or not imported at all: only a left-out expectation imports altair)."""
+def _probe(code, database_url=None):
+    """Run `code` in a fresh interpreter (GX's import is per process), on the database at
+    `database_url` when given; its completed process, stdout captured."""
+    import os
     import subprocess
     import sys
 
+    from hag import PROJECT_ROOT
+
+    env = dict(os.environ) if database_url is None else {**os.environ, "DATABASE_URL": database_url}
+    return subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        cwd=PROJECT_ROOT,
+        env=env,
+    )
+
+
+def test_great_expectations_loads_without_the_modules_the_suites_never_call():
+    """Importing GX leaves scipy.stats, altair and jsonschema unloaded until first used (each
+    is a placeholder, or not imported at all: only a left-out expectation imports altair)."""
     probe = (
         "import sys\n"
         "from hag.quality import _gx\n"
@@ -408,13 +426,7 @@ def test_great_expectations_loads_without_the_modules_the_suites_never_call():
         "import scipy.stats\n"
         "print(scipy.stats.entropy([0.5, 0.5], [0.5, 0.5]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
+    done = _probe(probe)
     deferred, used = done.stdout.split("\n")[:2]
     assert deferred == "[]"  # every one of them is still a placeholder after GX loaded
     assert float(used) == 0.0  # and the real module answers on first use
@@ -423,12 +435,6 @@ def test_great_expectations_loads_without_the_modules_the_suites_never_call():
 def test_a_whole_check_passes_without_loading_the_deferred_modules(db, database_url):
     """After every suite has run and passed, scipy.stats, altair and jsonschema are still
     placeholders: validation never touches them, so deferring them costs no expectation."""
-    import os
-    import subprocess
-    import sys
-
-    from hag import PROJECT_ROOT
-
     _sound_memory(db)
     probe = (
         "import sys\n"
@@ -442,15 +448,7 @@ def test_a_whole_check_passes_without_loading_the_deferred_modules(db, database_
         "             if n.startswith(fluent) and n.endswith('_datasource')\n"
         "             and not vars(m).get('__hag_stand_in__')))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-        cwd=PROJECT_ROOT,
-        env={**os.environ, "DATABASE_URL": database_url},
-    )
+    done = _probe(probe, database_url)
     passed, loaded, real_datasources = done.stdout.splitlines()[-3:]
     assert passed == "True 4"
     assert loaded == "[]"
@@ -462,9 +460,6 @@ def test_great_expectations_leaves_out_the_datasources_of_other_engines():
     """GX's datasources for engines the suites never read (Spark, pandas readers, SQLite,
     Snowflake, ...) are stand-ins that refuse use, naming what was left out; the PostgreSQL
     datasource is GX's own."""
-    import subprocess
-    import sys
-
     probe = (
         "import sys\n"
         "from hag.quality import _gx\n"
@@ -477,13 +472,7 @@ def test_great_expectations_leaves_out_the_datasources_of_other_engines():
         "except ImportError as e:\n"
         "    print(e)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
+    done = _probe(probe)
     spark, postgres, refusal = done.stdout.splitlines()[:3]
     assert (spark, postgres) == ("True", "None")
     assert refusal.startswith(
@@ -504,12 +493,6 @@ def test_the_stand_ins_are_verified_for_the_locked_great_expectations():
 def test_another_great_expectations_release_loads_in_full(db, database_url):
     """With a GX release the stand-ins were not verified against, nothing is left out (every
     datasource module is GX's own) and the suites run as before."""
-    import os
-    import subprocess
-    import sys
-
-    from hag import PROJECT_ROOT
-
     _sound_memory(db)
     probe = (
         "import sys\n"
@@ -521,15 +504,7 @@ def test_another_great_expectations_release_loads_in_full(db, database_url):
         "print(sum(1 for m in list(sys.modules.values()) if vars(m).get('__hag_stand_in__')))\n"
         "print(sys.modules['great_expectations.datasource.fluent.spark_datasource'].__file__)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-        cwd=PROJECT_ROOT,
-        env={**os.environ, "DATABASE_URL": database_url},
-    )
+    done = _probe(probe, database_url)
     passed, stand_ins, spark = done.stdout.splitlines()[-3:]
     assert passed == "True 4"
     assert stand_ins == "0"

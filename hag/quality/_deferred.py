@@ -49,8 +49,8 @@ _FLUENT_USED = frozenset({"postgres_datasource", "sql_datasource", "invalid_data
 _lock = threading.RLock()  # resolving one may resolve another (altair imports jsonschema)
 
 
-class _Placeholders(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """A finder that answers for the deferred names with placeholder modules."""
+class _NamedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """A finder that answers for a set of module names with modules of its own making."""
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = set(names)
@@ -63,7 +63,11 @@ class _Placeholders(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
-        return None  # the default module object
+        return None  # the default module object, filled by exec_module
+
+
+class _Placeholders(_NamedFinder):
+    """Answers for the deferred names with placeholder modules."""
 
     def exec_module(self, module: ModuleType) -> None:
         module.__getattr__ = partial(self._resolve, module)  # type: ignore[method-assign]
@@ -139,21 +143,8 @@ def unused_datasource_modules() -> list[str]:
     ]
 
 
-class _StandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """A finder that answers for the left-out modules with modules of stand-in classes."""
-
-    def __init__(self, names: Iterable[str]) -> None:
-        self.names = set(names)
-
-    def find_spec(
-        self, fullname: str, path: Any = None, target: Any = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in self.names:
-            return None
-        return importlib.util.spec_from_loader(fullname, self)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
-        return None
+class _StandIns(_NamedFinder):
+    """Answers for the left-out modules with modules of stand-in classes."""
 
     def exec_module(self, module: ModuleType) -> None:
         made: dict[str, type] = {}
