@@ -151,6 +151,7 @@ _DIALS: tuple[Dial, ...] = (
     _f("prerequisite_lift_chance_spread", 0.0, 0, 100000, "ours: concepts over which a failing concept's other struggle reports spread by chance (0: the topic's other concepts)", S),
     Dial("prerequisite_lift_reverse", "bool", False, "ours: under lift, the reverse direction's evidence counts against a pair (prerequisites form a DAG)", S),
     Dial("prerequisite_lift_transitive", "bool", False, "ours: under lift, reports on c naming x that a walked path c -> m -> x explains count against c -> x (h(c->m) times m's share of reports naming x, the largest over m)", S),
+    _f("prerequisite_lift_transitive_weight", 1.0, 0, 1, "ours: ...and the share of those explained reports that counts against c -> x (1: all of them)", S),
     _i("prerequisite_unlearn_min_reports", 0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports (0: never)", S),
     _f("prerequisite_unlearn_max_share", 0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports", S),
     Dial("prerequisite_unlearn_undo", "bool", False, "ours: negative evidence is re-read at every re-weigh: the edge keeps the confidence it held before (hag_edges.unlearned_from) and gets it back once supported again (off: lowered once, never raised by the rule)", S),
@@ -236,6 +237,7 @@ EVIDENCE_PROFILE: dict[str, Any] = {
     "prerequisite_lift_chance_spread": 8.0,
     "prerequisite_lift_reverse": True,
     "prerequisite_lift_transitive": False,
+    "prerequisite_lift_transitive_weight": 1.0,
     "prerequisite_unlearn_min_reports": 5,
     "prerequisite_unlearn_max_share": 0.05,
     "prerequisite_unlearn_undo": True,
@@ -531,6 +533,7 @@ class Settings(Mapping[str, Any]):
     prerequisite_lift_chance_spread: float
     prerequisite_lift_reverse: bool
     prerequisite_lift_transitive: bool
+    prerequisite_lift_transitive_weight: float
     prerequisite_unlearn_min_reports: int
     prerequisite_unlearn_max_share: float
     prerequisite_unlearn_undo: bool

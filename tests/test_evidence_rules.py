@@ -100,6 +100,13 @@ def test_a_true_direct_prerequisite_keeps_the_reports_a_path_does_not_explain():
     assert got == pytest.approx(2.75 / 4.75)
 
 
+def test_the_transitive_weight_counts_a_share_of_the_explained_reports():
+    """Weight 0.5: of the 4 reports the path explains, 2 count: h' = 9 - 18/8 - 2 = 4.75."""
+    dials = TRANSITIVE.with_overrides(prerequisite_lift_transitive_weight=0.5)
+    got = rules.lift_confidence(9, 27, N, dials, 0.0, 4.0)
+    assert got == pytest.approx(4.75 / 6.75)
+
+
 def test_negative_evidence_lowers_an_unsupported_authored_prerequisite():
     """12 reports on c, none naming m or a concept resting on m: 0.9 falls to the floor."""
     assert rules.unlearned_confidence(0.9, 0, 12, N, STICKY) == pytest.approx(0.05)

@@ -620,7 +620,8 @@ def lift_confidence(
     evidence for the reverse direction m -> c also counts against it: prerequisites form a
     DAG, so at most one direction is true (`reverse_evidence`, see `reverse_evidence`). With
     `prerequisite_lift_transitive` on, so do the reports a walked path through another
-    prerequisite explains (`transitive_reports`, see `transitive_chance`).
+    prerequisite explains (`transitive_reports`, see `transitive_chance`), times
+    `prerequisite_lift_transitive_weight`.
     Kept within the edge floor and ceiling.
     """
     chance = chance_reports(
@@ -628,7 +629,7 @@ def lift_confidence(
     )
     against = reverse_evidence if dials.prerequisite_lift_reverse else 0.0
     if dials.prerequisite_lift_transitive:
-        against += transitive_reports
+        against += dials.prerequisite_lift_transitive_weight * transitive_reports
     net = max(0.0, hits - chance - against)
     k = dials.prerequisite_lift_k
     return _edge_bounds(net / (net + k), dials)
