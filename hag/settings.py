@@ -151,8 +151,10 @@ _DIALS: tuple[Dial, ...] = (
     _f("prerequisite_lift_chance_spread", 0.0, 0, 100000, "ours: concepts over which a failing concept's other struggle reports spread by chance (0: the topic's other concepts)", S),
     Dial("prerequisite_lift_reverse", "bool", False, "ours: under lift, the reverse direction's evidence counts against a pair (prerequisites form a DAG)", S),
     Dial("prerequisite_lift_transitive", "bool", False, "ours: under lift, reports on c naming x that a walked path c -> m -> x explains count against c -> x (h(c->m) times m's share of reports naming x, the largest over m)", S),
+    _f("prerequisite_lift_transitive_weight", 1.0, 0, 1, "ours: ...and the share of those explained reports that counts against c -> x (1: all of them)", S),
     _i("prerequisite_unlearn_min_reports", 0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports (0: never)", S),
     _f("prerequisite_unlearn_max_share", 0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports", S),
+    Dial("prerequisite_unlearn_undo", "bool", False, "ours: negative evidence is re-read at every re-weigh: the edge keeps the confidence it held before (hag_edges.unlearned_from) and gets it back once supported again (off: lowered once, never raised by the rule)", S),
     Dial("edge_grading_rule", "str", "seed", "ours: seed = +-step by the turn's outcome; baseline = 2 step (outcome - the source concept's smoothed success rate), the step shrinking with renderings", S, choices=("seed", "baseline")),
     _f("edge_grade_baseline_n0", 10.0, 0.01, 1000000, "ours: the baseline rule's step is scaled by n0/(n0 + renderings)", S),
     _f("edge_grade_baseline_prior", 0.5, 0, 1, "ours: prior success rate in the source concept's smoothed success rate", S),
@@ -236,8 +238,10 @@ EVIDENCE_PROFILE: dict[str, Any] = {
     "prerequisite_lift_chance_spread": 8.0,
     "prerequisite_lift_reverse": True,
     "prerequisite_lift_transitive": False,
-    "prerequisite_unlearn_min_reports": 12,
-    "prerequisite_unlearn_max_share": 0.02,
+    "prerequisite_lift_transitive_weight": 1.0,
+    "prerequisite_unlearn_min_reports": 5,
+    "prerequisite_unlearn_max_share": 0.05,
+    "prerequisite_unlearn_undo": True,
     "edge_grading_rule": "baseline",
     "edge_grade_baseline_n0": 10.0,
     "edge_grade_baseline_prior": 0.5,
@@ -530,8 +534,10 @@ class Settings(Mapping[str, Any]):
     prerequisite_lift_chance_spread: float
     prerequisite_lift_reverse: bool
     prerequisite_lift_transitive: bool
+    prerequisite_lift_transitive_weight: float
     prerequisite_unlearn_min_reports: int
     prerequisite_unlearn_max_share: float
+    prerequisite_unlearn_undo: bool
     edge_grading_rule: str
     edge_grade_baseline_n0: float
     edge_grade_baseline_prior: float

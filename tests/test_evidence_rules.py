@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from uuid import uuid4
 
 import pytest
 from hypothesis import given
@@ -17,6 +18,12 @@ from hag.simulate.world import Concept, World
 
 EVIDENCE = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
 SEED = settings.defaults()
+# negative evidence as the first two rounds shipped it: from 12 reports at 2%, decided once
+STICKY = EVIDENCE.with_overrides(
+    prerequisite_unlearn_min_reports=12,
+    prerequisite_unlearn_max_share=0.02,
+    prerequisite_unlearn_undo=False,
+)
 N = 28  # concepts in the topic (the demo's Cryptography topic)
 
 
@@ -93,23 +100,91 @@ def test_a_true_direct_prerequisite_keeps_the_reports_a_path_does_not_explain():
     assert got == pytest.approx(2.75 / 4.75)
 
 
+def test_the_transitive_weight_counts_a_share_of_the_explained_reports():
+    """Weight 0.5: of the 4 reports the path explains, 2 count: h' = 9 - 18/8 - 2 = 4.75."""
+    dials = TRANSITIVE.with_overrides(prerequisite_lift_transitive_weight=0.5)
+    got = rules.lift_confidence(9, 27, N, dials, 0.0, 4.0)
+    assert got == pytest.approx(4.75 / 6.75)
+
+
 def test_negative_evidence_lowers_an_unsupported_authored_prerequisite():
     """12 reports on c, none naming m or a concept resting on m: 0.9 falls to the floor."""
-    assert rules.unlearned_confidence(0.9, 0, 12, N, EVIDENCE) == pytest.approx(0.05)
+    assert rules.unlearned_confidence(0.9, 0, 12, N, STICKY) == pytest.approx(0.05)
 
 
 def test_negative_evidence_waits_for_enough_reports_and_spares_supported_edges():
     """11 reports: unchanged; one supporting report in 12 (above 2%): unchanged; off: unchanged."""
-    assert rules.unlearned_confidence(0.9, 0, 11, N, EVIDENCE) == 0.9
-    assert rules.unlearned_confidence(0.9, 0, 12, N, EVIDENCE, support=1) == 0.9
-    assert rules.unlearned_confidence(0.9, 1, 12, N, EVIDENCE) == 0.9
+    assert rules.unlearned_confidence(0.9, 0, 11, N, STICKY) == 0.9
+    assert rules.unlearned_confidence(0.9, 0, 12, N, STICKY, support=1) == 0.9
+    assert rules.unlearned_confidence(0.9, 1, 12, N, STICKY) == 0.9
     assert rules.unlearned_confidence(0.9, 0, 500, N, SEED) == 0.9
 
 
 def test_negative_evidence_never_raises():
     """An authored edge already below what its reports earn keeps its confidence."""
-    dials = EVIDENCE.with_overrides(prerequisite_unlearn_max_share=0.5)
+    dials = STICKY.with_overrides(prerequisite_unlearn_max_share=0.5)
     assert rules.unlearned_confidence(0.1, 5, 12, N, dials) == 0.1
+
+
+def test_undoable_negative_evidence_keeps_the_authored_value_beside_the_lowered_one():
+    """Evidence profile (5 reports at 5%): 4 unsupported reports leave 0.9 alone; at 5 the
+    edge falls to the floor and keeps 0.9 beside it; more unsupported reports keep it there."""
+    assert rules.undoable_unlearning(0.9, None, 0, 4, N, EVIDENCE) == (0.9, None)
+    assert rules.undoable_unlearning(0.9, None, 0, 5, N, EVIDENCE) == (pytest.approx(0.05), 0.9)
+    # 1 of 40 (2.5%, under the 5% line): 39 others over 8 leave nothing net of chance
+    assert rules.undoable_unlearning(0.05, 0.9, 1, 40, N, EVIDENCE) == (
+        pytest.approx(0.05),
+        0.9,
+    )
+
+
+def test_undoable_negative_evidence_gives_the_value_back_once_supported():
+    """Lowered 0.9 -> 0.05, then 1 report of 6 names m (17%, above 5%): back to 0.9, nothing
+    kept beside it; support through a concept resting on m counts the same."""
+    assert rules.undoable_unlearning(0.05, 0.9, 1, 6, N, EVIDENCE) == (0.9, None)
+    assert rules.undoable_unlearning(0.05, 0.9, 0, 6, N, EVIDENCE, support=1) == (0.9, None)
+
+
+def test_undoable_negative_evidence_keeps_the_higher_of_the_kept_and_a_raised_value():
+    """The seed's reinforcement may raise a lowered edge (0.6 at 3 hits): the kept 0.9 stays
+    the edge's own value, and a raise above it becomes the new own value."""
+    assert rules.undoable_unlearning(0.6, 0.9, 3, 100, N, EVIDENCE) == (pytest.approx(0.05), 0.9)
+    assert rules.undoable_unlearning(0.95, 0.9, 3, 10, N, EVIDENCE) == (0.95, None)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 6)), min_size=1, max_size=30
+    )
+)
+def test_undoable_negative_evidence_depends_on_the_counts_not_their_order(steps):
+    """Re-weighed after every batch of reports, the edge ends where the final counts put the
+    authored value in one step (the sticky rule of the first rounds does not)."""
+    hits = support = reports = 0
+    state: tuple[float, float | None] = (0.8, None)
+    for h, s, other in steps:
+        hits, support, reports = hits + h, support + s, reports + h + s + other
+        state = rules.undoable_unlearning(*state, hits, reports, N, EVIDENCE, support)
+    assert state == rules.undoable_unlearning(0.8, None, hits, reports, N, EVIDENCE, support)
+
+
+def test_evidence_state_leaves_the_kept_value_alone_without_the_undo_dial():
+    """Undo off: the sticky rule decides the confidence and unlearned_from passes through."""
+    fact = rules.PrerequisiteEvidence(
+        edge_id=uuid4(),
+        source_type="seed",
+        confidence=0.9,
+        hit_count=0,
+        concept_reports=12,
+        n_concepts=N,
+        support_hits=0,
+        reverse_hits=None,
+        reverse_source_type=None,
+        reverse_confidence=None,
+        unlearned_from=None,
+    )
+    assert rules.evidence_state(fact, STICKY) == (pytest.approx(0.05), None)
+    assert rules.evidence_state(fact, EVIDENCE) == (pytest.approx(0.05), 0.9)
 
 
 def test_smoothed_success_rate():

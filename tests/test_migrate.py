@@ -113,3 +113,47 @@ def test_an_existing_memory_takes_the_living_rule_definitions(fresh):
         "hag_edge_is_cullable": "s",
         "hag_restored_edges": "s",
     }
+
+
+def test_an_authored_edge_lowered_by_negative_evidence_keeps_its_value_across_090(fresh, tmp_path):
+    """Migration 090 carries a memory over: an authored prerequisite the first rounds' sticky
+    rule lowered (0.9 -> 0.4 -> 0.05, reason 'prerequisite evidence (lift)') keeps 0.9 beside
+    its confidence; one changed by hand after such a lowering, and a learned one, keep none."""
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for m in migrate.migrations():
+        if m.version < 90:
+            shutil.copy(m.path, before / m.path.name)
+    migrate.migrate(fresh, 8, before)
+    fresh.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")
+    a, b, c = (
+        fresh.execute(
+            "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, "
+            "confidence, instruction, embedding) VALUES ('t', %s, 'public', 'pattern', 0.8, "
+            "'x', %s) RETURNING id",
+            (slug, "[" + ",".join(["0.5"] * 8) + "]"),
+        ).fetchone()[0]
+        for slug in ("a", "b", "c")
+    )
+
+    def edge(source, target, source_type, steps):
+        """An edge at 0.9 whose confidence then goes through (value, reason) steps."""
+        fresh.execute("SELECT set_config('hag.change_reason', 'created', true)")
+        edge_id = fresh.execute(
+            "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
+            "source_type) VALUES (%s, %s, 'prerequisite', 0.9, %s) RETURNING id",
+            (source, target, source_type),
+        ).fetchone()[0]
+        for value, reason in steps:
+            fresh.execute("SELECT set_config('hag.change_reason', %s, true)", (reason,))
+            fresh.execute("UPDATE hag_edges SET confidence = %s WHERE id = %s", (value, edge_id))
+        return edge_id
+
+    lift = "prerequisite evidence (lift)"
+    lowered = edge(a, b, "seed", [(0.4, lift), (0.05, lift)])
+    by_hand = edge(a, c, "seed", [(0.05, lift), (0.7, "manual update")])
+    learned = edge(b, c, "learned", [(0.05, lift)])
+    fresh.commit()
+    migrate.migrate(fresh, 8)
+    kept = dict(fresh.execute("SELECT id, unlearned_from FROM hag_edges").fetchall())
+    assert kept == {lowered: pytest.approx(0.9), by_hand: None, learned: None}

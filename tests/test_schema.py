@@ -121,8 +121,8 @@ def test_wrong_dimension_embedding_is_refused(db):
 
 EDGE_SQL = (
     "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, hit_count, "
-    "source_type, traversal_count) VALUES (%(s)s, %(t)s, %(edge_type)s, %(confidence)s, %(hits)s, "
-    "%(source_type)s, %(traversals)s)"
+    "source_type, traversal_count, unlearned_from) VALUES (%(s)s, %(t)s, %(edge_type)s, "
+    "%(confidence)s, %(hits)s, %(source_type)s, %(traversals)s, %(unlearned_from)s)"
 )
 
 
@@ -136,6 +136,8 @@ EDGE_SQL = (
         ({"traversals": -1}, "hag_edges_traversal_count_check"),
         ({"source_type": "Seed!"}, "hag_edges_source_type_check"),
         ({"self_loop": True}, "hag_edges_no_self_loop"),
+        ({"unlearned_from": 0.0}, "hag_edges_unlearned_from_check"),
+        ({"unlearned_from": 1.5}, "hag_edges_unlearned_from_check"),
     ],
 )
 def test_edge_checks_refuse_bad_values(db, change, constraint):
@@ -150,6 +152,7 @@ def test_edge_checks_refuse_bad_values(db, change, constraint):
         "hits": 0,
         "source_type": "seed",
         "traversals": 0,
+        "unlearned_from": None,
         **change,
     }
     if params.pop("self_loop", False):

@@ -104,6 +104,7 @@ def prerequisite_evidence(
             transitive_paths=tuple(
                 (int(a), int(b), int(c)) for a, b, c in r["transitive_paths"] or ()
             ),
+            unlearned_from=r["unlearned_from"],
         )
         for r in rows
     ]

@@ -440,6 +440,25 @@ class PrerequisiteEvidence:
     reverse_confidence: float | None
     # each walked path source -> m -> target: (reports of source -> m, of m -> target, on m)
     transitive_paths: tuple[tuple[int, int, int], ...] = ()
+    # the confidence an authored edge held before negative evidence lowered it (None: not lowered)
+    unlearned_from: float | None = None
+
+
+def evidence_state(fact: PrerequisiteEvidence, dials: Settings) -> tuple[float, float | None]:
+    """A prerequisite's confidence from the struggle evidence and the value negative evidence
+    keeps beside it (`unlearned_from`): `evidence_confidence`, and with
+    `prerequisite_unlearn_undo` on, `undoable_unlearning` for an authored or enriched edge."""
+    if fact.source_type != "learned" and dials.prerequisite_unlearn_undo:
+        return undoable_unlearning(
+            fact.confidence,
+            fact.unlearned_from,
+            fact.hit_count,
+            fact.concept_reports,
+            fact.n_concepts,
+            dials,
+            fact.support_hits,
+        )
+    return evidence_confidence(fact, dials), fact.unlearned_from
 
 
 def evidence_confidence(fact: PrerequisiteEvidence, dials: Settings) -> float:
@@ -601,7 +620,8 @@ def lift_confidence(
     evidence for the reverse direction m -> c also counts against it: prerequisites form a
     DAG, so at most one direction is true (`reverse_evidence`, see `reverse_evidence`). With
     `prerequisite_lift_transitive` on, so do the reports a walked path through another
-    prerequisite explains (`transitive_reports`, see `transitive_chance`).
+    prerequisite explains (`transitive_reports`, see `transitive_chance`), times
+    `prerequisite_lift_transitive_weight`.
     Kept within the edge floor and ceiling.
     """
     chance = chance_reports(
@@ -609,7 +629,7 @@ def lift_confidence(
     )
     against = reverse_evidence if dials.prerequisite_lift_reverse else 0.0
     if dials.prerequisite_lift_transitive:
-        against += transitive_reports
+        against += dials.prerequisite_lift_transitive_weight * transitive_reports
     net = max(0.0, hits - chance - against)
     k = dials.prerequisite_lift_k
     return _edge_bounds(net / (net + k), dials)
@@ -672,6 +692,32 @@ def unlearned_confidence(
         hits, concept_reports, n_concepts, replace(dials, prerequisite_lift_reverse=False)
     )
     return min(confidence, earned)
+
+
+def undoable_unlearning(
+    confidence: float,
+    unlearned_from: float | None,
+    hits: int,
+    concept_reports: int,
+    n_concepts: int,
+    dials: Settings,
+    support: int = 0,
+) -> tuple[float, float | None]:
+    """Negative evidence read afresh from the current counts: (confidence, unlearned_from).
+
+    The edge's own value is the one it held before negative evidence lowered it
+    (`unlearned_from`), or its confidence if that is higher now (the seed's reinforcement may
+    have raised it since) or if it was never lowered. While `unlearned_confidence` judges the
+    edge unsupported, it sits at what its reports earn and keeps its own value beside it;
+    once supported again (or never judged), it gets its own value back. So a true authored
+    prerequisite lowered by a run of early reports naming other gaps is restored by the
+    reports that name it later, and the verdict depends on the counts, not on their order.
+    """
+    own = confidence if unlearned_from is None else max(confidence, unlearned_from)
+    lowered = unlearned_confidence(own, hits, concept_reports, n_concepts, dials, support)
+    if lowered < own:
+        return lowered, own
+    return own, None
 
 
 def smoothed_success_rate(successes: int, failures: int, dials: Settings) -> float:

@@ -231,15 +231,15 @@ def weigh_prerequisite_evidence(
 
     Every prerequisite out of a concept this session reported a struggle on (its chance
     changed) and into it (its reverse evidence changed) takes the confidence its reports
-    earn (`rules.evidence_confidence`). The rows were locked by `write.lock_rows` in the
+    earn (`rules.evidence_state`). The rows were locked by `write.lock_rows` in the
     one sorted pass, the topic entry identities behind them by `lock_identities`, so
     sessions reporting on the same concept apply one after the other.
     """
     if not sources:
         return
     evidence = facts.prerequisite_evidence(conn, sources, dials.edge_min_confidence)
-    confidences = {e.edge_id: rules.evidence_confidence(e, dials) for e in evidence}
-    counts.edges_reweighed += write.set_edge_confidences(conn, session, confidences, run_id)
+    states = {e.edge_id: rules.evidence_state(e, dials) for e in evidence}
+    counts.edges_reweighed += write.set_edge_confidences(conn, session, states, run_id)
 
 
 def grade_outcomes(

@@ -141,10 +141,11 @@ def reinforce(
 def set_edge_confidences(
     conn: Connection,
     session: SessionPayload,
-    confidences: Mapping[UUID, float],
+    states: Mapping[UUID, tuple[float, float | None]],
     run_id: UUID | None,
 ) -> int:
-    """Step 4b (lift rule): the evidence confidences, in one statement; how many changed."""
+    """Step 4b (lift rule): the evidence confidences, each with the value negative evidence
+    keeps beside it (`rules.evidence_state`), in one statement; how many confidences changed."""
     say_why(
         conn,
         "prerequisite evidence (lift)",
@@ -156,11 +157,12 @@ def set_edge_confidences(
         query("session", "set_edge_confidences"),
         {
             "at": session.ended_at,
-            "ids": list(confidences),
-            "confidences": list(confidences.values()),
+            "ids": list(states),
+            "confidences": [confidence for confidence, _ in states.values()],
+            "unlearned_from": [unlearned_from for _, unlearned_from in states.values()],
         },
     ).fetchall()
-    return len(changed)
+    return sum(1 for r in changed if r["old_confidence"] != r["new_confidence"])
 
 
 def say_grading(conn: Connection, session: SessionPayload, run_id: UUID | None) -> None:

@@ -224,7 +224,8 @@ FOR NO KEY UPDATE
 -- confidence (read, not written), the reports on the source naming a concept x with a
 -- walked prerequisite x -> target (they support source -> target: rules.unlearned_confidence),
 -- and each walked path source -> m -> target as (reports of source -> m, of m -> target, all
--- reports on m) (they explain reports of source -> target: rules.transitive_chance).
+-- reports on m) (they explain reports of source -> target: rules.transitive_chance), and the
+-- confidence negative evidence keeps beside a lowered edge (unlearned_from, migration 090).
 WITH touched AS (
     SELECT e.id, e.source_entry_id
     FROM hag_edges e
@@ -233,13 +234,13 @@ WITH touched AS (
            OR e.target_entry_id = ANY(%(sources)s::uuid[]))
 ), family AS (
     SELECT e.id, e.source_entry_id, e.target_entry_id, e.source_type, e.hit_count,
-           e.confidence,
+           e.confidence, e.unlearned_from,
            sum(e.hit_count) OVER (PARTITION BY e.source_entry_id) AS concept_reports
     FROM hag_edges e
     WHERE e.edge_type = 'prerequisite'
       AND e.source_entry_id IN (SELECT source_entry_id FROM touched)
 )
-SELECT f.id, f.source_type, f.hit_count, f.confidence, f.concept_reports,
+SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.concept_reports,
        (SELECT count(DISTINCT t.concept_slug)
           FROM hag_entries t
          WHERE t.topic_id = s.topic_id AND t.visibility_scope = s.visibility_scope
@@ -275,13 +276,18 @@ WHERE f.id IN (SELECT id FROM touched)
 ORDER BY f.id
 
 -- name: set_edge_confidences
--- Evidence-rule confidences computed in hag/session/rules.py, written in one statement
--- (rows already locked in sorted order); an unchanged confidence writes nothing.
+-- Evidence-rule confidences computed in hag/session/rules.py, with the value negative evidence
+-- keeps beside a lowered edge, written in one statement (rows already locked in sorted
+-- order); an unchanged row writes nothing.
 UPDATE hag_edges AS e SET
     confidence = c.confidence,
+    unlearned_from = c.unlearned_from,
     updated_at = GREATEST(e.updated_at, %(at)s)
-FROM unnest(%(ids)s::uuid[], %(confidences)s::float8[]) AS c (id, confidence)
-WHERE e.id = c.id AND e.confidence IS DISTINCT FROM c.confidence
+FROM unnest(%(ids)s::uuid[], %(confidences)s::float8[], %(unlearned_from)s::float8[])
+     AS c (id, confidence, unlearned_from)
+WHERE e.id = c.id
+  AND (e.confidence IS DISTINCT FROM c.confidence
+       OR e.unlearned_from IS DISTINCT FROM c.unlearned_from)
 RETURNING e.id, old.confidence AS old_confidence, new.confidence AS new_confidence
 
 -- name: edge_grading_state
