@@ -165,13 +165,10 @@ def test_baseline_grading_moves_an_edge_by_outcome_minus_its_concept_rate(db, ev
 
 def confidences(db, *ids):
     """Each edge's (confidence, unlearned_from), as stored."""
-    rows = {
-        i: db.execute(
-            "SELECT confidence, unlearned_from FROM hag_edges WHERE id = %s", (i,)
-        ).fetchone()
-        for i in ids
-    }
-    return {i: (r["confidence"], r["unlearned_from"]) for i, r in rows.items()}
+    rows = db.execute(
+        "SELECT id, confidence, unlearned_from FROM hag_edges WHERE id = ANY(%s)", (list(ids),)
+    ).fetchall()
+    return {r["id"]: (r["confidence"], r["unlearned_from"]) for r in rows}
 
 
 def test_negative_evidence_lowers_an_unsupported_authored_prerequisite(db, evidence):

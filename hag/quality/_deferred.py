@@ -171,20 +171,19 @@ class _LeftOut:
         )
 
 
-def stand_in(names: Iterable[str]) -> bool:
+def stand_in(names: Iterable[str]) -> None:
     """Leave the named GX modules out of the import, if the installed GX is the release they
-    were verified against; say whether they are."""
+    were verified against (any other release loads in full)."""
     import importlib.metadata
 
     with _lock:
         if any(isinstance(f, _StandIns) for f in sys.meta_path):
-            return True
+            return
         try:
             if importlib.metadata.version("great_expectations") != VERIFIED_WITH:
-                return False
+                return
         except importlib.metadata.PackageNotFoundError:
-            return False
+            return
         pending = [n for n in names if n not in sys.modules]
         if pending:
             sys.meta_path.insert(0, _StandIns(pending))
-        return bool(pending)

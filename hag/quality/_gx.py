@@ -89,9 +89,7 @@ _import_lock = threading.Lock()
 def _gx() -> Any:
     with _import_lock:
         if "great_expectations" in sys.modules:
-            import great_expectations as loaded
-
-            return loaded
+            return sys.modules["great_expectations"]
         defer()
         used = {e["type"] for name in _suite_names() for e in _suite_file(name)["expectations"]}
         stand_in(unused_datasource_modules() + unused_expectation_modules(used))
