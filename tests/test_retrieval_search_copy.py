@@ -181,7 +181,10 @@ def test_passes_through_the_copy_equal_the_seeds_query(db, dials):
     centres = clustered_memory(db, rng)
     queries = [centres[i % 6] + rng.standard_normal(f.DIM) * 0.5 for i in range(12)]
     queries += [rng.standard_normal(f.DIM) for _ in range(6)]
-    dial_sets = [{}, {"compact_candidates": 5}, {"compact_similarity_error": 2.0}]
+    # the last set puts the minimum above two floors and a floor above it: each tier's range
+    # starts where GREATEST says, as in the seed's filter
+    raised = {"retrieval_min_confidence": 0.55, "floor_candidate": 0.8, "floor_proven": 0.35}
+    dial_sets = [{}, {"compact_candidates": 5}, {"compact_similarity_error": 2.0}, raised]
     paths: dict[str, set[str]] = {}
     for overrides in dial_sets:
         dials(**{"compact_candidates": 20, "compact_similarity_error": 0.003, **overrides})
@@ -192,6 +195,7 @@ def test_passes_through_the_copy_equal_the_seeds_query(db, dials):
     assert paths["{}"] <= {"compact", "compact-widened"} and "compact" in paths["{}"]
     assert "compact-widened" in paths[str({"compact_candidates": 5})]
     assert paths[str({"compact_similarity_error": 2.0})] == {"exact"}
+    assert "compact" in paths[str(raised)]
 
 
 def test_a_learners_pass_is_read_from_hag_entries(db):
