@@ -152,3 +152,18 @@ def test_edge_lines_keep_the_seeds_columns():
     assert render.edge_line("leads_to", "Go on.", "ok", 100) == "  next:     Go on. (when: ok)"
     assert render.edge_line("related", "See.", "", 100) == "  related:  See."
     assert render.edge_line("supersedes", "Old.", None, 100) == "  replaces: Old."
+
+
+def test_the_sample_product_keeps_the_samples_precision():
+    """The contrast sample's products (computed in numpy's own loop, not its threaded BLAS:
+    docs/retrieval.md) equal `@`'s, in the sample's precision even for a float64 query."""
+    import numpy as np
+
+    from hag.retrieval import store
+
+    rng = np.random.default_rng(3)
+    sample = rng.standard_normal((300, 64)).astype(np.float32)
+    query = rng.standard_normal(64)  # float64, as a caller may hand it
+    got = store._products(sample, query)
+    assert got.dtype == np.float32
+    assert np.allclose(got, sample.astype(np.float64) @ query, atol=1e-4)
