@@ -207,7 +207,9 @@ def test_hag_serve_starts_everything_and_stops_on_ctrl_c(db, database_url, tmp_p
         deployments = asyncio.run(_read_back(f"http://127.0.0.1:{port}/api"))
         assert set(deployments) == {"session-end", "nightly", "enrichment", "restore"}
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
+        # read what it prints while it stops (a full pipe would block it), and show it
+        rest, _ = proc.communicate(timeout=90)
+        assert proc.returncode == 0, "".join(lines) + rest
     finally:
         if proc.poll() is None:
             proc.kill()
