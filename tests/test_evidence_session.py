@@ -268,6 +268,101 @@ def test_reprieve_lifts_a_sunk_unused_entry_back_to_its_floor(db, dials):
     assert [r["reason"] for r in reasons] == ["reprieve: sunk below its floor and unused"]
 
 
+# --- the cull re-weighs its survivors (fourth round) -------------------------------------------
+
+
+def cull_world(db):
+    """rsa -> primes learned from 3 reports; rsa -> signatures learned from 4, at the floor
+    because the authored signatures -> rsa (0.9) stands for 18 reports the other way; both
+    learned edges 100 days old and never walked. rsa -> primes was weighed with the 4
+    other reports on rsa as chance: 4 / 8, h' = 2.5 -> 2.5 / 4.5."""
+    e = topic_entries(db)
+    old = f.NOW - timedelta(days=100)
+    primes = f.edge(
+        db,
+        e["rsa"],
+        e["primes"],
+        confidence=2.5 / 4.5,
+        source_type="learned",
+        hit_count=3,
+        created_at=old,
+    )
+    doomed = f.edge(
+        db,
+        e["rsa"],
+        e["signatures"],
+        confidence=0.05,
+        source_type="learned",
+        hit_count=4,
+        created_at=old,
+    )
+    authored = f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    db.commit()
+    return primes, doomed, authored
+
+
+def test_the_cull_reweighs_the_survivors_of_the_concepts_it_culled_from(db, evidence):
+    """The nightly cull deletes rsa -> signatures (audited) and, in the same run, re-weighs
+    rsa's other prerequisites from the counts without its 4 reports: rsa -> primes has no
+    chance left against it, 3 / 5. The history row says why; a second run changes nothing."""
+    primes, doomed, authored = cull_world(db)
+    summary = sweeps.run_nightly(as_of=f.NOW)
+    assert summary.culled == 1 and summary.reweighed == 1
+    assert summary.counts()["reweighed"] == 1
+    got = confidences(db, primes, doomed, authored)
+    assert got == {primes: (pytest.approx(0.6), None), authored: (pytest.approx(0.9), None)}
+    audited = db.execute(
+        "SELECT edge_id, run_id FROM hag_edge_audit WHERE reason = 'cull'"
+    ).fetchall()
+    assert [(r["edge_id"], r["run_id"]) for r in audited] == [(doomed, summary.run_id)]
+    why = db.execute(
+        "SELECT reason, old_value, new_value, run_id FROM hag_confidence_history "
+        "WHERE entity_id = %s AND reason <> 'created'",
+        (primes,),
+    ).fetchall()
+    assert [(r["reason"], r["run_id"]) for r in why] == [(sweeps.REWEIGH_REASON, summary.run_id)]
+    again = sweeps.run_nightly(as_of=f.NOW)
+    assert (again.culled, again.reweighed) == (0, 0)
+    assert "reweighed" not in again.counts()
+
+
+def test_under_the_seed_profile_the_cull_reweighs_nothing(db):
+    """The seed's rules: the same cull leaves rsa -> primes as it stood (the seed's nightly
+    run is unchanged, its counts carry no re-weigh key)."""
+    primes, doomed, _ = cull_world(db)
+    summary = sweeps.run_nightly(as_of=f.NOW)
+    assert (summary.culled, summary.reweighed) == (1, 0)
+    assert "reweighed" not in summary.counts()
+    assert confidences(db, primes) == {primes: (pytest.approx(2.5 / 4.5), None)}
+
+
+def test_the_cull_waits_for_a_session_holding_a_sibling_row(db, evidence, database_url):
+    """The cull's lock pass takes the survivors' rows too: while another transaction holds
+    rsa -> primes (as a session re-weighing rsa's siblings does), the nightly run waits, then
+    re-weighs from the committed state."""
+    import threading
+
+    import psycopg
+
+    primes, doomed, _ = cull_world(db)
+    holder = psycopg.connect(database_url, autocommit=False)
+    holder.execute("SELECT id FROM hag_edges WHERE id = %s FOR NO KEY UPDATE", (primes,))
+    done: dict[str, object] = {}
+    worker = threading.Thread(target=lambda: done.update(s=sweeps.run_nightly(as_of=f.NOW)))
+    worker.start()
+    worker.join(timeout=2.0)
+    assert worker.is_alive()  # queued behind the held sibling row
+    holder.execute("UPDATE hag_edges SET hit_count = 5 WHERE id = %s", (primes,))
+    holder.commit()
+    holder.close()
+    worker.join(timeout=30.0)
+    assert not worker.is_alive()
+    summary = done["s"]
+    assert isinstance(summary, sweeps.NightlySummary) and summary.culled == 1
+    # re-weighed from the committed hit count: 5 reports, nothing else on rsa -> 5 / 7
+    assert confidences(db, primes) == {primes: (pytest.approx(5 / 7), None)}
+
+
 # --- the profile command ----------------------------------------------------------------------
 
 

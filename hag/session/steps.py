@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 import numpy as np
@@ -235,11 +236,42 @@ def weigh_prerequisite_evidence(
     one sorted pass, the topic entry identities behind them by `lock_identities`, so
     sessions reporting on the same concept apply one after the other.
     """
+    counts.edges_reweighed += reweigh_prerequisites(
+        conn,
+        sources,
+        dials,
+        at=session.ended_at,
+        reason="prerequisite evidence (lift)",
+        session_id=session.session_id,
+        run_id=run_id,
+    )
+
+
+def reweigh_prerequisites(
+    conn: Connection,
+    sources: Sequence[UUID],
+    dials: Settings,
+    *,
+    at: datetime,
+    reason: str,
+    session_id: str | None = None,
+    run_id: UUID | None = None,
+) -> int:
+    """The lift rule's re-weigh of every prerequisite out of or into `sources`: each takes the
+    confidence its reports earn (`rules.evidence_state`); how many confidences changed.
+
+    The caller holds the row locks, taken in the one sorted pass (`lock_edges` for a
+    session, `lock_cull` for the nightly cull), so writers sharing rows queue. Session-end
+    calls it for the concepts a session reported on; the nightly cull for the concepts whose
+    prerequisites it deleted (their chance and reverse evidence changed).
+    """
     if not sources:
-        return
+        return 0
     evidence = facts.prerequisite_evidence(conn, sources, dials.edge_min_confidence)
     states = {e.edge_id: rules.evidence_state(e, dials) for e in evidence}
-    counts.edges_reweighed += write.set_edge_confidences(conn, session, states, run_id)
+    return write.set_edge_confidences(
+        conn, states, at=at, reason=reason, session_id=session_id, run_id=run_id
+    )
 
 
 def grade_outcomes(
