@@ -24,7 +24,7 @@ rather than deadlock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
@@ -124,13 +124,17 @@ def apply_session(
     turns = session.ordered_turns()
 
     with timed(timings, "observations"):
-        plan = plan_session(session, turns, caches.catalogue(conn, session.topic_id), dials, embed)
+        catalogue = caches.catalogue(conn, session.topic_id)
+        plan = plan_session(session, turns, catalogue, dials, embed)
         write.lock_identities(conn, plan.lock_keys)
         observations_to_entries(conn, session, plan, dials, counts, run_id)
     with timed(timings, "discovery"):
         observed = discover(conn, turns)
     with timed(timings, "proposals"):
-        observed += propose_prerequisites(conn, session, plan, dials, counts)
+        proposed, turns_by_pair = propose_prerequisites(
+            conn, session, plan, turns, catalogue, dials, counts
+        )
+        observed += proposed
     with timed(timings, "reinforcement"):
         sources = rules.lift_sources(observed, dials)
         write.lock_rows(
@@ -140,7 +144,7 @@ def apply_session(
             observed,
             sources,
         )
-        reinforce(conn, session, observed, dials, counts, run_id)
+        reinforce(conn, session, observed, dials, counts, run_id, turns_by_pair)
         weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id)
     with timed(timings, "grading"):
         grade_outcomes(conn, session, turns, dials, counts, run_id)
@@ -186,14 +190,17 @@ def propose_prerequisites(
     conn: Connection,
     session: SessionPayload,
     plan: Plan,
+    turns: Sequence[Turn],
+    catalogue: Catalogue,
     dials: Settings,
     counts: SessionCounts,
-) -> list[EdgeObservation]:
+) -> tuple[list[EdgeObservation], dict[tuple[UUID, UUID], int]]:
     """Step 3: a `prerequisite` edge per struggle with evidence, struggled -> missing concept,
-    between the topic entries of the session's topic (`rules.propose_prerequisites`)."""
+    between the topic entries of the session's topic (`rules.propose_prerequisites`), and how
+    many turns reported each pair (`rules.reported_turns`, kept with the learner)."""
     counts.struggles_without_evidence += rules.struggles_without_evidence(session.turns)
     if not plan.struggles:
-        return []
+        return [], {}
     found = facts.topic_entries(
         conn,
         session.topic_id,
@@ -203,7 +210,7 @@ def propose_prerequisites(
     proposals = rules.propose_prerequisites(plan.struggles, found)
     counts.struggles_unresolved += proposals.unresolved
     counts.struggles_proposed += len(proposals.observed)
-    return list(proposals.observed)
+    return list(proposals.observed), rules.reported_turns(turns, catalogue, found)
 
 
 def reinforce(
@@ -213,11 +220,23 @@ def reinforce(
     dials: Settings,
     counts: SessionCounts,
     run_id: UUID | None,
+    turns_by_pair: Mapping[tuple[UUID, UUID], int],
 ) -> None:
-    """Step 4: every observed edge through the one upsert (`rules.reinforced_confidence`)."""
+    """Step 4: every observed edge through the one upsert (`rules.reinforced_confidence`),
+    and for each prerequisite the session proposed, who reported it in how many turns
+    (`write.record_learner_reports`, idempotent per session), before anything is re-weighed."""
     results = write.reinforce(conn, session, observed, dials, run_id)
     counts.edges_created += sum(1 for r in results if r.inserted)
     counts.edges_reinforced += sum(1 for r in results if not r.inserted)
+    write.record_learner_reports(
+        conn,
+        session,
+        {
+            r.id: turns_by_pair[(r.identity[0], r.identity[1])]
+            for r in results
+            if r.identity[2] == "prerequisite" and (r.identity[0], r.identity[1]) in turns_by_pair
+        },
+    )
 
 
 def weigh_prerequisite_evidence(

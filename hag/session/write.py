@@ -139,6 +139,26 @@ def reinforce(
     )
 
 
+def record_learner_reports(
+    conn: Connection, session: SessionPayload, turns_by_edge: Mapping[UUID, int]
+) -> None:
+    """Who reported each prerequisite this session proposed: one row per (edge, session) with
+    the learner and the turns (migration 091); a session applied again adds nothing."""
+    if not turns_by_edge:
+        return
+    ids = sorted(turns_by_edge, key=str)
+    conn.execute(
+        query("session", "record_learner_reports"),
+        {
+            "session_id": session.session_id,
+            "learner_id": session.learner_id,
+            "at": session.ended_at,
+            "edge_ids": ids,
+            "turns": [turns_by_edge[i] for i in ids],
+        },
+    )
+
+
 def set_edge_confidences(
     conn: Connection,
     states: Mapping[UUID, tuple[float, float | None]],
