@@ -268,6 +268,94 @@ def test_reprieve_lifts_a_sunk_unused_entry_back_to_its_floor(db, dials):
     assert [r["reason"] for r in reasons] == ["reprieve: sunk below its floor and unused"]
 
 
+# --- who reported it (fourth round) ------------------------------------------------------------
+
+
+def learner_reports(db):
+    """(source concept, target concept, session, learner, turns) of every recorded report."""
+    rows = db.execute(
+        "SELECT s.concept_slug AS src, t.concept_slug AS dst, r.session_id, r.learner_id, r.turns "
+        "FROM hag_edge_learner_reports r JOIN hag_edges e ON e.id = r.edge_id "
+        "JOIN hag_entries s ON s.id = e.source_entry_id "
+        "JOIN hag_entries t ON t.id = e.target_entry_id ORDER BY 1, 2, 3"
+    ).fetchall()
+    return [(r["src"], r["dst"], r["session_id"], r["learner_id"], r["turns"]) for r in rows]
+
+
+def two_turns(session: str, learner: str, day: int = 0):
+    """Two failed turns name rsa -> primes (the first twice), the second also rsa -> hashing."""
+    return payload(
+        session,
+        [
+            turn(0, outcome="failure", struggles=[struggle("rsa", "primes")] * 2),
+            turn(
+                1,
+                outcome="failure",
+                struggles=[struggle("rsa", "primes"), struggle("rsa", "hashing")],
+            ),
+        ],
+        learner=learner,
+        day=day,
+    )
+
+
+def test_session_end_records_who_reported_each_prerequisite_once(db):
+    """Under any profile (here the seed's) each proposed prerequisite gets a row per session
+    with the learner and the turns that named it; applying the session again (its ledger
+    row set back to pending) adds nothing, though the hit count counts it again."""
+    topic_entries(db)
+    db.commit()
+    run(db, two_turns("s1", "ann"), reports("s2", [("rsa", "primes")], day=1))
+    want = [
+        ("rsa", "hashing", "s1", "ann", 1),
+        ("rsa", "primes", "s1", "ann", 2),
+        ("rsa", "primes", "s2", "learner-1", 1),
+    ]
+    assert learner_reports(db) == want
+    db.execute("UPDATE hag_sessions SET status = 'pending' WHERE session_id = 's1'")
+    db.commit()
+    assert process_pending().sessions == 1
+    e = {r["concept_slug"]: r["id"] for r in db.execute("SELECT * FROM hag_entries").fetchall()}
+    assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["hit_count"] == 3
+    assert learner_reports(db) == want
+    # the rows go with their edge (a cull, or any delete)
+    db.execute(
+        "DELETE FROM hag_edges WHERE source_entry_id = %s AND target_entry_id = %s",
+        (e["rsa"], e["primes"]),
+    )
+    db.commit()
+    assert learner_reports(db) == [("rsa", "hashing", "s1", "ann", 1)]
+
+
+def test_repeat_weighting_weighs_a_learned_prerequisite_by_turns_and_learners(db, evidence):
+    """The evidence profile (0.2 a session, 0.2 a learner's further session, 5 a further
+    turn): rsa -> primes from one session naming it in 2 turns weighs 5.2; rsa -> signatures
+    from 3 learners' single-turn sessions weighs 0.6. primes: chance (0.2 + 0.6) / 8 -> h' =
+    5.1 -> 5.1 / 7.1; signatures: chance 5.4 / 8 > 0.6 -> the floor. hashing (one turn of
+    the two-turn session): 0.2 - 5.6 / 8 -> the floor. With the dial off, by sessions:
+    signatures 3 - 2/8 -> 2.75 / 4.75."""
+    e = topic_entries(db)
+    db.commit()
+    run(db, two_turns("a", "ann"))
+    run(db, *(reports(f"g{i}", [("rsa", "signatures")], day=1 + i) for i in range(3)))
+    got = {
+        m: edge_row(db, e["rsa"], e[m], "prerequisite")["confidence"]
+        for m in ("primes", "signatures", "hashing")
+    }
+    assert got == {
+        "primes": pytest.approx(5.1 / 7.1),
+        "signatures": pytest.approx(0.05),
+        "hashing": pytest.approx(0.05),
+    }
+    settings.set_value(db, "prerequisite_repeat_weighting", False, by="test")
+    db.commit()
+    settings.invalidate()
+    run(db, reports("h", [("rsa", "hashing")], day=9))
+    signatures = edge_row(db, e["rsa"], e["signatures"], "prerequisite")["confidence"]
+    # by sessions: rsa has 1 (primes) + 2 (hashing) + 3 (signatures) = 6 reports
+    assert signatures == pytest.approx((3 - 3 / 8) / (3 - 3 / 8 + 2))
+
+
 # --- the cull re-weighs its survivors (fourth round) -------------------------------------------
 
 
