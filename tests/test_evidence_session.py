@@ -33,6 +33,16 @@ def evidence(db):
     return changed
 
 
+@pytest.fixture
+def by_sessions(db, evidence):
+    """The evidence profile with every session counting 1 (repeat weighting off): the lift
+    rule's ladder and chance as the first three rounds measured them."""
+    settings.set_value(db, "prerequisite_repeat_weighting", False, by="test")
+    db.commit()
+    settings.invalidate()
+    return evidence
+
+
 def topic_entries(db, confidence: float = 0.8):
     """One public pattern entry per concept, created before the sessions (a topic of 6)."""
     return {
@@ -56,7 +66,7 @@ def reports(session: str, pairs, day: int = 0):
     )
 
 
-def test_lift_gives_the_seed_ladder_to_an_uncontested_learned_prerequisite(db, evidence):
+def test_lift_gives_the_seed_ladder_to_an_uncontested_learned_prerequisite(db, by_sessions):
     """Reported in 1, 2, 3 sessions and nothing else on rsa: 1/3, 1/2, 3/5."""
     e = topic_entries(db)
     db.commit()
@@ -67,7 +77,7 @@ def test_lift_gives_the_seed_ladder_to_an_uncontested_learned_prerequisite(db, e
     assert got == pytest.approx([1 / 3, 1 / 2, 3 / 5])
 
 
-def test_a_new_report_on_the_same_concept_reweighs_its_siblings(db, evidence):
+def test_a_new_report_on_the_same_concept_reweighs_its_siblings(db, by_sessions):
     """rsa -> primes at 3 reports (0.6) falls when 4 reports on rsa name other concepts:
     chance = 4 / 8 (the evidence profile's spread), h' = 2.5 -> 2.5 / 4.5; the other edges
     are re-weighed too."""
@@ -89,7 +99,7 @@ def test_a_new_report_on_the_same_concept_reweighs_its_siblings(db, evidence):
     assert hashing == pytest.approx(1.375 / 3.375)
 
 
-def test_the_reverse_direction_counts_against_a_learned_prerequisite(db, evidence):
+def test_the_reverse_direction_counts_against_a_learned_prerequisite(db, by_sessions):
     """primes -> rsa reported twice, after rsa -> primes three times: 2 - 3 < 0 -> the floor;
     and rsa -> primes (re-weighed as the reverse of a reported edge) drops to h' = 1."""
     e = topic_entries(db)
@@ -100,7 +110,7 @@ def test_the_reverse_direction_counts_against_a_learned_prerequisite(db, evidenc
     assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["confidence"] == pytest.approx(1 / 3)
 
 
-def test_a_walked_path_explains_the_reports_of_a_transitive_prerequisite(db, evidence):
+def test_a_walked_path_explains_the_reports_of_a_transitive_prerequisite(db, by_sessions):
     """prerequisite_lift_transitive on. Authored rsa -> primes (0.9) and primes ->
     modular-arithmetic (0.9); 6 sessions name primes on rsa, 3 name modular-arithmetic on rsa,
     2 name it on primes (all of primes' reports): the path explains 6 x 2/2 = 6 of rsa -> mod's
