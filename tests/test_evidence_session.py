@@ -510,7 +510,12 @@ def contested_sessions(n: int = 120, seed: int = 3) -> list[dict]:
                 )
             )
         out.append(
-            payload(f"c{i:03d}", turns, ended_at=T0 + timedelta(minutes=rng.randint(0, 600)))
+            payload(
+                f"c{i:03d}",
+                turns,
+                ended_at=T0 + timedelta(minutes=rng.randint(0, 600)),
+                learner=f"learner-{i % 4}",  # repeat weighting reads who reported what
+            )
         )
     return out
 
@@ -546,6 +551,8 @@ def test_four_workers_reweighing_siblings_end_in_the_state_of_serial_processing(
         "SELECT sum(hit_count) AS n FROM hag_edges WHERE edge_type = 'prerequisite'"
     ).fetchone()["n"]
     assert hits == reports_total  # every session's report counted exactly once
+    attributed = db.execute("SELECT count(*) AS n FROM hag_edge_learner_reports").fetchone()["n"]
+    assert attributed == reports_total  # ...and attributed to its learner exactly once
 
     _world(db)
     assert all(r.accepted for r in ingest(db, *batch))
