@@ -371,7 +371,8 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
             },
         )
         if lift:
-            conn.execute(query("sweeps", "lock_cull"), params).fetchall()
+            locked = conn.execute(query("sweeps", "lock_cull"), params).fetchall()
+            params = {**params, "only_edges": [r["id"] for r in locked if r["doomed"]]}
         by_type = conn.execute(query("sweeps", "cull_edges"), params).fetchall()
         summary.culled_by_source_type = {r["source_type"]: r["n"] for r in by_type}
         summary.culled = sum(summary.culled_by_source_type.values())

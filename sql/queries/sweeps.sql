@@ -130,7 +130,9 @@ FROM gone GROUP BY source_type ORDER BY source_type
 -- out of or into the source concept of a prerequisite it will delete (their chance and
 -- reverse evidence change: the survivors are re-weighed in this transaction). FOR UPDATE, the
 -- lock the DELETE takes; a session that traverses an edge while this waits makes the
--- predicate re-checked against the new row version, as in cull_edges.
+-- predicate re-checked against the new row version, as in cull_edges. `doomed` says which
+-- locked rows the rule allows: the cull then deletes only those (only_edges), so it never
+-- deletes a row whose siblings this pass did not lock.
 WITH doomed AS (
     SELECT e.source_entry_id
     FROM hag_edges e
@@ -140,7 +142,11 @@ WITH doomed AS (
       AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
       AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[]))
 )
-SELECT e.id
+SELECT e.id,
+       (hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
+                             %(cull_max_traversals)s, %(cull_source_types)s)
+        AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
+        AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[]))) AS doomed
 FROM hag_edges e
 WHERE (hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
                             %(cull_max_traversals)s, %(cull_source_types)s)
