@@ -154,6 +154,10 @@ _DIALS: tuple[Dial, ...] = (
     _f("prerequisite_lift_transitive_weight", 1.0, 0, 1, "ours: ...and the share of those explained reports that counts against c -> x (1: all of them)", S),
     _i("prerequisite_unlearn_min_reports", 0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports (0: never)", S),
     _f("prerequisite_unlearn_max_share", 0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports", S),
+    Dial("prerequisite_repeat_weighting", "bool", False, "ours: under lift, a learned prerequisite's reports are weighed by who reported them (hag_edge_learner_reports): a learner's first session, its further sessions and a session's further turns by the three weights below (off: every session counts 1)", S),
+    _f("prerequisite_repeat_first_weight", 1.0, 0, 100, "ours: ...the weight of a learner's first session reporting a pair", S),
+    _f("prerequisite_repeat_session_weight", 1.0, 0, 100, "ours: ...the weight of each further session of the same learner reporting it", S),
+    _f("prerequisite_repeat_turn_weight", 0.0, 0, 100, "ours: ...the weight of each turn beyond the first of a session reporting it", S),
     Dial("prerequisite_unlearn_undo", "bool", False, "ours: negative evidence is re-read at every re-weigh: the edge keeps the confidence it held before (hag_edges.unlearned_from) and gets it back once supported again (off: lowered once, never raised by the rule)", S),
     Dial("edge_grading_rule", "str", "seed", "ours: seed = +-step by the turn's outcome; baseline = 2 step (outcome - the source concept's smoothed success rate), the step shrinking with renderings", S, choices=("seed", "baseline")),
     _f("edge_grade_baseline_n0", 10.0, 0.01, 1000000, "ours: the baseline rule's step is scaled by n0/(n0 + renderings)", S),
@@ -242,6 +246,10 @@ EVIDENCE_PROFILE: dict[str, Any] = {
     "prerequisite_unlearn_min_reports": 5,
     "prerequisite_unlearn_max_share": 0.05,
     "prerequisite_unlearn_undo": True,
+    "prerequisite_repeat_weighting": True,
+    "prerequisite_repeat_first_weight": 0.2,
+    "prerequisite_repeat_session_weight": 0.2,
+    "prerequisite_repeat_turn_weight": 5.0,
     "edge_grading_rule": "baseline",
     "edge_grade_baseline_n0": 10.0,
     "edge_grade_baseline_prior": 0.5,
@@ -538,6 +546,10 @@ class Settings(Mapping[str, Any]):
     prerequisite_unlearn_min_reports: int
     prerequisite_unlearn_max_share: float
     prerequisite_unlearn_undo: bool
+    prerequisite_repeat_weighting: bool
+    prerequisite_repeat_first_weight: float
+    prerequisite_repeat_session_weight: float
+    prerequisite_repeat_turn_weight: float
     edge_grading_rule: str
     edge_grade_baseline_n0: float
     edge_grade_baseline_prior: float

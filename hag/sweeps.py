@@ -3,7 +3,9 @@
 A run is: read the dials in force → decide and apply every step in SQL, in one transaction
 (`sql/queries/sweeps.sql`, rules in migration 030) → report. The cull's audit rows are
 written by the AFTER DELETE statement trigger of migration 001 inside that same
-transaction, from the run id, reason and rule values this module sets first. A dry run
+transaction, from the run id, reason and rule values this module sets first. Under the lift
+rule the cull re-weighs the prerequisites its deletions touch in that transaction too
+(`_cull`). A dry run
 asks the same rules what they would do and writes nothing at all: no run row, and so no
 run id (its summary's `run_id` is None: there would be nothing to look up).
 
@@ -35,6 +37,7 @@ from hag import bounds, db, runs, settings
 from hag.db import Conn, one
 from hag.edges import say_why
 from hag.errors import ValidationError
+from hag.session.steps import reweigh_prerequisites
 from hag.settings import Settings
 from hag.sqlfiles import query
 from hag.timing import timed
@@ -42,6 +45,7 @@ from hag.timing import timed
 # Any constant works; it only has to differ from the other advisory locks of the project.
 NIGHTLY_LOCK = 0x4A47_0030
 CULL_REASON = "cull"
+REWEIGH_REASON = "cull: the survivors re-weighed (lift)"
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,9 @@ class NightlySummary:
     archived: int = 0
     reprieved: int = 0
     culled: int = 0
+    # under the lift rule: prerequisites whose confidence the cull's re-weigh of the survivors
+    # changed (the siblings of a culled prerequisite, and the edges into its concept)
+    reweighed: int = 0
     culled_by_source_type: dict[str, int] = field(default_factory=dict)
     culled_edges: list[CulledEdge] = field(default_factory=list)  # the first report_max_rows
     rule_values: dict[str, Any] = field(default_factory=dict)
@@ -120,6 +127,7 @@ class NightlySummary:
             "reprieved": self.reprieved,
             "culled": self.culled,
             "culled_by_source_type": self.culled_by_source_type,
+            **({"reweighed": self.reweighed} if self.reweighed else {}),
             **({"guard": self.guard} if self.guard else {}),
         }
 
@@ -306,7 +314,7 @@ def _apply(
             summary.reprieved = _count(conn, "reprieve_sunk", params)
     if decide is not None and not _guarded_cull_approved(conn, params, summary, dials, decide):
         return
-    _cull(conn, params, summary)
+    _cull(conn, params, summary, dials)
 
 
 def _guarded_cull_approved(
@@ -342,7 +350,16 @@ def _guarded_cull_approved(
     return True
 
 
-def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary) -> None:
+def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Settings) -> None:
+    """The audited cull; under the lift rule, the survivors re-weighed in the same transaction.
+
+    A culled prerequisite's reports leave its concept's count, so its siblings' chance (and
+    the reverse evidence of the edges into its concept) change: without the re-weigh their
+    confidences would stay as computed from counts that included the culled reports until
+    their concept is reported on again. The rows are locked first, in the one sorted order
+    every edge write uses (`lock_cull`), so the cull queues behind sessions sharing them.
+    """
+    lift = dials.prerequisite_confidence_rule == "lift"
     with timed(summary.step_seconds, "cull"):
         conn.execute(
             query("sweeps", "set_delete_context"),
@@ -353,9 +370,23 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary) -> None:
                 "deleted_at": summary.as_of.isoformat(),
             },
         )
+        if lift:
+            locked = conn.execute(query("sweeps", "lock_cull"), params).fetchall()
+            params = {**params, "only_edges": [r["id"] for r in locked if r["doomed"]]}
         by_type = conn.execute(query("sweeps", "cull_edges"), params).fetchall()
         summary.culled_by_source_type = {r["source_type"]: r["n"] for r in by_type}
         summary.culled = sum(summary.culled_by_source_type.values())
+    if lift:
+        sources = sorted({s for r in by_type for s in r["prerequisite_sources"]}, key=str)
+        with timed(summary.step_seconds, "reweigh"):
+            summary.reweighed = reweigh_prerequisites(
+                conn,
+                sources,
+                dials,
+                at=summary.as_of,
+                reason=REWEIGH_REASON,
+                run_id=summary.run_id,
+            )
     with timed(summary.step_seconds, "report"):
         if summary.culled:
             rows = conn.execute(query("sweeps", "culled_report_rows"), params).fetchall()

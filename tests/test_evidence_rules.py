@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from uuid import uuid4
 
@@ -15,6 +16,7 @@ from hag.report import metrics
 from hag.session import rules
 from hag.simulate.tutor import Extractor, confusable
 from hag.simulate.world import Concept, World
+from tests import session_builders as builders
 
 EVIDENCE = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
 SEED = settings.defaults()
@@ -311,3 +313,98 @@ def test_spread_of_per_seed_figures():
         "max": 1.0,
     }
     assert metrics.spread([None])["mean"] is None
+
+
+# --- who reported it: repetition-weighted evidence (fourth round) ------------------------------
+
+REPEAT = EVIDENCE  # the evidence profile weighs by repetition: 0.2 / 0.2 / 5
+
+
+def test_repeat_weighting_with_unit_weights_is_the_hit_count():
+    """Weights 1, 1, 0 (the registry defaults) give back the sessions, however they spread."""
+    unit = SEED.with_overrides(prerequisite_repeat_weighting=True)
+    assert rules.repeat_weighted_hits(7, [(3, 5), (1, 1), (2, 4)], unit) == pytest.approx(7)
+
+
+def test_repeat_weighting_counts_first_sessions_further_sessions_and_further_turns():
+    """One learner with 3 sessions over 5 turns, one with 1 session of 1 turn, and 2
+    sessions nobody is recorded for (before migration 091): first 0.5, again 2, turn 3 ->
+    0.5 + 2*2 + 3*2 = 10.5, plus 0.5, plus 2 unattributed at 1 each = 13."""
+    dials = SEED.with_overrides(
+        prerequisite_repeat_first_weight=0.5,
+        prerequisite_repeat_session_weight=2.0,
+        prerequisite_repeat_turn_weight=3.0,
+    )
+    assert rules.repeat_weighted_hits(6, [(3, 5), (1, 1)], dials) == pytest.approx(13.0)
+    # the profile's weights: single-turn sessions count 0.2, a second turn in a session 5
+    assert rules.repeat_weighted_hits(3, [(1, 1), (1, 1), (1, 2)], REPEAT) == pytest.approx(5.6)
+
+
+def fact(hits, learners, concept_reports, concept_learners, reverse=None, reverse_learners=()):
+    return rules.PrerequisiteEvidence(
+        edge_id=uuid4(),
+        source_type="learned",
+        confidence=0.3,
+        hit_count=hits,
+        concept_reports=concept_reports,
+        n_concepts=N,
+        support_hits=0,
+        reverse_hits=reverse,
+        reverse_source_type="learned" if reverse is not None else None,
+        reverse_confidence=0.3 if reverse is not None else None,
+        learner_reports=tuple(learners),
+        reverse_learner_reports=tuple(reverse_learners),
+        concept_learner_reports=tuple(concept_learners),
+    )
+
+
+def test_repeat_weighting_reads_the_edge_the_concept_and_the_reverse_edge():
+    """c -> m: 3 single-turn sessions of 3 learners; c -> x: one session of 2 turns. Without
+    the dial c -> m is 3 reports against 1 (chance 1/8) and c -> x is 1 against 3; with it,
+    c -> m weighs 0.6 against 5.2 (chance 0.65: the floor) and c -> x 5.2 against 0.6
+    (chance 0.075: 5.125 / 7.125)."""
+    m = fact(3, [(1, 1)] * 3, 4, [(1, 1)] * 3 + [(1, 2)])
+    x = fact(1, [(1, 2)], 4, [(1, 1)] * 3 + [(1, 2)])
+    off = EVIDENCE.with_overrides(prerequisite_repeat_weighting=False)
+    assert rules.evidence_confidence(m, off) == pytest.approx((3 - 1 / 8) / (3 - 1 / 8 + 2))
+    assert rules.evidence_confidence(x, off) == pytest.approx(0.625 / 2.625)  # 1 - 3/8
+    assert rules.evidence_confidence(m, REPEAT) == pytest.approx(0.05)
+    assert rules.evidence_confidence(x, REPEAT) == pytest.approx(5.125 / 7.125)
+    # the reverse edge is weighed the same way: 2 sessions of one learner, 1 turn each ->
+    # 0.2 + 0.2 = 0.4 against c -> x instead of 2
+    rx = fact(1, [(1, 2)], 1, [(1, 2)], reverse=2, reverse_learners=[(2, 2)])
+    assert rules.evidence_confidence(rx, REPEAT) == pytest.approx(4.8 / 6.8)
+
+
+def test_reported_turns_counts_each_turn_once_per_pair():
+    """Two turns name rsa -> primes (one of them twice), one names rsa -> hashing; a pair
+    without two distinct topic entries is left out."""
+    from hag.session.contract import SessionPayload
+    from hag.session.ladder import Catalogue
+
+    a, b, c = uuid4(), uuid4(), uuid4()
+
+    def s(concept, missing):
+        return {"concept_slug": concept, "missing_slug": missing, "evidence": "quoted"}
+
+    payload = SessionPayload.model_validate_json(
+        json.dumps(
+            builders.payload(
+                "s",
+                [
+                    builders.turn(0, outcome="failure", struggles=[s("rsa", "primes")] * 2),
+                    builders.turn(
+                        1,
+                        outcome="failure",
+                        struggles=[s("rsa", "primes"), s("rsa", "hashing"), s("rsa", "nowhere")],
+                    ),
+                    builders.turn(2, outcome="success"),
+                ],
+            )
+        )
+    )
+    catalogue = Catalogue.from_rows("t", [])
+    got = rules.reported_turns(
+        payload.ordered_turns(), catalogue, {"rsa": a, "primes": b, "hashing": c}
+    )
+    assert got == {(a, b): 2, (a, c): 1}

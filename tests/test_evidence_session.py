@@ -33,6 +33,16 @@ def evidence(db):
     return changed
 
 
+@pytest.fixture
+def by_sessions(db, evidence):
+    """The evidence profile with every session counting 1 (repeat weighting off): the lift
+    rule's ladder and chance as the first three rounds measured them."""
+    settings.set_value(db, "prerequisite_repeat_weighting", False, by="test")
+    db.commit()
+    settings.invalidate()
+    return evidence
+
+
 def topic_entries(db, confidence: float = 0.8):
     """One public pattern entry per concept, created before the sessions (a topic of 6)."""
     return {
@@ -56,7 +66,7 @@ def reports(session: str, pairs, day: int = 0):
     )
 
 
-def test_lift_gives_the_seed_ladder_to_an_uncontested_learned_prerequisite(db, evidence):
+def test_lift_gives_the_seed_ladder_to_an_uncontested_learned_prerequisite(db, by_sessions):
     """Reported in 1, 2, 3 sessions and nothing else on rsa: 1/3, 1/2, 3/5."""
     e = topic_entries(db)
     db.commit()
@@ -67,7 +77,7 @@ def test_lift_gives_the_seed_ladder_to_an_uncontested_learned_prerequisite(db, e
     assert got == pytest.approx([1 / 3, 1 / 2, 3 / 5])
 
 
-def test_a_new_report_on_the_same_concept_reweighs_its_siblings(db, evidence):
+def test_a_new_report_on_the_same_concept_reweighs_its_siblings(db, by_sessions):
     """rsa -> primes at 3 reports (0.6) falls when 4 reports on rsa name other concepts:
     chance = 4 / 8 (the evidence profile's spread), h' = 2.5 -> 2.5 / 4.5; the other edges
     are re-weighed too."""
@@ -89,7 +99,7 @@ def test_a_new_report_on_the_same_concept_reweighs_its_siblings(db, evidence):
     assert hashing == pytest.approx(1.375 / 3.375)
 
 
-def test_the_reverse_direction_counts_against_a_learned_prerequisite(db, evidence):
+def test_the_reverse_direction_counts_against_a_learned_prerequisite(db, by_sessions):
     """primes -> rsa reported twice, after rsa -> primes three times: 2 - 3 < 0 -> the floor;
     and rsa -> primes (re-weighed as the reverse of a reported edge) drops to h' = 1."""
     e = topic_entries(db)
@@ -100,7 +110,7 @@ def test_the_reverse_direction_counts_against_a_learned_prerequisite(db, evidenc
     assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["confidence"] == pytest.approx(1 / 3)
 
 
-def test_a_walked_path_explains_the_reports_of_a_transitive_prerequisite(db, evidence):
+def test_a_walked_path_explains_the_reports_of_a_transitive_prerequisite(db, by_sessions):
     """prerequisite_lift_transitive on. Authored rsa -> primes (0.9) and primes ->
     modular-arithmetic (0.9); 6 sessions name primes on rsa, 3 name modular-arithmetic on rsa,
     2 name it on primes (all of primes' reports): the path explains 6 x 2/2 = 6 of rsa -> mod's
@@ -268,6 +278,189 @@ def test_reprieve_lifts_a_sunk_unused_entry_back_to_its_floor(db, dials):
     assert [r["reason"] for r in reasons] == ["reprieve: sunk below its floor and unused"]
 
 
+# --- who reported it (fourth round) ------------------------------------------------------------
+
+
+def learner_reports(db):
+    """(source concept, target concept, session, learner, turns) of every recorded report."""
+    rows = db.execute(
+        "SELECT s.concept_slug AS src, t.concept_slug AS dst, r.session_id, r.learner_id, r.turns "
+        "FROM hag_edge_learner_reports r JOIN hag_edges e ON e.id = r.edge_id "
+        "JOIN hag_entries s ON s.id = e.source_entry_id "
+        "JOIN hag_entries t ON t.id = e.target_entry_id ORDER BY 1, 2, 3"
+    ).fetchall()
+    return [(r["src"], r["dst"], r["session_id"], r["learner_id"], r["turns"]) for r in rows]
+
+
+def two_turns(session: str, learner: str, day: int = 0):
+    """Two failed turns name rsa -> primes (the first twice), the second also rsa -> hashing."""
+    return payload(
+        session,
+        [
+            turn(0, outcome="failure", struggles=[struggle("rsa", "primes")] * 2),
+            turn(
+                1,
+                outcome="failure",
+                struggles=[struggle("rsa", "primes"), struggle("rsa", "hashing")],
+            ),
+        ],
+        learner=learner,
+        day=day,
+    )
+
+
+def test_session_end_records_who_reported_each_prerequisite_once(db):
+    """Under any profile (here the seed's) each proposed prerequisite gets a row per session
+    with the learner and the turns that named it; applying the session again (its ledger
+    row set back to pending) adds nothing, though the hit count counts it again."""
+    topic_entries(db)
+    db.commit()
+    run(db, two_turns("s1", "ann"), reports("s2", [("rsa", "primes")], day=1))
+    want = [
+        ("rsa", "hashing", "s1", "ann", 1),
+        ("rsa", "primes", "s1", "ann", 2),
+        ("rsa", "primes", "s2", "learner-1", 1),
+    ]
+    assert learner_reports(db) == want
+    db.execute("UPDATE hag_sessions SET status = 'pending' WHERE session_id = 's1'")
+    db.commit()
+    assert process_pending().sessions == 1
+    e = {r["concept_slug"]: r["id"] for r in db.execute("SELECT * FROM hag_entries").fetchall()}
+    assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["hit_count"] == 3
+    assert learner_reports(db) == want
+    # the rows go with their edge (a cull, or any delete)
+    db.execute(
+        "DELETE FROM hag_edges WHERE source_entry_id = %s AND target_entry_id = %s",
+        (e["rsa"], e["primes"]),
+    )
+    db.commit()
+    assert learner_reports(db) == [("rsa", "hashing", "s1", "ann", 1)]
+
+
+def test_repeat_weighting_weighs_a_learned_prerequisite_by_turns_and_learners(db, evidence):
+    """The evidence profile (0.2 a session, 0.2 a learner's further session, 5 a further
+    turn): rsa -> primes from one session naming it in 2 turns weighs 5.2; rsa -> signatures
+    from 3 learners' single-turn sessions weighs 0.6. primes: chance (0.2 + 0.6) / 8 -> h' =
+    5.1 -> 5.1 / 7.1; signatures: chance 5.4 / 8 > 0.6 -> the floor. hashing (one turn of
+    the two-turn session): 0.2 - 5.6 / 8 -> the floor. With the dial off, by sessions:
+    signatures 3 - 2/8 -> 2.75 / 4.75."""
+    e = topic_entries(db)
+    db.commit()
+    run(db, two_turns("a", "ann"))
+    run(db, *(reports(f"g{i}", [("rsa", "signatures")], day=1 + i) for i in range(3)))
+    got = {
+        m: edge_row(db, e["rsa"], e[m], "prerequisite")["confidence"]
+        for m in ("primes", "signatures", "hashing")
+    }
+    assert got == {
+        "primes": pytest.approx(5.1 / 7.1),
+        "signatures": pytest.approx(0.05),
+        "hashing": pytest.approx(0.05),
+    }
+    settings.set_value(db, "prerequisite_repeat_weighting", False, by="test")
+    db.commit()
+    settings.invalidate()
+    run(db, reports("h", [("rsa", "hashing")], day=9))
+    signatures = edge_row(db, e["rsa"], e["signatures"], "prerequisite")["confidence"]
+    # by sessions: rsa has 1 (primes) + 2 (hashing) + 3 (signatures) = 6 reports
+    assert signatures == pytest.approx((3 - 3 / 8) / (3 - 3 / 8 + 2))
+
+
+# --- the cull re-weighs its survivors (fourth round) -------------------------------------------
+
+
+def cull_world(db):
+    """rsa -> primes learned from 3 reports; rsa -> signatures learned from 4, at the floor
+    because the authored signatures -> rsa (0.9) stands for 18 reports the other way; both
+    learned edges 100 days old and never walked. rsa -> primes was weighed with the 4
+    other reports on rsa as chance: 4 / 8, h' = 2.5 -> 2.5 / 4.5."""
+    e = topic_entries(db)
+    old = f.NOW - timedelta(days=100)
+    primes = f.edge(
+        db,
+        e["rsa"],
+        e["primes"],
+        confidence=2.5 / 4.5,
+        source_type="learned",
+        hit_count=3,
+        created_at=old,
+    )
+    doomed = f.edge(
+        db,
+        e["rsa"],
+        e["signatures"],
+        confidence=0.05,
+        source_type="learned",
+        hit_count=4,
+        created_at=old,
+    )
+    authored = f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    db.commit()
+    return primes, doomed, authored
+
+
+def test_the_cull_reweighs_the_survivors_of_the_concepts_it_culled_from(db, evidence):
+    """The nightly cull deletes rsa -> signatures (audited) and, in the same run, re-weighs
+    rsa's other prerequisites from the counts without its 4 reports: rsa -> primes has no
+    chance left against it, 3 / 5. The history row says why; a second run changes nothing."""
+    primes, doomed, authored = cull_world(db)
+    summary = sweeps.run_nightly(as_of=f.NOW)
+    assert summary.culled == 1 and summary.reweighed == 1
+    assert summary.counts()["reweighed"] == 1
+    got = confidences(db, primes, doomed, authored)
+    assert got == {primes: (pytest.approx(0.6), None), authored: (pytest.approx(0.9), None)}
+    audited = db.execute(
+        "SELECT edge_id, run_id FROM hag_edge_audit WHERE reason = 'cull'"
+    ).fetchall()
+    assert [(r["edge_id"], r["run_id"]) for r in audited] == [(doomed, summary.run_id)]
+    why = db.execute(
+        "SELECT reason, old_value, new_value, run_id FROM hag_confidence_history "
+        "WHERE entity_id = %s AND reason <> 'created'",
+        (primes,),
+    ).fetchall()
+    assert [(r["reason"], r["run_id"]) for r in why] == [(sweeps.REWEIGH_REASON, summary.run_id)]
+    again = sweeps.run_nightly(as_of=f.NOW)
+    assert (again.culled, again.reweighed) == (0, 0)
+    assert "reweighed" not in again.counts()
+
+
+def test_under_the_seed_profile_the_cull_reweighs_nothing(db):
+    """The seed's rules: the same cull leaves rsa -> primes as it stood (the seed's nightly
+    run is unchanged, its counts carry no re-weigh key)."""
+    primes, doomed, _ = cull_world(db)
+    summary = sweeps.run_nightly(as_of=f.NOW)
+    assert (summary.culled, summary.reweighed) == (1, 0)
+    assert "reweighed" not in summary.counts()
+    assert confidences(db, primes) == {primes: (pytest.approx(2.5 / 4.5), None)}
+
+
+def test_the_cull_waits_for_a_session_holding_a_sibling_row(db, evidence, database_url):
+    """The cull's lock pass takes the survivors' rows too: while another transaction holds
+    rsa -> primes (as a session re-weighing rsa's siblings does), the nightly run waits, then
+    re-weighs from the committed state."""
+    import threading
+
+    import psycopg
+
+    primes, doomed, _ = cull_world(db)
+    holder = psycopg.connect(database_url, autocommit=False)
+    holder.execute("SELECT id FROM hag_edges WHERE id = %s FOR NO KEY UPDATE", (primes,))
+    done: dict[str, object] = {}
+    worker = threading.Thread(target=lambda: done.update(s=sweeps.run_nightly(as_of=f.NOW)))
+    worker.start()
+    worker.join(timeout=2.0)
+    assert worker.is_alive()  # queued behind the held sibling row
+    holder.execute("UPDATE hag_edges SET hit_count = 5 WHERE id = %s", (primes,))
+    holder.commit()
+    holder.close()
+    worker.join(timeout=30.0)
+    assert not worker.is_alive()
+    summary = done["s"]
+    assert isinstance(summary, sweeps.NightlySummary) and summary.culled == 1
+    # re-weighed from the committed hit count: 5 reports, nothing else on rsa -> 5 / 7
+    assert confidences(db, primes) == {primes: (pytest.approx(5 / 7), None)}
+
+
 # --- the profile command ----------------------------------------------------------------------
 
 
@@ -317,7 +510,12 @@ def contested_sessions(n: int = 120, seed: int = 3) -> list[dict]:
                 )
             )
         out.append(
-            payload(f"c{i:03d}", turns, ended_at=T0 + timedelta(minutes=rng.randint(0, 600)))
+            payload(
+                f"c{i:03d}",
+                turns,
+                ended_at=T0 + timedelta(minutes=rng.randint(0, 600)),
+                learner=f"learner-{i % 4}",  # repeat weighting reads who reported what
+            )
         )
     return out
 
@@ -353,6 +551,8 @@ def test_four_workers_reweighing_siblings_end_in_the_state_of_serial_processing(
         "SELECT sum(hit_count) AS n FROM hag_edges WHERE edge_type = 'prerequisite'"
     ).fetchone()["n"]
     assert hits == reports_total  # every session's report counted exactly once
+    attributed = db.execute("SELECT count(*) AS n FROM hag_edge_learner_reports").fetchone()["n"]
+    assert attributed == reports_total  # ...and attributed to its learner exactly once
 
     _world(db)
     assert all(r.accepted for r in ingest(db, *batch))

@@ -105,9 +105,17 @@ def prerequisite_evidence(
                 (int(a), int(b), int(c)) for a, b, c in r["transitive_paths"] or ()
             ),
             unlearned_from=r["unlearned_from"],
+            learner_reports=_pairs_of(r["learner_reports"]),
+            reverse_learner_reports=_pairs_of(r["reverse_learner_reports"]),
+            concept_learner_reports=_pairs_of(r["concept_learner_reports"]),
         )
         for r in rows
     ]
+
+
+def _pairs_of(rows: Sequence[Sequence[int]] | None) -> tuple[tuple[int, int], ...]:
+    """An int[][] of [sessions, turns] rows as pairs (an empty array comes back empty)."""
+    return tuple((int(a), int(b)) for a, b in rows or ())
 
 
 def edge_grading_state(conn: Connection, ids: Iterable[UUID]) -> dict[UUID, EdgeGradingState]:

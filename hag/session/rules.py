@@ -416,6 +416,25 @@ def reinforced_confidence(confidence: float, hit_count: int, dials: Settings) ->
     return max(confidence, reinforcement_floor(hit_count, dials))
 
 
+def reported_turns(
+    turns: Iterable[Turn], catalogue: Catalogue, topic_entries: Mapping[str, UUID]
+) -> dict[tuple[UUID, UUID], int]:
+    """How many of the session's turns reported each prerequisite (source, target entries):
+    a turn counts once per pair, whatever number of its struggles name it. Pairs that name
+    no two distinct topic entries are left out, as `propose_prerequisites` leaves them."""
+    counted: dict[tuple[UUID, UUID], int] = {}
+    for t in turns:
+        seen: set[tuple[UUID, UUID]] = set()
+        for pair in struggle_pairs([t], catalogue):
+            source = topic_entries.get(pair.concept_slug)
+            target = topic_entries.get(pair.missing_slug)
+            if source is not None and target is not None and source != target:
+                seen.add((source, target))
+        for key in seen:
+            counted[key] = counted.get(key, 0) + 1
+    return counted
+
+
 def lift_sources(observed: Iterable[EdgeObservation], dials: Settings) -> list[UUID]:
     """Under the lift rule, the concepts (entries) this session reports struggles on: every
     prerequisite out of them (their chance changed) or into them is re-weighed."""
@@ -442,6 +461,11 @@ class PrerequisiteEvidence:
     transitive_paths: tuple[tuple[int, int, int], ...] = ()
     # the confidence an authored edge held before negative evidence lowered it (None: not lowered)
     unlearned_from: float | None = None
+    # who reported it (hag_edge_learner_reports): per learner, (sessions, turns); for the
+    # reverse edge; and for every (prerequisite, learner) out of the same concept
+    learner_reports: tuple[tuple[int, int], ...] = ()
+    reverse_learner_reports: tuple[tuple[int, int], ...] = ()
+    concept_learner_reports: tuple[tuple[int, int], ...] = ()
 
 
 def evidence_state(fact: PrerequisiteEvidence, dials: Settings) -> tuple[float, float | None]:
@@ -466,12 +490,24 @@ def evidence_confidence(fact: PrerequisiteEvidence, dials: Settings) -> float:
     reverse edge's evidence against it) for a learned edge, `unlearned_confidence` (negative
     evidence) for an authored or enriched one."""
     if fact.source_type == "learned":
+        hits: float = fact.hit_count
+        concept_reports: float = fact.concept_reports
+        reverse_hits: float | None = fact.reverse_hits
+        if dials.prerequisite_repeat_weighting:
+            hits = repeat_weighted_hits(fact.hit_count, fact.learner_reports, dials)
+            concept_reports = repeat_weighted_hits(
+                fact.concept_reports, fact.concept_learner_reports, dials
+            )
+            if reverse_hits is not None:
+                reverse_hits = repeat_weighted_hits(
+                    reverse_hits, fact.reverse_learner_reports, dials
+                )
         against = reverse_evidence(
-            fact.reverse_hits, fact.reverse_source_type, fact.reverse_confidence, dials
+            reverse_hits, fact.reverse_source_type, fact.reverse_confidence, dials
         )
         return lift_confidence(
-            fact.hit_count,
-            fact.concept_reports,
+            hits,
+            concept_reports,
             fact.n_concepts,
             dials,
             against,
@@ -596,7 +632,9 @@ def entry_gradings(
 # --- the evidence rules (issue 14; selected by dials, the seed's rules stay the default) --------
 
 
-def chance_reports(hits: int, concept_reports: int, n_concepts: int, spread: float = 0.0) -> float:
+def chance_reports(
+    hits: float, concept_reports: float, n_concepts: int, spread: float = 0.0
+) -> float:
     """Reports of an edge c -> m expected by chance: c's other struggle reports spread evenly
     over the concepts they could have named (the topic's concepts other than c and m, unless
     `spread` gives that number)."""
@@ -605,9 +643,37 @@ def chance_reports(hits: int, concept_reports: int, n_concepts: int, spread: flo
     return others / over
 
 
+def repeat_weighted_hits(
+    hits: float, learner_reports: Iterable[tuple[int, int]], dials: Settings
+) -> float:
+    """A count of reporting sessions, weighed by who reported them and how often.
+
+    `learner_reports` holds, per learner, (sessions, turns) that reported the pair (or, for a
+    concept, every pair out of it). A learner's first session counts
+    `prerequisite_repeat_first_weight`, each further session of the same learner
+    `prerequisite_repeat_session_weight`, and each turn beyond the first of a session
+    `prerequisite_repeat_turn_weight`: a true gap keeps showing for the same learner, in
+    several turns and sessions until it is closed, while an invented report is drawn afresh
+    per failed turn over whoever fails. Sessions the memory did not attribute to a learner
+    (before migration 091, or of an edge restored from the audit) count 1 each, as in `hits`.
+    With the weights 1, 1, 0 it is `hits`.
+    """
+    first = dials.prerequisite_repeat_first_weight
+    again = dials.prerequisite_repeat_session_weight
+    per_turn = dials.prerequisite_repeat_turn_weight
+    attributed = 0
+    weighed = 0.0
+    for sessions, turns in learner_reports:
+        if sessions <= 0:
+            continue
+        attributed += sessions
+        weighed += first + again * (sessions - 1) + per_turn * max(0, turns - sessions)
+    return max(0.0, hits - attributed) + weighed
+
+
 def lift_confidence(
-    hits: int,
-    concept_reports: int,
+    hits: float,
+    concept_reports: float,
     n_concepts: int,
     dials: Settings,
     reverse_evidence: float = 0.0,
@@ -652,7 +718,7 @@ def transitive_chance(paths: Iterable[tuple[int, int, int]]) -> float:
 
 
 def reverse_evidence(
-    hits: int | None, source_type: str | None, confidence: float | None, dials: Settings
+    hits: float | None, source_type: str | None, confidence: float | None, dials: Settings
 ) -> float:
     """The evidence for the reverse edge m -> c, in reports: its own reports, or for an
     authored or enriched edge the reports its confidence stands for on the lift ladder

@@ -24,8 +24,9 @@ rather than deadlock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 import numpy as np
@@ -123,13 +124,17 @@ def apply_session(
     turns = session.ordered_turns()
 
     with timed(timings, "observations"):
-        plan = plan_session(session, turns, caches.catalogue(conn, session.topic_id), dials, embed)
+        catalogue = caches.catalogue(conn, session.topic_id)
+        plan = plan_session(session, turns, catalogue, dials, embed)
         write.lock_identities(conn, plan.lock_keys)
         observations_to_entries(conn, session, plan, dials, counts, run_id)
     with timed(timings, "discovery"):
         observed = discover(conn, turns)
     with timed(timings, "proposals"):
-        observed += propose_prerequisites(conn, session, plan, dials, counts)
+        proposed, turns_by_pair = propose_prerequisites(
+            conn, session, plan, turns, catalogue, dials, counts
+        )
+        observed += proposed
     with timed(timings, "reinforcement"):
         sources = rules.lift_sources(observed, dials)
         write.lock_rows(
@@ -139,7 +144,7 @@ def apply_session(
             observed,
             sources,
         )
-        reinforce(conn, session, observed, dials, counts, run_id)
+        reinforce(conn, session, observed, dials, counts, run_id, turns_by_pair)
         weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id)
     with timed(timings, "grading"):
         grade_outcomes(conn, session, turns, dials, counts, run_id)
@@ -185,14 +190,17 @@ def propose_prerequisites(
     conn: Connection,
     session: SessionPayload,
     plan: Plan,
+    turns: Sequence[Turn],
+    catalogue: Catalogue,
     dials: Settings,
     counts: SessionCounts,
-) -> list[EdgeObservation]:
+) -> tuple[list[EdgeObservation], dict[tuple[UUID, UUID], int]]:
     """Step 3: a `prerequisite` edge per struggle with evidence, struggled -> missing concept,
-    between the topic entries of the session's topic (`rules.propose_prerequisites`)."""
+    between the topic entries of the session's topic (`rules.propose_prerequisites`), and how
+    many turns reported each pair (`rules.reported_turns`, kept with the learner)."""
     counts.struggles_without_evidence += rules.struggles_without_evidence(session.turns)
     if not plan.struggles:
-        return []
+        return [], {}
     found = facts.topic_entries(
         conn,
         session.topic_id,
@@ -202,7 +210,7 @@ def propose_prerequisites(
     proposals = rules.propose_prerequisites(plan.struggles, found)
     counts.struggles_unresolved += proposals.unresolved
     counts.struggles_proposed += len(proposals.observed)
-    return list(proposals.observed)
+    return list(proposals.observed), rules.reported_turns(turns, catalogue, found)
 
 
 def reinforce(
@@ -212,11 +220,23 @@ def reinforce(
     dials: Settings,
     counts: SessionCounts,
     run_id: UUID | None,
+    turns_by_pair: Mapping[tuple[UUID, UUID], int],
 ) -> None:
-    """Step 4: every observed edge through the one upsert (`rules.reinforced_confidence`)."""
+    """Step 4: every observed edge through the one upsert (`rules.reinforced_confidence`),
+    and for each prerequisite the session proposed, who reported it in how many turns
+    (`write.record_learner_reports`, idempotent per session), before anything is re-weighed."""
     results = write.reinforce(conn, session, observed, dials, run_id)
     counts.edges_created += sum(1 for r in results if r.inserted)
     counts.edges_reinforced += sum(1 for r in results if not r.inserted)
+    write.record_learner_reports(
+        conn,
+        session,
+        {
+            r.id: turns_by_pair[(r.identity[0], r.identity[1])]
+            for r in results
+            if r.identity[2] == "prerequisite" and (r.identity[0], r.identity[1]) in turns_by_pair
+        },
+    )
 
 
 def weigh_prerequisite_evidence(
@@ -235,11 +255,42 @@ def weigh_prerequisite_evidence(
     one sorted pass, the topic entry identities behind them by `lock_identities`, so
     sessions reporting on the same concept apply one after the other.
     """
+    counts.edges_reweighed += reweigh_prerequisites(
+        conn,
+        sources,
+        dials,
+        at=session.ended_at,
+        reason="prerequisite evidence (lift)",
+        session_id=session.session_id,
+        run_id=run_id,
+    )
+
+
+def reweigh_prerequisites(
+    conn: Connection,
+    sources: Sequence[UUID],
+    dials: Settings,
+    *,
+    at: datetime,
+    reason: str,
+    session_id: str | None = None,
+    run_id: UUID | None = None,
+) -> int:
+    """The lift rule's re-weigh of every prerequisite out of or into `sources`: each takes the
+    confidence its reports earn (`rules.evidence_state`); how many confidences changed.
+
+    The caller holds the row locks, taken in the one sorted pass (`lock_edges` for a
+    session, `lock_cull` for the nightly cull), so writers sharing rows queue. Session-end
+    calls it for the concepts a session reported on; the nightly cull for the concepts whose
+    prerequisites it deleted (their chance and reverse evidence changed).
+    """
     if not sources:
-        return
+        return 0
     evidence = facts.prerequisite_evidence(conn, sources, dials.edge_min_confidence)
     states = {e.edge_id: rules.evidence_state(e, dials) for e in evidence}
-    counts.edges_reweighed += write.set_edge_confidences(conn, session, states, run_id)
+    return write.set_edge_confidences(
+        conn, states, at=at, reason=reason, session_id=session_id, run_id=run_id
+    )
 
 
 def grade_outcomes(

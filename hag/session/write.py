@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from uuid import UUID
 
 from pgvector import Vector
@@ -138,25 +139,45 @@ def reinforce(
     )
 
 
+def record_learner_reports(
+    conn: Connection, session: SessionPayload, turns_by_edge: Mapping[UUID, int]
+) -> None:
+    """Who reported each prerequisite this session proposed: one row per (edge, session) with
+    the learner and the turns (migration 091); a session applied again adds nothing."""
+    if not turns_by_edge:
+        return
+    ids = sorted(turns_by_edge, key=str)
+    conn.execute(
+        query("session", "record_learner_reports"),
+        {
+            "session_id": session.session_id,
+            "learner_id": session.learner_id,
+            "at": session.ended_at,
+            "edge_ids": ids,
+            "turns": [turns_by_edge[i] for i in ids],
+        },
+    )
+
+
 def set_edge_confidences(
     conn: Connection,
-    session: SessionPayload,
     states: Mapping[UUID, tuple[float, float | None]],
-    run_id: UUID | None,
+    *,
+    at: datetime,
+    reason: str,
+    session_id: str | None = None,
+    run_id: UUID | None = None,
 ) -> int:
-    """Step 4b (lift rule): the evidence confidences, each with the value negative evidence
-    keeps beside it (`rules.evidence_state`), in one statement; how many confidences changed."""
-    say_why(
-        conn,
-        "prerequisite evidence (lift)",
-        session_id=session.session_id,
-        run_id=run_id,
-        at=session.ended_at,
-    )
+    """Step 4b (lift rule), and the nightly cull's survivors: the evidence confidences, each
+    with the value negative evidence keeps beside it (`rules.evidence_state`), in one
+    statement; how many confidences changed."""
+    if not states:
+        return 0
+    say_why(conn, reason, session_id=session_id, run_id=run_id, at=at)
     changed = conn.execute(
         query("session", "set_edge_confidences"),
         {
-            "at": session.ended_at,
+            "at": at,
             "ids": list(states),
             "confidences": [confidence for confidence, _ in states.values()],
             "unlearned_from": [unlearned_from for _, unlearned_from in states.values()],

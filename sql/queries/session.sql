@@ -224,8 +224,11 @@ FOR NO KEY UPDATE
 -- confidence (read, not written), the reports on the source naming a concept x with a
 -- walked prerequisite x -> target (they support source -> target: rules.unlearned_confidence),
 -- and each walked path source -> m -> target as (reports of source -> m, of m -> target, all
--- reports on m) (they explain reports of source -> target: rules.transitive_chance), and the
--- confidence negative evidence keeps beside a lowered edge (unlearned_from, migration 090).
+-- reports on m) (they explain reports of source -> target: rules.transitive_chance), the
+-- confidence negative evidence keeps beside a lowered edge (unlearned_from, migration 090),
+-- and who reported it (migration 091): per learner [sessions, turns] of the edge, of the
+-- reverse edge, and of every (prerequisite, learner) out of the source concept
+-- (rules.repeat_weighted_hits; read, not locked, like the paths).
 WITH touched AS (
     SELECT e.id, e.source_entry_id
     FROM hag_edges e
@@ -267,13 +270,40 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.conce
                            AND mx.confidence >= %(edge_min_confidence)s
          WHERE cm.source_entry_id = f.source_entry_id AND cm.edge_type = 'prerequisite'
            AND cm.target_entry_id <> f.target_entry_id AND cm.confidence >= %(edge_min_confidence)s
-       ) AS transitive_paths
+       ) AS transitive_paths,
+       (SELECT COALESCE(array_agg(ARRAY[x.sessions, x.turns]), '{}'::int[])
+          FROM (SELECT count(*)::int AS sessions, sum(lr.turns)::int AS turns
+                  FROM hag_edge_learner_reports lr
+                 WHERE lr.edge_id = f.id GROUP BY lr.learner_id) x
+       ) AS learner_reports,
+       (SELECT COALESCE(array_agg(ARRAY[x.sessions, x.turns]), '{}'::int[])
+          FROM (SELECT count(*)::int AS sessions, sum(lr.turns)::int AS turns
+                  FROM hag_edge_learner_reports lr
+                 WHERE lr.edge_id = r.id GROUP BY lr.learner_id) x
+       ) AS reverse_learner_reports,
+       (SELECT COALESCE(array_agg(ARRAY[x.sessions, x.turns]), '{}'::int[])
+          FROM (SELECT count(*)::int AS sessions, sum(lr.turns)::int AS turns
+                  FROM hag_edges z
+                  JOIN hag_edge_learner_reports lr ON lr.edge_id = z.id
+                 WHERE z.source_entry_id = f.source_entry_id AND z.edge_type = 'prerequisite'
+                 GROUP BY z.id, lr.learner_id) x
+       ) AS concept_learner_reports
 FROM family f
 JOIN hag_entries s ON s.id = f.source_entry_id
 LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
                      AND r.target_entry_id = f.source_entry_id AND r.edge_type = 'prerequisite'
 WHERE f.id IN (SELECT id FROM touched)
 ORDER BY f.id
+
+-- name: record_learner_reports
+-- Who reported each prerequisite this session proposed (migration 091): one row per (edge,
+-- session) with the session's learner and how many of its turns reported it, in the
+-- session's transaction beside the edge's hit count (the edges are locked or new). A session
+-- applied again inserts nothing.
+INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, reported_at)
+SELECT r.edge_id, %(session_id)s, %(learner_id)s, r.turns, %(at)s
+FROM unnest(%(edge_ids)s::uuid[], %(turns)s::int[]) AS r (edge_id, turns)
+ON CONFLICT (edge_id, session_id) DO NOTHING
 
 -- name: set_edge_confidences
 -- Evidence-rule confidences computed in hag/session/rules.py, with the value negative evidence

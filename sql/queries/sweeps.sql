@@ -117,9 +117,46 @@ WITH gone AS (
                                %(cull_max_traversals)s, %(cull_source_types)s)
       AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
       AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[]))
-    RETURNING e.source_type
+    RETURNING e.source_type, e.edge_type, e.source_entry_id
 )
-SELECT source_type, count(*) AS n FROM gone GROUP BY source_type ORDER BY source_type
+SELECT source_type, count(*) AS n,
+       COALESCE(array_agg(DISTINCT source_entry_id) FILTER (WHERE edge_type = 'prerequisite'),
+                '{}'::uuid[]) AS prerequisite_sources
+FROM gone GROUP BY source_type ORDER BY source_type
+
+-- name: lock_cull
+-- Under the lift rule, before cull_edges: row locks, in one pass sorted by id (the order of
+-- session-end's lock_edges), on every edge the cull will delete and on every prerequisite
+-- out of or into the source concept of a prerequisite it will delete (their chance and
+-- reverse evidence change: the survivors are re-weighed in this transaction). FOR UPDATE, the
+-- lock the DELETE takes; a session that traverses an edge while this waits makes the
+-- predicate re-checked against the new row version, as in cull_edges. `doomed` says which
+-- locked rows the rule allows: the cull then deletes only those (only_edges), so it never
+-- deletes a row whose siblings this pass did not lock.
+WITH doomed AS (
+    SELECT e.source_entry_id
+    FROM hag_edges e
+    WHERE e.edge_type = 'prerequisite'
+      AND hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
+                               %(cull_max_traversals)s, %(cull_source_types)s)
+      AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
+      AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[]))
+)
+SELECT e.id,
+       (hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
+                             %(cull_max_traversals)s, %(cull_source_types)s)
+        AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
+        AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[]))) AS doomed
+FROM hag_edges e
+WHERE (hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
+                            %(cull_max_traversals)s, %(cull_source_types)s)
+       AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
+       AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[])))
+   OR (e.edge_type = 'prerequisite'
+       AND (e.source_entry_id IN (SELECT source_entry_id FROM doomed)
+            OR e.target_entry_id IN (SELECT source_entry_id FROM doomed)))
+ORDER BY e.id
+FOR UPDATE OF e
 
 -- name: cull_forecast
 -- Dry run: what cull_edges would delete, by provenance, changing nothing.
