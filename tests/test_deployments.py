@@ -196,6 +196,9 @@ def test_hag_serve_starts_everything_and_stops_on_ctrl_c(db, database_url, tmp_p
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Ctrl-C as a terminal delivers it: a test run started in the background by a
+        # non-interactive shell ignores SIGINT, and its children would inherit that
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         lines = []
