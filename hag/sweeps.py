@@ -37,6 +37,7 @@ from hag import bounds, db, runs, settings
 from hag.db import Conn, one
 from hag.edges import say_why
 from hag.errors import ValidationError
+from hag.session.rules import lift_selected
 from hag.session.steps import reweigh_prerequisites
 from hag.settings import Settings
 from hag.sqlfiles import query
@@ -359,7 +360,7 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
     their concept is reported on again. The rows are locked first, in the one sorted order
     every edge write uses (`lock_cull`), so the cull queues behind sessions sharing them.
     """
-    lift = dials.prerequisite_confidence_rule == "lift"
+    lift = lift_selected(dials)
     with timed(summary.step_seconds, "cull"):
         conn.execute(
             query("sweeps", "set_delete_context"),

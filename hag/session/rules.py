@@ -387,12 +387,21 @@ def propose_prerequisites(
     observed: list[EdgeObservation] = []
     unresolved = 0
     for pair in pairs:
-        source, target = topic_entries.get(pair.concept_slug), topic_entries.get(pair.missing_slug)
-        if source is None or target is None or source == target:
+        ends = entry_pair(pair, topic_entries)
+        if ends is None:
             unresolved += 1
             continue
-        observed.append(EdgeObservation(source, target, "prerequisite"))
+        observed.append(EdgeObservation(ends[0], ends[1], "prerequisite"))
     return Proposals(tuple(observed), unresolved)
+
+
+def entry_pair(pair: StrugglePair, topic_entries: Mapping[str, UUID]) -> tuple[UUID, UUID] | None:
+    """The (struggled, missing) topic entries a struggle names, or None when either concept
+    has no entry in the topic or both name the same entry (it proposes nothing)."""
+    source, target = topic_entries.get(pair.concept_slug), topic_entries.get(pair.missing_slug)
+    if source is None or target is None or source == target:
+        return None
+    return source, target
 
 
 # --- step 4: reinforcement (seed) -------------------------------------------------------------
@@ -424,21 +433,23 @@ def reported_turns(
     no two distinct topic entries are left out, as `propose_prerequisites` leaves them."""
     counted: dict[tuple[UUID, UUID], int] = {}
     for t in turns:
-        seen: set[tuple[UUID, UUID]] = set()
-        for pair in struggle_pairs([t], catalogue):
-            source = topic_entries.get(pair.concept_slug)
-            target = topic_entries.get(pair.missing_slug)
-            if source is not None and target is not None and source != target:
-                seen.add((source, target))
+        found = (entry_pair(pair, topic_entries) for pair in struggle_pairs([t], catalogue))
+        seen = {ends for ends in found if ends is not None}
         for key in seen:
             counted[key] = counted.get(key, 0) + 1
     return counted
 
 
+def lift_selected(dials: Settings) -> bool:
+    """Whether prerequisites take their confidence from evidence (the lift rule) rather than
+    the seed's reinforcement and grading (`prerequisite_confidence_rule`)."""
+    return bool(dials.prerequisite_confidence_rule == "lift")
+
+
 def lift_sources(observed: Iterable[EdgeObservation], dials: Settings) -> list[UUID]:
     """Under the lift rule, the concepts (entries) this session reports struggles on: every
     prerequisite out of them (their chance changed) or into them is re-weighed."""
-    if dials.prerequisite_confidence_rule != "lift":
+    if not lift_selected(dials):
         return []
     return sorted({o.source_entry_id for o in observed if o.edge_type == "prerequisite"}, key=str)
 
@@ -827,7 +838,7 @@ def baseline_edge_grading(
 
 def outcome_graded(edge_type: str, dials: Settings) -> bool:
     """Under the lift rule prerequisites are set by struggle evidence, never by outcomes."""
-    return not (edge_type == "prerequisite" and dials.prerequisite_confidence_rule == "lift")
+    return not (edge_type == "prerequisite" and lift_selected(dials))
 
 
 def _edge_bounds(x: float, dials: Settings) -> float:

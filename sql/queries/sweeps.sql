@@ -142,16 +142,15 @@ WITH doomed AS (
       AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
       AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[]))
 )
-SELECT e.id,
-       (hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
-                             %(cull_max_traversals)s, %(cull_source_types)s)
-        AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
-        AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[]))) AS doomed
+SELECT e.id, d.doomed
 FROM hag_edges e
-WHERE (hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
-                            %(cull_max_traversals)s, %(cull_source_types)s)
-       AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
-       AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[])))
+CROSS JOIN LATERAL (  -- the rule on the row itself, so a row re-read after a wait is re-judged
+    SELECT hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
+                                %(cull_max_traversals)s, %(cull_source_types)s)
+           AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
+           AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[])) AS doomed
+) d
+WHERE d.doomed
    OR (e.edge_type = 'prerequisite'
        AND (e.source_entry_id IN (SELECT source_entry_id FROM doomed)
             OR e.target_entry_id IN (SELECT source_entry_id FROM doomed)))
