@@ -202,6 +202,23 @@ def test_negative_evidence_lowers_an_unsupported_authored_prerequisite(db, evide
     }
 
 
+def test_negative_evidence_takes_no_support_from_a_reversed_report(db, evidence):
+    """rsa's 5 sessions all name primes, and primes rests on hashing (authored 0.9), which
+    would support rsa -> hashing (a learner missing hashing misses primes too); but the memory
+    holds that primes builds on rsa (authored primes -> rsa 0.9), so a report on rsa naming
+    primes is the extractor's reversal, not a gap under hashing: it supports nothing, and the
+    wrong authored rsa -> hashing falls to the floor with 0.9 kept beside it. Without the
+    reverse edge the same reports support it (rsa -> modular-arithmetic in the test above)."""
+    e = topic_entries(db)
+    wrong = f.edge(db, e["rsa"], e["hashing"], confidence=0.9)
+    f.edge(db, e["primes"], e["hashing"], confidence=0.9)
+    f.edge(db, e["primes"], e["rsa"], confidence=0.9)
+    db.commit()
+    run(db, *(reports(f"w{d}", [("rsa", "primes")], day=d) for d in range(5)))
+    floor = settings.current().edge_confidence_floor
+    assert confidences(db, wrong)[wrong] == (pytest.approx(floor), pytest.approx(0.9))
+
+
 def test_negative_evidence_is_undone_when_later_reports_support_the_edge(db, evidence):
     """Lowered after 5 unsupported reports, rsa -> hashing gets its 0.9 back (and keeps
     nothing beside it) once a sixth session names hashing (1 of 6, above 5%); without the

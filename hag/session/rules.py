@@ -755,7 +755,8 @@ def unlearned_confidence(
 
     A learner missing m mostly misses what builds on m too, and the extractor names one of
     them: so the reports on c that *support* c -> m are those naming m (`hits`) or naming a
-    concept x with a walked prerequisite x -> m (`support`). Once c has at least
+    concept x with a walked prerequisite x -> m (`support`), unless the memory holds x to
+    build on c (a walked x -> c: naming it is the extractor's reversal). Once c has at least
     `prerequisite_unlearn_min_reports` struggle reports and at most
     `prerequisite_unlearn_max_share` of them support m, the edge falls to what its own
     reports would have earned a learned edge (never raised by this rule). Otherwise unchanged.

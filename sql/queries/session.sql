@@ -223,6 +223,8 @@ FOR NO KEY UPDATE
 -- have named, the reverse edge (target -> source), if any: its reports, provenance and
 -- confidence (read, not written), the reports on the source naming a concept x with a
 -- walked prerequisite x -> target (they support source -> target: rules.unlearned_confidence),
+-- unless the memory holds x to build on the source (a walked x -> source: such a report is
+-- the extractor's reversal, not a gap under the target),
 -- and each walked path source -> m -> target as (reports of source -> m, of m -> target, all
 -- reports on m) (they explain reports of source -> target: rules.transitive_chance), the
 -- confidence negative evidence keeps beside a lowered edge (unlearned_from, migration 090),
@@ -257,6 +259,11 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.conce
                             AND via.edge_type = 'prerequisite'
                             AND via.confidence >= %(edge_min_confidence)s
          WHERE o.source_entry_id = f.source_entry_id AND o.edge_type = 'prerequisite'
+           AND NOT EXISTS (SELECT 1 FROM hag_edges rv
+                            WHERE rv.source_entry_id = o.target_entry_id
+                              AND rv.target_entry_id = o.source_entry_id
+                              AND rv.edge_type = 'prerequisite'
+                              AND rv.confidence >= %(edge_min_confidence)s)
        ) AS support_hits,
        (SELECT COALESCE(array_agg(ARRAY[cm.hit_count, mx.hit_count,
                                         (SELECT sum(z.hit_count) FROM hag_edges z
