@@ -584,7 +584,7 @@ class EdgeGradingState:
 
 def needs_edge_state(dials: Settings) -> bool:
     """Whether edge grading reads each edge's state (the seed's rules need only outcomes)."""
-    return not (dials.edge_grading_rule == "seed" and dials.prerequisite_confidence_rule == "seed")
+    return dials.edge_grading_rule != "seed" or lift_selected(dials)
 
 
 def edge_shifts(
