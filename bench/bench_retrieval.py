@@ -558,6 +558,7 @@ def measure(
     c: Corpus, dials: Mapping[str, Any], queries: int, rng: np.random.Generator, scale: Scale
 ) -> None:
     from hag import db, retrieval
+    from hag.retrieval import resident
 
     floor = Floor(c, dials)
     # The issue's set: half related to their topic, half unrelated to it (another topic's
@@ -573,6 +574,24 @@ def measure(
         first_of_topic.setdefault(sample[0], sample)
     for t, q, slugs, learner, _ in [*first_of_topic.values(), *samples[:50], *stress[:20]]:
         retrieval.retrieve_with_vector(f"t{t:02d}", learner, q, slugs, slugs[:1])
+    # A running tutor holds the sets it reads often (hag.retrieval.resident): read each
+    # topic until its set is held, as far as `resident_max_mb` allows, one load at a time,
+    # with queries near nothing in the measured mix (one for every two of the issue's set),
+    # so that the memory holds what this workload reads most.
+    started = time.perf_counter()
+    for _ in range(dials["resident_load_after_reads"] + 2):
+        for i, (t, q, slugs, learner, _) in enumerate(first_of_topic.values()):
+            retrieval.retrieve_with_vector(f"t{t:02d}", learner, q, slugs, slugs[:1])
+            if i % 2:
+                t, q, slugs, learner, _ = stress[i % len(stress)]
+                retrieval.retrieve_with_vector(f"t{t:02d}", learner, q, slugs, slugs[:1])
+            resident.residents.wait()
+    print(
+        f"resident sets after warm-up: {resident.residents.nbytes() / 2**20:,.0f} MB "
+        f"(resident_max_mb {dials['resident_max_mb']:,}), read in "
+        f"{time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
 
     reference = db.connect(autocommit=True)
     db.configure_reader(reference)
@@ -624,10 +643,10 @@ def measure(
 def paired(
     conn: Any, samples: list[tuple[Any, ...]], stress: list[tuple[Any, ...]], dials: Any
 ) -> None:
-    """The same query through the search copy and through the seed's query, interleaved, so
-    that both meet the same moment of a shared machine: the topic pass on the issue's set,
-    the tutor pass on the stress set."""
-    from hag.retrieval import store
+    """The same query through the search copy, through the seed's query and through the
+    resident set when one is held, interleaved, so that all meet the same moment of a shared
+    machine: the topic pass on the issue's set, the tutor pass on the stress set."""
+    from hag.retrieval import resident, store
     from hag.sqlfiles import query
 
     base = store.filters(dials)
@@ -637,6 +656,17 @@ def paired(
         started = time.perf_counter()
         conn.execute(query("retrieval", sql_name), {**base, **params}).fetchall()
         took.setdefault(name, []).append((time.perf_counter() - started) * 1000)
+        search_set = params.get("search_set")
+        if search_set is None:
+            return
+        key = resident.filter_key(search_set, params["topic_id"], params["scopes"], base)
+        if resident.residents.holds(key):
+            count = 5 if search_set == "topic" else 3
+            started = time.perf_counter()
+            answered = resident.residents.answer(conn, key, params["query"], count, dials)
+            if answered is not None:
+                label = name.replace("search copy", "resident set")
+                took.setdefault(label, []).append((time.perf_counter() - started) * 1000)
 
     candidates = dials.compact_candidates
     for (t, q, *_), (_, z, *_) in zip(samples[:100], stress[:100], strict=False):

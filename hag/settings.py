@@ -116,6 +116,11 @@ _DIALS: tuple[Dial, ...] = (
     _i("compact_candidates", 20, 5, 10000, "ours (measured, docs/retrieval.md): rows an exact-shaped pass takes from the half-precision search copy before re-ranking them with the exact vectors", R),
     _f("compact_similarity_error", 0.003, 0.0, 2.0, "ours (derived, docs/retrieval.md): bound on |cosine in half precision - exact cosine| for unit vectors, by which a re-ranked compact answer is proven equal to the exact query's", R),
     _i("search_copy_cluster_min_rows", 20000, 0, 1000000000, "ours (measured, docs/retrieval.md): the nightly run rewrites a partition of the search copy in the order its passes read it (CLUSTER) once it holds more rows than this", R),
+    _i("resident_max_mb", 1024, 0, 1000000, "ours (measured, docs/retrieval.md): memory a read process may hold in resident sets, searched sets of the copy kept in numpy and checked against the copy's stamp on every read (0: none)", R),
+    _i("resident_load_after_reads", 2, 1, 1000000, "ours: a searched set is read into memory after this many reads through the copy since it was last resident (doubled each time a set changes before serving that many reads)", R),
+    _i("resident_before_index_max_mb", 16, 0, 1000000, "ours (measured, docs/retrieval.md): a held set up to this size answers before an ANN index is tried (smaller sets are cheaper to multiply than to walk), and counts the reads the index answers toward being held", R),
+    _f("resident_claim_margin", 2.0, 1.0, 1000.0, "ours: a set takes a held set's memory only when its claim (reads per byte) is this many times larger, so that sets read about as often do not take turns", R),
+    _i("resident_half_life_seconds", 900, 1, 604800, "ours: a set's claim to the read process's memory is its exact reads per byte, each read counting half as much after this long; a set with a larger claim takes the memory of those with smaller ones", R),
     _i("search_copy_cluster_lock_timeout_seconds", 2, 1, 3600, "ours: the nightly CLUSTER of a search-copy partition gives up (until the next night) when a reader holds it longer than this, since every read queued behind it waits too", R),
     # --- session-end processing (SPEC §4) ---
     _f("observation_base_confidence", 0.5, 0, 1, "ours: initial confidence of a new entry before the ladder quality", S),
@@ -505,6 +510,11 @@ class Settings(Mapping[str, Any]):
     ann_build_memory_mb: int
     search_copy_cluster_min_rows: int
     search_copy_cluster_lock_timeout_seconds: int
+    resident_max_mb: int
+    resident_load_after_reads: int
+    resident_before_index_max_mb: int
+    resident_claim_margin: float
+    resident_half_life_seconds: int
     exact_scan_max_rows: int
     topic_exact_scan_max_rows: int
     compact_candidates: int

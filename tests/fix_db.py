@@ -94,8 +94,12 @@ def db(database_url: str) -> Iterator[Any]:
         yield conn
         conn.rollback()
     from hag import settings
+    from hag.retrieval import resident
 
     settings.invalidate()
+    # A read-path set a test's reads started loading in the background finishes within the
+    # test, not during the next one (whose connections and random state it would share).
+    resident.residents.wait()
 
 
 @pytest.fixture
@@ -166,3 +170,22 @@ def private_db(database_url: str, private_template: str) -> Iterator[Any]:
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         settings.invalidate()
+
+
+@pytest.fixture
+def scratch_db(database_url: str, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """An empty database of the test module's own on the test server (dict rows, nothing
+    migrated), dropped afterwards: for migrations run over a memory built by hand."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+    from psycopg.rows import dict_row
+
+    name = "hag_scratch_" + request.module.__name__.rsplit(".", 1)[-1]
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.execute(f"CREATE DATABASE {name}")
+    conn = psycopg.connect(make_conninfo(database_url, dbname=name), row_factory=dict_row)
+    yield conn
+    conn.close()
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")

@@ -78,6 +78,7 @@ MIGRATION_ONLY = {
     "hag_record_confidence_change": "a trigger function: part of the history's storage",
     "hag_entry_search_sync": "a trigger function: part of the search copy's storage",
     "hag_entry_search_set": "decides which stored copy a row lives in: a change needs a migration",
+    "hag_entry_search_key": "names the set a copy row's changes are recorded under (storage)",
 }
 
 

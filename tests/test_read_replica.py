@@ -177,6 +177,37 @@ def test_the_result_cache_adds_its_ttl_to_the_replay_lag(db, dials, replica, mon
     assert (fresh.cached, topic_ids(fresh)) == (False, {old, new})
 
 
+def test_a_resident_set_on_the_standby_follows_replay(db, dials, replica):
+    """The read path's resident sets (hag.retrieval.resident) add no staleness of their own:
+    on the standby a held set answers as of the standby's replay, and the first read after
+    a write is replayed drops it and has the new row."""
+    from hag.retrieval import resident
+
+    dials(retrieval_cache_ttl_seconds=0)
+    old = put(db, 0.7, 10)
+    db.commit()
+    caught_up(db, replica)
+
+    def topic_path() -> tuple[str, set[Any]]:
+        result = retrieve()
+        path = next(p.path for p in result.passes if p.name == "topic-semantic")
+        resident.residents.wait()
+        return path, topic_ids(result)
+
+    paths = [topic_path()[0] for _ in range(4)]
+    assert paths[-1] == "resident"  # held after resident_load_after_reads reads
+    set_replay(replica, paused=True)
+    try:
+        new = put(db, 0.9, 11)
+        db.commit()
+        assert topic_path() == ("resident", {old})  # the standby has not replayed the write
+    finally:
+        set_replay(replica, paused=False)
+    caught_up(db, replica)
+    path, found = topic_path()
+    assert path != "resident" and found == {old, new}
+
+
 def test_remote_apply_makes_a_write_visible_to_the_very_next_read(db, replica):
     """A writer that commits with synchronous_commit=remote_apply is read back at once."""
     with hdb.connect(autocommit=True) as admin:

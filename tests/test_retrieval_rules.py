@@ -159,11 +159,9 @@ def test_the_sample_product_keeps_the_samples_precision():
     docs/retrieval.md) equal `@`'s, in the sample's precision even for a float64 query."""
     import numpy as np
 
-    from hag.retrieval import store
-
     rng = np.random.default_rng(3)
     sample = rng.standard_normal((300, 64)).astype(np.float32)
     query = rng.standard_normal(64)  # float64, as a caller may hand it
-    got = store._products(sample, query)
+    got = ranking.products(sample, query)
     assert got.dtype == np.float32
     assert np.allclose(got, sample.astype(np.float64) @ query, atol=1e-4)

@@ -9,8 +9,6 @@ import numpy as np
 import psycopg
 import pytest
 from pgvector import Vector
-from psycopg.conninfo import make_conninfo
-from psycopg.rows import dict_row
 
 from hag import SQL_DIR, migrate, retrieval, settings
 from hag import db as hdb
@@ -210,30 +208,16 @@ def test_a_learners_pass_is_read_from_hag_entries(db):
     assert report.path == "exact" and len(rows) == 1
 
 
-@pytest.fixture
-def fresh(database_url):
-    """An empty database of its own on the test server, dropped afterwards."""
-    name = "hag_search_copy_migration_test"
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.execute(f"CREATE DATABASE {name}")
-    conn = psycopg.connect(make_conninfo(database_url, dbname=name), row_factory=dict_row)
-    yield conn
-    conn.close()
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name}")
-
-
-def test_migration_080_carries_an_existing_memory_over(fresh, tmp_path):
+def test_migration_080_carries_an_existing_memory_over(scratch_db, tmp_path):
     """A memory populated before 080 is copied by it, and retrieval reads it right after."""
     before = tmp_path / "migrations"
     shutil.copytree(SQL_DIR / "migrations", before)
-    for later in before.glob("08*.sql"):
+    for later in [*before.glob("08*.sql"), *before.glob("095_*.sql")]:
         later.unlink()
-    migrate.migrate(fresh, 8, before)
-    fresh.commit()
-    hdb.configure_connection(fresh)  # the vector type exists now
-    fresh.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")
+    migrate.migrate(scratch_db, 8, before)
+    scratch_db.commit()
+    hdb.configure_connection(scratch_db)  # the vector type exists now
+    scratch_db.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")
     rows: dict[Any, tuple[str, str, str, float]] = {}
     rng = np.random.default_rng(8)
     for i, (scope, maturity) in enumerate(
@@ -248,20 +232,20 @@ def test_migration_080_carries_an_existing_memory_over(fresh, tmp_path):
         * 5
     ):
         v = rng.standard_normal(8) * 3
-        entry_id = fresh.execute(
+        entry_id = scratch_db.execute(
             "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, "
             "confidence, instruction, embedding) VALUES ('t', %s, %s, %s, 0.9, 'Advice.', %s) "
             "RETURNING id",
             (f"c{i}", scope, maturity, Vector(v.astype(np.float32))),
         ).fetchone()["id"]
         rows[entry_id] = ("t", scope, maturity, 0.9)
-    fresh.commit()
-    assert fresh.execute("SELECT to_regclass('hag_entry_search') AS t").fetchone()["t"] is None
+    scratch_db.commit()
+    assert scratch_db.execute("SELECT to_regclass('hag_entry_search') AS t").fetchone()["t"] is None
 
-    applied = migrate.migrate(fresh, 8)
+    applied = migrate.migrate(scratch_db, 8)
     assert applied[0].startswith("080_")
-    assert copy_of(fresh) == expected(rows) and len(expected(rows)) == 15
-    pairs = fresh.execute(
+    assert copy_of(scratch_db) == expected(rows) and len(expected(rows)) == 15
+    pairs = scratch_db.execute(
         "SELECT c.embedding::text AS half, e.embedding::text AS full_ "
         "FROM hag_entry_search c JOIN hag_entries e USING (id)"
     ).fetchall()
@@ -270,7 +254,7 @@ def test_migration_080_carries_an_existing_memory_over(fresh, tmp_path):
             np.array([float(x) for x in p[k].strip("[]").split(",")]) for k in ("half", "full_")
         )
         assert np.allclose(half, full / np.linalg.norm(full), atol=1e-3)
-    fresh.rollback()
+    scratch_db.rollback()
 
 
 def test_retrieve_reports_the_copy_path(db, dials):
@@ -287,12 +271,8 @@ def test_retrieve_reports_the_copy_path(db, dials):
     assert next(p.path for p in result.passes if p.name == "topic-semantic") == "compact"
 
 
-def test_a_query_the_sample_finds_near_nothing_skips_the_walk(db, dials):
-    """With the contrast sample on, a query near nothing goes straight to the exact answer.
-
-    Same rows either way; with the sample off (0) the walk runs first and is turned away by
-    its own contrast test, as before the sample existed.
-    """
+def tutor_rows_near_and_far(db: Any) -> np.ndarray:
+    """8 tutor rows near f.QUERY and 32 near nothing, analysed; a unit vector near no row."""
     for i in range(8):
         f.entry(db, scope="tutor", embedding=f.vec(0.9 - 0.01 * i, 10 + i), confidence=0.8)
     for i in range(32):
@@ -302,7 +282,16 @@ def test_a_query_the_sample_finds_near_nothing_skips_the_walk(db, dials):
     db.commit()
     flat = np.zeros(f.DIM, dtype=np.float32)
     flat[200:600] = 1.0
-    flat /= np.linalg.norm(flat)
+    return flat / np.linalg.norm(flat)
+
+
+def test_a_query_the_sample_finds_near_nothing_skips_the_walk(db, dials):
+    """With the contrast sample on, a query near nothing goes straight to the exact answer.
+
+    Same rows either way; with the sample off (0) the walk runs first and is turned away by
+    its own contrast test, as before the sample existed.
+    """
+    flat = tutor_rows_near_and_far(db)
     seen = {}
     for rows in (2000, 0):
         dials(exact_scan_max_rows=0, retrieval_cache_ttl_seconds=0, ann_contrast_sample_rows=rows)

@@ -202,6 +202,10 @@ def test_any_edge_delete_is_audited_in_the_same_transaction(db):
 
 OTHER_CHECKS = [
     (
+        "INSERT INTO hag_entry_search_changes (set_key, changes) VALUES ('tutor', 0)",
+        "hag_entry_search_changes_changes_check",
+    ),
+    (
         "INSERT INTO hag_topics (topic_id, title) VALUES ('Bad Topic', 'T')",
         "hag_topics_topic_id_check",
     ),

@@ -35,7 +35,7 @@ import numpy as np
 from hag import settings, visibility
 from hag.db import Conn
 from hag.errors import NotFoundError, ValidationError
-from hag.retrieval import ranking, render, store
+from hag.retrieval import ranking, render, resident, store
 from hag.retrieval.cache import TTLCache
 from hag.retrieval.model import Advisory, PassReport, RenderedEdge, RetrievalResult, Visual
 from hag.settings import Settings
@@ -70,10 +70,12 @@ _fingerprints: dict[int, tuple[Settings, str]] = {}
 
 
 def clear_caches() -> None:
-    """Forget cached results, embeddings, topic titles and the ANN index catalogue."""
+    """Forget cached results, embeddings, topic titles, the ANN index catalogue and the
+    resident sets."""
     _results.clear()
     _embeddings.clear()
     store.catalog.clear()
+    resident.residents.clear()
 
 
 def retrieve(

@@ -10,7 +10,8 @@ its topic, which the read path's custom plans do. Topics are data, so these inde
 built by an operator step after loading or by the nightly job, never by a migration;
 each carries the comment 'hag-ann topic:<topic_id>' by which the read path finds it.
 The nightly run also puts the search copy (migration 080) back in read order
-(`cluster_search_copy`, through `nightly_upkeep`).
+(`cluster_search_copy`) and folds its recorded changes (migration 095,
+`fold_search_changes`), through `nightly_upkeep`.
 """
 
 from __future__ import annotations
@@ -171,9 +172,23 @@ def cluster_search_copy(*, strict: bool = True) -> list[str]:
         return done
 
 
+def fold_search_changes() -> int:
+    """Fold each set's recorded changes (migration 095) into one row; the rows left.
+
+    Every set's stamp (the sum) is the same before and after, in one statement, so resident
+    sets stay valid and the readers' stamp lookups stay a few index entries long.
+    """
+    with db.connect(autocommit=True) as conn:
+        folded = conn.execute(query("retrieval", "search_changes_fold")).rowcount
+        log.info("search copy changes folded into %s rows", folded)
+        return folded
+
+
 def nightly_upkeep() -> list[str]:
     """The read path's share of the nightly run: the per-topic indexes a grown topic needs,
-    then the search copy put back in read order; returns the topics that have an index."""
+    the search copy put back in read order, its recorded changes folded; returns the topics
+    that have an index."""
     built = build_topic_indexes(concurrently=True, strict=False)
     cluster_search_copy(strict=False)
+    fold_search_changes()
     return built

@@ -23,7 +23,14 @@ import numpy as np
 from hag import db
 from hag.db import Conn
 from hag.retrieval.model import PassReport
-from hag.retrieval.ranking import Row, relative_contrast, rerank_candidates, rerank_compact
+from hag.retrieval.ranking import (
+    Row,
+    products,
+    relative_contrast,
+    rerank_candidates,
+    rerank_compact,
+)
+from hag.retrieval.resident import filter_key, residents
 from hag.settings import Settings
 from hag.sqlfiles import query
 from hag.visibility import Reader
@@ -98,14 +105,28 @@ def semantic_pass(
     query stands near nothing (relative contrast below `ann_min_contrast`: an approximate
     walk loses rows there), or when the re-rank over the candidates cannot be proven to hold
     against every row outside them (see ranking.rerank_candidates) even after one wider try,
-    and always without an ANN index. The report's path says which: 'candidates', or the
-    reason for the exact answer and how it was obtained ('exact-low-contrast, compact'). `shared`:
-    `conn` is a read-pool connection, whose reads may fill the process-wide catalog (not so
-    for a caller's connection, which may see rows it never commits).
+    and always without an ANN index. The exact answer comes from the set held in memory when
+    there is one (hag.retrieval.resident: the same proof as the copy's, checked against the
+    set's stamp in the same snapshot), else through the copy, and such a read counts toward
+    holding its set. A held set no larger than `resident_before_index_max_mb` answers before
+    the index is tried at all (100k x 1,536, the tutor scope's 15 MB: 1.3 ms against 4.6
+    through the index), and only a set known to be that small counts the reads the index
+    answers; a larger one loses to the walk (1M x 1,536: 144 MB, 7 ms against 4). The
+    report's path
+    says which: 'resident', 'candidates', or the reason for the exact answer and how it was
+    obtained ('exact-low-contrast, compact', 'exact-low-contrast-sampled, resident'). `shared`: `conn` is a
+    read-pool connection, whose reads may fill the process-wide catalog and resident sets
+    (not so for a caller's connection, which may see rows it never commits).
     """
     started = time.perf_counter()
     params = {**filters(dials), "query": vector, "topic_id": topic_id, "scopes": list(scopes)}
+    search_set = compact_set(topic_id, scopes)
+    key = filter_key(search_set, topic_id, scopes, params) if shared and search_set else None
     reason = ""
+    if approximate and key is not None and residents.before_index(key, dials):
+        answered = residents.answer(conn, key, vector, count, dials)
+        if answered is not None:
+            return answered[0], _report(name, answered[1], answered[0], started)
     if approximate:
         use_ef_search(conn, dials.hnsw_ef_search)
         mean = catalog.mean_vector(conn, topic_id, scopes, dials.ann_mean_ttl_seconds, store=shared)
@@ -124,7 +145,7 @@ def semantic_pass(
         if sample is not None and norm:
             # the sample's nearest row is no nearer than the set's: a low contrast here is
             # low for the walk too, which would only be turned away after its cost
-            nearest = [{"similarity": float(np.max(_products(sample, vector))) / norm}]
+            nearest = [{"similarity": float(np.max(products(sample, vector))) / norm}]
             if relative_contrast(nearest, 1, mean_similarity) < dials.ann_min_contrast:
                 requested = 0
                 reason = "exact-low-contrast-sampled"
@@ -141,26 +162,20 @@ def semantic_pass(
             reranked = rerank_candidates(rows, count, requested, dials)
             if reranked.proven:
                 path = "candidates" if attempt == 0 else "candidates-widened"
+                if key is not None:
+                    residents.note_read(key, params, dials, executor(), indexed=True)
                 return reranked.rows, _report(name, path, reranked.rows, started)
             if len(rows) < requested:
                 break  # the scan ran dry: the eligible set is small, or the scan stopped
             requested *= dials.ann_widen_factor
-    rows, method = exact_answer(conn, params, count, dials, compact_set(topic_id, scopes))
+    if key is not None:
+        answered = residents.answer(conn, key, vector, count, dials)
+        if answered is not None:
+            rows, method = answered
+            return rows, _report(name, f"{reason}, {method}" if reason else method, rows, started)
+        residents.note_read(key, params, dials, executor())
+    rows, method = exact_answer(conn, params, count, dials, search_set)
     return rows, _report(name, f"{reason}, {method}" if reason else method, rows, started)
-
-
-def _products(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """`matrix @ vector` on this thread alone.
-
-    numpy's `@` hands a product this size to its BLAS, whose threads then spin on every
-    other core for a while after returning, waiting for more work: on a small machine they
-    take the cores the pass's own queries run on (measured at 1M x 1,536 on 2 cores: p50 of
-    a turn 16.9 -> 10.9 ms, of a query near nothing 31.3 -> 26.6 ms, when the BLAS was held
-    to one thread; docs/retrieval.md). einsum computes it in numpy's own loop: about 0.3 ms
-    for the 2,000-row sample at 1,536 dimensions, against 0.06 ms threaded.
-    """
-    products: np.ndarray = np.einsum("ij,j->i", matrix, vector.astype(matrix.dtype, copy=False))
-    return products
 
 
 def compact_set(topic_id: str | None, scopes: Sequence[str]) -> str | None:

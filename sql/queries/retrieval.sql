@@ -94,6 +94,64 @@ FROM (
 ) c
 JOIN hag_entries e ON e.id = c.id
 
+-- name: resident_rows
+-- Every eligible row of one searched set of the copy, for the read path to keep in memory
+-- (hag.retrieval.resident): the id and vector in their binary forms (16 bytes; 4 + 2 x dim
+-- bytes, half precision), the maturity tier (0 proven, 1 pattern, 2 candidate, for the
+-- boost), and on every row the set's stamp (migration 095), read in the same snapshot as
+-- the rows; one row with a NULL id when the set has none. The filter is
+-- compact_candidates' own, tier by tier.
+SELECT s.stamp, uuid_send(t.id) AS id, t.tier, halfvec_send(t.embedding) AS vector
+FROM (
+    SELECT coalesce(sum(c.changes), 0)::bigint AS stamp
+    FROM hag_entry_search_changes c
+    WHERE c.set_key IN (%(set_key)s, '*')
+) s
+LEFT JOIN (
+    SELECT s.id, 0::smallint AS tier, s.embedding
+    FROM hag_entry_search s
+    WHERE s.search_set = %(search_set)s
+      AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
+      AND s.visibility_scope = ANY (%(scopes)s::text[])
+      AND s.maturity = 'proven'
+      AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_proven)s)
+    UNION ALL
+    SELECT s.id, 1::smallint, s.embedding
+    FROM hag_entry_search s
+    WHERE s.search_set = %(search_set)s
+      AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
+      AND s.visibility_scope = ANY (%(scopes)s::text[])
+      AND s.maturity = 'pattern'
+      AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_pattern)s)
+    UNION ALL
+    SELECT s.id, 2::smallint, s.embedding
+    FROM hag_entry_search s
+    WHERE s.search_set = %(search_set)s
+      AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
+      AND s.visibility_scope = ANY (%(scopes)s::text[])
+      AND s.maturity = 'candidate'
+      AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_candidate)s)
+) t ON true
+
+-- name: resident_rerank
+-- The candidates a resident set chose in memory, read from hag_entries for their exact
+-- similarity (as match_hag_entries computes it), beside the set's stamp in the same
+-- snapshot: the caller uses the rows only when the stamp is the one its resident rows were
+-- read at (hag.retrieval.resident). One row with a NULL id when there are no candidates.
+SELECT s.stamp, r.id, r.topic_id, r.concept_slug, r.visibility_scope, r.maturity,
+       r.confidence, r.instruction, r.similarity, r.approximate
+FROM (
+    SELECT coalesce(sum(c.changes), 0)::bigint AS stamp
+    FROM hag_entry_search_changes c
+    WHERE c.set_key IN (%(set_key)s, '*')
+) s
+LEFT JOIN (
+    SELECT e.id, e.topic_id, e.concept_slug, e.visibility_scope, e.maturity, e.confidence,
+           e.instruction, 1 - (e.embedding <=> %(query)b) AS similarity, c.approximate
+    FROM unnest(%(ids)s::uuid[], %(approximate)s::float8[]) AS c (id, approximate)
+    JOIN hag_entries e ON e.id = c.id
+) r ON true
+
 -- name: mean_vector
 -- The mean of the unit vectors an approximate pass searches (its topic, or every topic, and
 -- its scopes; archived rows left out): the query's cosine with it is its mean cosine with
@@ -200,6 +258,10 @@ ORDER BY topic_id
 -- Fill the search copy (migration 080) from hag_entries in one statement, for a bulk loader
 -- that loaded with its insert trigger disabled (the benchmark); migration 080 does the same
 -- for the memory it finds.
+-- Every set's stamp moves (migration 095: set '*'), so no reader keeps rows it read before.
+WITH every_set AS (
+    INSERT INTO hag_entry_search_changes (set_key) VALUES ('*')
+)
 INSERT INTO hag_entry_search
     (search_set, id, topic_id, visibility_scope, maturity, confidence, embedding)
 SELECT hag_entry_search_set(e.visibility_scope, e.maturity), e.id, e.topic_id,
@@ -236,3 +298,13 @@ JOIN pg_class c ON c.oid = t.relid
 LEFT JOIN pg_stat_user_tables s ON s.relid = t.relid
 WHERE t.isleaf
 ORDER BY c.relname
+
+-- name: search_changes_fold
+-- Fold each set's rows of hag_entry_search_changes into one carrying their sum (migration
+-- 095), in one statement: every snapshot sees the same sum before and after. Rows a
+-- concurrent writer adds meanwhile are not in this statement's snapshot and stay as they are.
+WITH gone AS (
+    DELETE FROM hag_entry_search_changes RETURNING set_key, changes
+)
+INSERT INTO hag_entry_search_changes (set_key, changes)
+SELECT set_key, sum(changes) FROM gone GROUP BY set_key

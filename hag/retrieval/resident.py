@@ -1,0 +1,377 @@
+"""Resident sets: a searched set's eligible rows kept in the read process's memory.
+
+A topic pass through the search copy (migration 080) costs PostgreSQL's per-row work over
+every eligible row of the topic: at 1M x 384 about 8,000 rows and 4.5 ms, where numpy takes
+0.3 ms over the same rows in memory (docs/retrieval.md, issue 15). So a set the read path
+searches often is read once into memory (its eligible rows' ids, maturity tiers and unit
+vectors in half precision, widened to float32), and a pass over it becomes:
+
+1. the boosted half-precision score of every row in numpy, the best `compact_candidates`;
+2. one query (`resident_rerank`) reading those rows' exact similarities from hag_entries and,
+   in the same snapshot, the set's stamp (migration 095: the sum of the changes recorded
+   for the set by the copy's trigger);
+3. when the stamp is the one the rows were read at, the set in memory is the set in that
+   snapshot, and the re-rank is proven exactly as the copy's (ranking.rerank_compact): the
+   seed's top 5, not an estimate. When it is not, the set is dropped and the pass goes
+   through the copy as before, in the same turn.
+
+Which sets, and how much memory: a set is read in the background after
+`resident_load_after_reads` exact reads through the copy since it was last resident, one load
+at a time per process, when it fits in `resident_max_mb`. When it does not, it takes the
+memory of sets that earn less for it: a set's claim is its exact reads per byte held, each
+read counting half as much every `resident_half_life_seconds`; sets with a smaller claim are
+dropped, least first, when that makes room (a claim must be `resident_claim_margin` times
+larger to win, so sets read about as often do not take turns), and otherwise the newcomer
+stays with the copy (its size is remembered, so it is read again only once its claim would
+win). A working set
+larger than the budget keeps the sets read most per byte, without thrashing. A set that
+changed before it served as many reads as it took to earn its load waits twice as many reads
+the next time (and half as many again once it serves them): a topic written between every
+two reads stays with the copy. Only a read-pool connection's passes use them (a caller's
+connection may see rows it never commits). The eligibility filter's dials and the pass's
+scopes are part of a set's key, the boosts are applied per read, so a changed dial never
+serves rows read under the old one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hag import db
+from hag.db import Conn
+from hag.retrieval.ranking import Row, products, rerank_compact
+from hag.settings import Settings
+from hag.sqlfiles import query
+
+log = logging.getLogger("hag.retrieval.resident")
+
+_MB = 1 << 20
+_MAX_BACKOFF = 10  # at most 2**10 times `resident_load_after_reads` between two loads
+
+
+def set_key(search_set: str, topic_id: str | None) -> str:
+    """The name a set's changes are recorded under (migration 095's hag_entry_search_key)."""
+    return "tutor" if search_set == "tutor" else f"topic:{topic_id}"
+
+
+def filter_key(
+    search_set: str, topic_id: str | None, scopes: Sequence[str], params: dict[str, Any]
+) -> tuple[Any, ...]:
+    """What a resident set holds: one searched set, these scopes, this eligibility filter."""
+    return (
+        search_set,
+        topic_id,
+        tuple(scopes),
+        params["min_confidence"],
+        params["floor_proven"],
+        params["floor_pattern"],
+        params["floor_candidate"],
+    )
+
+
+@dataclass
+class ResidentSet:
+    stamp: int
+    ids: np.ndarray  # (n, 16) uint8: the uuids' bytes
+    tiers: np.ndarray  # (n,) int8: 0 proven, 1 pattern, 2 candidate
+    vectors: np.ndarray  # (n, dim) float32, unit rows as the copy holds them (half precision)
+    served: int = 0
+    nbytes: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.nbytes = self.ids.nbytes + self.tiers.nbytes + self.vectors.nbytes
+
+
+class Residents:
+    """The resident sets of one read pool's server, their admissions and their memory."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._sets: dict[tuple[Any, ...], ResidentSet] = {}
+        self._reads: dict[tuple[Any, ...], int] = {}  # reads through the copy since resident
+        self._backoff: dict[tuple[Any, ...], int] = {}
+        self._rates: dict[tuple[Any, ...], tuple[float, float]] = {}  # decayed reads, when
+        self._sizes: dict[tuple[Any, ...], int] = {}  # bytes of a set read before
+        self._loading: tuple[Any, ...] | None = None
+        self._generation = 0  # moves on clear(): a load begun before it is not kept
+
+    def clear(self) -> None:
+        with self._lock:
+            self._sets.clear()
+            self._reads.clear()
+            self._backoff.clear()
+            self._rates.clear()
+            self._sizes.clear()
+            self._generation += 1
+
+    def holds(self, key: tuple[Any, ...]) -> bool:
+        with self._lock:
+            return key in self._sets
+
+    def before_index(self, key: tuple[Any, ...], dials: Settings) -> bool:
+        """Whether `key` is held and small enough to answer before an index is tried."""
+        with self._lock:
+            held = self._sets.get(key)
+            return held is not None and held.nbytes <= dials.resident_before_index_max_mb * _MB
+
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(s.nbytes for s in self._sets.values())
+
+    def answer(
+        self,
+        conn: Conn,
+        key: tuple[Any, ...],
+        vector: np.ndarray,
+        count: int,
+        dials: Settings,
+    ) -> tuple[list[Row], str] | None:
+        """The pass's proven answer from the resident set `key`, or None (not resident, the
+        set changed since it was read, or the re-rank proved nothing even widened)."""
+        with self._lock:
+            held = self._sets.get(key)
+            if held is None:
+                return None
+        norm = float(np.linalg.norm(vector))
+        if not norm or dials.resident_max_mb <= 0:
+            return None
+        unit = (vector / norm).astype(np.float32)
+        boosts = np.array(
+            [dials.boost_proven, dials.boost_pattern, dials.boost_candidate], np.float32
+        )
+        total = len(held.tiers)
+        approximate = np.zeros(0, np.float32)
+        if total:
+            approximate = products(held.vectors, unit)
+            approximate *= boosts[held.tiers]  # in place: no second array of the set's size
+        requested = max(dials.compact_candidates, count)
+        for attempt in range(2):
+            if requested >= total:
+                chosen = np.arange(total)
+            else:  # the best `requested`, without negating (copying) every score
+                chosen = np.argpartition(approximate, total - requested)[total - requested :]
+            rows = conn.execute(
+                query("retrieval", "resident_rerank"),
+                {
+                    "set_key": set_key(key[0], key[1]),
+                    "query": vector,
+                    "ids": [uuid.UUID(bytes=held.ids[i].tobytes()) for i in chosen],
+                    "approximate": [float(approximate[i]) for i in chosen],
+                },
+            ).fetchall()
+            if rows[0]["stamp"] != held.stamp:
+                self._drop(key, held, dials)
+                return None
+            found = [{k: v for k, v in r.items() if k != "stamp"} for r in rows if r["id"]]
+            if len(found) != len(chosen):  # cannot be at an equal stamp; never trust it
+                log.warning("resident set %s disagrees with its stamp; dropped", key[:2])
+                self._drop(key, held, dials)
+                return None
+            # every eligible row is a candidate: nothing outside them to prove against
+            asked = len(found) + 1 if requested >= total else requested
+            reranked = rerank_compact(found, count, asked, dials)
+            if reranked.proven:
+                with self._lock:
+                    held.served += 1
+                    self._count(key, dials)
+                return reranked.rows, "resident" if attempt == 0 else "resident-widened"
+            requested *= dials.ann_widen_factor
+        return None
+
+    def note_read(
+        self,
+        key: tuple[Any, ...],
+        params: dict[str, Any],
+        dials: Settings,
+        executor: Executor,
+        *,
+        indexed: bool = False,
+    ) -> None:
+        """Count a read of set `key` the memory could have answered; start its load once it
+        has earned it. `indexed`: the index answered it, which counts only for a set known
+        (from an earlier read of it) to be within `resident_before_index_max_mb`."""
+        if dials.resident_max_mb <= 0:
+            return
+        with self._lock:
+            if key in self._sets:
+                return
+            size = self._sizes.get(key)
+            if indexed and (size is None or size > dials.resident_before_index_max_mb * _MB):
+                return
+            self._count(key, dials)
+            self._reads[key] = self._reads.get(key, 0) + 1
+            needed = dials.resident_load_after_reads << self._backoff.get(key, 0)
+            if self._reads[key] < needed or self._loading is not None:
+                return  # a set that earned it while another loads starts on its next read
+            if size is not None and self._evictions(key, size, dials) is None:
+                self._reads[key] = 0  # known not to win yet: ask again after as many reads
+                return
+            self._loading = key
+            generation = self._generation
+        try:
+            executor.submit(self._load_in_background, key, params, dials, generation)
+        except RuntimeError:  # the executor is shutting down
+            with self._lock:
+                self._loading = None
+
+    def load(
+        self, conn: Conn, key: tuple[Any, ...], params: dict[str, Any], dials: Settings
+    ) -> bool:
+        """Read set `key` into memory now, on `conn`; whether it is resident afterwards."""
+        with self._lock:
+            generation = self._generation
+        return self._load(conn, key, params, dials, generation)
+
+    def wait(self, timeout: float = 60.0) -> None:
+        """Until no load is running (tests and the benchmark's warm-up)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._loading is None:
+                    return
+            time.sleep(0.005)
+
+    def _count(self, key: tuple[Any, ...], dials: Settings) -> None:
+        """One more exact read of `key` in its decayed count (the lock is held)."""
+        now = self._clock()
+        self._rates[key] = (self._rate(key, now, dials) + 1.0, now)
+        if len(self._rates) > 100_000:  # sets long unread: their claim is nothing
+            self._rates = dict(sorted(self._rates.items(), key=lambda kv: -kv[1][1])[:50_000])
+
+    def _rate(self, key: tuple[Any, ...], now: float, dials: Settings) -> float:
+        """Exact reads of `key`, each halved every `resident_half_life_seconds` since."""
+        value, at = self._rates.get(key, (0.0, now))
+        return value * math.pow(0.5, (now - at) / dials.resident_half_life_seconds)
+
+    def _evictions(
+        self, key: tuple[Any, ...], size: int, dials: Settings
+    ) -> list[tuple[Any, ...]] | None:
+        """The held sets to drop so that `size` bytes of `key` fit in `resident_max_mb`, those
+        with the smallest claim (reads per byte) first and only those whose claim times
+        `resident_claim_margin` is below `key`'s (so that sets read about as often do not
+        take turns); None when even all of them would not make room (the lock is held)."""
+        budget = dials.resident_max_mb * _MB
+        now = self._clock()
+        claim = self._rate(key, now, dials) / max(size, 1)
+        others = sorted(
+            (self._rate(k, now, dials) / max(h.nbytes, 1), k, h.nbytes)
+            for k, h in self._sets.items()
+            if k != key
+        )
+        used = sum(n for _, _, n in others)
+        dropped: list[tuple[Any, ...]] = []
+        for other_claim, k, n in others:
+            if used + size <= budget or other_claim * dials.resident_claim_margin >= claim:
+                break
+            dropped.append(k)
+            used -= n
+        return dropped if used + size <= budget else None
+
+    def _load_in_background(
+        self, key: tuple[Any, ...], params: dict[str, Any], dials: Settings, generation: int
+    ) -> None:
+        try:
+            with db.read_pool().connection() as conn:
+                self._load(conn, key, params, dials, generation)
+        except Exception:  # a failed load only leaves the set with the copy
+            log.exception("reading resident set %s failed", key[:2])
+        finally:
+            with self._lock:
+                self._loading = None
+
+    def _load(
+        self,
+        conn: Conn,
+        key: tuple[Any, ...],
+        params: dict[str, Any],
+        dials: Settings,
+        generation: int,
+    ) -> bool:
+        budget = dials.resident_max_mb * _MB
+        rows = self._read(conn, key, params, budget)
+        with self._lock:
+            if generation != self._generation:
+                return False
+            self._reads.pop(key, None)
+            if rows is None:  # larger than the whole budget: tried again if the dial grows
+                self._sizes[key] = budget + 1
+                return False
+            held = ResidentSet(*rows)
+            self._sizes[key] = held.nbytes
+            dropped = self._evictions(key, held.nbytes, dials)
+            if dropped is None:
+                log.info("resident set %s waits: the memory holds sets read more", key[:2])
+                return False
+            for k in dropped:
+                del self._sets[k]
+            self._sets[key] = held
+            return True
+
+    def _read(
+        self, conn: Conn, key: tuple[Any, ...], params: dict[str, Any], room: int
+    ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
+        """The set's stamp, ids, tiers and vectors (none for an empty set: it is held too, and
+        answers nothing until its stamp moves); None when they would take over `room` bytes
+        (the read stops there)."""
+        search_set, topic_id, scopes = key[0], key[1], list(key[2])
+        stamp: int | None = None
+        ids: list[bytes] = []
+        tiers: list[int] = []
+        vectors: list[bytes] = []
+        size = 0
+        with conn.cursor(binary=True) as cursor:
+            for row in cursor.stream(
+                query("retrieval", "resident_rows"),
+                {
+                    **params,
+                    "search_set": search_set,
+                    "topic_id": topic_id,
+                    "scopes": scopes,
+                    "set_key": set_key(search_set, topic_id),
+                },
+            ):
+                stamp = row["stamp"]
+                if row["id"] is None:
+                    break  # the set has no eligible rows: its stamp only
+                ids.append(row["id"])
+                tiers.append(row["tier"])
+                vectors.append(row["vector"])
+                size += 17 + 2 * (len(row["vector"]) - 4)  # float32: twice the half bytes
+                if size > room:
+                    return None
+        if stamp is None:
+            raise RuntimeError("resident_rows returned no row, not even the stamp")
+        dim = (len(vectors[0]) - 4) // 2 if vectors else 0
+        halves = np.frombuffer(b"".join(vectors), np.dtype([("head", ">i4"), ("x", ">f2", dim)]))
+        matrix = halves["x"].astype(np.float32)
+        matrix.setflags(write=False)
+        id_bytes = np.frombuffer(b"".join(ids), np.uint8).reshape(-1, 16)
+        return int(stamp), id_bytes, np.array(tiers, np.int8), matrix
+
+    def _drop(self, key: tuple[Any, ...], held: ResidentSet, dials: Settings) -> None:
+        """The set changed: forget it, and wait longer next time if it served too little."""
+        with self._lock:
+            if self._sets.get(key) is not held:
+                return
+            del self._sets[key]
+            needed = dials.resident_load_after_reads << self._backoff.get(key, 0)
+            level = self._backoff.get(key, 0)
+            if held.served < needed:
+                self._backoff[key] = min(level + 1, _MAX_BACKOFF)
+            elif level:
+                self._backoff[key] = level - 1
+
+
+residents = Residents()
+db.on_read_pool_closed(residents.clear)  # the sets of the database left

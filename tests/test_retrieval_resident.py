@@ -1,0 +1,418 @@
+"""Resident sets (hag.retrieval.resident, migration 095): searched sets held in memory.
+
+Every answer is compared with the seed's own query (match_hag_entries) over the database as
+it stands when the pass runs, never with what the read path computed before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from pgvector import Vector
+
+from hag import db as hdb
+from hag import settings
+from hag.retrieval import ann, store
+from hag.retrieval.resident import Residents, filter_key, residents
+from tests import factories as f
+from tests.test_retrieval_search_copy import clustered_memory, tutor_rows_near_and_far
+
+TOPIC = ("cryptography", ("public",), 5)
+TUTOR = (None, ("tutor",), 3)
+
+
+@pytest.fixture
+def held(db: Any) -> Iterator[Residents]:
+    """The process's resident sets, empty before and after the test."""
+    residents.clear()
+    yield residents
+    residents.wait()
+    residents.clear()
+
+
+def seed_ids(db: Any, q: np.ndarray, topic: str | None, scopes: tuple[str, ...], n: int) -> list:
+    db.rollback()  # a fresh snapshot: what the database holds now
+    return [
+        r["id"]
+        for r in db.execute(
+            "SELECT id FROM match_hag_entries(%s, %s, %s, p_match_count => %s)",
+            (Vector(q), topic, list(scopes), n),
+        ).fetchall()
+    ]
+
+
+def read(db: Any, q: np.ndarray, which: tuple[Any, ...] = TOPIC) -> str:
+    """One pass on a read-pool connection, checked against the seed's query; its path."""
+    topic, scopes, count = which
+    current = settings.load(db)
+    with store.reader() as conn:
+        rows, report = store.semantic_pass(conn, "pass", q, topic, scopes, count, current, False)
+    assert [r["id"] for r in rows] == seed_ids(db, q, topic, scopes, count)
+    return report.path
+
+
+def key_of(db: Any, which: tuple[Any, ...] = TOPIC) -> tuple[Any, ...]:
+    topic, scopes, _ = which
+    search_set = store.compact_set(topic, scopes)
+    assert search_set is not None
+    return filter_key(search_set, topic, scopes, store.filters(settings.load(db)))
+
+
+def warm(db: Any, q: np.ndarray, which: tuple[Any, ...] = TOPIC) -> None:
+    """Read until the set is resident (its load runs in the background)."""
+    for _ in range(64):
+        if residents.holds(key_of(db, which)):
+            return
+        read(db, q, which)
+        residents.wait()
+    raise AssertionError("the set never became resident")
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def test_resident_passes_equal_the_seeds_query(db, dials, held):
+    """Topic and tutor sets, queries near a centre and in random directions, two dial sets;
+    with 5 candidates the proof needs the wider try, with the error dial at its maximum the
+    resident set proves nothing and the copy's path answers; the rows never change."""
+    rng = np.random.default_rng(95)
+    centres = clustered_memory(db, rng)
+    queries = [unit(centres[i % 6] + rng.standard_normal(f.DIM) * 0.5) for i in range(12)]
+    queries += [unit(rng.standard_normal(f.DIM)) for _ in range(6)]
+    paths: dict[str, set[str]] = {}
+    for name, overrides in (
+        ("default", {}),
+        ("five", {"compact_candidates": 5}),
+        ("unprovable", {"compact_similarity_error": 2.0}),
+    ):
+        dials(**overrides)
+        for which in (TOPIC, TUTOR):
+            warm(db, queries[0], which)
+            for q in queries:
+                paths.setdefault(name, set()).add(read(db, q, which))
+    assert paths["default"] == {"resident"}
+    assert "resident-widened" in paths["five"]
+    assert paths["unprovable"] == {"exact"}
+
+
+def test_a_write_to_the_set_is_seen_by_the_very_next_read(db, dials, held):
+    """Inserts, confidence and maturity changes, moves and deletes in the resident set's topic
+    each drop it: the next read is the seed's answer over the new rows (through the copy)."""
+    rng = np.random.default_rng(7)
+    clustered_memory(db, rng)
+    q = unit(rng.standard_normal(f.DIM))
+    near = unit(q + rng.standard_normal(f.DIM) * 0.05)
+
+    def write_then_read(sql: str, *args: Any) -> None:
+        warm(db, q)
+        assert read(db, q) == "resident"
+        db.execute(sql, args)
+        db.commit()
+        assert read(db, q) != "resident"  # and, checked inside, the seed's new answer
+        assert not residents.holds(key_of(db))
+
+    new = f.entry(db, confidence=0.95, maturity="proven", embedding=near)
+    db.commit()
+    write_then_read("DELETE FROM hag_entries WHERE id = %s", new)
+    write_then_read(
+        "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, "
+        "confidence, instruction, embedding) VALUES ('cryptography', 'x', 'public', 'proven', "
+        "0.95, 'Use it.', %s)",
+        Vector(near),
+    )
+    top = seed_ids(db, q, *TOPIC)[0]
+    write_then_read("UPDATE hag_entries SET confidence = 0.05 WHERE id = %s", top)
+    second = seed_ids(db, q, *TOPIC)[0]
+    write_then_read("UPDATE hag_entries SET maturity = 'archived' WHERE id = %s", second)
+    third = seed_ids(db, q, *TOPIC)[0]
+    write_then_read("UPDATE hag_entries SET topic_id = 'linux-basics' WHERE id = %s", third)
+    fourth = seed_ids(db, q, *TOPIC)[0]
+    write_then_read("UPDATE hag_entries SET embedding = %s WHERE id = %s", Vector(-q), fourth)
+
+
+def test_writes_outside_the_set_leave_it_resident(db, dials, held):
+    """Another topic's rows, a learner's rows, and counters of the set's own rows."""
+    rng = np.random.default_rng(8)
+    clustered_memory(db, rng)
+    q = unit(rng.standard_normal(f.DIM))
+    warm(db, q)
+    f.entry(db, topic_id="linux-basics", embedding=q)
+    f.entry(db, scope="student:ada", embedding=q)
+    top = seed_ids(db, q, *TOPIC)[0]
+    db.execute(
+        "UPDATE hag_entries SET success_count = success_count + 1, last_matched_at = now() "
+        "WHERE id = %s",
+        (top,),
+    )
+    db.commit()
+    assert read(db, q) == "resident"
+
+
+def test_truncate_and_the_bulk_backfill_move_every_stamp(db, dials, held):
+    """TRUNCATE of hag_entries and the bulk loader's backfill record set '*'."""
+    rng = np.random.default_rng(9)
+    clustered_memory(db, rng)
+    q = unit(rng.standard_normal(f.DIM))
+    warm(db, q)
+    db.execute("ALTER TABLE hag_entries DISABLE TRIGGER hag_entries_search_insert")
+    db.execute("DELETE FROM hag_entry_search")  # as a bulk loader starts: copy emptied, ...
+    f.entry(db, confidence=0.95, maturity="proven", embedding=q)  # ... a row loaded unseen
+    db.execute("ALTER TABLE hag_entries ENABLE ALWAYS TRIGGER hag_entries_search_insert")
+    db.execute(store.query("retrieval", "search_copy_backfill"))
+    db.commit()
+    assert read(db, q) != "resident"
+    warm(db, q)
+    db.execute("TRUNCATE hag_entries CASCADE")
+    db.commit()
+    assert read(db, q) != "resident"
+
+
+def test_the_nightly_fold_keeps_every_stamp(db, dials, held):
+    """Folding the recorded changes leaves one row per set and the resident set valid."""
+    rng = np.random.default_rng(10)
+    clustered_memory(db, rng)
+    for _ in range(3):
+        db.execute("UPDATE hag_entries SET confidence = confidence * 0.99")
+        db.commit()
+    q = unit(rng.standard_normal(f.DIM))
+    warm(db, q)
+    sums = "SELECT set_key, sum(changes) AS n FROM hag_entry_search_changes GROUP BY set_key"
+    before = {r["set_key"]: r["n"] for r in db.execute(sums).fetchall()}
+    assert before["topic:cryptography"] >= 4 and ann.fold_search_changes() > 0
+    db.rollback()
+    after = {r["set_key"]: r["n"] for r in db.execute(sums).fetchall()}
+    rows = db.execute("SELECT count(*) AS n FROM hag_entry_search_changes").fetchone()["n"]
+    assert after == before and rows == len(before)
+    assert read(db, q) == "resident"
+
+
+def test_writers_of_one_topic_do_not_wait_for_each_other(db, database_url):
+    """Recording a change appends a row and locks nothing: a second writer of the same
+    topic's copy goes ahead while the first has not committed."""
+    first_id = f.entry(db, confidence=0.8)
+    second_id = f.entry(db, confidence=0.8)
+    db.commit()
+    recorded = (
+        "SELECT sum(changes) AS n FROM hag_entry_search_changes WHERE set_key = "
+        "'topic:cryptography'"
+    )
+    before = db.execute(recorded).fetchone()["n"]
+    db.rollback()
+    with (
+        psycopg.connect(database_url) as first,
+        psycopg.connect(database_url) as second,
+    ):
+        first.execute("UPDATE hag_entries SET confidence = 0.7 WHERE id = %s", (first_id,))
+        second.execute("SET lock_timeout = '2s'")
+        second.execute("UPDATE hag_entries SET confidence = 0.6 WHERE id = %s", (second_id,))
+        second.commit()
+        first.commit()
+    total = db.execute(recorded).fetchone()["n"] - before
+    assert total == 2  # one per statement
+
+
+def test_resident_max_mb_zero_keeps_nothing_in_memory(db, dials, held):
+    dials(resident_max_mb=0)
+    rng = np.random.default_rng(11)
+    clustered_memory(db, rng)
+    q = unit(rng.standard_normal(f.DIM))
+    for _ in range(5):
+        assert read(db, q) != "resident"
+    residents.wait()
+    assert not residents.holds(key_of(db)) and residents.nbytes() == 0
+
+
+def test_a_set_over_the_memory_dial_stays_with_the_copy(db, dials, held):
+    """200 rows at 1,536 dimensions take 1.2 MB in memory: refused at 1 MB, held at 2."""
+    rng = np.random.default_rng(12)
+    for _ in range(200):
+        f.entry(db, maturity="proven", confidence=0.9, embedding=unit(rng.standard_normal(f.DIM)))
+    db.commit()
+    q = unit(rng.standard_normal(f.DIM))
+    dials(resident_max_mb=1)
+    for _ in range(6):
+        read(db, q)
+        residents.wait()
+    assert not residents.holds(key_of(db)) and residents.nbytes() == 0
+    dials(resident_max_mb=2)
+    warm(db, q)
+    assert residents.nbytes() > 1 << 20
+
+
+def test_load_after_reads_is_the_dial_and_doubles_after_a_set_changes_unused(db, dials, held):
+    dials(resident_load_after_reads=3)
+    rng = np.random.default_rng(13)
+    clustered_memory(db, rng)
+    q = unit(rng.standard_normal(f.DIM))
+
+    def held_after(reads: int) -> bool:
+        for _ in range(reads):
+            read(db, q)
+        residents.wait()
+        return residents.holds(key_of(db))
+
+    assert not held_after(2) and held_after(1)
+    db.execute(
+        "UPDATE hag_entries SET confidence = confidence * 0.99 WHERE topic_id = 'cryptography'"
+    )
+    db.commit()
+    # the next read finds the set changed before it served a read: dropped, 6 reads needed
+    assert not held_after(5) and held_after(1)
+
+
+def test_the_set_read_more_per_byte_takes_the_memory(db, dials, held, monkeypatch):
+    """Two topics of 1.2 MB each under a 2 MB dial: the second takes the memory only once it
+    has been read resident_claim_margin times as often as the first, and an old claim fades
+    with resident_half_life_seconds."""
+    now = [1000.0]
+    monkeypatch.setattr(residents, "_clock", lambda: now[0])
+    rng = np.random.default_rng(14)
+    for topic in ("cryptography", "linux-basics"):
+        for _ in range(200):
+            v = unit(rng.standard_normal(f.DIM))
+            f.entry(db, topic_id=topic, maturity="proven", confidence=0.9, embedding=v)
+    db.commit()
+    q = unit(rng.standard_normal(f.DIM))
+    linux = ("linux-basics", ("public",), 5)
+    dials(resident_max_mb=2, resident_half_life_seconds=600)
+
+    def read_linux(times: int) -> None:
+        for _ in range(times):
+            read(db, q, linux)
+            residents.wait()
+
+    warm(db, q)  # two reads through the copy
+    for _ in range(10):
+        assert read(db, q) == "resident"  # cryptography: 12 reads
+    read_linux(20)  # 20 < 12 x 2
+    assert residents.holds(key_of(db)) and not residents.holds(key_of(db, linux))
+    dials(resident_claim_margin=1.0)
+    read_linux(2)  # 22 > 12 x 1
+    assert residents.holds(key_of(db, linux)) and not residents.holds(key_of(db))
+
+    residents.clear()
+    dials(resident_claim_margin=2.0)
+    warm(db, q)
+    for _ in range(10):
+        read(db, q)
+    now[0] += 5 * 600  # cryptography's 12 reads now count as 0.375
+    read_linux(2)  # 2 > 0.375 x 2
+    assert residents.holds(key_of(db, linux)) and not residents.holds(key_of(db))
+
+
+def test_a_callers_connection_never_uses_or_fills_resident_sets(db, held):
+    rng = np.random.default_rng(15)
+    clustered_memory(db, rng)
+    q = unit(rng.standard_normal(f.DIM))
+    current = settings.load(db)
+    for _ in range(4):
+        _, report = store.semantic_pass(db, "pass", q, *TOPIC[:2], 5, current, False, shared=False)
+        assert report.path != "resident"
+    residents.wait()
+    assert residents.nbytes() == 0
+    hdb.close_read_pool()
+
+
+def test_index_answers_count_only_for_a_set_small_enough_to_answer_before_the_index(
+    db, dials, held
+):
+    """Over resident_before_index_max_mb, tutor passes the HNSW index answers ('candidates')
+    never load the set, while queries near nothing (exact) do and are then answered from
+    memory after the contrast sample sent them to the exact answer. Within it, once a read
+    has shown the set's size, the index's answers count too and the held set answers
+    before the index is tried."""
+    from hag import retrieval
+
+    flat = tutor_rows_near_and_far(db)
+    # 40 rows x 1,536 float32 = 0.25 MB: over a 0 MB dial, within the default 16
+    dials(exact_scan_max_rows=0, retrieval_cache_ttl_seconds=0, resident_before_index_max_mb=0)
+
+    def tutor(vector: np.ndarray) -> str:
+        result = retrieval.retrieve_with_vector("cryptography", "ada", vector)
+        residents.wait()
+        got = [a.entry_id for a in result.tutor_advisories]
+        assert got == seed_ids(db, vector, None, ("tutor",), settings.load(db).tutor_match_count)
+        return next(p.path for p in result.passes if p.name == "tutor")
+
+    assert {tutor(f.QUERY) for _ in range(4)} == {"candidates"}
+    assert not residents.holds(key_of(db, TUTOR))
+    paths = [tutor(flat) for _ in range(4)]  # the topic's set may take the loader first
+    assert paths[0].startswith("exact-low-contrast-sampled, compact")  # -widened: ties
+    assert paths[-1].startswith("exact-low-contrast-sampled, resident")
+    assert tutor(f.QUERY) == "candidates"  # held, but over the dial: the index first
+
+    dials(resident_before_index_max_mb=16)
+    assert tutor(f.QUERY) == "resident" and tutor(flat).startswith("resident")  # no walk
+    db.execute("UPDATE hag_entries SET confidence = 0.81 WHERE visibility_scope = 'tutor'")
+    db.commit()
+    paths = [tutor(f.QUERY) for _ in range(8)]  # dropped; the index's answers count now
+    assert paths[0] == "candidates" and paths[-1] == "resident"
+
+
+def test_an_empty_set_is_held_and_its_first_row_is_seen(db, dials, held):
+    """A topic with no eligible row answers nothing from memory, until a row arrives."""
+    f.entry(db, confidence=0.1)  # the topic exists; its only row is below every floor
+    db.commit()
+    warm(db, f.QUERY)
+    assert read(db, f.QUERY) == "resident" and residents.nbytes() == 0
+    f.entry(db, confidence=0.9, embedding=f.vec(0.8))
+    db.commit()
+    assert read(db, f.QUERY) != "resident"  # and, checked inside, the new row is the answer
+
+
+def test_migration_095_carries_a_populated_memory_over(scratch_db, tmp_path):
+    """A memory (with its search copy) populated before 095 keeps its copy; after 095 a set
+    read into memory answers as the seed's query does, and the next write to it is seen."""
+    import shutil
+
+    from hag import SQL_DIR, migrate
+
+    before = tmp_path / "migrations"
+    shutil.copytree(SQL_DIR / "migrations", before)
+    (before / "095_search_copy_changes.sql").unlink()
+    migrate.migrate(scratch_db, 8, before)
+    scratch_db.commit()
+    hdb.configure_connection(scratch_db)
+    scratch_db.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")
+    rng = np.random.default_rng(95)
+    for i in range(30):
+        scratch_db.execute(
+            "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, "
+            "confidence, instruction, embedding) VALUES ('t', %s, 'public', 'proven', 0.9, "
+            "'Advice.', %s)",
+            (f"c{i}", Vector(rng.standard_normal(8).astype(np.float32))),
+        )
+    scratch_db.commit()
+    assert scratch_db.execute("SELECT count(*) AS n FROM hag_entry_search").fetchone()["n"] == 30
+
+    assert migrate.migrate(scratch_db, 8)[0].startswith("095_")
+    scratch_db.commit()
+    own = Residents()
+    current = settings.load(scratch_db)
+    params = store.filters(current)
+    key = filter_key("topic", "t", ("public",), params)
+    assert own.load(scratch_db, key, params, current)
+    q = unit(rng.standard_normal(8))
+
+    def top(conn: Any) -> list:
+        return [
+            r["id"]
+            for r in conn.execute(
+                "SELECT id FROM match_hag_entries(%s, 't', ARRAY['public'], p_match_count => 5)",
+                (Vector(q),),
+            ).fetchall()
+        ]
+
+    rows, path = own.answer(scratch_db, key, q, 5, current) or ([], "")
+    assert path == "resident" and [r["id"] for r in rows] == top(scratch_db)
+    scratch_db.execute(
+        "UPDATE hag_entries SET embedding = %s WHERE concept_slug = 'c7'", (Vector(q),)
+    )
+    scratch_db.commit()
+    assert own.answer(scratch_db, key, q, 5, current) is None and not own.holds(key)
+    scratch_db.rollback()
