@@ -72,6 +72,19 @@ def warm(db: Any, q: np.ndarray, which: tuple[Any, ...] = TOPIC) -> None:
     raise AssertionError("the set never became resident")
 
 
+def stamp(db: Any, key: str = "topic:cryptography", *, fresh: bool = True) -> int:
+    """A set's stamp, summed here from the recorded changes (migration 095); `fresh`: in a
+    new snapshot, else inside the transaction `db` has open."""
+    if fresh:
+        db.rollback()
+    row = db.execute(
+        "SELECT coalesce(sum(changes), 0) AS s FROM hag_entry_search_changes "
+        "WHERE set_key IN (%s, '*')",
+        (key,),
+    ).fetchone()
+    return int(row["s"])
+
+
 def unit(v: np.ndarray) -> np.ndarray:
     return (v / np.linalg.norm(v)).astype(np.float32)
 
@@ -100,7 +113,7 @@ def test_resident_passes_equal_the_seeds_query(db, dials, held):
     assert paths["unprovable"] == {"exact"}
 
 
-def test_a_write_to_the_set_is_seen_by_the_very_next_read(db, dials, held):
+def test_a_write_to_the_set_is_seen_by_the_very_next_read(db, dials, held, caplog):
     """Inserts, confidence and maturity changes, moves and deletes in the resident set's topic
     each drop it: the next read is the seed's answer over the new rows (through the copy)."""
     rng = np.random.default_rng(7)
@@ -111,10 +124,13 @@ def test_a_write_to_the_set_is_seen_by_the_very_next_read(db, dials, held):
     def write_then_read(sql: str, *args: Any) -> None:
         warm(db, q)
         assert read(db, q) == "resident"
+        before = stamp(db)
         db.execute(sql, args)
         db.commit()
-        assert read(db, q) != "resident"  # and, checked inside, the seed's new answer
+        assert stamp(db) != before  # the trigger recorded the change ...
+        assert read(db, q) != "resident"  # ... the read saw it, and (inside) the new answer
         assert not residents.holds(key_of(db))
+        assert "disagrees" not in caplog.text  # dropped by the stamp, not by the re-check
 
     new = f.entry(db, confidence=0.95, maturity="proven", embedding=near)
     db.commit()
@@ -159,17 +175,42 @@ def test_truncate_and_the_bulk_backfill_move_every_stamp(db, dials, held):
     clustered_memory(db, rng)
     q = unit(rng.standard_normal(f.DIM))
     warm(db, q)
+    tutor, before = stamp(db, "tutor"), stamp(db)
     db.execute("ALTER TABLE hag_entries DISABLE TRIGGER hag_entries_search_insert")
-    db.execute("DELETE FROM hag_entry_search")  # as a bulk loader starts: copy emptied, ...
+    # as a bulk loader starts: the copy emptied (a write to the copy records nothing) ...
+    db.execute("DELETE FROM hag_entry_search")
     f.entry(db, confidence=0.95, maturity="proven", embedding=q)  # ... a row loaded unseen
     db.execute("ALTER TABLE hag_entries ENABLE ALWAYS TRIGGER hag_entries_search_insert")
-    db.execute(store.query("retrieval", "search_copy_backfill"))
+    assert (stamp(db, "tutor", fresh=False), stamp(db, fresh=False)) == (tutor, before)
+    db.execute(store.query("retrieval", "search_copy_backfill"))  # ... then the backfill
     db.commit()
+    assert stamp(db, "tutor") != tutor and stamp(db) != before  # '*': every set's stamp
     assert read(db, q) != "resident"
     warm(db, q)
+    before = stamp(db)
     db.execute("TRUNCATE hag_entries CASCADE")
     db.commit()
+    assert stamp(db) != before
     assert read(db, q) != "resident"
+
+
+def test_a_candidate_that_left_the_set_unrecorded_drops_it(db, dials, held, caplog):
+    """A change the stamp missed (here: the copy's triggers switched off, as no write path
+    of this project does) is caught by the re-check of each candidate against the set's
+    filter: the set is dropped, with a warning, and answers nothing."""
+    rng = np.random.default_rng(16)
+    clustered_memory(db, rng)
+    q = unit(rng.standard_normal(f.DIM))
+    warm(db, q)
+    top = seed_ids(db, q, *TOPIC)[0]
+    db.execute("ALTER TABLE hag_entries DISABLE TRIGGER hag_entries_search_update")
+    db.execute("UPDATE hag_entries SET confidence = 0.05 WHERE id = %s", (top,))
+    db.execute("ALTER TABLE hag_entries ENABLE ALWAYS TRIGGER hag_entries_search_update")
+    db.commit()
+    with store.reader() as conn:
+        answered = residents.answer(conn, key_of(db), q, 5, settings.load(db))
+    assert answered is None and not residents.holds(key_of(db))
+    assert "disagrees with its stamp" in caplog.text
 
 
 def test_the_nightly_fold_keeps_every_stamp(db, dials, held):
@@ -198,8 +239,7 @@ def test_writers_of_one_topic_do_not_wait_for_each_other(db, database_url):
     second_id = f.entry(db, confidence=0.8)
     db.commit()
     recorded = (
-        "SELECT sum(changes) AS n FROM hag_entry_search_changes WHERE set_key = "
-        "'topic:cryptography'"
+        "SELECT count(*) AS n FROM hag_entry_search_changes WHERE set_key = 'topic:cryptography'"
     )
     before = db.execute(recorded).fetchone()["n"]
     db.rollback()
@@ -213,18 +253,22 @@ def test_writers_of_one_topic_do_not_wait_for_each_other(db, database_url):
         second.commit()
         first.commit()
     total = db.execute(recorded).fetchone()["n"] - before
-    assert total == 2  # one per statement
+    assert total == 2  # one row per statement
 
 
 def test_resident_max_mb_zero_keeps_nothing_in_memory(db, dials, held):
-    dials(resident_max_mb=0)
+    """At 0 no set is read into memory, and sets held before are let go at the next read."""
     rng = np.random.default_rng(11)
     clustered_memory(db, rng)
     q = unit(rng.standard_normal(f.DIM))
+    warm(db, q)
+    warm(db, q, TUTOR)
+    dials(resident_max_mb=0)
     for _ in range(5):
         assert read(db, q) != "resident"
     residents.wait()
     assert not residents.holds(key_of(db)) and residents.nbytes() == 0
+    assert not residents.holds(key_of(db, TUTOR))
 
 
 def test_a_set_over_the_memory_dial_stays_with_the_copy(db, dials, held):
@@ -396,7 +440,7 @@ def test_migration_095_carries_a_populated_memory_over(scratch_db, tmp_path):
     current = settings.load(scratch_db)
     params = store.filters(current)
     key = filter_key("topic", "t", ("public",), params)
-    assert own.load(scratch_db, key, params, current)
+    assert own.load(scratch_db, key, current)
     q = unit(rng.standard_normal(8))
 
     def top(conn: Any) -> list:

@@ -57,6 +57,7 @@ log = logging.getLogger("hag.retrieval.resident")
 
 _MB = 1 << 20
 _MAX_BACKOFF = 10  # at most 2**10 times `resident_load_after_reads` between two loads
+_MAX_KEYS = 100_000  # sets whose reads are counted; the least recently read are forgotten
 
 
 def set_key(search_set: str, topic_id: str | None) -> str:
@@ -77,6 +78,21 @@ def filter_key(
         params["floor_pattern"],
         params["floor_candidate"],
     )
+
+
+def _filter_params(key: tuple[Any, ...]) -> dict[str, Any]:
+    """The query parameters of the set `key` names (its set, topic, scopes and filter)."""
+    search_set, topic_id, scopes, min_confidence, proven, pattern, candidate = key
+    return {
+        "search_set": search_set,
+        "topic_id": topic_id,
+        "scopes": list(scopes),
+        "set_key": set_key(search_set, topic_id),
+        "min_confidence": min_confidence,
+        "floor_proven": proven,
+        "floor_pattern": pattern,
+        "floor_candidate": candidate,
+    }
 
 
 @dataclass
@@ -140,11 +156,12 @@ class Residents:
         """The pass's proven answer from the resident set `key`, or None (not resident, the
         set changed since it was read, or the re-rank proved nothing even widened)."""
         with self._lock:
+            self._trim(dials)
             held = self._sets.get(key)
             if held is None:
                 return None
         norm = float(np.linalg.norm(vector))
-        if not norm or dials.resident_max_mb <= 0:
+        if not norm:
             return None
         unit = (vector / norm).astype(np.float32)
         boosts = np.array(
@@ -164,17 +181,17 @@ class Residents:
             rows = conn.execute(
                 query("retrieval", "resident_rerank"),
                 {
-                    "set_key": set_key(key[0], key[1]),
+                    **_filter_params(key),
                     "query": vector,
                     "ids": [uuid.UUID(bytes=held.ids[i].tobytes()) for i in chosen],
                     "approximate": [float(approximate[i]) for i in chosen],
                 },
             ).fetchall()
-            if rows[0]["stamp"] != held.stamp:
+            if int(rows[0]["stamp"]) != held.stamp:
                 self._drop(key, held, dials)
                 return None
             found = [{k: v for k, v in r.items() if k != "stamp"} for r in rows if r["id"]]
-            if len(found) != len(chosen):  # cannot be at an equal stamp; never trust it
+            if len(found) != len(chosen):  # a candidate left the set at an equal stamp
                 log.warning("resident set %s disagrees with its stamp; dropped", key[:2])
                 self._drop(key, held, dials)
                 return None
@@ -192,7 +209,6 @@ class Residents:
     def note_read(
         self,
         key: tuple[Any, ...],
-        params: dict[str, Any],
         dials: Settings,
         executor: Executor,
         *,
@@ -220,18 +236,16 @@ class Residents:
             self._loading = key
             generation = self._generation
         try:
-            executor.submit(self._load_in_background, key, params, dials, generation)
+            executor.submit(self._load_in_background, key, dials, generation)
         except RuntimeError:  # the executor is shutting down
             with self._lock:
                 self._loading = None
 
-    def load(
-        self, conn: Conn, key: tuple[Any, ...], params: dict[str, Any], dials: Settings
-    ) -> bool:
+    def load(self, conn: Conn, key: tuple[Any, ...], dials: Settings) -> bool:
         """Read set `key` into memory now, on `conn`; whether it is resident afterwards."""
         with self._lock:
             generation = self._generation
-        return self._load(conn, key, params, dials, generation)
+        return self._load(conn, key, dials, generation)
 
     def wait(self, timeout: float = 60.0) -> None:
         """Until no load is running (tests and the benchmark's warm-up)."""
@@ -246,8 +260,37 @@ class Residents:
         """One more exact read of `key` in its decayed count (the lock is held)."""
         now = self._clock()
         self._rates[key] = (self._rate(key, now, dials) + 1.0, now)
-        if len(self._rates) > 100_000:  # sets long unread: their claim is nothing
-            self._rates = dict(sorted(self._rates.items(), key=lambda kv: -kv[1][1])[:50_000])
+        if len(self._rates) > _MAX_KEYS:  # sets long unread (or of old dials): no claim left
+            self._rates = dict(
+                sorted(self._rates.items(), key=lambda kv: -kv[1][1])[: _MAX_KEYS // 2]
+            )
+            for book in (self._reads, self._backoff, self._sizes):
+                for stale in [k for k in book if k not in self._rates]:
+                    del book[stale]
+
+    def _trim(self, dials: Settings) -> None:
+        """Drop held sets, smallest claim first, until they fit `resident_max_mb` as it is
+        now (a lowered dial frees memory at the next read; 0 frees all) (the lock is held)."""
+        budget = dials.resident_max_mb * _MB
+        if budget <= 0:
+            self._sets.clear()
+            return
+        used = sum(s.nbytes for s in self._sets.values())
+        for k, _, _ in self._by_claim(dials):
+            if used <= budget:
+                break
+            used -= self._sets.pop(k).nbytes
+
+    def _by_claim(self, dials: Settings, but: object = None) -> list[tuple[Any, float, int]]:
+        """The held sets (but `but`) as (key, claim, bytes), smallest claim first; a claim
+        is the set's decayed reads per byte held (the lock is held)."""
+        now = self._clock()
+        held = [
+            (k, self._rate(k, now, dials) / max(h.nbytes, 1), h.nbytes)
+            for k, h in self._sets.items()
+            if k != but
+        ]
+        return sorted(held, key=lambda item: item[1])
 
     def _rate(self, key: tuple[Any, ...], now: float, dials: Settings) -> float:
         """Exact reads of `key`, each halved every `resident_half_life_seconds` since."""
@@ -262,28 +305,21 @@ class Residents:
         `resident_claim_margin` is below `key`'s (so that sets read about as often do not
         take turns); None when even all of them would not make room (the lock is held)."""
         budget = dials.resident_max_mb * _MB
-        now = self._clock()
-        claim = self._rate(key, now, dials) / max(size, 1)
-        others = sorted(
-            (self._rate(k, now, dials) / max(h.nbytes, 1), k, h.nbytes)
-            for k, h in self._sets.items()
-            if k != key
-        )
+        claim = self._rate(key, self._clock(), dials) / max(size, 1)
+        others = self._by_claim(dials, but=key)
         used = sum(n for _, _, n in others)
         dropped: list[tuple[Any, ...]] = []
-        for other_claim, k, n in others:
+        for k, other_claim, n in others:
             if used + size <= budget or other_claim * dials.resident_claim_margin >= claim:
                 break
             dropped.append(k)
             used -= n
         return dropped if used + size <= budget else None
 
-    def _load_in_background(
-        self, key: tuple[Any, ...], params: dict[str, Any], dials: Settings, generation: int
-    ) -> None:
+    def _load_in_background(self, key: tuple[Any, ...], dials: Settings, generation: int) -> None:
         try:
             with db.read_pool().connection() as conn:
-                self._load(conn, key, params, dials, generation)
+                self._load(conn, key, dials, generation)
         except Exception:  # a failed load only leaves the set with the copy
             log.exception("reading resident set %s failed", key[:2])
         finally:
@@ -294,12 +330,11 @@ class Residents:
         self,
         conn: Conn,
         key: tuple[Any, ...],
-        params: dict[str, Any],
         dials: Settings,
         generation: int,
     ) -> bool:
         budget = dials.resident_max_mb * _MB
-        rows = self._read(conn, key, params, budget)
+        rows = self._read(conn, key, budget)
         with self._lock:
             if generation != self._generation:
                 return False
@@ -319,28 +354,18 @@ class Residents:
             return True
 
     def _read(
-        self, conn: Conn, key: tuple[Any, ...], params: dict[str, Any], room: int
+        self, conn: Conn, key: tuple[Any, ...], room: int
     ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
         """The set's stamp, ids, tiers and vectors (none for an empty set: it is held too, and
         answers nothing until its stamp moves); None when they would take over `room` bytes
         (the read stops there)."""
-        search_set, topic_id, scopes = key[0], key[1], list(key[2])
         stamp: int | None = None
         ids: list[bytes] = []
         tiers: list[int] = []
         vectors: list[bytes] = []
         size = 0
         with conn.cursor(binary=True) as cursor:
-            for row in cursor.stream(
-                query("retrieval", "resident_rows"),
-                {
-                    **params,
-                    "search_set": search_set,
-                    "topic_id": topic_id,
-                    "scopes": scopes,
-                    "set_key": set_key(search_set, topic_id),
-                },
-            ):
+            for row in cursor.stream(query("retrieval", "resident_rows"), _filter_params(key)):
                 stamp = row["stamp"]
                 if row["id"] is None:
                     break  # the set has no eligible rows: its stamp only

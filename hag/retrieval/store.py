@@ -163,7 +163,7 @@ def semantic_pass(
             if reranked.proven:
                 path = "candidates" if attempt == 0 else "candidates-widened"
                 if key is not None:
-                    residents.note_read(key, params, dials, executor(), indexed=True)
+                    residents.note_read(key, dials, executor(), indexed=True)
                 return reranked.rows, _report(name, path, reranked.rows, started)
             if len(rows) < requested:
                 break  # the scan ran dry: the eligible set is small, or the scan stopped
@@ -173,7 +173,7 @@ def semantic_pass(
         if answered is not None:
             rows, method = answered
             return rows, _report(name, f"{reason}, {method}" if reason else method, rows, started)
-        residents.note_read(key, params, dials, executor())
+        residents.note_read(key, dials, executor())
     rows, method = exact_answer(conn, params, count, dials, search_set)
     return rows, _report(name, f"{reason}, {method}" if reason else method, rows, started)
 

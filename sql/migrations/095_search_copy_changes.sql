@@ -10,6 +10,11 @@
 -- per set it touched ('tutor', or 'topic:' || topic_id). The trigger that keeps the copy
 -- writes it in the same transaction. A set's stamp is the sum of `changes` over its rows and
 -- over the rows of set '*' (every set: a TRUNCATE of hag_entries, or a bulk backfill).
+-- Each row adds a random amount (1 to 2^31 - 1), not 1: a sum then names which writers it
+-- saw, not only how many, so two servers that made the same number of writes visible in
+-- different orders (a primary and its standby), or two histories of one database (a
+-- failover, a restore), do not meet at one stamp with different rows (a collision needs
+-- two random sums to agree: about 1 in 2^31).
 --
 -- Why a sum over appended rows, and not a counter per set: a counter row would be locked by
 -- every writer of its set until commit, so two session-ends on one topic would queue behind
@@ -17,15 +22,17 @@
 -- nothing. Snapshots of one server are nested (a later one sees every transaction an earlier
 -- one saw), so two snapshots that see the same sum for a set see the same committed writers
 -- of it, and so the same rows: the resident copy of a set read at stamp s is the set at
--- every snapshot whose stamp is s. Equally on a streaming replica, whose snapshots follow the
--- primary's commits.
+-- every snapshot whose stamp is s. Across servers and histories the random amounts above
+-- keep that true but for a 1 in 2^31 chance; the reader also re-checks each candidate
+-- against the set's filter, so a missed change drops the set instead of answering wrong.
 --
 -- The nightly run folds each set's rows into one (hag.retrieval.ann.nightly_upkeep, query
 -- search_changes_fold): the sum is unchanged, in one statement. Never truncate this table
 -- while readers run: a sum that falls back could meet an old stamp again.
 CREATE TABLE hag_entry_search_changes (
     set_key  text   NOT NULL,  -- 'tutor' | 'topic:<topic_id>' | '*'
-    changes  bigint NOT NULL DEFAULT 1 CHECK (changes > 0)
+    changes  bigint NOT NULL DEFAULT (1 + floor(random() * 2147483646))::bigint
+             CHECK (changes > 0)
 );
 CREATE INDEX hag_entry_search_changes_key_idx ON hag_entry_search_changes (set_key)
     INCLUDE (changes);

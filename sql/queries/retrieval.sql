@@ -103,7 +103,7 @@ JOIN hag_entries e ON e.id = c.id
 -- compact_candidates' own, tier by tier.
 SELECT s.stamp, uuid_send(t.id) AS id, t.tier, halfvec_send(t.embedding) AS vector
 FROM (
-    SELECT coalesce(sum(c.changes), 0)::bigint AS stamp
+    SELECT coalesce(sum(c.changes), 0) AS stamp
     FROM hag_entry_search_changes c
     WHERE c.set_key IN (%(set_key)s, '*')
 ) s
@@ -137,11 +137,14 @@ LEFT JOIN (
 -- The candidates a resident set chose in memory, read from hag_entries for their exact
 -- similarity (as match_hag_entries computes it), beside the set's stamp in the same
 -- snapshot: the caller uses the rows only when the stamp is the one its resident rows were
--- read at (hag.retrieval.resident). One row with a NULL id when there are no candidates.
+-- read at (hag.retrieval.resident). Each candidate must still pass the set's own filter (as
+-- resident_rows reads it): at an equal stamp they all do, and a candidate that does not
+-- makes the caller drop the set rather than answer from it. One row with a NULL id when no
+-- candidate is left.
 SELECT s.stamp, r.id, r.topic_id, r.concept_slug, r.visibility_scope, r.maturity,
        r.confidence, r.instruction, r.similarity, r.approximate
 FROM (
-    SELECT coalesce(sum(c.changes), 0)::bigint AS stamp
+    SELECT coalesce(sum(c.changes), 0) AS stamp
     FROM hag_entry_search_changes c
     WHERE c.set_key IN (%(set_key)s, '*')
 ) s
@@ -150,6 +153,15 @@ LEFT JOIN (
            e.instruction, 1 - (e.embedding <=> %(query)b) AS similarity, c.approximate
     FROM unnest(%(ids)s::uuid[], %(approximate)s::float8[]) AS c (id, approximate)
     JOIN hag_entries e ON e.id = c.id
+    WHERE hag_entry_search_set(e.visibility_scope, e.maturity) = %(search_set)s
+      AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
+      AND e.visibility_scope = ANY (%(scopes)s::text[])
+      AND ((e.maturity = 'proven'
+            AND e.confidence >= GREATEST(%(min_confidence)s, %(floor_proven)s))
+        OR (e.maturity = 'pattern'
+            AND e.confidence >= GREATEST(%(min_confidence)s, %(floor_pattern)s))
+        OR (e.maturity = 'candidate'
+            AND e.confidence >= GREATEST(%(min_confidence)s, %(floor_candidate)s)))
 ) r ON true
 
 -- name: mean_vector
