@@ -157,6 +157,10 @@ _DIALS: tuple[Dial, ...] = (
     Dial("prerequisite_lift_reverse", "bool", False, "ours: under lift, the reverse direction's evidence counts against a pair (prerequisites form a DAG)", S),
     Dial("prerequisite_lift_transitive", "bool", False, "ours: under lift, reports on c naming x that a walked path c -> m -> x explains count against c -> x (h(c->m) times m's share of reports naming x, the largest over m)", S),
     _f("prerequisite_lift_transitive_weight", 1.0, 0, 1, "ours: ...and the share of those explained reports that counts against c -> x (1: all of them)", S),
+    _f("prerequisite_lift_noise_weight", 0.0, 0, 1000, "ours (measured, docs/learning-report.md): the chance term of a learned c -> m is scaled by 1 + this x c's reversal share, the share of c's struggle reports (live and culled prerequisites out of c) naming a concept the memory holds to build on c; 0: off", S),
+    _f("prerequisite_lift_noise_prior", 0.05, 0, 1, "ours: the reversal share a concept with no reports is given, which its own reports outweigh...", S),
+    _f("prerequisite_lift_noise_prior_reports", 5.0, 0, 1000, "ours: ...as if it came from this many reports", S),
+    _f("prerequisite_lift_noise_held_min", 0.6, 0, 1, "ours: a prerequisite x -> c at this confidence or more makes a report on c naming x a reversal", S),
     _i("prerequisite_unlearn_min_reports", 0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports (0: never)", S),
     _f("prerequisite_unlearn_max_share", 0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports", S),
     Dial("prerequisite_repeat_weighting", "bool", False, "ours: under lift, a learned prerequisite's reports are weighed by who reported them (hag_edge_learner_reports): a learner's first session, its further sessions and a session's further turns by the three weights below (off: every session counts 1)", S),
@@ -243,18 +247,19 @@ assert len(REGISTRY) == len(_DIALS), "a dial key is registered twice"
 # everything else keeps whatever value an operator gave it.
 EVIDENCE_PROFILE: dict[str, Any] = {
     "prerequisite_confidence_rule": "lift",
-    "prerequisite_lift_k": 2.0,
-    "prerequisite_lift_chance_spread": 8.0,
+    "prerequisite_lift_k": 1.5,
+    "prerequisite_lift_chance_spread": 24.0,
     "prerequisite_lift_reverse": True,
     "prerequisite_lift_transitive": False,
     "prerequisite_lift_transitive_weight": 1.0,
+    "prerequisite_lift_noise_weight": 20.0,
     "prerequisite_unlearn_min_reports": 5,
     "prerequisite_unlearn_max_share": 0.05,
     "prerequisite_unlearn_undo": True,
     "prerequisite_repeat_weighting": True,
-    "prerequisite_repeat_first_weight": 0.2,
+    "prerequisite_repeat_first_weight": 0.1,
     "prerequisite_repeat_session_weight": 0.2,
-    "prerequisite_repeat_turn_weight": 5.0,
+    "prerequisite_repeat_turn_weight": 3.0,
     "edge_grading_rule": "baseline",
     "edge_grade_baseline_n0": 10.0,
     "edge_grade_baseline_prior": 0.5,
@@ -553,6 +558,10 @@ class Settings(Mapping[str, Any]):
     prerequisite_lift_reverse: bool
     prerequisite_lift_transitive: bool
     prerequisite_lift_transitive_weight: float
+    prerequisite_lift_noise_weight: float
+    prerequisite_lift_noise_prior: float
+    prerequisite_lift_noise_prior_reports: float
+    prerequisite_lift_noise_held_min: float
     prerequisite_unlearn_min_reports: int
     prerequisite_unlearn_max_share: float
     prerequisite_unlearn_undo: bool

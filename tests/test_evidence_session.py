@@ -19,16 +19,27 @@ from hag.session.summary import ProcessSummary
 from tests import factories as f
 from tests.fix_db import reset_database
 from tests.session_builders import T0, edge_row, entry_row, ingest, payload, run, turn
+from tests.test_evidence_rules import FIFTH_ROUND
 from tests.test_session_properties import memory
 
 CONCEPTS = ["rsa", "modular-arithmetic", "primes", "hashing", "signatures", "key-exchange"]
 
 
+def use_evidence(db):
+    """The evidence profile set in the test database (and the cache dropped), with the lift
+    rule's values of the first five rounds (FIFTH_ROUND), whose arithmetic these tests pin;
+    the dials the profile changed."""
+    changed = settings.apply_profile(db, "evidence", by="test")
+    for key, value in FIFTH_ROUND.items():
+        settings.set_value(db, key, value, by="test")
+    db.commit()
+    settings.invalidate()
+    return changed
+
+
 @pytest.fixture
 def evidence(db):
-    """The evidence profile set in the test database (and the cache dropped)."""
-    changed = settings.apply_profile(db, "evidence", by="test")
-    db.commit()
+    changed = use_evidence(db)
     assert {k for k, _, _ in changed} >= {"prerequisite_confidence_rule", "edge_grading_rule"}
     return changed
 
@@ -233,7 +244,7 @@ def test_negative_evidence_is_undone_when_later_reports_support_the_edge(db, evi
     # the same story with the undo dial off: lowered once, never raised back by the rule
     # (the seed's reinforcement floor lifts the named edge to 0.3 at its first report)
     reset_database(db)
-    settings.apply_profile(db, "evidence", by="test")
+    use_evidence(db)
     settings.set_value(db, "prerequisite_unlearn_undo", False, by="test")
     db.commit()
     e = topic_entries(db)
@@ -539,7 +550,7 @@ def contested_sessions(n: int = 120, seed: int = 3) -> list[dict]:
 
 def _world(db):
     reset_database(db)
-    settings.apply_profile(db, "evidence", by="test")
+    use_evidence(db)
     e = topic_entries(db)
     f.edge(db, e["rsa"], e["modular-arithmetic"], confidence=0.9)
     f.edge(db, e["primes"], e["modular-arithmetic"], confidence=0.9)
@@ -584,3 +595,76 @@ def test_four_workers_reweighing_siblings_end_in_the_state_of_serial_processing(
             )
             assert applied == session_id
     assert memory(db) == parallel_state
+
+
+def audited(db, source, target, hits: int, *, restored: bool = False) -> None:
+    """A culled prerequisite source -> target as the audit keeps it (its reports included)."""
+    db.execute(
+        "INSERT INTO hag_edge_audit (reason, edge_id, source_entry_id, target_entry_id, "
+        "edge_type, confidence, hit_count, source_type, traversal_count, created_at, "
+        "updated_at, restored_at) VALUES ('cull', gen_random_uuid(), %s, %s, 'prerequisite', "
+        "0.05, %s, 'learned', 0, now(), now(), %s)",
+        (source, target, hits, "2026-11-30" if restored else None),
+    )
+
+
+def test_a_concepts_reversal_share_counts_live_and_culled_reports(db, by_sessions):
+    """rsa's reports: 3 sessions name primes (primes -> rsa is held at 0.9: reversals), 2 name
+    hashing; the audit keeps a culled rsa -> signatures (4 reports) and a culled
+    rsa -> primes (2 reports, reversals too), and a restored one that counts as live (not
+    again). So [9 + 2 = 11 reports, 3 + 2 = 5 reversals]; with the held line above 0.9, none
+    is a reversal."""
+    from hag.session import facts
+
+    e = topic_entries(db)
+    f.edge(db, e["primes"], e["rsa"], confidence=0.9)
+    audited(db, e["rsa"], e["signatures"], 4)
+    audited(db, e["rsa"], e["primes"], 2)
+    audited(db, e["rsa"], e["key-exchange"], 7, restored=True)
+    db.commit()
+    run(db, *(reports(f"p{d}", [("rsa", "primes")], day=d) for d in range(3)))
+    run(db, *(reports(f"h{d}", [("rsa", "hashing")], day=3 + d) for d in range(2)))
+    learned = edge_row(db, e["rsa"], e["hashing"], "prerequisite")["id"]
+    for held_min, expected in ((0.6, (11, 5)), (0.95, (11, 0))):
+        found = {x.edge_id: x for x in facts.prerequisite_evidence(db, [e["rsa"]], 0.3, held_min)}
+        assert found[learned].reversal_reports == expected
+
+
+def test_a_noisy_concept_needs_more_reports_under_the_noise_dial(db, by_sessions, dials):
+    """rsa -> hashing, 3 sessions, beside 3 reversed reports on rsa: with
+    prerequisite_lift_noise_weight 10 its chance is multiplied by 1 + 10 x the reversal
+    share ((3 + 0.05 x 5) / (6 + 5)) = 3.95, so it ends lower than with the dial at 0, by
+    the arithmetic of rules.lift_confidence written out here."""
+    e = topic_entries(db)
+    f.edge(db, e["primes"], e["rsa"], confidence=0.9)
+    db.commit()
+    confidences_by_weight = {}
+    for weight in (0.0, 10.0):
+        dials(prerequisite_lift_noise_weight=weight)
+        run(
+            db,
+            *(reports(f"w{weight}-p{d}", [("rsa", "primes")], day=d) for d in range(3)),
+            *(reports(f"w{weight}-h{d}", [("rsa", "hashing")], day=3 + d) for d in range(3)),
+        )
+        row = edge_row(db, e["rsa"], e["hashing"], "prerequisite")
+        confidences_by_weight[weight] = row["confidence"]
+        reset_database(db)
+        use_evidence(db)
+        settings.set_value(db, "prerequisite_repeat_weighting", False, by="test")
+        db.commit()
+        e = topic_entries(db)
+        f.edge(db, e["primes"], e["rsa"], confidence=0.9)
+        db.commit()
+    dial = settings.current()
+    k, spread = dial.prerequisite_lift_k, dial.prerequisite_lift_chance_spread
+    share = (
+        3 + dial.prerequisite_lift_noise_prior * dial.prerequisite_lift_noise_prior_reports
+    ) / (6 + dial.prerequisite_lift_noise_prior_reports)
+
+    def expected(scale: float) -> float:
+        net = max(0.0, 3 - 3 / spread * scale)  # rsa's other 3 reports, spread evenly
+        return max(dial.edge_confidence_floor, net / (net + k))
+
+    assert confidences_by_weight[0.0] == pytest.approx(expected(1.0))
+    assert confidences_by_weight[10.0] == pytest.approx(expected(1.0 + 10.0 * share))
+    assert confidences_by_weight[10.0] < confidences_by_weight[0.0]

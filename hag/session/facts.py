@@ -81,13 +81,17 @@ def topic_entries(
 
 
 def prerequisite_evidence(
-    conn: Connection, sources: Sequence[UUID], edge_min_confidence: float
+    conn: Connection, sources: Sequence[UUID], edge_min_confidence: float, noise_held_min: float
 ) -> list[PrerequisiteEvidence]:
     """The prerequisites out of and into the reported concepts, with their evidence (lift)."""
     rows = _all(
         conn,
         "prerequisite_evidence",
-        {"sources": list(sources), "edge_min_confidence": edge_min_confidence},
+        {
+            "sources": list(sources),
+            "edge_min_confidence": edge_min_confidence,
+            "noise_held_min": noise_held_min,
+        },
     )
     return [
         PrerequisiteEvidence(
@@ -108,6 +112,7 @@ def prerequisite_evidence(
             learner_reports=_pairs_of(r["learner_reports"]),
             reverse_learner_reports=_pairs_of(r["reverse_learner_reports"]),
             concept_learner_reports=_pairs_of(r["concept_learner_reports"]),
+            reversal_reports=(int(r["reversal_reports"][0]), int(r["reversal_reports"][1])),
         )
         for r in rows
     ]

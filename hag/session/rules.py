@@ -477,6 +477,8 @@ class PrerequisiteEvidence:
     learner_reports: tuple[tuple[int, int], ...] = ()
     reverse_learner_reports: tuple[tuple[int, int], ...] = ()
     concept_learner_reports: tuple[tuple[int, int], ...] = ()
+    # the source concept's reports, live and culled, and of those its reversals
+    reversal_reports: tuple[int, int] = (0, 0)
 
 
 def evidence_state(fact: PrerequisiteEvidence, dials: Settings) -> tuple[float, float | None]:
@@ -523,6 +525,7 @@ def evidence_confidence(fact: PrerequisiteEvidence, dials: Settings) -> float:
             dials,
             against,
             transitive_chance(fact.transitive_paths),
+            reversal_share(*fact.reversal_reports, dials),
         )
     return unlearned_confidence(
         fact.confidence,
@@ -689,6 +692,7 @@ def lift_confidence(
     dials: Settings,
     reverse_evidence: float = 0.0,
     transitive_reports: float = 0.0,
+    noise_share: float = 0.0,
 ) -> float:
     """A learned prerequisite's confidence from evidence: h'/(h' + k), h' = hits net of chance.
 
@@ -698,18 +702,33 @@ def lift_confidence(
     DAG, so at most one direction is true (`reverse_evidence`, see `reverse_evidence`). With
     `prerequisite_lift_transitive` on, so do the reports a walked path through another
     prerequisite explains (`transitive_reports`, see `transitive_chance`), times
-    `prerequisite_lift_transitive_weight`.
+    `prerequisite_lift_transitive_weight`. The chance is scaled by 1 +
+    `prerequisite_lift_noise_weight` x `noise_share` (c's reversal share, `reversal_share`):
+    a concept whose reports visibly name the wrong way needs more of them.
     Kept within the edge floor and ceiling.
     """
     chance = chance_reports(
         hits, concept_reports, n_concepts, dials.prerequisite_lift_chance_spread
-    )
+    ) * (1.0 + dials.prerequisite_lift_noise_weight * noise_share)
     against = reverse_evidence if dials.prerequisite_lift_reverse else 0.0
     if dials.prerequisite_lift_transitive:
         against += dials.prerequisite_lift_transitive_weight * transitive_reports
     net = max(0.0, hits - chance - against)
     k = dials.prerequisite_lift_k
     return _edge_bounds(net / (net + k), dials)
+
+
+def reversal_share(reports: int, reversals: int, dials: Settings) -> float:
+    """The share of a concept c's struggle reports that name a concept the memory holds to
+    build on c (an x with x -> c at `prerequisite_lift_noise_held_min` or more): reports no
+    learner's gap explains, so a measure of how noisy the extractor is on c. Shrunk toward
+    `prerequisite_lift_noise_prior` as if from `prerequisite_lift_noise_prior_reports`
+    reports, so a concept with few reports is not judged by one of them."""
+    prior = dials.prerequisite_lift_noise_prior
+    weight = dials.prerequisite_lift_noise_prior_reports
+    if reports + weight <= 0:
+        return prior
+    return (reversals + prior * weight) / (reports + weight)
 
 
 def transitive_chance(paths: Iterable[tuple[int, int, int]]) -> float:

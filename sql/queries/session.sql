@@ -230,7 +230,10 @@ FOR NO KEY UPDATE
 -- confidence negative evidence keeps beside a lowered edge (unlearned_from, migration 090),
 -- and who reported it (migration 091): per learner [sessions, turns] of the edge, of the
 -- reverse edge, and of every (prerequisite, learner) out of the source concept
--- (rules.repeat_weighted_hits; read, not locked, like the paths).
+-- (rules.repeat_weighted_hits; read, not locked, like the paths), and the source concept's
+-- reports [all, reversals]: over its prerequisites, live and culled (the audit keeps a culled
+-- edge's reports; a restored one is live again), those naming a concept x with a
+-- prerequisite x -> source at `noise_held_min` or more (rules.reversal_share).
 WITH touched AS (
     SELECT e.id, e.source_entry_id
     FROM hag_edges e
@@ -294,7 +297,23 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.conce
                   JOIN hag_edge_learner_reports lr ON lr.edge_id = z.id
                  WHERE z.source_entry_id = f.source_entry_id AND z.edge_type = 'prerequisite'
                  GROUP BY z.id, lr.learner_id) x
-       ) AS concept_learner_reports
+       ) AS concept_learner_reports,
+       (SELECT ARRAY[COALESCE(sum(x.hit_count), 0),
+                     COALESCE(sum(x.hit_count) FILTER (WHERE EXISTS (
+                         SELECT 1 FROM hag_edges rv
+                          WHERE rv.source_entry_id = x.target_entry_id
+                            AND rv.target_entry_id = x.source_entry_id
+                            AND rv.edge_type = 'prerequisite'
+                            AND rv.confidence >= %(noise_held_min)s)), 0)]::int[]
+          FROM (SELECT o.source_entry_id, o.target_entry_id, o.hit_count
+                  FROM hag_edges o
+                 WHERE o.source_entry_id = f.source_entry_id AND o.edge_type = 'prerequisite'
+                UNION ALL
+                SELECT a.source_entry_id, a.target_entry_id, a.hit_count
+                  FROM hag_edge_audit a
+                 WHERE a.source_entry_id = f.source_entry_id AND a.edge_type = 'prerequisite'
+                   AND a.restored_at IS NULL) x
+       ) AS reversal_reports
 FROM family f
 JOIN hag_entries s ON s.id = f.source_entry_id
 LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
