@@ -43,7 +43,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -60,39 +60,36 @@ _MAX_BACKOFF = 10  # at most 2**10 times `resident_load_after_reads` between two
 _MAX_KEYS = 100_000  # sets whose reads are counted; the least recently read are forgotten
 
 
-def set_key(search_set: str, topic_id: str | None) -> str:
-    """The name a set's changes are recorded under (migration 095's hag_entry_search_key)."""
-    return "tutor" if search_set == "tutor" else f"topic:{topic_id}"
+class SetKey(NamedTuple):
+    """What a resident set holds: one searched set, these scopes, this eligibility filter.
+    Its fields are the parameters of the queries that read the set (`params`)."""
+
+    search_set: str
+    topic_id: str | None
+    scopes: tuple[str, ...]
+    min_confidence: float
+    floor_proven: float
+    floor_pattern: float
+    floor_candidate: float
+
+    def params(self) -> dict[str, Any]:
+        return {**self._asdict(), "scopes": list(self.scopes)}
 
 
 def filter_key(
-    search_set: str, topic_id: str | None, scopes: Sequence[str], params: dict[str, Any]
-) -> tuple[Any, ...]:
-    """What a resident set holds: one searched set, these scopes, this eligibility filter."""
-    return (
+    search_set: str, topic_id: str | None, scopes: Sequence[str], filters: dict[str, Any]
+) -> SetKey:
+    """The key of a pass's set: its search set, topic and scopes, and the filter's dials
+    (`filters`: store.filters)."""
+    return SetKey(
         search_set,
         topic_id,
         tuple(scopes),
-        params["min_confidence"],
-        params["floor_proven"],
-        params["floor_pattern"],
-        params["floor_candidate"],
+        filters["min_confidence"],
+        filters["floor_proven"],
+        filters["floor_pattern"],
+        filters["floor_candidate"],
     )
-
-
-def _filter_params(key: tuple[Any, ...]) -> dict[str, Any]:
-    """The query parameters of the set `key` names (its set, topic, scopes and filter)."""
-    search_set, topic_id, scopes, min_confidence, proven, pattern, candidate = key
-    return {
-        "search_set": search_set,
-        "topic_id": topic_id,
-        "scopes": list(scopes),
-        "set_key": set_key(search_set, topic_id),
-        "min_confidence": min_confidence,
-        "floor_proven": proven,
-        "floor_pattern": pattern,
-        "floor_candidate": candidate,
-    }
 
 
 @dataclass
@@ -114,12 +111,12 @@ class Residents:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
         self._clock = clock
-        self._sets: dict[tuple[Any, ...], ResidentSet] = {}
-        self._reads: dict[tuple[Any, ...], int] = {}  # reads through the copy since resident
-        self._backoff: dict[tuple[Any, ...], int] = {}
-        self._rates: dict[tuple[Any, ...], tuple[float, float]] = {}  # decayed reads, when
-        self._sizes: dict[tuple[Any, ...], int] = {}  # bytes of a set read before
-        self._loading: tuple[Any, ...] | None = None
+        self._sets: dict[SetKey, ResidentSet] = {}
+        self._reads: dict[SetKey, int] = {}  # reads through the copy since resident
+        self._backoff: dict[SetKey, int] = {}
+        self._rates: dict[SetKey, tuple[float, float]] = {}  # decayed reads, when
+        self._sizes: dict[SetKey, int] = {}  # bytes of a set read before
+        self._loading: SetKey | None = None
         self._generation = 0  # moves on clear(): a load begun before it is not kept
 
     def clear(self) -> None:
@@ -131,11 +128,11 @@ class Residents:
             self._sizes.clear()
             self._generation += 1
 
-    def holds(self, key: tuple[Any, ...]) -> bool:
+    def holds(self, key: SetKey) -> bool:
         with self._lock:
             return key in self._sets
 
-    def before_index(self, key: tuple[Any, ...], dials: Settings) -> bool:
+    def before_index(self, key: SetKey, dials: Settings) -> bool:
         """Whether `key` is held and small enough to answer before an index is tried."""
         with self._lock:
             held = self._sets.get(key)
@@ -148,7 +145,7 @@ class Residents:
     def answer(
         self,
         conn: Conn,
-        key: tuple[Any, ...],
+        key: SetKey,
         vector: np.ndarray,
         count: int,
         dials: Settings,
@@ -181,7 +178,7 @@ class Residents:
             rows = conn.execute(
                 query("retrieval", "resident_rerank"),
                 {
-                    **_filter_params(key),
+                    **key.params(),
                     "query": vector,
                     "ids": [uuid.UUID(bytes=held.ids[i].tobytes()) for i in chosen],
                     "approximate": [float(approximate[i]) for i in chosen],
@@ -208,7 +205,7 @@ class Residents:
 
     def note_read(
         self,
-        key: tuple[Any, ...],
+        key: SetKey,
         dials: Settings,
         executor: Executor,
         *,
@@ -241,7 +238,7 @@ class Residents:
             with self._lock:
                 self._loading = None
 
-    def load(self, conn: Conn, key: tuple[Any, ...], dials: Settings) -> bool:
+    def load(self, conn: Conn, key: SetKey, dials: Settings) -> bool:
         """Read set `key` into memory now, on `conn`; whether it is resident afterwards."""
         with self._lock:
             generation = self._generation
@@ -256,7 +253,7 @@ class Residents:
                     return
             time.sleep(0.005)
 
-    def _count(self, key: tuple[Any, ...], dials: Settings) -> None:
+    def _count(self, key: SetKey, dials: Settings) -> None:
         """One more exact read of `key` in its decayed count (the lock is held)."""
         now = self._clock()
         self._rates[key] = (self._rate(key, now, dials) + 1.0, now)
@@ -276,6 +273,8 @@ class Residents:
             self._sets.clear()
             return
         used = sum(s.nbytes for s in self._sets.values())
+        if used <= budget:  # the usual case: nothing to sort on a read
+            return
         for k, _, _ in self._by_claim(dials):
             if used <= budget:
                 break
@@ -292,14 +291,12 @@ class Residents:
         ]
         return sorted(held, key=lambda item: item[1])
 
-    def _rate(self, key: tuple[Any, ...], now: float, dials: Settings) -> float:
+    def _rate(self, key: SetKey, now: float, dials: Settings) -> float:
         """Exact reads of `key`, each halved every `resident_half_life_seconds` since."""
         value, at = self._rates.get(key, (0.0, now))
         return value * math.pow(0.5, (now - at) / dials.resident_half_life_seconds)
 
-    def _evictions(
-        self, key: tuple[Any, ...], size: int, dials: Settings
-    ) -> list[tuple[Any, ...]] | None:
+    def _evictions(self, key: SetKey, size: int, dials: Settings) -> list[SetKey] | None:
         """The held sets to drop so that `size` bytes of `key` fit in `resident_max_mb`, those
         with the smallest claim (reads per byte) first and only those whose claim times
         `resident_claim_margin` is below `key`'s (so that sets read about as often do not
@@ -308,7 +305,7 @@ class Residents:
         claim = self._rate(key, self._clock(), dials) / max(size, 1)
         others = self._by_claim(dials, but=key)
         used = sum(n for _, _, n in others)
-        dropped: list[tuple[Any, ...]] = []
+        dropped: list[SetKey] = []
         for k, other_claim, n in others:
             if used + size <= budget or other_claim * dials.resident_claim_margin >= claim:
                 break
@@ -316,7 +313,7 @@ class Residents:
             used -= n
         return dropped if used + size <= budget else None
 
-    def _load_in_background(self, key: tuple[Any, ...], dials: Settings, generation: int) -> None:
+    def _load_in_background(self, key: SetKey, dials: Settings, generation: int) -> None:
         try:
             with db.read_pool().connection() as conn:
                 self._load(conn, key, dials, generation)
@@ -329,7 +326,7 @@ class Residents:
     def _load(
         self,
         conn: Conn,
-        key: tuple[Any, ...],
+        key: SetKey,
         dials: Settings,
         generation: int,
     ) -> bool:
@@ -354,7 +351,7 @@ class Residents:
             return True
 
     def _read(
-        self, conn: Conn, key: tuple[Any, ...], room: int
+        self, conn: Conn, key: SetKey, room: int
     ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
         """The set's stamp, ids, tiers and vectors (none for an empty set: it is held too, and
         answers nothing until its stamp moves); None when they would take over `room` bytes
@@ -365,7 +362,7 @@ class Residents:
         vectors: list[bytes] = []
         size = 0
         with conn.cursor(binary=True) as cursor:
-            for row in cursor.stream(query("retrieval", "resident_rows"), _filter_params(key)):
+            for row in cursor.stream(query("retrieval", "resident_rows"), key.params()):
                 stamp = row["stamp"]
                 if row["id"] is None:
                     break  # the set has no eligible rows: its stamp only
@@ -384,7 +381,7 @@ class Residents:
         id_bytes = np.frombuffer(b"".join(ids), np.uint8).reshape(-1, 16)
         return int(stamp), id_bytes, np.array(tiers, np.int8), matrix
 
-    def _drop(self, key: tuple[Any, ...], held: ResidentSet, dials: Settings) -> None:
+    def _drop(self, key: SetKey, held: ResidentSet, dials: Settings) -> None:
         """The set changed: forget it, and wait longer next time if it served too little."""
         with self._lock:
             if self._sets.get(key) is not held:

@@ -123,7 +123,9 @@ def semantic_pass(
     search_set = compact_set(topic_id, scopes)
     key = filter_key(search_set, topic_id, scopes, params) if shared and search_set else None
     reason = ""
+    held_tried = False  # a held set that proved nothing is not asked twice in one pass
     if approximate and key is not None and residents.before_index(key, dials):
+        held_tried = True
         answered = residents.answer(conn, key, vector, count, dials)
         if answered is not None:
             return answered[0], _report(name, answered[1], answered[0], started)
@@ -169,7 +171,7 @@ def semantic_pass(
                 break  # the scan ran dry: the eligible set is small, or the scan stopped
             requested *= dials.ann_widen_factor
     if key is not None:
-        answered = residents.answer(conn, key, vector, count, dials)
+        answered = None if held_tried else residents.answer(conn, key, vector, count, dials)
         if answered is not None:
             rows, method = answered
             return rows, _report(name, f"{reason}, {method}" if reason else method, rows, started)

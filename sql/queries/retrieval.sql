@@ -99,38 +99,25 @@ JOIN hag_entries e ON e.id = c.id
 -- (hag.retrieval.resident): the id and vector in their binary forms (16 bytes; 4 + 2 x dim
 -- bytes, half precision), the maturity tier (0 proven, 1 pattern, 2 candidate, for the
 -- boost), and on every row the set's stamp (migration 095), read in the same snapshot as
--- the rows; one row with a NULL id when the set has none. The filter is
--- compact_candidates' own, tier by tier.
+-- the rows; one row with a NULL id when the set has none. The filter is the seed's
+-- (hag_entry_visible, whose tier ranges the copy's index serves); a load is a one-off
+-- background read, so it is not written out per tier as compact_candidates is.
 SELECT s.stamp, uuid_send(t.id) AS id, t.tier, halfvec_send(t.embedding) AS vector
 FROM (
     SELECT coalesce(sum(c.changes), 0) AS stamp
     FROM hag_entry_search_changes c
-    WHERE c.set_key IN (%(set_key)s, '*')
+    WHERE c.set_key IN (hag_entry_search_key(%(search_set)s, %(topic_id)s), '*')
 ) s
 LEFT JOIN (
-    SELECT s.id, 0::smallint AS tier, s.embedding
-    FROM hag_entry_search s
-    WHERE s.search_set = %(search_set)s
-      AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
-      AND s.visibility_scope = ANY (%(scopes)s::text[])
-      AND s.maturity = 'proven'
-      AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_proven)s)
-    UNION ALL
-    SELECT s.id, 1::smallint, s.embedding
-    FROM hag_entry_search s
-    WHERE s.search_set = %(search_set)s
-      AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
-      AND s.visibility_scope = ANY (%(scopes)s::text[])
-      AND s.maturity = 'pattern'
-      AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_pattern)s)
-    UNION ALL
-    SELECT s.id, 2::smallint, s.embedding
-    FROM hag_entry_search s
-    WHERE s.search_set = %(search_set)s
-      AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
-      AND s.visibility_scope = ANY (%(scopes)s::text[])
-      AND s.maturity = 'candidate'
-      AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_candidate)s)
+    SELECT c.id, CASE c.maturity WHEN 'proven' THEN 0 WHEN 'pattern' THEN 1 ELSE 2 END::smallint
+               AS tier,
+           c.embedding
+    FROM hag_entry_search c
+    WHERE c.search_set = %(search_set)s
+      AND (%(topic_id)s::text IS NULL OR c.topic_id = %(topic_id)s)
+      AND c.visibility_scope = ANY (%(scopes)s::text[])
+      AND hag_entry_visible(c.maturity, c.confidence, %(min_confidence)s, %(floor_proven)s,
+                            %(floor_pattern)s, %(floor_candidate)s)
 ) t ON true
 
 -- name: resident_rerank
@@ -146,7 +133,7 @@ SELECT s.stamp, r.id, r.topic_id, r.concept_slug, r.visibility_scope, r.maturity
 FROM (
     SELECT coalesce(sum(c.changes), 0) AS stamp
     FROM hag_entry_search_changes c
-    WHERE c.set_key IN (%(set_key)s, '*')
+    WHERE c.set_key IN (hag_entry_search_key(%(search_set)s, %(topic_id)s), '*')
 ) s
 LEFT JOIN (
     SELECT e.id, e.topic_id, e.concept_slug, e.visibility_scope, e.maturity, e.confidence,
@@ -156,12 +143,8 @@ LEFT JOIN (
     WHERE hag_entry_search_set(e.visibility_scope, e.maturity) = %(search_set)s
       AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
       AND e.visibility_scope = ANY (%(scopes)s::text[])
-      AND ((e.maturity = 'proven'
-            AND e.confidence >= GREATEST(%(min_confidence)s, %(floor_proven)s))
-        OR (e.maturity = 'pattern'
-            AND e.confidence >= GREATEST(%(min_confidence)s, %(floor_pattern)s))
-        OR (e.maturity = 'candidate'
-            AND e.confidence >= GREATEST(%(min_confidence)s, %(floor_candidate)s)))
+      AND hag_entry_visible(e.maturity, e.confidence, %(min_confidence)s, %(floor_proven)s,
+                            %(floor_pattern)s, %(floor_candidate)s)
 ) r ON true
 
 -- name: mean_vector
