@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from uuid import uuid4
 
 import pytest
@@ -18,19 +19,24 @@ from hag.simulate.tutor import Extractor, confusable
 from hag.simulate.world import Concept, World
 from tests import session_builders as builders
 
-# The lift rule's mechanisms as the first five rounds measured them: the evidence profile's
-# values before the sixth round scaled the chance by a concept's reversal share (k 2, spread
-# 8, repeat weights 0.2 / 0.2 / 5, no noise weight). The arithmetic of each mechanism is
-# pinned with these; the profile's own values are measured in docs/learning-report.md.
-FIFTH_ROUND = {
+# The evidence rules' mechanisms as the earlier rounds measured them: the evidence profile's
+# lift values before the sixth round scaled the chance by a concept's reversal share (k 2,
+# spread 8, repeat weights 0.2 / 0.2 / 5, no noise weight) and its negative evidence before the
+# seventh (from 5 reports, lowered at 5% support or less). The arithmetic of each mechanism is
+# pinned with these; the profile's own values are measured in docs/learning-report.md and
+# pinned by the tests named for the round that adopted them.
+EARLIER_ROUNDS = {
     "prerequisite_lift_k": 2.0,
     "prerequisite_lift_chance_spread": 8.0,
     "prerequisite_repeat_first_weight": 0.2,
     "prerequisite_repeat_session_weight": 0.2,
     "prerequisite_repeat_turn_weight": 5.0,
     "prerequisite_lift_noise_weight": 0.0,
+    "prerequisite_unlearn_min_reports": 5,
+    "prerequisite_unlearn_max_share": 0.05,
 }
-EVIDENCE = settings.defaults().with_overrides(**{**settings.PROFILES["evidence"], **FIFTH_ROUND})
+EVIDENCE = settings.defaults().with_overrides(**{**settings.PROFILES["evidence"], **EARLIER_ROUNDS})
+PROFILE = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
 SEED = settings.defaults()
 # negative evidence as the first two rounds shipped it: from 12 reports at 2%, decided once
 STICKY = EVIDENCE.with_overrides(
@@ -182,21 +188,50 @@ def test_undoable_negative_evidence_depends_on_the_counts_not_their_order(steps)
     assert state == rules.undoable_unlearning(0.8, None, hits, reports, N, EVIDENCE, support)
 
 
-def test_evidence_state_leaves_the_kept_value_alone_without_the_undo_dial():
-    """Undo off: the sticky rule decides the confidence and unlearned_from passes through."""
-    fact = rules.PrerequisiteEvidence(
+def test_negative_evidence_of_the_profile_judges_from_3_reports_and_spares_any_support():
+    """The evidence profile since the seventh round: 2 reports on c leave 0.9 alone; 3, none
+    supporting m, lower it to the floor and keep 0.9 beside it; a single supporting report
+    among 50 (2%: under the earlier rounds' 5% line, which lowered the true authored
+    tls-handshake -> message-authentication-codes) keeps 0.9, named or through a concept
+    resting on m."""
+    assert rules.undoable_unlearning(0.9, None, 0, 2, N, PROFILE) == (0.9, None)
+    assert rules.undoable_unlearning(0.9, None, 0, 3, N, PROFILE) == (pytest.approx(0.05), 0.9)
+    assert rules.undoable_unlearning(0.9, None, 1, 50, N, PROFILE) == (0.9, None)
+    assert rules.undoable_unlearning(0.9, None, 0, 50, N, PROFILE, support=1) == (0.9, None)
+    assert rules.undoable_unlearning(0.9, None, 1, 50, N, EVIDENCE) == (pytest.approx(0.05), 0.9)
+
+
+def unreported_authored_edge(concept_reports: int) -> rules.PrerequisiteEvidence:
+    """An authored c -> m at 0.9 that none of c's `concept_reports` live reports supports."""
+    return rules.PrerequisiteEvidence(
         edge_id=uuid4(),
         source_type="seed",
         confidence=0.9,
         hit_count=0,
-        concept_reports=12,
+        concept_reports=concept_reports,
         n_concepts=N,
         support_hits=0,
         reverse_hits=None,
         reverse_source_type=None,
         reverse_confidence=None,
-        unlearned_from=None,
     )
+
+
+def test_negative_evidence_counts_the_concepts_culled_reports():
+    """2 live reports on c are too few to judge; the audit keeps 1 more of a culled
+    prerequisite of c (reversal_reports counts live and culled): 3, so the unsupported
+    authored edge falls."""
+    fact = unreported_authored_edge(2)
+    assert fact.reports_with_culled == 2
+    assert rules.evidence_state(fact, PROFILE) == (0.9, None)
+    culled = replace(fact, reversal_reports=(3, 0))
+    assert culled.reports_with_culled == 3
+    assert rules.evidence_state(culled, PROFILE) == (pytest.approx(0.05), 0.9)
+
+
+def test_evidence_state_leaves_the_kept_value_alone_without_the_undo_dial():
+    """Undo off: the sticky rule decides the confidence and unlearned_from passes through."""
+    fact = unreported_authored_edge(12)
     assert rules.evidence_state(fact, STICKY) == (pytest.approx(0.05), None)
     assert rules.evidence_state(fact, EVIDENCE) == (pytest.approx(0.05), 0.9)
 

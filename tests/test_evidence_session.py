@@ -19,18 +19,18 @@ from hag.session.summary import ProcessSummary
 from tests import factories as f
 from tests.fix_db import reset_database
 from tests.session_builders import T0, edge_row, entry_row, ingest, payload, run, turn
-from tests.test_evidence_rules import FIFTH_ROUND
+from tests.test_evidence_rules import EARLIER_ROUNDS
 from tests.test_session_properties import memory
 
 CONCEPTS = ["rsa", "modular-arithmetic", "primes", "hashing", "signatures", "key-exchange"]
 
 
 def use_evidence(db):
-    """The evidence profile set in the test database (and the cache dropped), with the lift
-    rule's values of the first five rounds (FIFTH_ROUND), whose arithmetic these tests pin;
+    """The evidence profile set in the test database (and the cache dropped), with the
+    rules' values of the earlier rounds (EARLIER_ROUNDS), whose arithmetic these tests pin;
     the dials the profile changed."""
     changed = settings.apply_profile(db, "evidence", by="test")
-    for key, value in FIFTH_ROUND.items():
+    for key, value in EARLIER_ROUNDS.items():
         settings.set_value(db, key, value, by="test")
     db.commit()
     settings.invalidate()
@@ -628,6 +628,24 @@ def test_a_concepts_reversal_share_counts_live_and_culled_reports(db, by_session
     for held_min, expected in ((0.6, (11, 5)), (0.95, (11, 0))):
         found = {x.edge_id: x for x in facts.prerequisite_evidence(db, [e["rsa"]], 0.3, held_min)}
         assert found[learned].reversal_reports == expected
+
+
+def test_negative_evidence_takes_support_from_a_culled_prerequisite(db, evidence):
+    """rsa's 5 live sessions name signatures only; the audit keeps a culled rsa -> primes (2
+    reports), and primes rests on modular-arithmetic (authored 0.9). Those culled reports
+    still support rsa -> modular-arithmetic (a learner missing it misses primes too: 2 of 7,
+    above 5%), so it keeps 0.9; rsa -> hashing, which nothing supports, falls to the floor."""
+    e = topic_entries(db)
+    below = f.edge(db, e["rsa"], e["modular-arithmetic"], confidence=0.9)
+    wrong = f.edge(db, e["rsa"], e["hashing"], confidence=0.9)
+    f.edge(db, e["primes"], e["modular-arithmetic"], confidence=0.9)
+    audited(db, e["rsa"], e["primes"], 2)
+    db.commit()
+    run(db, *(reports(f"s{d}", [("rsa", "signatures")], day=d) for d in range(5)))
+    assert confidences(db, below, wrong) == {
+        below: (pytest.approx(0.9), None),
+        wrong: (pytest.approx(0.05), pytest.approx(0.9)),
+    }
 
 
 def test_a_noisy_concept_needs_more_reports_under_the_noise_dial(db, by_sessions, dials):

@@ -480,6 +480,12 @@ class PrerequisiteEvidence:
     # the source concept's reports, live and culled, and of those its reversals
     reversal_reports: tuple[int, int] = (0, 0)
 
+    @property
+    def reports_with_culled(self) -> int:
+        """The source concept's reports over its prerequisites, live and culled (the audit
+        keeps a culled edge's reports): what negative evidence judges an authored edge by."""
+        return max(self.concept_reports, self.reversal_reports[0])
+
 
 def evidence_state(fact: PrerequisiteEvidence, dials: Settings) -> tuple[float, float | None]:
     """A prerequisite's confidence from the struggle evidence and the value negative evidence
@@ -490,7 +496,7 @@ def evidence_state(fact: PrerequisiteEvidence, dials: Settings) -> tuple[float, 
             fact.confidence,
             fact.unlearned_from,
             fact.hit_count,
-            fact.concept_reports,
+            fact.reports_with_culled,
             fact.n_concepts,
             dials,
             fact.support_hits,
@@ -530,7 +536,7 @@ def evidence_confidence(fact: PrerequisiteEvidence, dials: Settings) -> float:
     return unlearned_confidence(
         fact.confidence,
         fact.hit_count,
-        fact.concept_reports,
+        fact.reports_with_culled,
         fact.n_concepts,
         dials,
         fact.support_hits,
@@ -779,6 +785,8 @@ def unlearned_confidence(
     `prerequisite_unlearn_min_reports` struggle reports and at most
     `prerequisite_unlearn_max_share` of them support m, the edge falls to what its own
     reports would have earned a learned edge (never raised by this rule). Otherwise unchanged.
+    The reports and the support are counted over c's live and culled prerequisites
+    (`PrerequisiteEvidence.reports_with_culled`; the audit keeps a culled edge's reports).
     """
     min_reports = dials.prerequisite_unlearn_min_reports
     if min_reports <= 0 or concept_reports < min_reports:

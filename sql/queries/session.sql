@@ -223,6 +223,7 @@ FOR NO KEY UPDATE
 -- have named, the reverse edge (target -> source), if any: its reports, provenance and
 -- confidence (read, not written), the reports on the source naming a concept x with a
 -- walked prerequisite x -> target (they support source -> target: rules.unlearned_confidence),
+-- over the source's live and culled prerequisites (the audit keeps a culled edge's reports),
 -- unless the memory holds x to build on the source (a walked x -> source: such a report is
 -- the extractor's reversal, not a gap under the target),
 -- and each walked path source -> m -> target as (reports of source -> m, of m -> target, all
@@ -256,15 +257,21 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.conce
        r.hit_count AS reverse_hits, r.source_type AS reverse_source_type,
        r.confidence AS reverse_confidence,
        (SELECT COALESCE(sum(o.hit_count), 0)
-          FROM hag_edges o
+          FROM (SELECT x.target_entry_id, x.hit_count
+                  FROM hag_edges x
+                 WHERE x.source_entry_id = f.source_entry_id AND x.edge_type = 'prerequisite'
+                UNION ALL
+                SELECT a.target_entry_id, a.hit_count
+                  FROM hag_edge_audit a
+                 WHERE a.source_entry_id = f.source_entry_id AND a.edge_type = 'prerequisite'
+                   AND a.restored_at IS NULL) o
           JOIN hag_edges via ON via.source_entry_id = o.target_entry_id
                             AND via.target_entry_id = f.target_entry_id
                             AND via.edge_type = 'prerequisite'
                             AND via.confidence >= %(edge_min_confidence)s
-         WHERE o.source_entry_id = f.source_entry_id AND o.edge_type = 'prerequisite'
-           AND NOT EXISTS (SELECT 1 FROM hag_edges rv
+         WHERE NOT EXISTS (SELECT 1 FROM hag_edges rv
                             WHERE rv.source_entry_id = o.target_entry_id
-                              AND rv.target_entry_id = o.source_entry_id
+                              AND rv.target_entry_id = f.source_entry_id
                               AND rv.edge_type = 'prerequisite'
                               AND rv.confidence >= %(edge_min_confidence)s)
        ) AS support_hits,
