@@ -167,6 +167,7 @@ _DIALS: tuple[Dial, ...] = (
     _f("prerequisite_repeat_first_weight", 1.0, 0, 100, "ours: ...the weight of a learner's first session reporting a pair", S),
     _f("prerequisite_repeat_session_weight", 1.0, 0, 100, "ours: ...the weight of each further session of the same learner reporting it", S),
     _f("prerequisite_repeat_turn_weight", 0.0, 0, 100, "ours: ...the weight of each turn beyond the first of a session reporting it", S),
+    _f("prerequisite_repeat_shown_weight", 1.0, 0, 1, "ours: ...and the share of their weight that counts for a learner's sessions naming a concept the learner had already succeeded on in an earlier session of the topic (1: counted like any other)", S),
     Dial("prerequisite_unlearn_undo", "bool", False, "ours: negative evidence is re-read at every re-weigh: the edge keeps the confidence it held before (hag_edges.unlearned_from) and gets it back once supported again (off: lowered once, never raised by the rule)", S),
     Dial("edge_grading_rule", "str", "seed", "ours: seed = +-step by the turn's outcome; baseline = 2 step (outcome - the source concept's smoothed success rate), the step shrinking with renderings", S, choices=("seed", "baseline")),
     _f("edge_grade_baseline_n0", 10.0, 0.01, 1000000, "ours: the baseline rule's step is scaled by n0/(n0 + renderings)", S),
@@ -260,6 +261,7 @@ EVIDENCE_PROFILE: dict[str, Any] = {
     "prerequisite_repeat_first_weight": 0.1,
     "prerequisite_repeat_session_weight": 0.2,
     "prerequisite_repeat_turn_weight": 3.0,
+    "prerequisite_repeat_shown_weight": 0.5,
     "edge_grading_rule": "baseline",
     "edge_grade_baseline_n0": 10.0,
     "edge_grade_baseline_prior": 0.5,
@@ -569,6 +571,7 @@ class Settings(Mapping[str, Any]):
     prerequisite_repeat_first_weight: float
     prerequisite_repeat_session_weight: float
     prerequisite_repeat_turn_weight: float
+    prerequisite_repeat_shown_weight: float
     edge_grading_rule: str
     edge_grade_baseline_n0: float
     edge_grade_baseline_prior: float

@@ -22,7 +22,8 @@ from tests import session_builders as builders
 # The evidence rules' mechanisms as the earlier rounds measured them: the evidence profile's
 # lift values before the sixth round scaled the chance by a concept's reversal share (k 2,
 # spread 8, repeat weights 0.2 / 0.2 / 5, no noise weight) and its negative evidence before the
-# seventh (from 5 reports, lowered at 5% support or less). The arithmetic of each mechanism is
+# seventh (from 5 reports, lowered at 5% support or less), with a report from a learner who had
+# shown its concept counted like any other (before the eighth). The arithmetic of each mechanism is
 # pinned with these; the profile's own values are measured in docs/learning-report.md and
 # pinned by the tests named for the round that adopted them.
 EARLIER_ROUNDS = {
@@ -34,6 +35,7 @@ EARLIER_ROUNDS = {
     "prerequisite_lift_noise_weight": 0.0,
     "prerequisite_unlearn_min_reports": 5,
     "prerequisite_unlearn_max_share": 0.05,
+    "prerequisite_repeat_shown_weight": 1.0,
 }
 EVIDENCE = settings.defaults().with_overrides(**{**settings.PROFILES["evidence"], **EARLIER_ROUNDS})
 PROFILE = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
@@ -387,6 +389,22 @@ def test_repeat_weighting_counts_first_sessions_further_sessions_and_further_tur
     assert rules.repeat_weighted_hits(6, [(3, 5), (1, 1)], dials) == pytest.approx(13.0)
     # the profile's weights: single-turn sessions count 0.2, a second turn in a session 5
     assert rules.repeat_weighted_hits(3, [(1, 1), (1, 1), (1, 2)], REPEAT) == pytest.approx(5.6)
+
+
+def test_repeat_weighting_weighs_a_shown_learners_sessions_by_the_shown_weight():
+    """Learner A: 1 session of 1 turn, none shown (0.5); learner B: 2 sessions over 3 turns
+    that named a concept B had already succeeded on (0.5 + 2 + 3 = 5.5), at shown weight
+    0.25: 1.375; 6 with the weight at 1. A (sessions, turns) pair is never shown."""
+    dials = SEED.with_overrides(
+        prerequisite_repeat_first_weight=0.5,
+        prerequisite_repeat_session_weight=2.0,
+        prerequisite_repeat_turn_weight=3.0,
+        prerequisite_repeat_shown_weight=0.25,
+    )
+    assert rules.repeat_weighted_hits(3, [(1, 1, 0), (2, 3, 1)], dials) == pytest.approx(1.875)
+    assert rules.repeat_weighted_hits(3, [(1, 1), (2, 3)], dials) == pytest.approx(6.0)
+    unit = dials.with_overrides(prerequisite_repeat_shown_weight=1.0)
+    assert rules.repeat_weighted_hits(3, [(1, 1, 0), (2, 3, 1)], unit) == pytest.approx(6.0)
 
 
 def fact(hits, learners, concept_reports, concept_learners, reverse=None, reverse_learners=()):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -116,16 +117,21 @@ def test_an_existing_memory_takes_the_living_rule_definitions(fresh):
     }
 
 
+def migrate_up_to(conn, tmp_path, version: int) -> None:
+    """The schema as it stood before migration `version` (the migrations below it only)."""
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for m in migrate.migrations():
+        if m.version < version:
+            shutil.copy(m.path, before / m.path.name)
+    migrate.migrate(conn, 8, before)
+
+
 def test_an_authored_edge_lowered_by_negative_evidence_keeps_its_value_across_090(fresh, tmp_path):
     """Migration 090 carries a memory over: an authored prerequisite the first rounds' sticky
     rule lowered (0.9 -> 0.4 -> 0.05, reason 'prerequisite evidence (lift)') keeps 0.9 beside
     its confidence; one changed by hand after such a lowering, and a learned one, keep none."""
-    before = tmp_path / "migrations"
-    before.mkdir()
-    for m in migrate.migrations():
-        if m.version < 90:
-            shutil.copy(m.path, before / m.path.name)
-    migrate.migrate(fresh, 8, before)
+    migrate_up_to(fresh, tmp_path, 90)
     fresh.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")
     a, b, c = (
         fresh.execute(
@@ -158,3 +164,48 @@ def test_an_authored_edge_lowered_by_negative_evidence_keeps_its_value_across_09
     migrate.migrate(fresh, 8)
     kept = dict(fresh.execute("SELECT id, unlearned_from FROM hag_edges").fetchall())
     assert kept == {lowered: pytest.approx(0.9), by_hand: None, learned: None}
+
+
+def test_learner_successes_are_read_from_the_kept_payloads_across_097(fresh, tmp_path):
+    """Migration 097 reads the successful turns of the sessions already kept: one row per
+    (session, concept) of a turn with outcome success, none for a failed or unjudged turn,
+    each with its session's topic, learner and end; a session queued after it writes its own
+    rows in the same statement."""
+    from hag.sqlfiles import query
+
+    migrate_up_to(fresh, tmp_path, 97)
+
+    def turns(*spec):
+        return [
+            {"turn_index": i, "concept_slugs": list(slugs), "outcome": outcome}
+            for i, (slugs, outcome) in enumerate(spec)
+        ]
+
+    kept = turns((["rsa", "primes"], "success"), (["rsa"], "failure"), (["hashing"], None))
+    fresh.execute(
+        "INSERT INTO hag_sessions (session_id, learner_id, topic_id, ended_at, payload, "
+        "payload_sha256) VALUES ('old', 'ada', 't', '2026-11-01T10:00:00Z', %s, 'x')",
+        (json.dumps({"turns": kept}),),
+    )
+    fresh.commit()
+    migrate.migrate(fresh, 8)
+    fresh.execute(
+        query("session", "queue_session"),
+        {
+            "session_id": "new",
+            "learner_id": "bo",
+            "topic_id": "t",
+            "ended_at": "2026-11-02T10:00:00Z",
+            "payload": json.dumps({"turns": turns((["hashing"], "success"))}),
+            "payload_sha256": "y",
+        },
+    )
+    rows = fresh.execute(
+        "SELECT session_id, concept_slug, topic_id, learner_id, ended_at::text "
+        "FROM hag_learner_successes ORDER BY session_id, concept_slug"
+    ).fetchall()
+    assert [tuple(r) for r in rows] == [
+        ("new", "hashing", "t", "bo", "2026-11-02 10:00:00+00"),
+        ("old", "primes", "t", "ada", "2026-11-01 10:00:00+00"),
+        ("old", "rsa", "t", "ada", "2026-11-01 10:00:00+00"),
+    ]

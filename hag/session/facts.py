@@ -17,7 +17,13 @@ from psycopg.rows import DictRow
 from hag.db import Conn
 from hag.session.contract import SessionPayload
 from hag.session.ladder import as_array
-from hag.session.rules import EdgeGradingState, Pattern, PrerequisiteEvidence, unit
+from hag.session.rules import (
+    EdgeGradingState,
+    LearnerReports,
+    Pattern,
+    PrerequisiteEvidence,
+    unit,
+)
 from hag.sqlfiles import query
 
 Connection: TypeAlias = Conn  # the project's connection type: dict rows (hag.db)
@@ -109,18 +115,19 @@ def prerequisite_evidence(
                 (int(a), int(b), int(c)) for a, b, c in r["transitive_paths"] or ()
             ),
             unlearned_from=r["unlearned_from"],
-            learner_reports=_pairs_of(r["learner_reports"]),
-            reverse_learner_reports=_pairs_of(r["reverse_learner_reports"]),
-            concept_learner_reports=_pairs_of(r["concept_learner_reports"]),
+            learner_reports=_reports_of(r["learner_reports"]),
+            reverse_learner_reports=_reports_of(r["reverse_learner_reports"]),
+            concept_learner_reports=_reports_of(r["concept_learner_reports"]),
             reversal_reports=(int(r["reversal_reports"][0]), int(r["reversal_reports"][1])),
         )
         for r in rows
     ]
 
 
-def _pairs_of(rows: Sequence[Sequence[int]] | None) -> tuple[tuple[int, int], ...]:
-    """An int[][] of [sessions, turns] rows as pairs (an empty array comes back empty)."""
-    return tuple((int(a), int(b)) for a, b in rows or ())
+def _reports_of(rows: Sequence[Sequence[int]] | None) -> tuple[LearnerReports, ...]:
+    """An int[][] of [sessions, turns, shown] rows as triples (an empty array comes back
+    empty)."""
+    return tuple((int(a), int(b), int(c)) for a, b, c in rows or ())
 
 
 def edge_grading_state(conn: Connection, ids: Iterable[UUID]) -> dict[UUID, EdgeGradingState]:

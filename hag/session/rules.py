@@ -33,6 +33,9 @@ from hag.settings import Settings
 SUCCESS, FAILURE = "success", "failure"
 
 Embedding = npt.NDArray[np.float32]  # one text's embedding (float32)
+# who reported a pair, per learner: (sessions, turns), or (sessions, turns, shown) where shown
+# is 1 for the sessions that named a concept the learner had already succeeded on
+LearnerReports = tuple[int, ...]
 
 
 # --- edges: outcome grading (seed) --------------------------------------------------------
@@ -472,11 +475,12 @@ class PrerequisiteEvidence:
     transitive_paths: tuple[tuple[int, int, int], ...] = ()
     # the confidence an authored edge held before negative evidence lowered it (None: not lowered)
     unlearned_from: float | None = None
-    # who reported it (hag_edge_learner_reports): per learner, (sessions, turns); for the
+    # who reported it (hag_edge_learner_reports): per learner, (sessions, turns), split by
+    # whether the learner had already succeeded on the target (a third element, 1: shown); for the
     # reverse edge; and for every (prerequisite, learner) out of the same concept
-    learner_reports: tuple[tuple[int, int], ...] = ()
-    reverse_learner_reports: tuple[tuple[int, int], ...] = ()
-    concept_learner_reports: tuple[tuple[int, int], ...] = ()
+    learner_reports: tuple[LearnerReports, ...] = ()
+    reverse_learner_reports: tuple[LearnerReports, ...] = ()
+    concept_learner_reports: tuple[LearnerReports, ...] = ()
     # the source concept's reports, live and culled, and of those its reversals
     reversal_reports: tuple[int, int] = (0, 0)
 
@@ -664,7 +668,7 @@ def chance_reports(
 
 
 def repeat_weighted_hits(
-    hits: float, learner_reports: Iterable[tuple[int, int]], dials: Settings
+    hits: float, learner_reports: Iterable[LearnerReports], dials: Settings
 ) -> float:
     """A count of reporting sessions, weighed by who reported them and how often.
 
@@ -676,18 +680,23 @@ def repeat_weighted_hits(
     several turns and sessions until it is closed, while an invented report is drawn afresh
     per failed turn over whoever fails. Sessions the memory did not attribute to a learner
     (before migration 091, or of an edge restored from the audit) count 1 each, as in `hits`.
-    With the weights 1, 1, 0 it is `hits`.
+    A learner's sessions that named a concept the learner had already succeeded on in an
+    earlier session (a third element, 1) are weighed apart and count
+    `prerequisite_repeat_shown_weight` of their weight: most such reports are invented (a
+    learner who has shown a concept rarely lacks it). With the weights 1, 1, 0, 1 it is `hits`.
     """
     first = dials.prerequisite_repeat_first_weight
     again = dials.prerequisite_repeat_session_weight
     per_turn = dials.prerequisite_repeat_turn_weight
+    shown_weight = dials.prerequisite_repeat_shown_weight
     attributed = 0
     weighed = 0.0
-    for sessions, turns in learner_reports:
+    for sessions, turns, *shown in learner_reports:
         if sessions <= 0:
             continue
         attributed += sessions
-        weighed += first + again * (sessions - 1) + per_turn * max(0, turns - sessions)
+        weight = first + again * (sessions - 1) + per_turn * max(0, turns - sessions)
+        weighed += weight * (shown_weight if shown and shown[0] else 1.0)
     return max(0.0, hits - attributed) + weighed
 
 

@@ -22,12 +22,23 @@ WHERE id = ANY(%(ids)s::uuid[])
 
 -- name: queue_session
 -- A valid payload waits as pending; an existing session id inserts nothing (the caller
--- then compares digests: same payload is a no-op, a different one is refused).
-INSERT INTO hag_sessions (session_id, learner_id, topic_id, ended_at, payload, payload_sha256)
-VALUES (%(session_id)s, %(learner_id)s, %(topic_id)s, %(ended_at)s, %(payload)s::jsonb,
-        %(payload_sha256)s)
-ON CONFLICT (session_id) DO NOTHING
-RETURNING session_id
+-- then compares digests: same payload is a no-op, a different one is refused). In the same
+-- statement, the concepts of its successful turns (hag_learner_successes, migration 097).
+WITH queued AS (
+    INSERT INTO hag_sessions (session_id, learner_id, topic_id, ended_at, payload, payload_sha256)
+    VALUES (%(session_id)s, %(learner_id)s, %(topic_id)s, %(ended_at)s, %(payload)s::jsonb,
+            %(payload_sha256)s)
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING session_id, learner_id, topic_id, ended_at, payload
+), successes AS (
+    INSERT INTO hag_learner_successes (session_id, concept_slug, topic_id, learner_id, ended_at)
+    SELECT DISTINCT q.session_id, c.slug, q.topic_id, q.learner_id, q.ended_at
+    FROM queued q
+    CROSS JOIN LATERAL jsonb_array_elements(q.payload -> 'turns') AS t (turn)
+    CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'concept_slugs') AS c (slug)
+    WHERE t.turn ->> 'outcome' = 'success'
+)
+SELECT session_id FROM queued
 
 -- name: stored_digest
 SELECT payload_sha256, status FROM hag_sessions WHERE session_id = %(session_id)s
@@ -229,8 +240,10 @@ FOR NO KEY UPDATE
 -- and each walked path source -> m -> target as (reports of source -> m, of m -> target, all
 -- reports on m) (they explain reports of source -> target: rules.transitive_chance), the
 -- confidence negative evidence keeps beside a lowered edge (unlearned_from, migration 090),
--- and who reported it (migration 091): per learner [sessions, turns] of the edge, of the
--- reverse edge, and of every (prerequisite, learner) out of the source concept
+-- and who reported it (migration 091): per learner [sessions, turns, shown] of the edge, of the
+-- reverse edge, and of every (prerequisite, learner) out of the source concept, split by
+-- whether the learner had succeeded on the pair's target in an earlier session of the topic
+-- (shown = 1: hag_edge_reporters over hag_learner_successes, migration 097)
 -- (rules.repeat_weighted_hits; read, not locked, like the paths), and the source concept's
 -- reports [all, reversals]: over its prerequisites, live and culled (the audit keeps a culled
 -- edge's reports; a restored one is live again), those naming a concept x with a
@@ -288,22 +301,16 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.conce
          WHERE cm.source_entry_id = f.source_entry_id AND cm.edge_type = 'prerequisite'
            AND cm.target_entry_id <> f.target_entry_id AND cm.confidence >= %(edge_min_confidence)s
        ) AS transitive_paths,
-       (SELECT COALESCE(array_agg(ARRAY[x.sessions, x.turns]), '{}'::int[])
-          FROM (SELECT count(*)::int AS sessions, sum(lr.turns)::int AS turns
-                  FROM hag_edge_learner_reports lr
-                 WHERE lr.edge_id = f.id GROUP BY lr.learner_id) x
+       (SELECT COALESCE(array_agg(ARRAY[g.sessions, g.turns, g.shown]), '{}'::int[])
+          FROM hag_edge_reporters(f.id, s.topic_id) g
        ) AS learner_reports,
-       (SELECT COALESCE(array_agg(ARRAY[x.sessions, x.turns]), '{}'::int[])
-          FROM (SELECT count(*)::int AS sessions, sum(lr.turns)::int AS turns
-                  FROM hag_edge_learner_reports lr
-                 WHERE lr.edge_id = r.id GROUP BY lr.learner_id) x
+       (SELECT COALESCE(array_agg(ARRAY[g.sessions, g.turns, g.shown]), '{}'::int[])
+          FROM hag_edge_reporters(r.id, s.topic_id) g
        ) AS reverse_learner_reports,
-       (SELECT COALESCE(array_agg(ARRAY[x.sessions, x.turns]), '{}'::int[])
-          FROM (SELECT count(*)::int AS sessions, sum(lr.turns)::int AS turns
-                  FROM hag_edges z
-                  JOIN hag_edge_learner_reports lr ON lr.edge_id = z.id
-                 WHERE z.source_entry_id = f.source_entry_id AND z.edge_type = 'prerequisite'
-                 GROUP BY z.id, lr.learner_id) x
+       (SELECT COALESCE(array_agg(ARRAY[g.sessions, g.turns, g.shown]), '{}'::int[])
+          FROM hag_edges z
+          CROSS JOIN LATERAL hag_edge_reporters(z.id, s.topic_id) g
+         WHERE z.source_entry_id = f.source_entry_id AND z.edge_type = 'prerequisite'
        ) AS concept_learner_reports,
        (SELECT ARRAY[COALESCE(sum(x.hit_count), 0),
                      COALESCE(sum(x.hit_count) FILTER (WHERE EXISTS (
