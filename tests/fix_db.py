@@ -116,6 +116,19 @@ def dials(db: Any) -> Any:
     return apply
 
 
+def migrate_up_to(conn: Any, tmp_path: Path, version: int) -> None:
+    """Migrate `conn` to the schema as it stood before migration `version` (the migrations
+    below it only), to put a memory in place that a later migration must carry over."""
+    from hag import migrate
+
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for m in migrate.migrations():
+        if m.version < version:
+            shutil.copy(m.path, before / m.path.name)
+    migrate.migrate(conn, 8, before)
+
+
 @pytest.fixture(scope="session")
 def private_template(database_url: str) -> Iterator[str]:
     """A migrated, empty database no one connects to, to clone private databases from."""

@@ -648,7 +648,7 @@ def test_negative_evidence_takes_support_from_a_culled_prerequisite(db, evidence
     }
 
 
-def test_who_reported_a_pair_is_split_by_whether_they_had_shown_its_target(db, evidence):
+def test_who_reported_a_pair_is_split_by_whether_they_had_shown_its_target(db, evidence, dials):
     """learner-1 succeeded on hashing on day 0, learner-2 on day 2; on day 1 both report rsa ->
     hashing, and on day 3 learner-2 again: learner-1's session comes back shown, learner-2's
     day-1 session not (its success came later) and its day-3 one shown. A success in the
@@ -675,17 +675,15 @@ def test_who_reported_a_pair_is_split_by_whether_they_had_shown_its_target(db, e
             day=day,
         )
 
-    settings.set_value(db, "prerequisite_repeat_shown_weight", 0.5, by="test")
-    db.commit()
-    settings.invalidate()
+    dials(prerequisite_repeat_shown_weight=0.5)
     run(db, success("s1", "learner-1", 0), report("r1", "learner-1", 1))
     run(db, report("r2", "learner-2", 1), success("s2", "learner-2", 2))
     run(db, report("r3", "learner-2", 3))
     edge = edge_row(db, e["rsa"], e["hashing"], "prerequisite")
     found = {x.edge_id: x for x in facts.prerequisite_evidence(db, [e["rsa"]], 0.3, 0.6)}
     assert sorted(found[edge["id"]].learner_reports) == [(1, 1, 0), (1, 1, 1), (1, 1, 1)]
-    # each group weighed apart: learner-2's unshown session as a first one (0.2), the two
-    # shown ones as first ones at half weight; the only reports on rsa, so no chance
+    # each group weighed apart: learner-2's unshown session as a first one, the two shown
+    # ones as first ones at half weight; the only reports on rsa, so no chance
     dial = settings.current()
     first, k = dial.prerequisite_repeat_first_weight, dial.prerequisite_lift_k
     hits = first + 2 * first * 0.5

@@ -12,6 +12,7 @@ from psycopg.conninfo import make_conninfo
 
 from hag import SQL_DIR, migrate
 from hag.errors import MigrationError
+from tests.fix_db import migrate_up_to
 
 
 @pytest.fixture
@@ -115,16 +116,6 @@ def test_an_existing_memory_takes_the_living_rule_definitions(fresh):
         "hag_edge_is_cullable": "s",
         "hag_restored_edges": "s",
     }
-
-
-def migrate_up_to(conn, tmp_path, version: int) -> None:
-    """The schema as it stood before migration `version` (the migrations below it only)."""
-    before = tmp_path / "migrations"
-    before.mkdir()
-    for m in migrate.migrations():
-        if m.version < version:
-            shutil.copy(m.path, before / m.path.name)
-    migrate.migrate(conn, 8, before)
 
 
 def test_an_authored_edge_lowered_by_negative_evidence_keeps_its_value_across_090(fresh, tmp_path):

@@ -412,14 +412,10 @@ def test_an_empty_set_is_held_and_its_first_row_is_seen(db, dials, held):
 def test_migration_095_carries_a_populated_memory_over(scratch_db, tmp_path):
     """A memory (with its search copy) populated before 095 keeps its copy; after 095 a set
     read into memory answers as the seed's query does, and the next write to it is seen."""
-    import shutil
+    from hag import migrate
+    from tests.fix_db import migrate_up_to
 
-    from hag import SQL_DIR, migrate
-
-    before = tmp_path / "migrations"
-    shutil.copytree(SQL_DIR / "migrations", before)
-    (before / "095_search_copy_changes.sql").unlink()
-    migrate.migrate(scratch_db, 8, before)
+    migrate_up_to(scratch_db, tmp_path, 95)
     scratch_db.commit()
     hdb.configure_connection(scratch_db)
     scratch_db.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")

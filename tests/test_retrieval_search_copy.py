@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 import numpy as np
@@ -10,10 +9,11 @@ import psycopg
 import pytest
 from pgvector import Vector
 
-from hag import SQL_DIR, migrate, retrieval, settings
 from hag import db as hdb
+from hag import migrate, retrieval, settings
 from hag.retrieval import store
 from tests import factories as f
+from tests.fix_db import migrate_up_to
 
 COPIED = (
     "SELECT search_set, id, topic_id, visibility_scope, maturity, confidence FROM hag_entry_search"
@@ -210,11 +210,7 @@ def test_a_learners_pass_is_read_from_hag_entries(db):
 
 def test_migration_080_carries_an_existing_memory_over(scratch_db, tmp_path):
     """A memory populated before 080 is copied by it, and retrieval reads it right after."""
-    before = tmp_path / "migrations"
-    shutil.copytree(SQL_DIR / "migrations", before)
-    for later in [*before.glob("08*.sql"), *before.glob("095_*.sql")]:
-        later.unlink()
-    migrate.migrate(scratch_db, 8, before)
+    migrate_up_to(scratch_db, tmp_path, 80)
     scratch_db.commit()
     hdb.configure_connection(scratch_db)  # the vector type exists now
     scratch_db.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")

@@ -261,6 +261,39 @@ WITH touched AS (
     FROM hag_edges e
     WHERE e.edge_type = 'prerequisite'
       AND e.source_entry_id IN (SELECT source_entry_id FROM touched)
+), reported AS (
+    -- each source's reports per prerequisite, live and culled (the audit keeps a culled
+    -- edge's reports; a restored one is live again): read once, by support and reversals
+    SELECT x.source_entry_id, x.target_entry_id, x.hit_count
+    FROM hag_edges x
+    WHERE x.edge_type = 'prerequisite'
+      AND x.source_entry_id IN (SELECT source_entry_id FROM touched)
+    UNION ALL
+    SELECT a.source_entry_id, a.target_entry_id, a.hit_count
+    FROM hag_edge_audit a
+    WHERE a.edge_type = 'prerequisite' AND a.restored_at IS NULL
+      AND a.source_entry_id IN (SELECT source_entry_id FROM touched)
+), reversals AS (
+    -- per source: [all its reports, those naming an x held to build on it]
+    SELECT o.source_entry_id,
+           ARRAY[COALESCE(sum(o.hit_count), 0),
+                 COALESCE(sum(o.hit_count) FILTER (WHERE EXISTS (
+                     SELECT 1 FROM hag_edges rv
+                      WHERE rv.source_entry_id = o.target_entry_id
+                        AND rv.target_entry_id = o.source_entry_id
+                        AND rv.edge_type = 'prerequisite'
+                        AND rv.confidence >= %(noise_held_min)s)), 0)]::int[] AS reports
+    FROM reported o
+    GROUP BY o.source_entry_id
+), concept_reporters AS (
+    -- per source: who reported each prerequisite out of it (hag_edge_reporters), once
+    SELECT z.source_entry_id, array_agg(ARRAY[g.sessions, g.turns, g.shown]) AS reports
+    FROM hag_edges z
+    JOIN hag_entries zs ON zs.id = z.source_entry_id
+    CROSS JOIN LATERAL hag_edge_reporters(z.id, zs.topic_id) g
+    WHERE z.edge_type = 'prerequisite'
+      AND z.source_entry_id IN (SELECT source_entry_id FROM touched)
+    GROUP BY z.source_entry_id
 )
 SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.concept_reports,
        (SELECT count(DISTINCT t.concept_slug)
@@ -270,19 +303,13 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.conce
        r.hit_count AS reverse_hits, r.source_type AS reverse_source_type,
        r.confidence AS reverse_confidence,
        (SELECT COALESCE(sum(o.hit_count), 0)
-          FROM (SELECT x.target_entry_id, x.hit_count
-                  FROM hag_edges x
-                 WHERE x.source_entry_id = f.source_entry_id AND x.edge_type = 'prerequisite'
-                UNION ALL
-                SELECT a.target_entry_id, a.hit_count
-                  FROM hag_edge_audit a
-                 WHERE a.source_entry_id = f.source_entry_id AND a.edge_type = 'prerequisite'
-                   AND a.restored_at IS NULL) o
+          FROM reported o
           JOIN hag_edges via ON via.source_entry_id = o.target_entry_id
                             AND via.target_entry_id = f.target_entry_id
                             AND via.edge_type = 'prerequisite'
                             AND via.confidence >= %(edge_min_confidence)s
-         WHERE NOT EXISTS (SELECT 1 FROM hag_edges rv
+         WHERE o.source_entry_id = f.source_entry_id
+           AND NOT EXISTS (SELECT 1 FROM hag_edges rv
                             WHERE rv.source_entry_id = o.target_entry_id
                               AND rv.target_entry_id = f.source_entry_id
                               AND rv.edge_type = 'prerequisite'
@@ -307,31 +334,14 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.conce
        (SELECT COALESCE(array_agg(ARRAY[g.sessions, g.turns, g.shown]), '{}'::int[])
           FROM hag_edge_reporters(r.id, s.topic_id) g
        ) AS reverse_learner_reports,
-       (SELECT COALESCE(array_agg(ARRAY[g.sessions, g.turns, g.shown]), '{}'::int[])
-          FROM hag_edges z
-          CROSS JOIN LATERAL hag_edge_reporters(z.id, s.topic_id) g
-         WHERE z.source_entry_id = f.source_entry_id AND z.edge_type = 'prerequisite'
-       ) AS concept_learner_reports,
-       (SELECT ARRAY[COALESCE(sum(x.hit_count), 0),
-                     COALESCE(sum(x.hit_count) FILTER (WHERE EXISTS (
-                         SELECT 1 FROM hag_edges rv
-                          WHERE rv.source_entry_id = x.target_entry_id
-                            AND rv.target_entry_id = x.source_entry_id
-                            AND rv.edge_type = 'prerequisite'
-                            AND rv.confidence >= %(noise_held_min)s)), 0)]::int[]
-          FROM (SELECT o.source_entry_id, o.target_entry_id, o.hit_count
-                  FROM hag_edges o
-                 WHERE o.source_entry_id = f.source_entry_id AND o.edge_type = 'prerequisite'
-                UNION ALL
-                SELECT a.source_entry_id, a.target_entry_id, a.hit_count
-                  FROM hag_edge_audit a
-                 WHERE a.source_entry_id = f.source_entry_id AND a.edge_type = 'prerequisite'
-                   AND a.restored_at IS NULL) x
-       ) AS reversal_reports
+       COALESCE(cr.reports, '{}'::int[]) AS concept_learner_reports,
+       COALESCE(rs.reports, ARRAY[0, 0]) AS reversal_reports
 FROM family f
 JOIN hag_entries s ON s.id = f.source_entry_id
 LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
                      AND r.target_entry_id = f.source_entry_id AND r.edge_type = 'prerequisite'
+LEFT JOIN reversals rs ON rs.source_entry_id = f.source_entry_id
+LEFT JOIN concept_reporters cr ON cr.source_entry_id = f.source_entry_id
 WHERE f.id IN (SELECT id FROM touched)
 ORDER BY f.id
 
