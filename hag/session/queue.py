@@ -27,6 +27,9 @@ from hag.settings import Settings
 from hag.sqlfiles import query
 
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+# The retriers' jitter has its own generator, so a worker never moves the global `random`
+# state a caller (a seeded simulation, a property test) may rely on.
+_JITTER = random.Random()
 
 
 def apply_pending_session(
@@ -74,7 +77,7 @@ def apply_pending_session(
             summary.retries += 1
             if attempts > dials.session_max_retries:
                 raise
-            time.sleep(random.uniform(0, 0.005 * attempts))  # de-synchronise the retriers
+            time.sleep(_JITTER.uniform(0, 0.005 * attempts))  # de-synchronise the retriers
         except Exception as exc:
             if claimed is None or getattr(conn, "broken", False) or getattr(conn, "closed", False):
                 raise
