@@ -45,12 +45,10 @@ def evidence(db):
 
 
 @pytest.fixture
-def by_sessions(db, evidence):
+def by_sessions(evidence, dials):
     """The evidence profile with every session counting 1 (repeat weighting off): the lift
     rule's ladder and chance as the first three rounds measured them."""
-    settings.set_value(db, "prerequisite_repeat_weighting", False, by="test")
-    db.commit()
-    settings.invalidate()
+    dials(prerequisite_repeat_weighting=False)
     return evidence
 
 
@@ -365,7 +363,7 @@ def test_session_end_records_who_reported_each_prerequisite_once(db):
     assert learner_reports(db) == [("rsa", "hashing", "s1", "ann", 1)]
 
 
-def test_repeat_weighting_weighs_a_learned_prerequisite_by_turns_and_learners(db, evidence):
+def test_repeat_weighting_weighs_a_learned_prerequisite_by_turns_and_learners(db, evidence, dials):
     """The evidence profile (0.2 a session, 0.2 a learner's further session, 5 a further
     turn): rsa -> primes from one session naming it in 2 turns weighs 5.2; rsa -> signatures
     from 3 learners' single-turn sessions weighs 0.6. primes: chance (0.2 + 0.6) / 8 -> h' =
@@ -385,9 +383,7 @@ def test_repeat_weighting_weighs_a_learned_prerequisite_by_turns_and_learners(db
         "signatures": pytest.approx(0.05),
         "hashing": pytest.approx(0.05),
     }
-    settings.set_value(db, "prerequisite_repeat_weighting", False, by="test")
-    db.commit()
-    settings.invalidate()
+    dials(prerequisite_repeat_weighting=False)
     run(db, reports("h", [("rsa", "hashing")], day=9))
     signatures = edge_row(db, e["rsa"], e["signatures"], "prerequisite")["confidence"]
     # by sessions: rsa has 1 (primes) + 2 (hashing) + 3 (signatures) = 6 reports
@@ -690,17 +686,18 @@ def test_who_reported_a_pair_is_split_by_whether_they_had_shown_its_target(db, e
     assert edge["confidence"] == pytest.approx(max(dial.edge_confidence_floor, hits / (hits + k)))
 
 
-def test_a_noisy_concept_needs_more_reports_under_the_noise_dial(db, by_sessions, dials):
+def test_a_noisy_concept_needs_more_reports_under_the_noise_dial(db, dials):
     """rsa -> hashing, 3 sessions, beside 3 reversed reports on rsa: with
     prerequisite_lift_noise_weight 10 its chance is multiplied by 1 + 10 x the reversal
     share ((3 + 0.05 x 5) / (6 + 5)) = 3.95, so it ends lower than with the dial at 0, by
     the arithmetic of rules.lift_confidence written out here."""
-    e = topic_entries(db)
-    f.edge(db, e["primes"], e["rsa"], confidence=0.9)
-    db.commit()
     confidences_by_weight = {}
     for weight in (0.0, 10.0):
-        dials(prerequisite_lift_noise_weight=weight)
+        reset_database(db)
+        use_evidence(db)
+        e = topic_entries(db)
+        f.edge(db, e["primes"], e["rsa"], confidence=0.9)
+        dials(prerequisite_repeat_weighting=False, prerequisite_lift_noise_weight=weight)
         run(
             db,
             *(reports(f"w{weight}-p{d}", [("rsa", "primes")], day=d) for d in range(3)),
@@ -708,13 +705,6 @@ def test_a_noisy_concept_needs_more_reports_under_the_noise_dial(db, by_sessions
         )
         row = edge_row(db, e["rsa"], e["hashing"], "prerequisite")
         confidences_by_weight[weight] = row["confidence"]
-        reset_database(db)
-        use_evidence(db)
-        settings.set_value(db, "prerequisite_repeat_weighting", False, by="test")
-        db.commit()
-        e = topic_entries(db)
-        f.edge(db, e["primes"], e["rsa"], confidence=0.9)
-        db.commit()
     dial = settings.current()
     k, spread = dial.prerequisite_lift_k, dial.prerequisite_lift_chance_spread
     share = (
