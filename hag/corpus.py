@@ -25,6 +25,7 @@ from hag import DEMO_CORPUS as DEMO_CORPUS  # one resource lookup (hag/__init__)
 from hag import bounds, settings
 from hag.db import Conn, one
 from hag.errors import CorpusError, NotFoundError
+from hag.jsonkeys import DuplicateKeyError, unique_keys
 from hag.schema import EDGE_TYPES
 from hag.settings import Settings
 from hag.sqlfiles import query
@@ -142,9 +143,11 @@ def parse(data: Any, source: str = "corpus") -> Corpus:
 
 def read(path: Path) -> Corpus:
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text(), object_pairs_hook=unique_keys)
     except FileNotFoundError:
         raise CorpusError(f"{path}: no such file") from None
+    except DuplicateKeyError as exc:
+        raise CorpusError(f"{path}: not valid JSON ({exc})") from None
     except json.JSONDecodeError as exc:
         raise CorpusError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except UnicodeDecodeError:

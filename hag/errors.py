@@ -27,3 +27,7 @@ class ValidationError(HagError):
 
 class NotFoundError(HagError):
     """A named thing (entry, edge, run, topic) does not exist."""
+
+
+class FolderError(HagError):
+    """A folder hag would write or clear holds files it did not make; nothing was touched."""

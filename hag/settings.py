@@ -278,6 +278,10 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
+# A number typed as text: ASCII digits only, whole (`re.fullmatch`, no `$`), nothing around:
+# float() and int() would also take '0.5\n', '٠.٥' (Arabic-Indic digits) and '1_000'.
+_INT_TEXT = r"[+-]?[0-9]+"
+_FLOAT_TEXT = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|nan)"
 
 
 def dial(key: str) -> Dial:
@@ -293,14 +297,18 @@ def validate(key: str, value: JSON) -> JSON:
     if d.type in ("float", "int"):
         if isinstance(value, bool):
             raise SettingsError(f"{key} takes a number, not {value!r}")
+        kind = "a number" if d.type == "float" else "a whole number"
+        if isinstance(value, str) and not re.fullmatch(
+            _FLOAT_TEXT if d.type == "float" else _INT_TEXT, value
+        ):
+            raise SettingsError(f"{key} takes {kind} (ASCII digits, nothing around), not {value!r}")
         try:
             number = float(value) if d.type == "float" else _as_int(value)
         except (TypeError, ValueError):
-            raise SettingsError(
-                f"{key} takes {'a number' if d.type == 'float' else 'a whole number'}, not {value!r}"
-            ) from None
+            raise SettingsError(f"{key} takes {kind}, not {value!r}") from None
         if isinstance(number, float) and not math.isfinite(number):
             raise SettingsError(f"{key} must be finite, not {value!r}")
+        number += 0  # -0.0 is stored as 0.0 (docs/bounds.md)
         if (d.min is not None and number < d.min) or (d.max is not None and number > d.max):
             raise SettingsError(
                 f"{key} must be between {_fmt(d.min)} and {_fmt(d.max)}, not {value!r}"
@@ -658,13 +666,44 @@ _cache: tuple[float, Settings] | None = None
 
 
 def load(conn: Conn) -> Settings:
-    """Read every dial from the database now, falling back to defaults for missing keys."""
+    """Read every dial from the database now, falling back to defaults for missing keys.
+
+    A stored value its dial refuses (written by hand, or by a release with other bounds)
+    stops the caller with one line naming the dial, the value and the repair: a dial
+    silently at its default could change what the memory does (docs/bounds.md)."""
+    values, invalid = stored(conn)
+    if invalid:
+        key = min(invalid)
+        more = f" ({len(invalid) - 1} more invalid dial(s): see `hag settings list`)"
+        raise SettingsError(
+            invalid_message(key, *invalid[key]) + (more if len(invalid) > 1 else "")
+        )
+    return snapshot(values)
+
+
+def stored(conn: Conn) -> tuple[dict[str, Any], dict[str, tuple[JSON, str]]]:
+    """Every dial's validated stored value, and the stored values their dial refuses
+    (key: (value, reason)), whose defaults stand in among the values."""
+    from hag.sqlfiles import query
+
     values = {d.key: d.default for d in _DIALS}
-    for row in conn.execute("SELECT key, value FROM hag_settings").fetchall():
+    invalid: dict[str, tuple[JSON, str]] = {}
+    for row in conn.execute(query("settings", "stored_dials")).fetchall():
         key, value = (row["key"], row["value"]) if isinstance(row, dict) else row
         if key in REGISTRY:
-            values[key] = validate(key, value)
-    return snapshot(values)
+            try:
+                values[key] = validate(key, value)
+            except SettingsError as exc:
+                invalid[key] = (value, str(exc))
+    return values, invalid
+
+
+def invalid_message(key: str, value: JSON, reason: str) -> str:
+    """The one line naming an invalid stored dial and its repair."""
+    return (
+        f"the stored value of {key}, {json.dumps(value)}, is invalid ({reason}); "
+        f"repair it with `hag settings reset {key}`"
+    )
 
 
 def current() -> Settings:
@@ -692,10 +731,21 @@ def invalidate() -> None:
         _cache = None
 
 
+def lock_dials(conn: Conn) -> None:
+    """Serialise the writers of the dials until `conn` commits (sql/queries/settings.sql)."""
+    from hag.sqlfiles import query
+
+    conn.execute(query("settings", "lock_dials"))
+
+
 def set_value(conn: Conn, key: str, raw: JSON, by: str = "cli") -> JSON:
-    """Validate and store one dial; returns the stored value."""
+    """Validate and store one dial; returns the stored value. Writers take turns (the lock
+    is held to the caller's commit), so the combination validated is the one committed. An
+    invalid stored value (of this dial or another) does not stop it: that is its repair, and
+    another dial's default stands in for it in the order check."""
     value = validate(key, raw)
-    check_order({**load(conn), key: value})
+    lock_dials(conn)
+    check_order({**stored(conn)[0], key: value})
     conn.execute(
         "UPDATE hag_settings SET value = %s::jsonb, updated_at = now(), updated_by = %s WHERE key = %s",
         (json.dumps(value), by, key),
@@ -721,6 +771,7 @@ def profile_values(name: str) -> dict[str, Any]:
 def apply_profile(conn: Conn, name: str, by: str = "cli") -> list[tuple[str, Any, Any]]:
     """Set every dial of a profile; returns (key, old, new) for each dial that changed."""
     wanted = profile_values(name)
+    lock_dials(conn)
     current_values = load(conn)
     changed = [(k, current_values[k], validate(k, v)) for k, v in wanted.items()]
     changed = [(k, old, new) for k, old, new in changed if old != new]
@@ -748,4 +799,5 @@ def listing(conn: Conn) -> list[dict[str, Any]]:
         "SELECT key, value, value_type, default_value, min_value, max_value, description, consumer, "
         "updated_at, updated_by FROM hag_settings ORDER BY key"
     ).fetchall()
-    return [dict(r) for r in rows]
+    invalid = stored(conn)[1]
+    return [{**r, "invalid": invalid[r["key"]][1] if r["key"] in invalid else None} for r in rows]

@@ -48,7 +48,7 @@ def listing_lines(rows: list[dict[str, Any]]) -> list[str]:
     table = [
         (
             r["key"],
-            json.dumps(r["value"]),
+            json.dumps(r["value"]) + (" (invalid)" if r.get("invalid") else ""),
             _bounds(r),
             r["consumer"],
             r["description"]
@@ -79,8 +79,18 @@ def get(key: str, as_json: bool) -> None:
     s.dial(key)
     ready()
     with db.connect() as conn:
-        value = s.load(conn)[key]
-    echo_json({"key": key, "value": value}) if as_json else click.echo(json.dumps(value))
+        values, invalid = s.stored(conn)
+    if key in invalid:  # shown as stored, marked, with its repair (exit 0: this is a read)
+        value, reason = invalid[key]
+        if as_json:
+            echo_json({"key": key, "value": value, "invalid": reason})
+        else:
+            click.echo(f"{json.dumps(value)} (invalid: {s.invalid_message(key, value, reason)})")
+        return
+    if as_json:
+        echo_json({"key": key, "value": values[key]})
+    else:
+        click.echo(json.dumps(values[key]))
 
 
 # ignore_unknown_options: a VALUE such as -0.1 is the value, not an option (click's recipe).

@@ -106,7 +106,8 @@ from hag.cli._common import echo_json, json_option, note
     type=click.Path(path_type=Path),
     default=Path("reports/simulation"),
     show_default=True,
-    help="Report folder (report.md, report.json, PNG plots).",
+    help="Report folder (report.md, report.json, PNG plots): new, empty, or made by an "
+    "earlier simulate (a folder with other files is refused).",
 )
 @click.option(
     "--profile",
@@ -161,7 +162,7 @@ def simulate(
     from hag.report.build import summary_lines
     from hag.simulate.experiment import Experiment, run_experiment
     from hag.simulate.run import SimulationConfig
-    from hag.simulate.sandbox import private_database
+    from hag.simulate.sandbox import claim_folder, private_database
     from hag.simulate.world import cryptography_world, random_world
 
     seed_list = _int_list(seeds, "--seeds") if seeds else [seed]
@@ -186,6 +187,7 @@ def simulate(
     else:
         corpus = None
         world = random_world(np.random.default_rng(seed), concepts)
+    claim_folder(out, "--out")  # before anything is written or cleared under it
     announce()
     if profiles or len(seed_list) > 1:
         from hag.simulate.seeds import compare_table, run_compare, run_seeds

@@ -9,11 +9,14 @@ vectors in half precision, widened to float32), and a pass over it becomes:
 1. the boosted half-precision score of every row in numpy, the best `compact_candidates`;
 2. one query (`resident_rerank`) reading those rows' exact similarities from hag_entries and,
    in the same snapshot, the set's stamp (migration 095: the sum of the changes recorded
-   for the set by the copy's trigger);
-3. when the stamp is the one the rows were read at, the set in memory is the set in that
-   snapshot, and the re-rank is proven exactly as the copy's (ranking.rerank_compact): the
-   seed's top 5, not an estimate. When it is not, the set is dropped and the pass goes
-   through the copy as before, in the same turn.
+   for the set by the copy's trigger, seeded with a random one by migration 125) and the
+   database's identity (hag_database_identity: system identifier, database oid, a random
+   id);
+3. when the identity and the stamp are the ones the rows were read at, the set in memory
+   is the set in that snapshot, and the re-rank is proven exactly as the copy's
+   (ranking.rerank_compact): the seed's top 5, not an estimate. When the stamp is not, the set is dropped and the pass
+   goes through the copy as before, in the same turn; when the identity is not (another
+   database behind the read URL: a restore, a failover), every held set is.
 
 Which sets, and how much memory: a set is read in the background after
 `resident_load_after_reads` exact reads through the copy since it was last resident, one load
@@ -94,6 +97,7 @@ def filter_key(
 
 @dataclass
 class ResidentSet:
+    identity: str  # the database it was read from (sql function hag_database_identity)
     stamp: int
     ids: np.ndarray  # (n, 16) uint8: the uuids' bytes
     tiers: np.ndarray  # (n,) int8: 0 proven, 1 pattern, 2 candidate
@@ -184,6 +188,9 @@ class Residents:
                     "approximate": [float(approximate[i]) for i in chosen],
                 },
             ).fetchall()
+            if rows[0]["identity"] != held.identity:
+                self._forget_database(rows[0]["identity"], held.identity)
+                return None
             if int(rows[0]["stamp"]) != held.stamp:
                 self._drop(key, held, dials)
                 return None
@@ -352,10 +359,11 @@ class Residents:
 
     def _read(
         self, conn: Conn, key: SetKey, room: int
-    ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
-        """The set's stamp, ids, tiers and vectors (none for an empty set: it is held too, and
-        answers nothing until its stamp moves); None when they would take over `room` bytes
-        (the read stops there)."""
+    ) -> tuple[str, int, np.ndarray, np.ndarray, np.ndarray] | None:
+        """The database's identity, the set's stamp, ids, tiers and vectors (none for an empty
+        set: it is held too, and answers nothing until its stamp moves); None when they would
+        take over `room` bytes (the read stops there)."""
+        identity = ""
         stamp: int | None = None
         ids: list[bytes] = []
         tiers: list[int] = []
@@ -363,7 +371,7 @@ class Residents:
         size = 0
         with conn.cursor(binary=True) as cursor:
             for row in cursor.stream(query("retrieval", "resident_rows"), key.params()):
-                stamp = row["stamp"]
+                identity, stamp = row["identity"], row["stamp"]
                 if row["id"] is None:
                     break  # the set has no eligible rows: its stamp only
                 ids.append(row["id"])
@@ -379,7 +387,15 @@ class Residents:
         matrix = halves["x"].astype(np.float32)
         matrix.setflags(write=False)
         id_bytes = np.frombuffer(b"".join(ids), np.uint8).reshape(-1, 16)
-        return int(stamp), id_bytes, np.array(tiers, np.int8), matrix
+        return identity, int(stamp), id_bytes, np.array(tiers, np.int8), matrix
+
+    def _forget_database(self, now: str, was: str) -> None:
+        """Another database answers behind the read URL (a restore, a failover): every set
+        held was read from the one before, whatever its stamp, so none is kept."""
+        log.warning(
+            "the read path's database changed (%s, was %s): resident sets dropped", now, was
+        )
+        self.clear()
 
     def _drop(self, key: SetKey, held: ResidentSet, dials: Settings) -> None:
         """The set changed: forget it, and wait longer next time if it served too little."""

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from hag import bounds, visibility
 from hag.db import Conn, one
+from hag.jsonkeys import unique_keys
 from hag.session.contract import SessionPayload
 from hag.settings import Settings
 from hag.sqlfiles import query
@@ -213,7 +214,7 @@ def nesting_depth(text: str) -> int:
 
 def _parse(raw: str, dials: Settings) -> dict[str, Any]:
     try:
-        parsed = json.loads(raw, parse_constant=_no_constants)
+        parsed = json.loads(raw, parse_constant=_no_constants, object_pairs_hook=unique_keys)
     except (json.JSONDecodeError, ValueError) as exc:
         where = (
             f" at line {exc.lineno} column {exc.colno}"

@@ -98,13 +98,14 @@ JOIN hag_entries e ON e.id = c.id
 -- Every eligible row of one searched set of the copy, for the read path to keep in memory
 -- (hag.retrieval.resident): the id and vector in their binary forms (16 bytes; 4 + 2 x dim
 -- bytes, half precision), the maturity tier (0 proven, 1 pattern, 2 candidate, for the
--- boost), and on every row the set's stamp (migration 095), read in the same snapshot as
--- the rows; one row with a NULL id when the set has none. The filter is the seed's
+-- boost), and on every row the set's stamp (migration 095) and the database's identity
+-- (hag_database_identity), read in the same snapshot as the rows; one row with a NULL id
+-- when the set has none. The filter is the seed's
 -- (hag_entry_visible, whose tier ranges the copy's index serves); a load is a one-off
 -- background read, so it is not written out per tier as compact_candidates is.
-SELECT s.stamp, uuid_send(t.id) AS id, t.tier, halfvec_send(t.embedding) AS vector
+SELECT s.stamp, s.identity, uuid_send(t.id) AS id, t.tier, halfvec_send(t.embedding) AS vector
 FROM (
-    SELECT coalesce(sum(c.changes), 0) AS stamp
+    SELECT coalesce(sum(c.changes), 0) AS stamp, hag_database_identity() AS identity
     FROM hag_entry_search_changes c
     WHERE c.set_key IN (hag_entry_search_key(%(search_set)s, %(topic_id)s), '*')
 ) s
@@ -122,16 +123,16 @@ LEFT JOIN (
 
 -- name: resident_rerank
 -- The candidates a resident set chose in memory, read from hag_entries for their exact
--- similarity (as match_hag_entries computes it), beside the set's stamp in the same
--- snapshot: the caller uses the rows only when the stamp is the one its resident rows were
--- read at (hag.retrieval.resident). Each candidate must still pass the set's own filter (as
+-- similarity (as match_hag_entries computes it), beside the set's stamp and the database's
+-- identity in the same snapshot: the caller uses the rows only when both are the ones its
+-- resident rows were read at (hag.retrieval.resident). Each candidate must still pass the set's own filter (as
 -- resident_rows reads it): at an equal stamp they all do, and a candidate that does not
 -- makes the caller drop the set rather than answer from it. One row with a NULL id when no
 -- candidate is left.
-SELECT s.stamp, r.id, r.topic_id, r.concept_slug, r.visibility_scope, r.maturity,
+SELECT s.stamp, s.identity, r.id, r.topic_id, r.concept_slug, r.visibility_scope, r.maturity,
        r.confidence, r.instruction, r.similarity, r.approximate
 FROM (
-    SELECT coalesce(sum(c.changes), 0) AS stamp
+    SELECT coalesce(sum(c.changes), 0) AS stamp, hag_database_identity() AS identity
     FROM hag_entry_search_changes c
     WHERE c.set_key IN (hag_entry_search_key(%(search_set)s, %(topic_id)s), '*')
 ) s
