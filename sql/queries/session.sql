@@ -205,10 +205,14 @@ RETURNING session_id, payload::text AS payload_text
 -- A session that could not be applied for a reason outside its payload (hag/session/outcome.py):
 -- failed, with the error's text and class and how many times it has failed; nothing of it
 -- was applied, its payload stays here (never quarantined) for --retry-failed.
+-- SKIP LOCKED: the worker that claimed it holds the row (its own lock never skips); when
+-- its connection was lost and the row is still held by the dead backend, nothing waits.
 UPDATE hag_sessions SET status = 'failed', processed_at = now(), run_id = %(run_id)s,
                         fail_reason = %(reason)s, fail_class = %(fail_class)s,
                         fail_count = fail_count + 1
-WHERE session_id = %(session_id)s AND status = 'pending'
+WHERE session_id = (SELECT session_id FROM hag_sessions
+                     WHERE session_id = %(session_id)s AND status = 'pending'
+                     FOR UPDATE SKIP LOCKED)
 RETURNING fail_count
 
 -- name: retry_failed
