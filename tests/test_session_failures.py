@@ -319,3 +319,28 @@ def test_the_flow_run_ends_failed_after_publishing_its_summary(db, prefect_harne
     assert retried.result()["sessions"] == 1
     assert _status(db) == {"big": "processed", "after": "processed"}
     assert _traversals(db, e) == 2
+
+
+def test_a_lost_connection_marks_the_session_failed_elsewhere_and_stops_the_run(db, monkeypatch):
+    """The worker's backend killed mid-apply: the run raises, the session is failed (recorded
+    on another connection, not quarantined), and a retry applies it once."""
+    a, _, e = _world(db)
+    ingest(db, _graded("cut", a, e))
+    real = queue.apply_session
+
+    def cut_off(conn, session, *args, **kwargs):
+        conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+        return real(conn, session, *args, **kwargs)
+
+    monkeypatch.setattr(queue, "apply_session", cut_off)
+    with pytest.raises(psycopg.OperationalError):
+        process_pending()
+    monkeypatch.undo()
+    row = db.execute(
+        "SELECT status, fail_class FROM hag_sessions WHERE session_id = 'cut'"
+    ).fetchone()
+    assert row["status"] == "failed" and row["fail_class"].startswith("AdminShutdown")
+    assert _quarantined(db) == 0 and _traversals(db, e) == 0
+    db.commit()
+    assert process_pending(retry_failed=True).sessions == 1
+    assert _traversals(db, e) == 1
