@@ -165,7 +165,9 @@ def process_sessions(
             batch_size=batch_size,
             limit=limit,
             workers=workers,
-            on_batch=lambda b: note(f"batch: {b.sessions} session(s)"),
+            on_batch=lambda b: note(
+                f"batch: {b.sessions} applied, {b.rejects} rejected, {b.failures} failed"
+            ),
             retry_failed=retry_failed,
         ).as_dict()
 
