@@ -9,15 +9,12 @@ simulator call it); the other names are imported from the module that owns them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
-
-import psycopg
 
 from hag.session.facts import Connection
 from hag.session.queue import process_batch
@@ -101,11 +98,10 @@ def _process_pending(
     status = "failed"
     try:
         drain(apply, size, limit, total, on_batch)
+        count_left(total)
         status = "done"
     finally:
         total.seconds = time.perf_counter() - start
-        with contextlib.suppress(psycopg.Error):  # a run the database left says so itself
-            count_left(total)
         if own_run:
             close_run(run, total, status)
     return total
