@@ -4,7 +4,9 @@ One flow run handles many sessions (Prefect costs about a second per flow run, s
 per session would not scale); each session is still its own transaction inside a batch.
 With nothing pending (most of the scheduled runs) it records nothing, publishes nothing and
 runs no suite: it finishes in about a second. The suites run after a run that changed the
-memory.
+memory. A run that left sessions failed for a reason outside their payload (kept whole, not
+quarantined) ends Failed after publishing its summary, so the UI shows it; `retry_failed`
+puts such sessions back to pending first.
 """
 
 from __future__ import annotations
@@ -14,9 +16,15 @@ from typing import Annotated, Any
 from prefect import flow
 from pydantic import Field
 
+from hag.session.outcome import SessionsFailed
 from tasks.checks import run_expectations
 from tasks.runtime import session_end_run_name
-from tasks.session import count_pending, process_sessions, publish_session_summary
+from tasks.session import (
+    count_pending,
+    process_sessions,
+    publish_session_summary,
+    retry_failed_sessions,
+)
 
 
 # Bounds are declared on the types (the run form and the API refuse a bad value before a
@@ -27,6 +35,7 @@ def session_end_flow(
     limit: Annotated[int | None, Field(ge=1, le=10_000_000)] = None,
     workers: Annotated[int, Field(ge=1, le=64)] = 1,
     check: bool = True,
+    retry_failed: bool = False,
 ) -> dict[str, Any]:
     """Apply pending sessions batch by batch in one recorded run, publish the summary, then
     run the data-quality suites (a failed expectation fails the flow run). With nothing
@@ -39,11 +48,17 @@ def session_end_flow(
         workers: Sessions applied concurrently, 1 to 64, each in its own transaction (the
             result equals some serial order); 1 applies them in ended_at order.
         check: Run the data-quality suites after a run that changed the memory.
+        retry_failed: First put back to pending the sessions an earlier run failed to apply
+            for a reason outside their payload (a database error), once its cause is fixed.
     """
+    if retry_failed:
+        retry_failed_sessions()
     if count_pending() == 0:
         return {"run_id": None, "sessions": 0, "rejects": 0, "idle": True}
     total = process_sessions(batch_size, limit, workers)
     publish_session_summary(total)
     if check and total.sessions:  # a run that only rejected payloads changed no memory
         run_expectations()  # the expectation suites (tasks/checks.py), last, on the whole memory
+    if total.failures:  # after the summary is published: the flow run ends Failed
+        raise SessionsFailed(total.failures)
     return total.as_dict()

@@ -150,6 +150,11 @@ _DIALS: tuple[Dial, ...] = (
     _i("session_quarantine_max_bytes", 65536, 256, 100_000_000, "ours: bytes of a refused payload kept in the quarantine (with its SHA-256 and size)", S),
     _i("session_max_depth", 32, 4, 1000, "ours: payloads nested deeper than this (objects and arrays) are refused before parsing", S),
     _i("session_max_retries", 8, 0, 1000, "ours: retries of a session whose transaction hit a deadlock or serialization failure", S),
+    _i("session_max_observations", 2000, 0, 1_000_000, "ours: sessions with more observations (all turns) are refused whole at ingest", S),
+    _i("session_max_struggles", 2000, 0, 1_000_000, "ours: sessions with more struggles (all turns) are refused whole at ingest", S),
+    _i("session_max_struggles_per_turn", 20, 0, 100_000, "ours: sessions with a turn reporting more struggles are refused whole at ingest", S),
+    _i("session_max_success_slugs", 500, 0, 1_000_000, "ours: sessions whose successful turns name more distinct concept slugs are refused whole at ingest (each is a hag_learner_successes row)", S),
+    _i("session_lock_buckets", 256, 1, 4096, "ours: hash buckets of the advisory locks guarding a session's identities: a session holds at most this many, whatever its size", S),
     # the evidence rules (issue 14; `hag settings profile evidence` selects them, docs/learning-report.md)
     Dial("prerequisite_confidence_rule", "str", "seed", "ours: seed = learned prerequisites move by the seed's reinforcement floors and outcome grading; lift = from the sessions that reported them net of chance, h'/(h'+k), never outcome-graded", S, choices=("seed", "lift")),
     _f("prerequisite_lift_k", 2.0, 0.01, 1000, "ours: k of the lift rule h'/(h'+k) (2 keeps the seed's 0.33/0.5/0.6 ladder for an uncontested edge)", S),
@@ -562,6 +567,11 @@ class Settings(Mapping[str, Any]):
     session_quarantine_max_bytes: int
     session_max_depth: int
     session_max_retries: int
+    session_max_observations: int
+    session_max_struggles: int
+    session_max_struggles_per_turn: int
+    session_max_success_slugs: int
+    session_lock_buckets: int
     prerequisite_confidence_rule: str
     prerequisite_lift_k: float
     prerequisite_lift_chance_spread: float

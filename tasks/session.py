@@ -10,7 +10,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from hag import db
-from hag.session.process import pending_count, process_pending
+from hag.session.process import pending_count, process_pending, requeue_failed
 from hag.session.queue import process_batch
 from hag.session.report import render_markdown, summary_table
 from hag.session.summary import ProcessSummary
@@ -21,6 +21,13 @@ def count_pending() -> int:
     with db.pool().connection() as conn:
         n = pending_count(conn)
     get_run_logger().info("%d session(s) pending", n)
+    return n
+
+
+def retry_failed_sessions() -> int:
+    """Put the failed sessions back to pending (a plain write, before the pending count)."""
+    n = len(requeue_failed())
+    get_run_logger().info("%d failed session(s) put back to pending for a retry", n)
     return n
 
 
@@ -35,12 +42,16 @@ def process_sessions(batch_size: int | None, limit: int | None, workers: int) ->
     )
     counts = total.as_dict()
     get_run_logger().info(
-        "session-end run %s: %d applied, %d rejected in %.2f s; entries %d new, %d merged; "
-        "edges %d new, %d reinforced, %d graded up, %d graded down; steps %s",
+        "session-end run %s: %d applied, %d rejected, %d failed in %.2f s; left %s pending, "
+        "%s failed; entries %d new, %d merged; edges %d new, %d reinforced, %d graded up, "
+        "%d graded down; steps %s",
         total.run_id,
         total.sessions,
         total.rejects,
+        total.failures,
         total.seconds,
+        total.left_pending,
+        total.left_failed,
         counts["entries_created"],
         counts["entries_merged"],
         counts["edges_created"],
@@ -51,6 +62,8 @@ def process_sessions(batch_size: int | None, limit: int | None, workers: int) ->
     )
     for r in total.rejected:
         get_run_logger().warning("rejected %s", ", ".join(f"{k} {v}" for k, v in r.items()))
+    for r in total.failed:
+        get_run_logger().error("failed %s", ", ".join(f"{k} {v}" for k, v in r.items()))
     return total
 
 
@@ -61,7 +74,11 @@ def apply_session_batch(run_id: UUID, size: int, workers: int = 1) -> ProcessSum
     seed's order (observations, discovery, proposals, reinforcement, grading)."""
     batch = process_batch(size, run_id=run_id, workers=workers)
     get_run_logger().info(
-        "batch: %d applied, %d rejected (%.2f s)", batch.sessions, batch.rejects, batch.seconds
+        "batch: %d applied, %d rejected, %d failed (%.2f s)",
+        batch.sessions,
+        batch.rejects,
+        batch.failures,
+        batch.seconds,
     )
     return batch
 

@@ -116,8 +116,9 @@ def test_an_18kb_concept_in_the_queue_is_rejected_and_the_rest_applied(db, entri
     assert db.execute("SELECT count(*) AS n FROM hag_concepts").fetchone()["n"] == 0
 
 
-def test_a_database_error_inside_the_apply_rejects_that_session_only(db, entries):
-    """Any database error raised in a step rolls the session back, rejects it, and moves on."""
+def test_a_database_error_inside_the_apply_fails_that_session_only(db, entries):
+    """A database error raised in a step rolls the session back, keeps it failed (not
+    quarantined), and moves on."""
     a, _, e = entries
     db.execute(
         """
@@ -153,9 +154,14 @@ def test_a_database_error_inside_the_apply_rejects_that_session_only(db, entries
         db.rollback()
         db.execute("DROP TRIGGER explode ON hag_entries; DROP FUNCTION pg_temp_explode()")
         db.commit()
-    assert (summary.sessions, summary.rejects) == (1, 1)
-    assert _status(db) == {"after": "processed", "bomb": "rejected"}
-    assert "crafted failure" in _quarantined(db, "process-sessions")["bomb"]
+    assert (summary.sessions, summary.rejects, summary.failures) == (1, 0, 1)
+    assert _status(db) == {"after": "processed", "bomb": "failed"}
+    assert "bomb" not in _quarantined(db, "process-sessions")
+    row = db.execute(
+        "SELECT fail_reason, fail_class, fail_count FROM hag_sessions WHERE session_id = 'bomb'"
+    ).fetchone()
+    assert "crafted failure" in row["fail_reason"]
+    assert row["fail_class"] == "RaiseException (P0001)" and row["fail_count"] == 1
     # the bomb's grading never landed: one traversal, from "after" alone
     assert db.execute("SELECT traversal_count FROM hag_edges WHERE id = %s", (e,)).fetchone() == {
         "traversal_count": 1

@@ -83,11 +83,16 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
                     results.append(result)
                 elif result.quarantined:
                     click.echo(f"quarantined {result.source}: {result.reason}")
+                elif result.state not in (None, "pending"):
+                    click.echo(
+                        f"already received {result.source}: session {result.session_id!r} "
+                        f"is {result.state}"
+                    )
     if as_json:
         echo_json({"counts": counts, "results": [r.as_dict() for r in results]})
     else:
         click.echo(
-            f"{counts['accepted']} accepted, {counts['duplicate']} already queued, "
+            f"{counts['accepted']} accepted, {counts['duplicate']} already received, "
             f"{counts['quarantined']} quarantined"
         )
     if counts["quarantined"]:
@@ -121,6 +126,12 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
     is_flag=True,
     help="Run the data-quality suites afterwards when run directly (a flow run always does).",
 )
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="First put back to pending the sessions that failed for a reason outside their "
+    "payload (a database error), then apply them with the rest.",
+)
 @json_option
 def process_sessions(
     batch_size: int | None,
@@ -128,6 +139,7 @@ def process_sessions(
     workers: int,
     no_prefect: bool,
     check: bool,
+    retry_failed: bool,
     as_json: bool,
 ) -> None:
     """Apply pending sessions to the memory.
@@ -136,7 +148,10 @@ def process_sessions(
     proposals, reinforcement, outcome grading. With PREFECT_API_URL set, this is a run of the
     session-end flow on that server (recorded there, with its summary artifact and the
     data-quality suites); without it, the same job runs directly, with no Prefect at all
-    (and the suites only with --check). Exits 1 when an expectation fails.
+    (and the suites only with --check). A session whose payload cannot be applied is
+    rejected and quarantined; one that fails for another reason (a database error) is kept
+    as failed, and the run exits 1 naming how many: fix the cause, then run again with
+    --retry-failed. Exits 1 when an expectation fails.
     """
     from hag.embeddings import announce
 
@@ -150,13 +165,22 @@ def process_sessions(
             batch_size=batch_size,
             limit=limit,
             workers=workers,
-            on_batch=lambda b: note(f"batch: {b.sessions} session(s)"),
+            on_batch=lambda b: note(
+                f"batch: {b.sessions} applied, {b.rejects} rejected, {b.failures} failed"
+            ),
+            retry_failed=retry_failed,
         ).as_dict()
 
     def through_flow() -> dict[str, Any]:
         from hag.orchestration import run_summary
 
-        return run_summary("session-end", batch_size=batch_size, limit=limit, workers=workers)
+        return run_summary(
+            "session-end",
+            batch_size=batch_size,
+            limit=limit,
+            workers=workers,
+            retry_failed=retry_failed,
+        )
 
     result = dispatch("session-end", direct, through_flow, force_direct=no_prefect)
     if as_json:
@@ -170,6 +194,10 @@ def process_sessions(
         note(suites.report())
         if not suites.success:
             raise HagError(f"{len(suites.failures)} expectation(s) failed")
+    if result.get("failures"):  # a flow run raises this itself (its run ends Failed)
+        from hag.session.outcome import SessionsFailed
+
+        raise SessionsFailed(result["failures"])
 
 
 def _print_summary(result: dict[str, Any]) -> None:
@@ -179,7 +207,9 @@ def _print_summary(result: dict[str, Any]) -> None:
     rate = result["sessions"] / result["seconds"] * 60 if result["seconds"] else 0.0
     click.echo(
         f"run {result['run_id']}: {result['sessions']} session(s) applied, "
-        f"{result['rejects']} rejected, in {result['seconds']:.2f} s ({rate:,.0f}/min)"
+        f"{result['rejects']} rejected, {result['failures']} failed, "
+        f"in {result['seconds']:.2f} s ({rate:,.0f}/min); left "
+        f"{result['left_pending']} pending, {result['left_failed']} failed"
     )
     for key in (
         "entries_created",
@@ -194,3 +224,5 @@ def _print_summary(result: dict[str, Any]) -> None:
         click.echo(f"  {key.replace('_', ' '):<22} {result[key]}")
     for r in result["rejected"]:
         click.echo(f"  rejected {r['session_id']}: {r['reason']}")
+    for r in result["failed"]:
+        click.echo(f"  failed {r['session_id']}: {r['reason']} [{r['class']}]")

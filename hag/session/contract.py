@@ -22,6 +22,9 @@ GRAPHS = ("topic", "tutor", "student", "visual")
 LearnerId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")]
 TopicId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=200)]
 NonBlank = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
+# A concept slug as the schema stores it (migration 001) and retrieval reads it, or the
+# placeholder of entries no concept anchors.
+ConceptSlug = Annotated[str, StringConstraints(pattern=r"^(_unanchored_|[a-z0-9][a-z0-9-]*)$")]
 
 
 class _Part(BaseModel):
@@ -52,7 +55,7 @@ class Observation(_Part):
 class Turn(_Part):
     turn_index: int = Field(ge=0)
     student_message: str
-    concept_slugs: list[str] = Field(default_factory=list)
+    concept_slugs: list[ConceptSlug] = Field(default_factory=list)
     decision_entry_id: UUID | None = None
     used_entry_ids: list[UUID] = Field(default_factory=list)
     rendered_edge_ids: list[UUID] = Field(default_factory=list)
@@ -86,8 +89,10 @@ def json_schema() -> dict[str, Any]:
         "Beyond this schema, ingest also refuses: duplicate or missing turn indexes "
         "(they must be 0..n-1), unknown topic, entry or edge ids, entries the learner may "
         "not read in the topic, NUL characters, invalid UTF-8, nesting deeper than "
-        "session_max_depth, more turns than session_max_turns, payloads over "
-        "session_max_payload_bytes, an ended_at outside timestamp_window_years of now, and "
+        "session_max_depth, more turns than session_max_turns, more observations, struggles "
+        "or distinct successful concept slugs than session_max_observations, "
+        "session_max_struggles (session_max_struggles_per_turn in one turn) and "
+        "session_max_success_slugs, payloads over session_max_payload_bytes, an ended_at outside timestamp_window_years of now, and "
         "slugs, concept names and texts over slug_max_chars, concept_name_max_chars and "
         "text_max_chars (docs/bounds.md)."
     )

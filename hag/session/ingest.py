@@ -45,6 +45,7 @@ class IngestResult:
     field: str | None = None
     turn_index: int | None = None
     quarantine_id: int | None = None
+    state: str | None = None  # a duplicate: where the session stands (STATES)
 
     @property
     def accepted(self) -> bool:
@@ -265,8 +266,47 @@ def _validate(raw: str, parsed: dict[str, Any], dials: Settings) -> SessionPaylo
             "turns",
             missing[0],
         )
+    problem = count_problem(session, dials)
+    if problem:
+        raise Refusal(*problem)
     _check_bounds(session, dials)
     return session
+
+
+def count_problem(session: SessionPayload, dials: Settings) -> tuple[str, str, int | None] | None:
+    """(reason, field, turn) when a session holds more observations, struggles or distinct
+    successful concept slugs than its dials allow (each costs rows, locks and memory when
+    applied), or None. Checked at ingest and again when applied (the dials may have moved)."""
+    for position, turn in enumerate(session.turns):
+        if len(turn.struggles) > dials.session_max_struggles_per_turn:
+            field = f"turns[{position}].struggles"
+            return (
+                f"{field}: {len(turn.struggles)} struggles in one turn, over the limit of "
+                f"{dials.session_max_struggles_per_turn} (dial session_max_struggles_per_turn)",
+                field,
+                turn.turn_index,
+            )
+    observations = sum(len(t.observations) for t in session.turns)
+    struggles = sum(len(t.struggles) for t in session.turns)
+    successes = len(
+        {slug for t in session.turns if t.outcome == "success" for slug in t.concept_slugs}
+    )
+    for field, count, what, dial, limit in (
+        ("observations", observations, "observations", "session_max_observations",
+         dials.session_max_observations),
+        ("struggles", struggles, "struggles", "session_max_struggles",
+         dials.session_max_struggles),
+        ("concept_slugs", successes, "distinct concept slugs in successful turns",
+         "session_max_success_slugs", dials.session_max_success_slugs),
+    ):  # fmt: skip
+        if count > limit:
+            return (
+                f"turns[*].{field}: {count} {what} in the session, over the limit of "
+                f"{limit} (dial {dial})",
+                f"turns[*].{field}",
+                None,
+            )
+    return None
 
 
 def _check_bounds(session: SessionPayload, dials: Settings) -> None:
@@ -479,12 +519,24 @@ def _queue(
             query("session", "stored_digest"), {"session_id": session.session_id}
         ).fetchone()
     )
+    state = STATES.get(stored["status"], stored["status"])
     if stored["payload_sha256"] == digest:
-        return IngestResult("duplicate", session.session_id, source)
+        return IngestResult("duplicate", session.session_id, source, state=state)
     raise Refusal(
-        f"session_id: session {session.session_id!r} was already received with a different payload",
+        f"session_id: session {session.session_id!r} was already received with a different "
+        f"payload (it is {state})",
         "session_id",
     )
+
+
+# A received session's state by its ledger status, in the words an operator reads:
+# `rejected` sessions had a bad payload and are in the quarantine.
+STATES = {
+    "pending": "pending",
+    "processed": "applied",
+    "failed": "failed",
+    "rejected": "quarantined",
+}
 
 
 # --- files ---------------------------------------------------------------------------------

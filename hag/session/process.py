@@ -23,7 +23,16 @@ from hag.session.summary import ProcessSummary
 from hag.settings import Settings
 from hag.sqlfiles import query
 
-__all__ = ["RUN_KIND", "close_run", "drain", "open_run", "pending_count", "process_pending"]
+__all__ = [
+    "RUN_KIND",
+    "close_run",
+    "count_left",
+    "drain",
+    "open_run",
+    "pending_count",
+    "process_pending",
+    "requeue_failed",
+]
 
 RUN_KIND = "session_end"
 
@@ -37,8 +46,12 @@ def process_pending(
     on_batch: Callable[[ProcessSummary], None] | None = None,
     run_batch: Callable[[UUID, int], ProcessSummary] | None = None,
     flow_run_id: UUID | str | None = None,
+    retry_failed: bool = False,
 ) -> ProcessSummary:
     """Apply pending sessions in batches until none is left (or `limit` were taken).
+
+    With `retry_failed`, the sessions that failed for a reason outside their payload are put
+    back to pending first (`requeue_failed()`), so this run applies them too.
 
     Records a `hag_runs` row of kind 'session_end' (done or failed) unless the caller passes
     its own run id. A single worker applies sessions in `ended_at` order. `run_batch(run_id,
@@ -50,11 +63,16 @@ def process_pending(
 
     dials = settings.current()
     size = int(batch_size or dials.session_batch_size)
+    if retry_failed:
+        requeue_failed()
     if run_id is not None:
         return _process_pending(run_id, False, size, limit, workers, dials, on_batch, run_batch)
     run = uuid.uuid4()
     with runs.alive(run):  # held before the row exists: no reaper ever sees it unheld
-        open_run({"batch_size": size, "limit": limit, "workers": workers}, run, flow_run_id)
+        params = {"batch_size": size, "limit": limit, "workers": workers}
+        if retry_failed:
+            params["retry_failed"] = True
+        open_run(params, run, flow_run_id)
         return _process_pending(run, True, size, limit, workers, dials, on_batch, run_batch)
 
 
@@ -80,6 +98,7 @@ def _process_pending(
     status = "failed"
     try:
         drain(apply, size, limit, total, on_batch)
+        count_left(total)
         status = "done"
     finally:
         total.seconds = time.perf_counter() - start
@@ -96,13 +115,13 @@ def drain(
     on_batch: Callable[[ProcessSummary], None] | None = None,
 ) -> ProcessSummary:
     """Run batches of `size` until a batch comes back short (the queue is empty) or `limit`."""
-    while limit is None or total.sessions + total.rejects < limit:
-        want = size if limit is None else min(size, limit - total.sessions - total.rejects)
+    while limit is None or total.handled < limit:
+        want = size if limit is None else min(size, limit - total.handled)
         batch = run_batch(want)
         total.merge(batch)
         if on_batch is not None:
             on_batch(batch)
-        if batch.sessions + batch.rejects < want:
+        if batch.handled < want:  # every session a batch takes is counted once: it is empty
             break
     return total
 
@@ -141,6 +160,25 @@ def close_run(run_id: UUID | None, summary: ProcessSummary, status: str = "done"
             query("session", "close_run"),
             {"run_id": run_id, "status": status, "summary": json.dumps(summary.as_dict())},
         )
+
+
+def requeue_failed() -> list[str]:
+    """Put every failed session back to pending (committed); their ids."""
+    from hag import db
+
+    with db.pool().connection() as conn:
+        rows = conn.execute(query("session", "retry_failed")).fetchall()
+    return [r["session_id"] for r in rows]
+
+
+def count_left(summary: ProcessSummary) -> None:
+    """Fill in what a run left behind: sessions still pending and sessions failed."""
+    from hag import db
+
+    with db.pool().connection() as conn:
+        row = conn.execute(query("session", "count_left")).fetchone()
+    summary.left_pending = 0 if row is None else int(row["pending"])
+    summary.left_failed = 0 if row is None else int(row["failed"])
 
 
 def pending_count(conn: Connection) -> int:

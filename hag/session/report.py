@@ -15,7 +15,11 @@ def render_markdown(summary: ProcessSummary) -> str:
         f"# Session-end run {summary.run_id}",
         "",
         f"{summary.sessions} session(s) applied, {summary.rejects} rejected, "
-        f"{summary.retries} retried, in {summary.seconds:.1f} s ({rate:,.0f} sessions/min).",
+        f"{summary.failures} failed, {summary.retries} retried, in {summary.seconds:.1f} s "
+        f"({rate:,.0f} sessions/min).",
+        "",
+        f"Left in the queue: {_count(summary.left_pending)} pending, "
+        f"{_count(summary.left_failed)} failed.",
         "",
         "| what | count |",
         "| --- | ---: |",
@@ -28,6 +32,13 @@ def render_markdown(summary: ProcessSummary) -> str:
         "| --- | ---: |",
         *(f"| {step} | {seconds:.2f} |" for step, seconds in summary.step_seconds.items()),
     ]
+    if summary.failed:
+        lines += [
+            "",
+            "## Failed sessions (kept; retry with `hag process-sessions --retry-failed`)",
+            "",
+            *(f"- `{r['session_id']}`: {r['reason']} ({r['class']})" for r in summary.failed),
+        ]
     if summary.rejected:
         lines += [
             "",
@@ -38,10 +49,15 @@ def render_markdown(summary: ProcessSummary) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _count(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
 def summary_table(summary: ProcessSummary) -> list[dict[str, Any]]:
     """The counts as table rows (a Prefect table artifact)."""
     rows = [{"what": k, "count": v} for k, v in SessionCounts.as_dict(summary).items()]
     return rows + [
         {"what": "rejects", "count": summary.rejects},
+        {"what": "failures", "count": summary.failures},
         {"what": "retries", "count": summary.retries},
     ]

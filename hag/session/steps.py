@@ -126,7 +126,7 @@ def apply_session(
     with timed(timings, "observations"):
         catalogue = caches.catalogue(conn, session.topic_id)
         plan = plan_session(session, turns, catalogue, dials, embed)
-        write.lock_identities(conn, plan.lock_keys)
+        write.lock_identities(conn, plan.lock_keys, dials)
         observations_to_entries(conn, session, plan, dials, counts, run_id)
     with timed(timings, "discovery"):
         observed = discover(conn, turns)

@@ -24,11 +24,26 @@ from hag.session.rules import ClampedShift, EntryDecision, EntryGrading, MintedC
 from hag.settings import Settings
 from hag.sqlfiles import query
 
+# The first key of the two-key advisory locks on session identities (the nightly, the run
+# ledger and migrate use other keys; the one-key and two-key forms never collide).
+IDENTITY_LOCK_CLASS = 0x4A47_0020
 
-def lock_identities(conn: Connection, keys: Sequence[str]) -> None:
-    """Transaction-scoped advisory locks on the identities the session reads before it writes."""
-    if keys:
-        conn.execute(query("session", "lock_identities"), {"keys": list(keys)})
+
+def lock_identities(conn: Connection, keys: Sequence[str], dials: Settings) -> int:
+    """Transaction-scoped advisory locks guarding the identities the session reads before it
+    writes: one per hash bucket the keys fall in (dial session_lock_buckets), so a session
+    holds at most that many whatever its size. Returns how many it took."""
+    if not keys:
+        return 0
+    row = conn.execute(
+        query("session", "lock_identities"),
+        {
+            "keys": list(keys),
+            "buckets": dials.session_lock_buckets,
+            "lock_class": IDENTITY_LOCK_CLASS,
+        },
+    ).fetchone()
+    return 0 if row is None else int(row["locked"])
 
 
 def lock_rows(

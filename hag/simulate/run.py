@@ -244,9 +244,13 @@ class _Memory:
         if self.use_flows:
             # the suites run once at the end of an experiment, not after every simulated day
             return flow("session-end")(check=False)
+        from hag.session.outcome import SessionsFailed
         from hag.session.process import process_pending
 
-        return process_pending()
+        summary = process_pending()
+        if summary.failures:  # as the flow does: a simulation never goes on past a lost session
+            raise SessionsFailed(summary.failures)
+        return summary
 
     def nightly(self, as_of: datetime) -> Any:
         if self.use_flows:

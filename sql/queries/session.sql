@@ -93,12 +93,20 @@ FOR UPDATE
 SELECT payload::text AS payload_text FROM hag_sessions WHERE session_id = %(session_id)s
 
 -- name: lock_identities
--- Transaction-scoped advisory locks on the identities this session reads before it
+-- Transaction-scoped advisory locks guarding the identities this session reads before it
 -- writes (a learner's patterns for the cosine dedup; the topic entries that struggles
--- look up and observations may create). Taken in one sorted pass, so two sessions never
--- wait on each other in opposite orders for these.
-SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) AS locked
-FROM unnest(%(keys)s::text[]) WITH ORDINALITY AS t (k, n)
+-- look up and observations may create). Each identity is hashed into one of `buckets`
+-- buckets (dial session_lock_buckets) and the session locks its buckets, each once, in
+-- one sorted pass: two sessions sharing an identity share its bucket, so they queue; they
+-- never wait on each other in opposite orders; and however many identities a payload
+-- names, one session holds at most `buckets` of these locks (the server's lock table is
+-- shared: one lock per identity ran it out at 60,000 observations). The two-key form with
+-- `lock_class` keeps these apart from every other advisory lock of the project.
+SELECT count(pg_advisory_xact_lock(%(lock_class)s, b.bucket)) AS locked
+FROM (SELECT DISTINCT ((hashtextextended(k, 0) %% %(buckets)s + %(buckets)s)
+                       %% %(buckets)s)::int AS bucket
+      FROM unnest(%(keys)s::text[]) AS t (k)
+      ORDER BY bucket) AS b
 
 -- name: learner_patterns
 -- A learner's live student patterns (the candidates for the cosine dedup). `_unanchored_`
@@ -193,8 +201,39 @@ UPDATE hag_sessions SET status = 'rejected', processed_at = now(), run_id = %(ru
 WHERE session_id = %(session_id)s AND status = 'pending'
 RETURNING session_id, payload::text AS payload_text
 
+-- name: fail_session
+-- A session that could not be applied for a reason outside its payload (hag/session/outcome.py):
+-- failed, with the error's text and class and how many times it has failed; nothing of it
+-- was applied, its payload stays here (never quarantined) for --retry-failed.
+-- SKIP LOCKED: the worker that claimed it holds the row (its own lock never skips); when
+-- its connection was lost and the row is still held by the dead backend, nothing waits.
+UPDATE hag_sessions SET status = 'failed', processed_at = now(), run_id = %(run_id)s,
+                        fail_reason = %(reason)s, fail_class = %(fail_class)s,
+                        fail_count = fail_count + 1
+WHERE session_id = (SELECT session_id FROM hag_sessions
+                     WHERE session_id = %(session_id)s AND status = 'pending'
+                     FOR UPDATE SKIP LOCKED)
+RETURNING fail_count
+
+-- name: retry_failed
+-- `--retry-failed`: every failed session back to pending (its failure count and last error
+-- are kept until it applies).
+UPDATE hag_sessions SET status = 'pending', processed_at = NULL
+WHERE status = 'failed'
+RETURNING session_id
+
+-- name: session_state
+-- Where a received session stands (ingest says so when it is received again).
+SELECT status, fail_reason, reject_reason FROM hag_sessions WHERE session_id = %(session_id)s
+
 -- name: count_pending
 SELECT count(*) AS pending FROM hag_sessions WHERE status = 'pending'
+
+-- name: count_left
+-- What a run left behind: sessions still pending and sessions failed.
+SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
+       count(*) FILTER (WHERE status = 'failed') AS failed
+FROM hag_sessions WHERE status IN ('pending', 'failed')
 
 -- name: open_run
 -- A batch job's run row (kind 'session_end' here), with the Prefect flow run that made it.
