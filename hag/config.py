@@ -29,6 +29,13 @@ class ProcessConfig(BaseSettings):
     # The read path (`retrieve`) only: a hot standby of the memory database. Unset, it reads
     # the primary. Every write, and the dials, go to `database_url` whatever this says.
     read_database_url: str | None = None  # HAG_READ_DATABASE_URL
+    # What stands between the project and PostgreSQL (HAG_DATABASE_POOLER). `transaction`: a
+    # pooler in transaction mode (PgBouncer's pool_mode=transaction), which hands each
+    # transaction to any server connection. Every connection then prepares no statements
+    # (psycopg's prepare_threshold=None) and the read path keeps its settings per
+    # transaction; nothing the project does relies on a session (docs/operations.md).
+    # `none` (a direct connection) and `session` (a session-mode pooler) change nothing.
+    database_pooler: Literal["none", "session", "transaction"] = "none"
     # Default: `.hag` in the checkout, or in the current directory for an installed wheel.
     data_dir: Path = Field(default_factory=lambda: work_dir() / ".hag")
 
