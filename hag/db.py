@@ -250,10 +250,28 @@ def reading() -> Iterator[Conn]:
             yield conn
 
 
-def connect(*, autocommit: bool = False) -> Conn:
-    """A new connection with dict rows and pgvector types; the caller closes it."""
+def session_url() -> str | None:
+    """The URL of a connection that keeps its session (a direct one: `HAG_DIRECT_DATABASE_URL`,
+    else `DATABASE_URL` unless that goes through a transaction-mode pooler), or None."""
+    direct = get_config().direct_database_url
+    if direct is not None:
+        return direct
+    return None if transaction_pooling() else database_url()
+
+
+def connect(*, autocommit: bool = False, session: bool = False) -> Conn:
+    """A new connection with dict rows and pgvector types; the caller closes it.
+
+    `session`: one whose session settings hold (`session_url`); ConfigError when there is
+    none (a transaction-mode pooler and no `HAG_DIRECT_DATABASE_URL`)."""
+    url = session_url() if session else database_url()
+    if url is None:
+        raise ConfigError(
+            "this needs a session of its own, which a transaction-mode pooler does not keep: "
+            "set HAG_DIRECT_DATABASE_URL to the database itself"
+        )
     try:
-        conn = psycopg.connect(database_url(), **connection_kwargs(autocommit=autocommit))
+        conn = psycopg.connect(url, **connection_kwargs(autocommit=autocommit))
     except psycopg.OperationalError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         raise ConfigError(f"cannot connect to the database: {reason}") from exc

@@ -58,7 +58,7 @@ def build_topic_indexes(
     so one blocked build never fails the night; its invalid index is dropped on the next
     try. Above 2,000 dimensions no index is built: every pass scans exactly.
     """
-    with db.connect(autocommit=True) as conn:
+    with db.connect(autocommit=True, session=True) as conn:
         dials = settings.load(conn)
         meta = conn.execute("SELECT value::integer AS d FROM hag_meta WHERE key = 'embedding_dim'")
         dim = meta.fetchone()
@@ -144,7 +144,7 @@ def cluster_search_copy(*, strict: bool = True) -> list[str]:
     nightly run) a partition it could not lock is logged and tried again the next night.
     Returns the partitions clustered.
     """
-    with db.connect(autocommit=True) as conn:
+    with db.connect(autocommit=True, session=True) as conn:
         dials = settings.load(conn)
         _maintenance_session(
             conn, dials.search_copy_cluster_lock_timeout_seconds, dials.ann_build_memory_mb
@@ -188,7 +188,14 @@ def nightly_upkeep() -> list[str]:
     """The read path's share of the nightly run: the per-topic indexes a grown topic needs,
     the search copy put back in read order, its recorded changes folded; returns the topics
     that have an index."""
-    built = build_topic_indexes(concurrently=True, strict=False)
-    cluster_search_copy(strict=False)
+    built: list[str] = []
+    if db.session_url() is not None:
+        built = build_topic_indexes(concurrently=True, strict=False)
+        cluster_search_copy(strict=False)
+    else:
+        log.warning(
+            "search indexes and CLUSTER skipped: behind a transaction-mode pooler they need "
+            "HAG_DIRECT_DATABASE_URL (a direct connection to the database)"
+        )
     fold_search_changes()
     return built
