@@ -238,3 +238,47 @@ def test_without_the_setting_the_pooler_breaks_prepared_statements(through_pgbou
     finally:
         first.close()
         second.close()
+
+
+HOLD = (
+    "import sys, time, uuid; from hag import runs\n"
+    "with runs.alive(uuid.UUID(sys.argv[1])):\n"
+    "    print('held', flush=True); time.sleep(600)\n"
+)
+
+
+def test_a_killed_run_behind_pgbouncer_is_marked_abandoned(db, through_pgbouncer: str):
+    """A run's liveness holds through the pooler while its process lives, and ends when it is killed."""
+    import signal
+    import sys
+    import uuid
+
+    from hag import PROJECT_ROOT, runs
+
+    run_id = uuid.uuid4()
+    db.execute("INSERT INTO hag_runs (run_id, kind) VALUES (%s, 'nightly')", (run_id,))
+    db.commit()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run_id)],
+        env=dict(os.environ),  # DATABASE_URL and HAG_DATABASE_POOLER: the pooler's
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"held"
+        with hdb.connect() as conn:
+            assert runs.reap(conn) == []  # alive: through the pooler, its lock holds
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    deadline = time.monotonic() + 30  # the pooler closes the server connection it held
+    reaped: list[uuid.UUID] = []
+    while not reaped and time.monotonic() < deadline:
+        with hdb.connect() as conn:
+            reaped = runs.reap(conn)
+        time.sleep(0.05)
+    assert reaped == [run_id]
