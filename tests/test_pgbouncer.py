@@ -24,8 +24,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from hag import config, corpus, retrieval, settings
+from hag import config, corpus, quality, retrieval, settings
 from hag import db as hdb
+from hag.quality import _gx as suites_gx
 from hag.retrieval import ann
 from hag.session.ingest import ingest_payload
 from hag.session.process import process_pending
@@ -132,6 +133,7 @@ def through_pgbouncer(db, pgbouncer_url: str, monkeypatch: pytest.MonkeyPatch) -
     settings.invalidate()
     yield pgbouncer_url
     hdb.close_all()
+    suites_gx.close()  # the suites' engines hold connections through the pooler
     retrieval.clear_caches()
     monkeypatch.undo()
     config.reset_config()
@@ -209,6 +211,8 @@ def test_tutor_session_end_and_nightly_through_pgbouncer_in_transaction_mode(
     assert (summary.sessions, summary.rejects) == (SESSIONS, 0)
     night = run_nightly(as_of=T0.replace(year=T0.year + 1))
     ann.nightly_upkeep()  # its index builds need HAG_DIRECT_DATABASE_URL: skipped, not failed
+    checked = quality.run_all()  # the data-quality suites, through the pooler too
+    assert checked.suites and all(s.success for s in checked.suites), checked
     with hdb.connect() as conn:
         statuses = conn.execute("SELECT kind, status FROM hag_runs ORDER BY started_at").fetchall()
         pending = conn.execute(
