@@ -240,7 +240,7 @@ def test_a_run_s_liveness_lives_in_a_transaction_that_holds_back_no_vacuum(db):
         holder = db.execute(
             "SELECT a.state, a.backend_xmin, a.backend_xid, l.pid FROM pg_locks l "
             "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' "
-            "AND l.classid = %s::bigint::oid AND l.objid = hashtext(%s)::bigint::oid",
+            "AND l.classid = %s::bigint::oid AND l.objid::bigint = hashtext(%s) & 4294967295",
             (runs.RUN_LOCK_CLASS, str(run_id)),
         ).fetchone()
         db.rollback()
