@@ -29,6 +29,18 @@ class ProcessConfig(BaseSettings):
     # The read path (`retrieve`) only: a hot standby of the memory database. Unset, it reads
     # the primary. Every write, and the dials, go to `database_url` whatever this says.
     read_database_url: str | None = None  # HAG_READ_DATABASE_URL
+    # What stands between the project and PostgreSQL (HAG_DATABASE_POOLER). `transaction`: a
+    # pooler in transaction mode (PgBouncer's pool_mode=transaction), which hands each
+    # transaction to any server connection. Every connection then prepares no statements
+    # (psycopg's prepare_threshold=None) and the read path keeps its settings per
+    # transaction; nothing the project does relies on a session (docs/operations.md).
+    # `none` (a direct connection) and `session` (a session-mode pooler) change nothing.
+    database_pooler: Literal["none", "session", "transaction"] = "none"
+    # The same database reached directly, not through the pooler (HAG_DIRECT_DATABASE_URL):
+    # for the upkeep that needs a session of its own (the nightly's index builds and CLUSTER,
+    # which take session settings around statements that cannot run in a transaction).
+    # Unset, that upkeep uses DATABASE_URL, and behind a transaction-mode pooler is skipped.
+    direct_database_url: str | None = None
     # Default: `.hag` in the checkout, or in the current directory for an installed wheel.
     data_dir: Path = Field(default_factory=lambda: work_dir() / ".hag")
 

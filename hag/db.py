@@ -191,26 +191,87 @@ def configure_connection(conn: psycopg.Connection[Any]) -> None:
         conn.rollback()
 
 
-def configure_reader(conn: psycopg.Connection[Any]) -> None:
-    """Make a connection a reader: vector types, read-only, custom plans, no JIT.
+def transaction_pooling() -> bool:
+    """True behind a pooler in transaction mode (`HAG_DATABASE_POOLER=transaction`): no
+    statement is prepared and no setting outlives its transaction."""
+    return get_config().database_pooler == "transaction"
 
-    Read-only at the server (`default_transaction_read_only`): the read path can write
-    nothing. Custom plans so that a partial index whose predicate names a topic or a scope
-    is matched against the bound value of every call.
+
+def connection_kwargs(**extra: Any) -> dict[str, Any]:
+    """What every connection the project opens is made with: dict rows, and behind a
+    transaction-mode pooler no prepared statements (psycopg's automatic ones are named per
+    connection, `_pg3_0`, ..., and collide on a server connection another client prepared)."""
+    kwargs: dict[str, Any] = {"row_factory": dict_row, **extra}
+    if transaction_pooling():
+        kwargs["prepare_threshold"] = None
+    return kwargs
+
+
+# A reader's settings: read-only at the server (the read path can write nothing), custom
+# plans so that a partial index whose predicate names a topic or a scope is matched against
+# the bound value of every call, no JIT (a scan of a large topic crosses the JIT cost
+# threshold; compiling costs more than the whole query on this path), and the iterative
+# HNSW scan the filtered passes need.
+READER_SETTINGS = (
+    ("default_transaction_read_only", "on"),
+    ("plan_cache_mode", "force_custom_plan"),
+    ("jit", "off"),
+    ("hnsw.iterative_scan", "relaxed_order"),
+)
+_SET_READER = "SELECT " + ", ".join(f"set_config('{k}', %s, %s)" for k, _ in READER_SETTINGS)
+
+
+def configure_reader(conn: psycopg.Connection[Any]) -> None:
+    """Make a connection a reader: vector types and `READER_SETTINGS` for its session.
+
+    Behind a transaction-mode pooler a session setting would land on whichever server
+    connection ran it (and stay there for the next client), so there the settings are
+    made per transaction instead, by `reading()`.
     """
     configure_connection(conn)
-    conn.execute("SET default_transaction_read_only = on")
-    conn.execute("SET plan_cache_mode = force_custom_plan")
-    # A scan of a large topic crosses the JIT cost threshold; compiling costs more than the
-    # whole query on this path.
-    conn.execute("SET jit = off")
-    conn.execute("SET hnsw.iterative_scan = relaxed_order")
+    if not transaction_pooling():
+        conn.execute(_SET_READER, [x for _, v in READER_SETTINGS for x in (v, False)])
 
 
-def connect(*, autocommit: bool = False) -> Conn:
-    """A new connection with dict rows and pgvector types; the caller closes it."""
+@contextmanager
+def reading() -> Iterator[Conn]:
+    """A read-pool connection for the block (the read path's way to read).
+
+    Behind a transaction-mode pooler the block is one read-only transaction that makes
+    `READER_SETTINGS` its own first (transaction-local), so nothing outlives it.
+    """
+    with read_pool().connection() as conn:
+        if not transaction_pooling():
+            yield conn
+            return
+        with conn.transaction():
+            conn.execute("SET TRANSACTION READ ONLY")
+            conn.execute(_SET_READER, [x for _, v in READER_SETTINGS for x in (v, True)])
+            yield conn
+
+
+def session_url() -> str | None:
+    """The URL of a connection that keeps its session (a direct one: `HAG_DIRECT_DATABASE_URL`,
+    else `DATABASE_URL` unless that goes through a transaction-mode pooler), or None."""
+    direct = get_config().direct_database_url
+    if direct is not None:
+        return direct
+    return None if transaction_pooling() else database_url()
+
+
+def connect(*, autocommit: bool = False, session: bool = False) -> Conn:
+    """A new connection with dict rows and pgvector types; the caller closes it.
+
+    `session`: one whose session settings hold (`session_url`); ConfigError when there is
+    none (a transaction-mode pooler and no `HAG_DIRECT_DATABASE_URL`)."""
+    url = session_url() if session else database_url()
+    if url is None:
+        raise ConfigError(
+            "this needs a session of its own, which a transaction-mode pooler does not keep: "
+            "set HAG_DIRECT_DATABASE_URL to the database itself"
+        )
     try:
-        conn = psycopg.connect(database_url(), row_factory=dict_row, autocommit=autocommit)
+        conn = psycopg.connect(url, **connection_kwargs(autocommit=autocommit))
     except psycopg.OperationalError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         raise ConfigError(f"cannot connect to the database: {reason}") from exc
@@ -240,8 +301,9 @@ def pool() -> ConnectionPool[Conn]:
                 connection_class=Conn,
                 min_size=1,
                 max_size=8,
-                kwargs={"row_factory": dict_row},
+                kwargs=connection_kwargs(),
                 configure=configure_connection,
+                check=ConnectionPool.check_connection,  # a server restart is met, not raised
                 open=True,
             )
         return _pool
@@ -265,8 +327,9 @@ def read_pool() -> ConnectionPool[Conn]:
                 min_size=READ_CONNECTIONS,
                 max_size=2 * READ_CONNECTIONS,
                 open=True,
-                kwargs={"row_factory": dict_row, "autocommit": True},
+                kwargs=connection_kwargs(autocommit=True),
                 configure=configure_reader,
+                check=ConnectionPool.check_connection,  # a server restart is met, not raised
                 name="hag-retrieval",
             )
             _read_url = url

@@ -5,10 +5,14 @@ run the Prefect UI shows (`flow_run_id`). `resolve()` accepts either, whole or a
 prefix of at least `MIN_PREFIX` hex digits (as git does), and refuses an unknown or
 ambiguous one by name.
 
-While a run works, its own connection holds a session-level advisory lock keyed on the run
-id (`alive()`). A killed process loses its connection, and the server drops the lock with
-it; so a later run that finds a row still `running` whose lock nobody holds knows the
-process is gone, and marks the row `abandoned` with when and why (`reap()`).
+While a run works, a connection of its own holds a transaction-level advisory lock keyed on
+the run id, in one transaction left open for the run's length (`alive()`). A killed process
+loses its connection, and the server drops the transaction and the lock with it; so a later
+run that finds a row still `running` whose lock nobody holds knows the process is gone, and
+marks the row `abandoned` with when and why (`reap()`). Nothing here lives in a session, so
+it holds through a transaction-mode pooler too (the open transaction keeps its server
+connection); the transaction takes no snapshot between statements and writes nothing, so it
+holds back no vacuum.
 """
 
 from __future__ import annotations
@@ -41,28 +45,22 @@ def short(run_id: uuid.UUID | str | None) -> str:
 
 
 def hold(conn: Conn, run_id: uuid.UUID) -> None:
-    """Take the run's liveness lock on `conn` (kept across commits until released or closed)."""
+    """Take the run's liveness lock in `conn`'s transaction (held until that transaction ends)."""
     conn.execute(query("runs", "hold_run"), {"lock_class": RUN_LOCK_CLASS, "run_id": run_id})
-
-
-def release(conn: Conn, run_id: uuid.UUID) -> None:
-    """Give the liveness lock back (a run that ended; closing the connection does it too)."""
-    conn.execute(query("runs", "release_run"), {"lock_class": RUN_LOCK_CLASS, "run_id": run_id})
 
 
 @contextmanager
 def alive(run_id: uuid.UUID) -> Iterator[None]:
-    """Hold the run's liveness lock on a connection of its own for the duration of a block.
-
-    For runs that work through pooled connections (session-end): a pooled connection must
-    not keep a session lock after it goes back to the pool.
-    """
-    with db.connect(autocommit=True) as conn:
+    """Hold the run's liveness lock for the duration of a block, in a transaction of its own
+    on a connection of its own (the run's work commits on others as it goes)."""
+    with db.connect() as conn:
         hold(conn, run_id)
+        conn.execute(query("runs", "idle_run"))
         try:
             yield
         finally:
-            release(conn, run_id)
+            if not conn.broken:  # a lost connection took the lock with it
+                conn.rollback()  # gives the lock back
 
 
 def reap(conn: Conn, *, keep: tuple[uuid.UUID, ...] = ()) -> list[uuid.UUID]:

@@ -209,8 +209,7 @@ def _recorded_run(
     run_id = summary.run_id
     assert run_id is not None
     runs.reap(conn)
-    runs.hold(conn, run_id)  # before the row exists: a reaper never sees it running unheld
-    try:
+    with runs.alive(run_id):  # before the row exists: a reaper never sees it running unheld
         conn.execute(
             query("sweeps", "start_run"),
             {
@@ -234,16 +233,6 @@ def _recorded_run(
             conn.rollback()
             _record_failure(conn, run_id, exc)
             raise
-    finally:
-        _release(conn, run_id)
-
-
-def _release(conn: Conn, run_id: uuid.UUID) -> None:
-    try:
-        runs.release(conn, run_id)
-        conn.commit()
-    except Exception:
-        conn.rollback()
 
 
 def rule_values(dials: Settings, as_of: datetime) -> dict[str, Any]:

@@ -119,8 +119,8 @@ def test_a_run_left_running_by_a_dead_process_is_marked_abandoned(db, database_u
     for run_id in (dead, alive):
         db.execute("INSERT INTO hag_runs (run_id, kind) VALUES (%s, 'session_end')", (run_id,))
     db.commit()
-    with psycopg.connect(database_url, autocommit=True) as holder:
-        runs.hold(holder, alive)  # a live run's process, holding its liveness lock
+    with psycopg.connect(database_url) as holder:
+        runs.hold(holder, alive)  # a live run's process, its liveness lock in an open transaction
         summary = sweeps.sweep(db, as_of=AS_OF)
         rows = {
             r["run_id"]: r
@@ -231,3 +231,24 @@ def test_without_a_decider_or_under_the_guard_nothing_pauses(db, dials):
     summary = sweeps.sweep(db, as_of=AS_OF, decide=lambda s: pytest.fail("asked"))
     assert (summary.culled, summary.guard) == (3, None)
     assert len(ids) == 3
+
+
+def test_a_run_s_liveness_lives_in_a_transaction_that_holds_back_no_vacuum(db):
+    """A live run's lock is transaction-scoped, on a connection idle in a transaction with no snapshot or xid."""
+    run_id = uuid.uuid4()
+    with runs.alive(run_id):
+        holder = db.execute(
+            "SELECT a.state, a.backend_xmin, a.backend_xid, l.pid FROM pg_locks l "
+            "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' "
+            "AND l.classid = %s::bigint::oid AND l.objid::bigint = hashtext(%s) & 4294967295",
+            (runs.RUN_LOCK_CLASS, str(run_id)),
+        ).fetchone()
+        db.rollback()
+    assert holder is not None and holder["state"] == "idle in transaction"
+    assert (holder["backend_xmin"], holder["backend_xid"]) == (None, None)
+    free = db.execute(
+        "SELECT pg_try_advisory_xact_lock(%s, hashtext(%s)) AS free",
+        (runs.RUN_LOCK_CLASS, str(run_id)),
+    ).fetchone()
+    db.rollback()
+    assert free["free"]

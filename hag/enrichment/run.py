@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -369,6 +370,7 @@ def _enrich(
     flow_run_id: UUID | str | None = None,
 ) -> EnrichmentSummary:
     run_started = False
+    liveness = ExitStack()  # the run's liveness lock, from its row on (hag/runs.py)
     try:
         dials = settings.load(conn)
         if topic is not None and not graph.topic_exists(conn, topic):
@@ -395,7 +397,7 @@ def _enrich(
         else:
             conn.commit()
             runs.reap(conn)
-            runs.hold(conn, summary.run_id)  # the run's liveness, until it ends (hag/runs.py)
+            liveness.enter_context(runs.alive(summary.run_id))  # until it ends (hag/runs.py)
             graph.start_run(
                 conn,
                 summary.run_id,
@@ -422,12 +424,12 @@ def _enrich(
                 "done",
             )
             conn.commit()
-            runs.release(conn, summary.run_id)
         return summary
     except BaseException:
         conn.rollback()
         if run_started:
             graph.finish_run(conn, summary.run_id, _now(), {}, "failed")
             conn.commit()
-            runs.release(conn, summary.run_id)
         raise
+    finally:
+        liveness.close()

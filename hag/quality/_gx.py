@@ -177,7 +177,13 @@ def _batch_definition(url: str, view: str) -> Any:
             _source = (url, {})
         views = _source[1]
         if view not in views:
-            datasource = _context.data_sources.add_postgres(f"hag-{view}", connection_string=url)
+            from hag import db
+
+            # Behind a transaction-mode pooler its connections prepare nothing either (db.py).
+            connect_args = {"prepare_threshold": None} if db.transaction_pooling() else {}
+            datasource = _context.data_sources.add_postgres(
+                f"hag-{view}", connection_string=url, kwargs={"connect_args": connect_args}
+            )
             asset = datasource.add_table_asset(view, table_name=view)
             views[view] = (datasource, asset.add_batch_definition_whole_table(view))
         return views[view][1]
@@ -231,11 +237,25 @@ def count_rows(batch_definition: Any, view: str) -> int:
 
 def prepare(conn: Conn, dials: Settings) -> tuple[str, dict[str, Any]]:
     """What every suite needs from the caller's connection and dials: the suites' URL and
-    the dials a suite may name."""
-    url = connection_string(
-        conn, work_mem_mb=dials.suite_work_mem_mb, parallel_workers=dials.suite_parallel_workers
-    )
-    return url, _parameters(dials)
+    the dials a suite may name.
+
+    The sessions' settings travel as a startup parameter (`options`), which a
+    transaction-mode pooler neither keeps nor accepts (PgBouncer refuses it): there the
+    suites read through `HAG_DIRECT_DATABASE_URL` when it is set, else through the pooler
+    at the server's own settings.
+    """
+    from hag import db
+
+    session = {
+        "work_mem_mb": dials.suite_work_mem_mb,
+        "parallel_workers": dials.suite_parallel_workers,
+    }
+    if not db.transaction_pooling():
+        return connection_string(conn, **session), _parameters(dials)
+    if db.session_url() is None:
+        return connection_string(conn), _parameters(dials)
+    with db.connect(session=True) as direct:
+        return connection_string(direct, **session), _parameters(dials)
 
 
 def validate(url: str, parameters: dict[str, Any], name: str) -> SuiteResult:

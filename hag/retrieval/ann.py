@@ -56,9 +56,13 @@ def build_topic_indexes(
     for transactions open when it starts, at most `ann_build_lock_timeout_seconds` per wait.
     With `strict` False (the nightly run) a topic whose build fails is logged and skipped,
     so one blocked build never fails the night; its invalid index is dropped on the next
-    try. Above 2,000 dimensions no index is built: every pass scans exactly.
+    try. Above 2,000 dimensions no index is built: every pass scans exactly. The build
+    needs a session of its own (db.connect(session=True)): behind a transaction-mode pooler
+    without a direct URL it is refused, or with `strict` False skipped with a warning.
     """
-    with db.connect(autocommit=True) as conn:
+    if _no_session("building search indexes", strict):
+        return []
+    with db.connect(autocommit=True, session=True) as conn:
         dials = settings.load(conn)
         meta = conn.execute("SELECT value::integer AS d FROM hag_meta WHERE key = 'embedding_dim'")
         dim = meta.fetchone()
@@ -142,9 +146,11 @@ def cluster_search_copy(*, strict: bool = True) -> list[str]:
     for the rewrite (reads of it wait), so it waits at most
     `search_copy_cluster_lock_timeout_seconds` for the lock; with `strict` False (the
     nightly run) a partition it could not lock is logged and tried again the next night.
-    Returns the partitions clustered.
+    Returns the partitions clustered. Needs a session of its own, as the index builds do.
     """
-    with db.connect(autocommit=True) as conn:
+    if _no_session("clustering the search copy", strict):
+        return []
+    with db.connect(autocommit=True, session=True) as conn:
         dials = settings.load(conn)
         _maintenance_session(
             conn, dials.search_copy_cluster_lock_timeout_seconds, dials.ann_build_memory_mb
@@ -192,3 +198,17 @@ def nightly_upkeep() -> list[str]:
     cluster_search_copy(strict=False)
     fold_search_changes()
     return built
+
+
+def _no_session(what: str, strict: bool) -> bool:
+    """True when `what` must be skipped: it needs a session of its own and none is configured
+    (a transaction-mode pooler, no HAG_DIRECT_DATABASE_URL). Logged for the nightly run
+    (`strict` False); refused in one line otherwise (db.connect)."""
+    if strict or db.session_url() is not None:
+        return False
+    log.warning(
+        "%s skipped: behind a transaction-mode pooler it needs HAG_DIRECT_DATABASE_URL "
+        "(a direct connection to the database)",
+        what,
+    )
+    return True

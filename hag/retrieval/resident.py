@@ -322,7 +322,7 @@ class Residents:
 
     def _load_in_background(self, key: SetKey, dials: Settings, generation: int) -> None:
         try:
-            with db.read_pool().connection() as conn:
+            with db.reading() as conn:
                 self._load(conn, key, dials, generation)
         except Exception:  # a failed load only leaves the set with the copy
             log.exception("reading resident set %s failed", key[:2])

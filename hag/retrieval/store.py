@@ -5,7 +5,8 @@ passes of a turn run at the same time (threads over the sync pool: psycopg relea
 while it waits on the server; bench/bench_retrieval.py measures them against the same passes
 on one connection). The edge walk takes a fifth connection while the tutor and student
 passes finish. The pool's connections are autocommit and `default_transaction_read_only`:
-the server itself refuses any write from the read path (db.configure_reader).
+the server itself refuses any write from the read path (db.configure_reader; behind a
+transaction-mode pooler each read is one read-only transaction instead, db.reading).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def reader(conn: Conn | None = None) -> Iterator[Conn]:
     if conn is not None:
         yield conn
         return
-    with db.read_pool().connection() as pooled:
+    with db.reading() as pooled:
         yield pooled
 
 
@@ -64,7 +65,8 @@ def use_ef_search(conn: Conn, ef_search: int) -> None:
     """Set hnsw.ef_search on this connection when the dial changed since it was last set."""
     if _ef_search.get(conn) == ef_search:
         return
-    local = not conn.autocommit  # a caller's connection: only for its transaction
+    # A caller's connection, or any behind a transaction-mode pooler: only for its transaction
+    local = not conn.autocommit or db.transaction_pooling()
     conn.execute(
         "SELECT set_config('hnsw.ef_search', %s, %s), "
         "set_config('hnsw.iterative_scan', 'relaxed_order', %s)",

@@ -1,10 +1,16 @@
 -- name: hold_run
--- A run's liveness: a session-level advisory lock on the run's own connection, held until
--- the run ends or its process dies (the server drops the lock with the connection).
-SELECT pg_advisory_lock(%(lock_class)s, hashtext(%(run_id)s::text))
+-- A run's liveness: a transaction-level advisory lock in a transaction its own connection
+-- keeps open until the run ends or its process dies (the server ends the transaction with
+-- the connection, and a pooler closes a server connection whose client left mid-transaction).
+-- Transaction-scoped, so it holds through a transaction-mode pooler.
+SELECT pg_advisory_xact_lock(%(lock_class)s, hashtext(%(run_id)s::text))
 
--- name: release_run
-SELECT pg_advisory_unlock(%(lock_class)s, hashtext(%(run_id)s::text))
+-- name: idle_run
+-- Then the liveness transaction waits: no idle-transaction timeout for this one (the lock
+-- must outlive any such timeout), and no snapshot held meanwhile. Sent without parameters,
+-- so over the simple protocol, which drops the portal of the lock's statement (an
+-- extended-protocol portal keeps its snapshot, and so the server's xmin, until the next).
+SET LOCAL idle_in_transaction_session_timeout = 0
 
 -- name: running_runs
 -- Rows still `running`, oldest first, locked so two reapers never judge the same row.
@@ -16,10 +22,8 @@ FOR UPDATE SKIP LOCKED
 
 -- name: owner_gone
 -- True when nobody holds the run's liveness lock: its process is gone. The lock taken to
--- find out is given back at once.
-SELECT CASE WHEN pg_try_advisory_lock(%(lock_class)s, hashtext(%(run_id)s::text))
-            THEN pg_advisory_unlock(%(lock_class)s, hashtext(%(run_id)s::text))
-            ELSE false END AS gone
+-- find out is the reaper's until its transaction (which marks the row) ends.
+SELECT pg_try_advisory_xact_lock(%(lock_class)s, hashtext(%(run_id)s::text)) AS gone
 
 -- name: mark_abandoned
 UPDATE hag_runs
