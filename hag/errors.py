@@ -27,3 +27,15 @@ class ValidationError(HagError):
 
 class NotFoundError(HagError):
     """A named thing (entry, edge, run, topic) does not exist."""
+
+
+class EmbedderError(HagError):
+    """An embedding could not be made, or is not fit to store or search with."""
+
+
+class EmbedderUnavailable(EmbedderError):
+    """The embedding endpoint failed, refused or did not answer in time."""
+
+
+class EmbedderMismatch(EmbedderError):
+    """The configured embedder is not the one the memory's vectors were made with."""

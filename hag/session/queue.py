@@ -17,7 +17,7 @@ from uuid import UUID
 from psycopg import errors as pg_errors
 
 from hag import bounds
-from hag.errors import HagError
+from hag.errors import EmbedderMismatch, EmbedderUnavailable, HagError
 from hag.session import facts, write
 from hag.session.contract import SessionPayload
 from hag.session.facts import Connection
@@ -78,6 +78,9 @@ def apply_pending_session(
             if attempts > dials.session_max_retries:
                 raise
             time.sleep(_JITTER.uniform(0, 0.005 * attempts))  # de-synchronise the retriers
+        except (EmbedderUnavailable, EmbedderMismatch):
+            conn.rollback()  # not the session's fault: it stays pending for the next run
+            raise
         except Exception as exc:
             if claimed is None or getattr(conn, "broken", False) or getattr(conn, "closed", False):
                 raise
