@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "enrich": "hag.cli.enrich_cmd:enrich",
     "serve": "hag.cli.serve_cmd:serve",
     "simulate": "hag.cli.simulate_cmd:simulate",
+    "reembed": "hag.cli.reembed_cmd:reembed",
 }
 
 
