@@ -243,7 +243,10 @@ def _check_bounds(corpus: Corpus, dials: Settings) -> None:
 
 
 def _fill_embeddings(corpus: Corpus, report: LoadReport) -> None:
+    from hag.embedder_identity import checked_embedder
     from hag.embeddings import embed_texts
+
+    checked_embedder()  # a corpus that brings every vector is held to the memory's embedder too
 
     missing = [e for e in corpus.entries if e.embedding is None]
     if missing:
