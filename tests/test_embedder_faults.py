@@ -321,3 +321,24 @@ def test_an_invalid_environment_value_is_one_line_through_a_real_process():
     assert shown.stderr.splitlines() == [
         "hag: HAG_EMBEDDING_PROVIDER='bogus' is not valid: use one of auto, openai, offline, local"
     ]
+
+
+def test_process_sessions_with_the_endpoint_down_is_one_line_and_keeps_the_session(
+    demo_memory, private_db, monkeypatch, tmp_path
+):
+    """`hag process-sessions`: exit 1, one line, the session still pending for the next run."""
+    session = payload(
+        "s-endpoint-down",
+        [turn(0, observations=[{"graph": "topic", "concept": "keys", "text": "Keys pair."}])],
+    )
+    (tmp_path / "s.json").write_text(json.dumps(session))
+    assert hag("ingest", str(tmp_path / "s.json")).returncode == 0
+    use_stub(monkeypatch, _down())
+    shown = hag("process-sessions")
+    assert shown.returncode == 1
+    lines = error_lines(shown.stderr)
+    assert len(lines) == 1 and lines[0].startswith("hag: the embedding endpoint ("), shown.stderr
+    status = private_db.execute(
+        "SELECT status FROM hag_sessions WHERE session_id = 's-endpoint-down'"
+    ).fetchone()
+    assert status["status"] == "pending"
