@@ -195,6 +195,14 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b) / norm if norm else 0.0
 
 
+def recheck(conn: Any) -> None:
+    """In a writer's transaction, before it commits vectors: the record again (a `hag
+    reembed` may have switched the memory since this process checked), else refused."""
+    from hag.embeddings import get_embedder
+
+    check(conn, get_embedder())
+
+
 _lock = threading.Lock()
 _checked: set[tuple[str, str]] = set()
 

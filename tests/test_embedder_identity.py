@@ -159,3 +159,27 @@ def test_the_read_path_imports_no_model_client_with_the_offline_embedder(db, dat
         timeout=120,
     )
     assert (shown.returncode, shown.stdout.strip()) == (0, "False"), shown.stderr
+
+
+def test_a_session_planned_before_a_switch_does_not_commit_after_it(db):
+    """The memory's embedder changed after this process checked it (a reembed's switch):
+    the session's transaction reads the record before committing, and rolls back."""
+    factories.topic(db)
+    embeddings.embed_texts(["checked once"])  # this process has checked: offline
+    obs = {"graph": "topic", "concept": "keys", "text": "Keys come in pairs."}
+    ingest(db, payload("s-after-switch", [turn(0, observations=[obs])]))
+    saved = db.execute("SELECT value FROM hag_meta WHERE key = 'embedder'").fetchone()["value"]
+    other = {**json.loads(saved), "provider": "openai", "model": "text-embedding-3-small"}
+    db.execute("UPDATE hag_meta SET value = %s WHERE key = 'embedder'", (json.dumps(other),))
+    db.commit()
+    try:
+        with pytest.raises(EmbedderMismatch, match="openai/text-embedding-3-small"):
+            process_pending()
+    finally:
+        db.execute("UPDATE hag_meta SET value = %s WHERE key = 'embedder'", (saved,))
+        db.commit()
+    status = db.execute(
+        "SELECT status FROM hag_sessions WHERE session_id = 's-after-switch'"
+    ).fetchone()
+    assert status["status"] == "pending"
+    assert db.execute("SELECT count(*) AS n FROM hag_entries").fetchone()["n"] == 0

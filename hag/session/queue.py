@@ -16,7 +16,7 @@ from uuid import UUID
 
 from psycopg import errors as pg_errors
 
-from hag import bounds
+from hag import bounds, embedder_identity
 from hag.errors import EmbedderMismatch, EmbedderUnavailable, HagError
 from hag.session import facts, write
 from hag.session.contract import SessionPayload
@@ -67,6 +67,7 @@ def apply_pending_session(
                 caches=caches,
                 step_seconds=summary.step_seconds,
             )
+            embedder_identity.recheck(conn)  # a reembed may have switched since the plan
             write.mark_processed(conn, claimed, run_id, counts.as_dict())
             conn.commit()
             summary.add(counts)
