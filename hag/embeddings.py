@@ -10,6 +10,11 @@
   sentence-transformers (optional extra `local-embeddings`), for real semantics offline.
 
 Every text is cut to the `embed_max_chars` dial (seed: 2,000) before it is embedded.
+`embed_texts` checks the configured embedder against the memory's once per process
+(hag.embedder_identity) and refuses a zero or non-finite row (`require_fit`): a text the
+offline embedder's `[a-z0-9]` words miss is hashed by its words in any script instead, so
+only an empty text has no vector. Failures are the library's own errors (hag.errors:
+EmbedderUnavailable, EmbedderMismatch, EmbedderError), never the model client's.
 """
 
 from __future__ import annotations
