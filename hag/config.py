@@ -12,10 +12,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hag import work_dir
+from hag.errors import ConfigError
 
 
 class ProcessConfig(BaseSettings):
@@ -66,9 +67,36 @@ class ProcessConfig(BaseSettings):
         return self.data_dir / "pgdata"
 
 
+# What each constrained variable accepts, for the one line an invalid value gets.
+_ALLOWED = {
+    "embedding_dim": "an integer from 2 to 16000 (or unset: the model's own)",
+    "embedding_provider": "one of auto, openai, offline, local",
+    "llm_provider": "one of auto, openai, offline",
+    "openai_timeout_seconds": "a number of seconds above 0",
+    "openai_max_retries": "an integer from 0 to 10",
+}
+
+
 @lru_cache(maxsize=1)
 def get_config() -> ProcessConfig:
-    return ProcessConfig()
+    """The process configuration; an invalid environment value is one ConfigError line."""
+    try:
+        return ProcessConfig()
+    except ValidationError as exc:
+        raise ConfigError(_one_line(exc)) from None
+
+
+def _one_line(exc: ValidationError) -> str:
+    """`HAG_EMBEDDING_DIM='abc' is not valid: use an integer from 2 to 16000 ...`."""
+    first = exc.errors()[0]
+    field = str(first["loc"][0]) if first["loc"] else ""
+    info = ProcessConfig.model_fields.get(field)
+    alias = info.validation_alias if info is not None else None
+    names = alias.choices if isinstance(alias, AliasChoices) else [f"HAG_{field.upper()}"]
+    variable = " / ".join(str(n) for n in names)
+    allowed = _ALLOWED.get(field, first["msg"])
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{variable}={first.get('input')!r} is not valid: use {allowed}{more}"
 
 
 def reset_config() -> None:

@@ -11,6 +11,7 @@ loading twice finds them again; missing embeddings are computed, missing `create
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -183,6 +184,8 @@ def _check(corpus: Corpus, dim: int) -> None:
             raise CorpusError(
                 f"{label}: embedding has {len(e.embedding)} dimensions, the database takes {dim}"
             )
+        if e.embedding is not None and not _searchable(e.embedding):
+            raise CorpusError(f"{label}: embedding is all zeros or not finite")
         ident = entry_identity(e)
         if ident in seen_identity:
             raise CorpusError(f"{label}: duplicate identity of entries[{seen_identity[ident]}]")
@@ -243,20 +246,36 @@ def _check_bounds(corpus: Corpus, dials: Settings) -> None:
 
 
 def _fill_embeddings(corpus: Corpus, report: LoadReport) -> None:
+    from hag.embedder_identity import checked_embedder
     from hag.embeddings import embed_texts
+
+    checked_embedder()  # a corpus that brings every vector is held to the memory's embedder too
 
     missing = [e for e in corpus.entries if e.embedding is None]
     if missing:
-        vectors = embed_texts([e.instruction for e in missing])
+        where = {id(e): i for i, e in enumerate(corpus.entries)}
+        vectors = embed_texts(
+            [e.instruction for e in missing],
+            [f"entries[{where[id(e)]}].instruction" for e in missing],
+        )
         for e, v in zip(missing, vectors, strict=True):
             e.embedding = v.tolist()
         report.embedded += len(missing)
     missing_c = [c for c in corpus.concepts if c.embedding is None]
     if missing_c:
-        vectors = embed_texts([f"{c.title}: {c.description}" for c in missing_c])
+        at = {id(c): i for i, c in enumerate(corpus.concepts)}
+        vectors = embed_texts(
+            [f"{c.title}: {c.description}" for c in missing_c],
+            [f"concepts[{at[id(c)]}].title and description" for c in missing_c],
+        )
         for c, v in zip(missing_c, vectors, strict=True):
             c.embedding = v.tolist()
         report.embedded += len(missing_c)
+
+
+def _searchable(embedding: list[float]) -> bool:
+    """Not all zeros and all finite: a vector whose cosine to a query is a number."""
+    return all(math.isfinite(v) for v in embedding) and any(v != 0 for v in embedding)
 
 
 def _filled(embedding: list[float] | None) -> list[float]:

@@ -31,3 +31,15 @@ class NotFoundError(HagError):
 
 class FolderError(HagError):
     """A folder hag would write or clear holds files it did not make; nothing was touched."""
+
+
+class EmbedderError(HagError):
+    """An embedding could not be made, or is not fit to store or search with."""
+
+
+class EmbedderUnavailable(EmbedderError):
+    """The embedding endpoint failed, refused or did not answer in time."""
+
+
+class EmbedderMismatch(EmbedderError):
+    """The configured embedder is not the one the memory's vectors were made with."""

@@ -186,10 +186,30 @@ def migrate_database() -> list[str]:
     from hag import db
     from hag.embeddings import get_embedder
 
+    embedder = get_embedder()
     with db.connect() as conn:
-        result = migrate(conn, get_embedder().dim)
+        check_embedder(conn, embedder)
+        result = migrate(conn, embedder.dim)
     db.close_all()  # pools made before the extension existed lack the vector type
+    with db.connect() as conn:
+        record_embedder(conn, embedder)
     return result
+
+
+def check_embedder(conn: AnyConn, embedder: Any) -> None:
+    """Before migrating: refuse an embedder other than the recorded one, by name."""
+    from hag import embedder_identity
+
+    embedder_identity.check(conn, embedder)
+    conn.rollback()
+
+
+def record_embedder(conn: AnyConn, embedder: Any) -> None:
+    """After migrating: record the embedder (or verify the recorded one's fingerprint)."""
+    from hag import embedder_identity
+
+    embedder_identity.record(conn, embedder)
+    conn.commit()
 
 
 def ensure_migrated() -> None:

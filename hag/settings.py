@@ -101,6 +101,9 @@ _DIALS: tuple[Dial, ...] = (
     _i("retrieval_cache_ttl_seconds", 30, 0, 86400, "ours: result cache lifetime (0 disables it)", R),
     _i("retrieval_cache_size", 1024, 0, 1000000, "ours: result cache entries (0 disables it)", R),
     _i("embedding_cache_size", 4096, 0, 1000000, "ours: cached query embeddings by context string", R),
+    _f("embedding_timeout_seconds", 3.0, 0.1, 600.0, "ours: a turn's query embedding gives up after this long, its retries included; retrieve then answers from the passes that need no query vector and says so", R),
+    _i("embedding_retries", 1, 0, 10, "ours: further tries of a turn's query embedding after a failure, within embedding_timeout_seconds", R),
+    _i("reembed_batch_size", 64, 1, 10000, "ours: texts `hag reembed` embeds and stages per committed batch (a kill loses at most one batch)", "hag/reembed.py"),
     _i("ann_candidates", 20, 5, 10000, "ours (measured, docs/retrieval.md): nearest rows fetched before the maturity re-rank", R),
     _i("hnsw_ef_search", 80, 1, 1000, "ours (measured, docs/retrieval.md): hnsw.ef_search on the approximate path; the contrast test sends the queries it would miss to the exact query", R),
     _f("ann_min_contrast", 1.5, 1.0, 100.0, "ours (measured, docs/retrieval.md): below this relative contrast (mean distance over the nearest candidate's) the exact query answers instead of the approximate one", R),
@@ -518,6 +521,9 @@ class Settings(Mapping[str, Any]):
     retrieval_cache_ttl_seconds: int
     retrieval_cache_size: int
     embedding_cache_size: int
+    embedding_timeout_seconds: float
+    embedding_retries: int
+    reembed_batch_size: int
     ann_candidates: int
     hnsw_ef_search: int
     ann_min_contrast: float

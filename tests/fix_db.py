@@ -67,6 +67,8 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with db.connect() as conn:
         migrate.migrate(conn, embeddings.get_embedder().dim)
     db.close_all()
+    with db.connect() as conn:  # as `hag migrate` does: the memory's embedder recorded
+        migrate.record_embedder(conn, embeddings.get_embedder())
     yield url
     db.close_all()  # both pools, before their server goes away
     if server is not None:

@@ -7,7 +7,8 @@ Endpoints (everything else is 404; any request without ``Authorization: Bearer <
 
 * ``POST /v1/embeddings`` - deterministic unit vectors derived from a SHA-256 of each text
   (values are float32-exact, so the ``float`` and ``base64`` encodings carry the same numbers),
-  or a vector registered with :meth:`OpenAIStub.set_embedding`.
+  or a vector registered with :meth:`OpenAIStub.set_embedding`; after
+  :attr:`OpenAIStub.embedding_delay` seconds when set (a hung endpoint).
 * ``POST /v1/chat/completions`` - replies scripted with :meth:`OpenAIStub.queue_chat`,
   :meth:`OpenAIStub.queue_error` and :meth:`OpenAIStub.queue_delay` (FIFO), otherwise
   :attr:`OpenAIStub.chat_responder` is called with the request JSON.
@@ -178,6 +179,9 @@ class OpenAIStub:
     def __init__(self, dim: int = DEFAULT_DIM) -> None:
         self.dim = dim
         self.chat_responder: Callable[[dict[str, Any]], str] = _default_chat_responder
+        # Seconds every /v1/embeddings request waits before answering (a slow or hung
+        # endpoint); a client that gives up first gets nothing (counted in dropped_replies).
+        self.embedding_delay = 0.0
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._active_handlers = 0
@@ -445,6 +449,10 @@ class OpenAIStub:
             err = self._embedding_errors.popleft() if self._embedding_errors else None
         if err is not None:
             self._send_error_reply(h, err)
+            return
+        if self.embedding_delay > 0 and self._client_gone_during(h, self.embedding_delay):
+            with self._lock:
+                self._dropped += 1
             return
         inp = body.get("input")
         if isinstance(inp, str):

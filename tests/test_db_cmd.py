@@ -42,6 +42,7 @@ def test_start_status_migrate_stop_on_a_private_data_folder(tmp_path):
         status = json.loads(_hag(env, "db", "status", "--json").stdout)
         assert status["migrations_applied"] == status["migrations_on_disk"] > 0
         assert status["embedding_dim"] == 1536
+        assert status["embedder"] == "offline/hash-v1 (1536 dims)"  # recorded by migrate
     finally:
         stopped = _hag(env, "db", "stop")
     assert stopped.stdout.strip() == "stopped"

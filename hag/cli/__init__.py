@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "enrich": "hag.cli.enrich_cmd:enrich",
     "serve": "hag.cli.serve_cmd:serve",
     "simulate": "hag.cli.simulate_cmd:simulate",
+    "reembed": "hag.cli.reembed_cmd:reembed",
 }
 
 
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None) -> Any:
     from hag.errors import HagError
 
     try:
+        _check_environment(sys.argv[1:] if argv is None else argv)
         return cli.main(args=argv, prog_name="hag", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("hag: aborted", err=True)
@@ -107,6 +109,16 @@ def main(argv: list[str] | None = None) -> Any:
         from hag import db
 
         db.close_all()
+
+
+def _check_environment(args: list[str]) -> None:
+    """Read the process configuration before any command runs, so that an invalid
+    environment value is the same one line whatever the command (help still works)."""
+    if {"-h", "--help", "--version"} & set(args):
+        return
+    from hag.config import get_config
+
+    get_config()
 
 
 def _unreadable_rows(exc: Exception) -> str:

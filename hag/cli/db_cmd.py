@@ -64,6 +64,7 @@ def stop(every: bool) -> None:
 def status(as_json: bool) -> None:
     """Say whether the database runs, where, and how far it is migrated."""
     from hag import db as hdb
+    from hag import embedder_identity
     from hag.migrate import applied, migrations, stored_dimension
 
     st = hdb.status()
@@ -79,6 +80,8 @@ def status(as_json: bool) -> None:
             info["migrations_applied"] = len(ledger)
             info["migrations_on_disk"] = len(migrations())
             info["embedding_dim"] = stored_dimension(conn)
+            held = embedder_identity.held(conn)
+            info["embedder"] = held[0].label if held else None
     if as_json:
         echo_json(info)
     else:

@@ -56,6 +56,8 @@ def retrieve(
         )
     finally:
         db.close_read_pool()
+    if result.degraded:
+        note(f"hag: {result.degraded} (answered from the concept pass and the edge walk only)")
     if as_json:
         echo_json(result.as_dict())
         return

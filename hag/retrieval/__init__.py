@@ -13,6 +13,10 @@
 4. the edge walk from the top `edge_walk_top_k` topic advisories, in one query;
 5. the three labelled blocks and the decision-tree lines (hag.retrieval.render).
 
+With the embedding endpoint down or slower than `embedding_timeout_seconds` (retries
+included), the turn is answered from the passes that need no query vector, the by-concept
+pass and the edge walk, and the result says so (`degraded`); such a result is not cached.
+
 Nothing here writes: `last_matched_at` and traversal counts move at session end, from what
 the tutor reports back (`used_entry_ids`, `rendered_edge_ids`). No Prefect, no Great
 Expectations: this module stays cheap to import.
@@ -23,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -32,9 +37,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from hag import settings, visibility
+from hag import db, settings, visibility
 from hag.db import Conn
-from hag.errors import NotFoundError, ValidationError
+from hag.errors import EmbedderError, NotFoundError, ValidationError
 from hag.retrieval import ranking, render, resident, store
 from hag.retrieval.cache import TTLCache
 from hag.retrieval.model import Advisory, PassReport, RenderedEdge, RetrievalResult, Visual
@@ -103,9 +108,13 @@ def retrieve(
         topic_id, learner_id, recent_concepts, expected_concepts, conn
     )
 
-    from hag.embeddings import cut, get_embedder  # keeps openai off import
+    from hag.embedder_identity import checked_embedder
+    from hag.embeddings import cut  # keeps the model clients off import
 
-    embedder = get_embedder()
+    # The memory's embedder, checked once per process: one row read, nothing embedded.
+    embedder = checked_embedder(
+        lambda: store.reader(conn), db.database_url() if conn else db.read_database_url()
+    )
     context = cut(
         ranking.query_context(title, level, focus, student_message, dials),
         dials.embed_max_chars,
@@ -129,10 +138,16 @@ def retrieve(
     if cached is not None:
         return dataclasses.replace(cached, cached=True)
 
-    vector = _embed(embedder, context, dials)
+    try:
+        vector: np.ndarray | None = _embed(embedder, context, dials)
+        degraded = ""
+    except EmbedderError as exc:
+        vector, degraded = None, f"embedder unavailable: {exc}"
     result = _retrieve_uncached(
         topic_id, learner_id, context, vector, slugs, expected, ann, dials, conn
     )
+    if degraded:  # the next turn tries the endpoint again
+        return dataclasses.replace(result, degraded=degraded)
     if ttl > 0:
         _results.put(key, result, dials.retrieval_cache_size)
     return result
@@ -241,10 +256,16 @@ def _fingerprint(dials: Settings) -> str:
 
 
 def _embed(embedder: Embedder, context: str, dials: Settings) -> np.ndarray:
+    """The turn's query vector: within `embedding_timeout_seconds`, at most
+    `embedding_retries` further tries (EmbedderUnavailable after), never a zero row."""
+    from hag.embeddings import require_fit
+
     key = (embedder.name, context)
     vector = _embeddings.get(key, None)
     if vector is None:
-        vector = np.asarray(embedder.embed([context])[0], dtype=np.float32)
+        deadline = time.monotonic() + dials.embedding_timeout_seconds
+        rows = embedder.embed([context], deadline=deadline, retries=dials.embedding_retries)
+        vector = np.asarray(require_fit(rows, [context], ["the query context"])[0], np.float32)
         vector.setflags(write=False)
         _embeddings.put(key, vector, dials.embedding_cache_size)
     return vector
@@ -254,32 +275,35 @@ def _retrieve_uncached(
     topic_id: str,
     learner_id: str,
     context: str,
-    vector: np.ndarray,
+    vector: np.ndarray | None,
     slugs: list[str],
     expected: list[str],
     ann: frozenset[str],
     dials: Settings,
     conn: Conn | None,
 ) -> RetrievalResult:
+    """The passes, the merge, the walk and the render; with no `vector` (the embedder is
+    unavailable) only the by-concept pass and the edge walk from its rows."""
     scopes = tuple(topic_scopes(dials))
 
     def semantic(
         name: str, topic: str | None, where: tuple[str, ...], count: int, ann_label: str
     ) -> SemanticPass:
+        assert vector is not None
         return SemanticPass(
             name, vector, topic, where, count, dials, ann_label in ann, shared=conn is None
         )
 
-    jobs: dict[str, Pass] = {
-        "topic-semantic": semantic(
+    jobs: dict[str, Pass] = {}
+    if vector is not None:
+        jobs["topic-semantic"] = semantic(
             "topic-semantic", topic_id, scopes, dials.match_count, f"topic:{topic_id}"
         )
-    }
     if slugs:
         jobs["topic-concept"] = ConceptPass(tuple(slugs), topic_id, scopes, dials)
-    if dials.tutor_match_count > 0:
+    if vector is not None and dials.tutor_match_count > 0:
         jobs["tutor"] = semantic("tutor", None, ("tutor",), dials.tutor_match_count, "scope:tutor")
-    if dials.student_match_count > 0:
+    if vector is not None and dials.student_match_count > 0:
         # a learner's rows are few: always exact (no ANN label names a student scope)
         jobs["student"] = semantic(
             "student", None, (f"student:{learner_id}",), dials.student_match_count, ""
@@ -287,7 +311,7 @@ def _retrieve_uncached(
     # The passes start together; the edge walk needs only the topic passes, so it starts as
     # soon as they are merged and runs while the tutor and student passes may still run.
     running = {name: _start(conn, job.run) for name, job in jobs.items()}
-    semantic_rows = running["topic-semantic"].result()[0]
+    semantic_rows = running["topic-semantic"].result()[0] if "topic-semantic" in running else []
     concept_rows = running["topic-concept"].result()[0] if "topic-concept" in running else []
     ranked = ranking.merge_topic(semantic_rows, concept_rows, expected, dials)
     topic = tuple(_advisory(r.row, dials, r.source, r.score) for r in ranked)
@@ -416,12 +440,17 @@ def _advisory(
         concept_slug=row["concept_slug"],
         visibility_scope=row["visibility_scope"],
         maturity=row["maturity"],
-        similarity=float(row["similarity"]),
+        similarity=_finite(float(row["similarity"])),
         confidence=confidence,
-        routing_score=ranking.routing_score(row),
+        routing_score=_finite(ranking.routing_score(row)),
         band=ranking.band(confidence, dials),
         instruction=ranking.clip_advisory(row["instruction"], dials.advisory_max_chars),
         topic_id=row["topic_id"],
         source=source,
-        rank_score=score,
+        rank_score=_finite(score),
     )
+
+
+def _finite(value: float) -> float:
+    """A zero vector stored before they were refused has no cosine (NaN): it counts 0."""
+    return value if math.isfinite(value) else 0.0

@@ -73,6 +73,8 @@ class RetrievalResult:
     text: str
     passes: tuple[PassReport, ...] = field(default=(), compare=False)
     cached: bool = field(default=False, compare=False)
+    # Why the semantic passes did not run ("embedder unavailable: ..."); "" when they did.
+    degraded: str = field(default="", compare=False)
 
     @property
     def rendered_edge_ids(self) -> list[UUID]:
@@ -114,6 +116,7 @@ class RetrievalResult:
                 "text": self.text,
                 "passes": [asdict(p) for p in self.passes],
                 "cached": self.cached,
+                "degraded": self.degraded,
             }
         )
         return data

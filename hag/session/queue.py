@@ -24,7 +24,8 @@ from uuid import UUID
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from hag import bounds
+from hag import bounds, embedder_identity
+from hag.errors import EmbedderMismatch, EmbedderUnavailable
 from hag.session import facts, write
 from hag.session.contract import SessionPayload
 from hag.session.facts import Connection
@@ -102,10 +103,14 @@ def _apply_claimed(
                 caches=caches,
                 step_seconds=summary.step_seconds,
             )
+            embedder_identity.recheck(conn)  # a reembed may have switched since the plan
             write.mark_processed(conn, claimed, run_id, counts.as_dict())
             conn.commit()
             summary.add(counts)
             return True
+        except (EmbedderUnavailable, EmbedderMismatch):
+            conn.rollback()  # not the session's fault: it stays pending for the next run
+            raise
         except Exception as exc:
             if getattr(conn, "broken", False) or getattr(conn, "closed", False):
                 _fail_elsewhere(claimed, exc, run_id)

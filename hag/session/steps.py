@@ -69,6 +69,14 @@ def _embed(texts: list[str]) -> np.ndarray:
     return embed_texts(texts)
 
 
+def _observation_fields(turns: Sequence[Turn]) -> list[str]:
+    return [
+        f"turn {t.turn_index}: observations[{j}].text"
+        for t in turns
+        for j in range(len(t.observations))
+    ]
+
+
 @dataclass(frozen=True)
 class Plan:
     """What a session will write, decided from the payload and static reads (no locks yet)."""
@@ -91,6 +99,10 @@ def plan_session(
     items = [(t.turn_index, o) for t in turns for o in t.observations]
     resolutions = resolve_all([o.concept for _, o in items], catalogue, dials, embed)
     vectors = embed([o.text for _, o in items]) if items else np.zeros((0, 0), dtype=np.float32)
+    if items:  # a zero or non-finite row would be a NaN in every similarity: refused
+        from hag.embeddings import require_fit
+
+        require_fit(vectors, [o.text for _, o in items], _observation_fields(turns))
     pairs = rules.struggle_pairs(turns, catalogue)
     topic_scope = graph_scope("topic", session.learner_id, dials)
     keys = {
