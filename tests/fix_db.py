@@ -26,6 +26,8 @@ DATA_TABLES = (
     "hag_enrichment_ledger",
     "hag_session_quarantine",
     "hag_sessions",
+    "hag_learner_successes",
+    "hag_erasures",
     "hag_runs",
     "hag_edges",
     "hag_entries",

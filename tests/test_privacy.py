@@ -1,0 +1,382 @@
+"""A learner's own data (issue 25): export, erasure with its proof, and the retention sweep,
+on the real database."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from hag import audit, privacy, sweeps
+from hag.errors import NotFoundError, ValidationError
+from hag.session.process import process_pending
+from tests import factories as f
+from tests.session_builders import T0, ingest, payload, run, turn
+
+ADA = "ada.lovelace"  # a '.' in the id: the free-text match must not read it as "any char"
+BOB = "bob"
+CONCEPTS = ["rsa", "modular-arithmetic", "primes", "hashing", "signatures"]
+
+
+def said(who: str, n: int) -> str:
+    """A message nobody else says: the proof scans the whole schema for it."""
+    return f"{who} says thing number {n}: I still do not see why the primes matter"
+
+
+def evidence(who: str, n: int) -> str:
+    return f"{who} quoted {n}: primes confuse me"
+
+
+def struggling(who: str, n: int, day: int, learner: str) -> dict:
+    """A session of `learner` whose failed turn reports rsa -> primes (with quoted evidence)
+    and a student trait, then a successful turn on hashing."""
+    return payload(
+        f"{learner}-s{n}",
+        [
+            turn(
+                0,
+                outcome="failure",
+                concepts=["rsa"],
+                message=said(who, n),
+                struggles=[
+                    {
+                        "concept_slug": "rsa",
+                        "missing_slug": "primes",
+                        "evidence": evidence(who, n),
+                    }
+                ],
+                observations=[
+                    {"graph": "student", "concept": "rsa", "text": "learns from worked examples"}
+                ],
+            ),
+            turn(1, outcome="success", concepts=["hashing"], message=said(who, 100 + n)),
+        ],
+        learner=learner,
+        day=day,
+    )
+
+
+def messages(p: dict) -> list[str]:
+    out = []
+    for t in p["turns"]:
+        out.append(t["student_message"])
+        out.extend(s["evidence"] for s in t["struggles"])
+    return out
+
+
+@pytest.fixture
+def memory(db, dials):
+    """Public entries, and two learners with sessions, private entries and their history,
+    reports, successes, a learned edge culled and restored, and refused payloads."""
+    e = {
+        slug: f.entry(db, concept_slug=slug, created_at=T0 - timedelta(days=30))
+        for slug in CONCEPTS
+    }
+    db.commit()
+    ada = [struggling("Ada", n, n, ADA) for n in range(3)]
+    bob = [struggling("Bob", n, n, BOB) for n in range(2)]
+    run(db, *ada, *bob)
+    private = db.execute(
+        "SELECT id FROM hag_entries WHERE visibility_scope = %s", (f"student:{ADA}",)
+    ).fetchone()["id"]
+    # a later session that used the private entry: its confidence history
+    used = payload(
+        f"{ADA}-s9",
+        [
+            turn(0, decision=e["rsa"], used=[private], outcome="success", message=said("Ada", 9)),
+            turn(1, decision=e["primes"], message=said("Ada", 10)),
+        ],
+        learner=ADA,
+        day=9,
+    )
+    ada.append(used)
+    run(db, used)
+    # the learned edge her session discovered (rsa -> primes, leads_to), culled and restored
+    learned = db.execute(
+        "SELECT id FROM hag_edges WHERE source_session_id = %s", (f"{ADA}-s9",)
+    ).fetchone()["id"]
+    db.execute("UPDATE hag_edges SET confidence = 0.1 WHERE id = %s", (learned,))
+    db.commit()
+    dials(promotion_min_confidence=0.4)  # her trait (at 0.44) becomes a pattern: maturity history
+    night = sweeps.sweep(db, as_of=T0 + timedelta(days=200))
+    dials(promotion_min_confidence=0.5)
+    assert night.culled >= 1
+    assert audit.restore(edge_id=learned, conn=db).restored == [learned]
+    # refused payloads: an unknown topic (raw kept), and one naming bob's private entry
+    refused = payload(f"{ADA}-s20", [turn(0, message=said("Ada", 20))], learner=ADA, topic="nope")
+    bobs = db.execute(
+        "SELECT id FROM hag_entries WHERE visibility_scope = %s", (f"student:{BOB}",)
+    ).fetchone()["id"]
+    peeking = payload(
+        "peek-1", [turn(0, used=[bobs], message=said("Ada", 21))], learner=ADA, day=21
+    )
+    assert [r.status for r in ingest(db, refused, peeking)] == ["quarantined", "quarantined"]
+    ada += [refused, peeking]
+    return {"entries": e, "ada": ada, "bob": bob, "private": private, "learned": learned}
+
+
+def shared_state(db) -> dict:
+    """Every shared entry's and edge's numbers, and the evidence per edge (sessions, turns,
+    distinct learners): what an erasure must leave exactly as it was."""
+    entries = {
+        r["id"]: (r["confidence"], r["maturity"], r["success_count"], r["failure_count"])
+        for r in db.execute(
+            "SELECT * FROM hag_entries WHERE visibility_scope NOT LIKE 'student:%'"
+        ).fetchall()
+    }
+    edges = {
+        r["id"]: (r["confidence"], r["hit_count"], r["traversal_count"], r["unlearned_from"])
+        for r in db.execute("SELECT * FROM hag_edges").fetchall()
+    }
+    evidence_rows = db.execute(
+        "SELECT edge_id, count(*) AS sessions, sum(turns) AS turns,"
+        " count(DISTINCT learner_id) AS learners FROM hag_edge_learner_reports GROUP BY edge_id"
+    ).fetchall()
+    successes = db.execute(
+        "SELECT count(*) AS n, count(DISTINCT learner_id) AS learners FROM hag_learner_successes"
+    ).fetchone()
+    return {
+        "entries": entries,
+        "edges": edges,
+        "evidence": {
+            r["edge_id"]: (r["sessions"], r["turns"], r["learners"]) for r in evidence_rows
+        },
+        "successes": dict(successes),
+    }
+
+
+def text_columns(db) -> list[tuple[str, str, str]]:
+    """(schema, table, column) for every text-like column of every table in the database's
+    own schemas, from the catalog: a table added later is scanned too."""
+    return [
+        (r["nspname"], r["relname"], r["attname"])
+        for r in db.execute(
+            """
+            SELECT n.nspname, c.relname, a.attname
+            FROM pg_attribute a
+            JOIN pg_class c ON c.oid = a.attrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_type t ON t.oid = a.atttypid
+            WHERE c.relkind IN ('r', 'p', 'm')
+              AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
+              AND n.nspname NOT LIKE 'pg_temp%%'
+              AND a.attnum > 0 AND NOT a.attisdropped
+              AND (t.typcategory = 'S' OR t.typname IN ('json', 'jsonb')
+                   OR (t.typcategory = 'A' AND t.typelem IN (
+                        SELECT oid FROM pg_type WHERE typcategory = 'S' OR typname = 'jsonb')))
+            ORDER BY 1, 2, 3
+            """
+        ).fetchall()
+    ]
+
+
+def find_anywhere(db, needle: str) -> list[str]:
+    """Every schema.table.column whose text holds `needle`."""
+    found = []
+    for schema, table, column in text_columns(db):
+        hit = db.execute(
+            sql.SQL("SELECT 1 FROM {}.{} WHERE strpos({}::text, %s) > 0 LIMIT 1").format(
+                sql.Identifier(schema), sql.Identifier(table), sql.Identifier(column)
+            ),
+            (needle,),
+        ).fetchone()
+        if hit:
+            found.append(f"{schema}.{table}.{column}")
+    return found
+
+
+def test_the_scan_covers_every_table_and_finds_what_is_there(db, memory):
+    """Before the erasure the catalog scan finds the learner in each place the brief names."""
+    places = find_anywhere(db, ADA)
+    for table in (
+        "hag_sessions",
+        "hag_entries",
+        "hag_edge_learner_reports",
+        "hag_learner_successes",
+        "hag_session_quarantine",
+        "hag_confidence_history",
+        "hag_edges",
+        "hag_edge_audit",
+    ):
+        assert any(f".{table}." in p for p in places), (table, places)
+    assert ("public", "hag_erasures", "learner_hash") in text_columns(db)
+    assert find_anywhere(db, said("Ada", 20)) == ["public.hag_session_quarantine.raw"]
+
+
+def test_an_erased_learner_is_nowhere_in_the_schema(db, memory):
+    """After the erasure no text or JSON column of any table holds the learner id or any of
+    their messages (the quoted evidence included)."""
+    result = privacy.erase_learner(ADA, operator="the school's data officer", conn=db)
+    assert result.erasure_id is not None and not result.dry_run
+    needles = [ADA] + [m for p in memory["ada"] for m in messages(p)]
+    assert {n: find_anywhere(db, n) for n in needles} == dict.fromkeys(needles, [])
+    record = db.execute("SELECT * FROM hag_erasures").fetchone()
+    assert record["erased_by"] == "the school's data officer"
+    assert record["learner_hash"] == privacy.learner_hash(db, ADA) != ADA
+    assert record["counts"]["hag_sessions"] == {"deleted": 4}
+    assert record["counts"]["hag_session_quarantine"] == {"deleted": 2}
+    assert record["counts"]["hag_edge_learner_reports"] == {"pseudonymised": 3}
+
+
+def test_the_shared_graph_and_the_other_learner_are_untouched(db, memory, tmp_path):
+    """Every shared confidence, count and evidence tally is the same after the erasure; the
+    other learner's export is row for row what it was, but for a row that named both (her
+    refused payload naming his private entry, which the erasure removes)."""
+    before = shared_state(db)
+    bob_before = privacy.export_learner(BOB, tmp_path / "before.jsonl", conn=db)
+    privacy.erase_learner(ADA, conn=db)
+    assert shared_state(db) == before
+    privacy.export_learner(BOB, tmp_path / "after.jsonl", conn=db)
+    before_rows, after_rows = (
+        p.read_text().splitlines()[:-1]
+        for p in (tmp_path / "before.jsonl", tmp_path / "after.jsonl")
+    )
+    assert sum(ADA in r for r in before_rows) == 1 == bob_before.counts["hag_session_quarantine"]
+    assert [r for r in before_rows if ADA not in r] == after_rows
+
+
+def test_erased_evidence_keeps_one_pseudonym_per_learner_and_one_per_session(db, memory):
+    """The learner's reports and successes now carry one random pseudonym, and each of their
+    sessions its own, so the per-learner and per-session counts stay."""
+    privacy.erase_learner(ADA, conn=db)
+    rows = db.execute(
+        "SELECT learner_id, session_id FROM hag_edge_learner_reports WHERE learner_id <> %s",
+        (BOB,),
+    ).fetchall()
+    assert len({r["learner_id"] for r in rows}) == 1
+    assert len({r["session_id"] for r in rows}) == len(rows) == 3
+    assert all(r["learner_id"].startswith("erased-") for r in rows)
+    succ = db.execute(
+        "SELECT DISTINCT learner_id FROM hag_learner_successes WHERE learner_id <> %s", (BOB,)
+    ).fetchall()
+    assert [r["learner_id"] for r in succ] == [rows[0]["learner_id"]]
+
+
+def test_replaying_the_remaining_sessions_changes_nothing(db, memory):
+    """After the erasure the other learner's payloads, sent again, are duplicates and the
+    memory stays as it was (idempotency holds for every session still kept)."""
+    privacy.erase_learner(ADA, conn=db)
+    before = shared_state(db)
+    assert {r.status for r in ingest(db, *memory["bob"])} == {"duplicate"}
+    process_pending()
+    assert shared_state(db) == before
+
+
+def test_a_dry_run_counts_exactly_and_changes_nothing(db, memory):
+    """The dry run's counts are the real run's; after it every row is still there."""
+    before = find_anywhere(db, ADA)
+    dry = privacy.erase_learner(ADA, dry_run=True, conn=db)
+    assert dry.erasure_id is None
+    assert find_anywhere(db, ADA) == before
+    assert db.execute("SELECT count(*) AS n FROM hag_erasures").fetchone()["n"] == 0
+    real = privacy.erase_learner(ADA, conn=db)
+    assert real.counts == dry.counts
+
+
+def test_an_unknown_or_erased_learner_is_refused_in_one_line(db, memory, tmp_path):
+    """Export and erasure refuse a learner nothing is held about (saying when one was
+    erased) and an id no learner can have; no file is written."""
+    with pytest.raises(NotFoundError, match="unknown learner 'nobody'"):
+        privacy.erase_learner("nobody", conn=db)
+    with pytest.raises(NotFoundError, match="unknown learner 'nobody'"):
+        privacy.export_learner("nobody", tmp_path / "x.jsonl", conn=db)
+    with pytest.raises(ValidationError, match="is not a learner id"):
+        privacy.erase_learner("no body", conn=db)
+    privacy.erase_learner(ADA, conn=db)
+    with pytest.raises(NotFoundError, match=f"learner '{ADA}' was erased on "):
+        privacy.erase_learner(ADA, conn=db)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_export_holds_everything_and_a_manifest(db, memory, tmp_path):
+    """Every session payload as kept, the private entries with their history, the reports,
+    successes and refused payloads, one JSON object a line, the counts last."""
+    out = tmp_path / "ada.jsonl"
+    result = privacy.export_learner(ADA, out, conn=db)
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    manifest = lines[-1]["manifest"]
+    assert manifest["learner_id"] == ADA and manifest["counts"] == result.counts
+    by_table: dict[str, list] = {}
+    for line in lines[:-1]:
+        by_table.setdefault(line["table"], []).append(line["row"])
+    assert {t: len(r) for t, r in by_table.items()} == result.counts
+    assert [s["payload"] for s in by_table["hag_sessions"]] == [
+        json.loads(json.dumps(p)) | {"ended_at": s["payload"]["ended_at"]}
+        for p, s in zip(memory["ada"][:4], by_table["hag_sessions"], strict=True)
+    ]
+    assert {e["visibility_scope"] for e in by_table["hag_entries"]} == {f"student:{ADA}"}
+    assert str(memory["private"]) in {h["entity_id"] for h in by_table["hag_confidence_history"]}
+    assert len(by_table["hag_maturity_history"]) >= 1
+    assert len(by_table["hag_edge_learner_reports"]) == 3
+    assert len(by_table["hag_learner_successes"]) >= 3
+    assert len(by_table["hag_session_quarantine"]) == 2
+    assert f"{BOB}-s" not in out.read_text()  # none of the other learner's sessions
+
+
+def test_the_export_streams_through_a_server_side_cursor(db, memory, dials):
+    """export_batch_rows is the cursor's fetch size: rows come one batch per round trip."""
+    dials(export_batch_rows=1)
+    rows = list(privacy.iter_learner_rows(db, ADA, 1))
+    db.rollback()
+    assert len(rows) > 10 and {t for t, _ in rows} >= {"hag_sessions", "hag_entries"}
+
+
+# --- retention --------------------------------------------------------------------------------
+
+
+def stripped_state(db) -> list:
+    return [
+        (r["session_id"], r["payload"], r["stripped_at"])
+        for r in db.execute("SELECT * FROM hag_sessions ORDER BY session_id").fetchall()
+    ] + [
+        (r["quarantine_id"], r["raw"], r["stripped_at"])
+        for r in db.execute("SELECT * FROM hag_session_quarantine ORDER BY 1").fetchall()
+    ]
+
+
+def test_retention_is_off_by_default(db, memory):
+    """With both dials at 0 (keep) the nightly strips nothing."""
+    before = stripped_state(db)
+    night = sweeps.sweep(db, as_of=T0 + timedelta(days=1000))
+    assert night.retention == {"sessions_stripped": 0, "quarantine_stripped": 0}
+    assert stripped_state(db) == before
+
+
+def test_the_nightly_strips_expired_messages_once(db, memory, dials):
+    """message_retention_days / quarantine_retention_days: old processed payloads lose the
+    student's words, the quarantine its raw text; effects stay; a second run changes nothing."""
+    dials(message_retention_days=5, quarantine_retention_days=1)
+    graph = shared_state(db)
+    as_of = T0 + timedelta(days=7, hours=1)  # sessions of days 0-2 are older than 5 days
+    dry = sweeps.sweep(db, as_of=as_of, dry_run=True)
+    first = sweeps.sweep(db, as_of=as_of)
+    assert first.retention == dry.retention
+    assert first.retention["sessions_stripped"] == 5  # ada s0-s2, bob s0-s1; s9 is recent
+    assert first.retention["quarantine_stripped"] == 0  # received now, not a day ago
+    kept = stripped_state(db)
+    second = sweeps.sweep(db, as_of=as_of)
+    assert second.retention == {"sessions_stripped": 0, "quarantine_stripped": 0}
+    assert stripped_state(db) == kept
+    assert shared_state(db)["entries"] == graph["entries"]
+    gone = [m for p in memory["ada"][:3] + memory["bob"] for m in messages(p)]
+    assert {m: find_anywhere(db, m) for m in gone} == dict.fromkeys(gone, [])
+    assert find_anywhere(db, said("Ada", 9)) == ["public.hag_sessions.payload"]
+    late = sweeps.sweep(db, as_of=T0 + timedelta(days=1000))
+    assert late.retention["quarantine_stripped"] == 2
+    assert find_anywhere(db, said("Ada", 20)) == []
+
+
+def test_a_stripped_session_cannot_be_replayed(db, memory, dials):
+    """A stripped session put back in the queue is refused with the reason, not half-applied;
+    its payload sent again is a duplicate (the digest of what was received is kept)."""
+    dials(message_retention_days=1)
+    sweeps.sweep(db, as_of=T0 + timedelta(days=30))
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="cannot be replayed"):
+        db.execute(
+            "UPDATE hag_sessions SET status = 'pending' WHERE session_id = %s", (f"{BOB}-s0",)
+        )
+    db.rollback()
+    assert [r.status for r in ingest(db, memory["bob"][0])] == ["duplicate"]
