@@ -380,3 +380,22 @@ def test_a_stripped_session_cannot_be_replayed(db, memory, dials):
         )
     db.rollback()
     assert [r.status for r in ingest(db, memory["bob"][0])] == ["duplicate"]
+
+
+def test_the_command_line_exports_then_erases(db, memory, tmp_path, capsys):
+    """`hag learner export` writes the file and prints the counts; `erase --dry-run` prints
+    the counts and changes nothing; `erase --operator` erases and names the operator."""
+    from hag.cli import main
+
+    out = tmp_path / "ada.jsonl"
+    main(["learner", "export", ADA, "--out", str(out)])
+    printed = capsys.readouterr()
+    assert "hag_sessions: 4" in printed.out and str(out) in printed.err
+    main(["learner", "erase", ADA, "--dry-run"])
+    printed = capsys.readouterr()
+    assert "hag_sessions: 4 deleted" in printed.out and "dry run" in printed.err
+    assert db.execute("SELECT count(*) AS n FROM hag_erasures").fetchone()["n"] == 0
+    db.rollback()
+    main(["learner", "erase", ADA, "--operator", "dpo"])
+    assert "by dpo" in capsys.readouterr().err
+    assert find_anywhere(db, ADA) == []
