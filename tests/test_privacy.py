@@ -115,6 +115,14 @@ def memory(db, dials):
     )
     assert [r.status for r in ingest(db, refused, peeking)] == ["quarantined", "quarantined"]
     ada += [refused, peeking]
+    # a queued session session-end cannot apply: rejected, listed in its run's summary
+    db.execute(
+        "INSERT INTO hag_sessions (session_id, learner_id, topic_id, ended_at, payload,"
+        " payload_sha256) VALUES (%s, %s, 'cryptography', %s, %s, repeat('0', 64))",
+        (f"{ADA}-s30", ADA, T0, json.dumps({"turns": "none", "said": said("Ada", 30)})),
+    )
+    db.commit()
+    assert process_pending().rejects == 1
     return {"entries": e, "ada": ada, "bob": bob, "private": private, "learned": learned}
 
 
@@ -148,14 +156,15 @@ def shared_state(db) -> dict:
     }
 
 
-def text_columns(db) -> list[tuple[str, str, str]]:
-    """(schema, table, column) for every text-like column of every table in the database's
-    own schemas, from the catalog: a table added later is scanned too."""
+def text_columns(db, *, with_type: bool = False) -> list[tuple]:
+    """(schema, table, column) for every text-like, JSON, byte or array-of-text column of
+    every table in the database's own schemas, from the catalog: a table added later is
+    scanned too."""
     return [
-        (r["nspname"], r["relname"], r["attname"])
+        (r["nspname"], r["relname"], r["attname"], *([r["typname"]] if with_type else []))
         for r in db.execute(
             """
-            SELECT n.nspname, c.relname, a.attname
+            SELECT n.nspname, c.relname, a.attname, t.typname
             FROM pg_attribute a
             JOIN pg_class c ON c.oid = a.attrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -164,7 +173,7 @@ def text_columns(db) -> list[tuple[str, str, str]]:
               AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
               AND n.nspname NOT LIKE 'pg_temp%%'
               AND a.attnum > 0 AND NOT a.attisdropped
-              AND (t.typcategory = 'S' OR t.typname IN ('json', 'jsonb')
+              AND (t.typcategory = 'S' OR t.typname IN ('json', 'jsonb', 'bytea')
                    OR (t.typcategory = 'A' AND t.typelem IN (
                         SELECT oid FROM pg_type WHERE typcategory = 'S' OR typname = 'jsonb')))
             ORDER BY 1, 2, 3
@@ -176,10 +185,15 @@ def text_columns(db) -> list[tuple[str, str, str]]:
 def find_anywhere(db, needle: str) -> list[str]:
     """Every schema.table.column whose text holds `needle`."""
     found = []
-    for schema, table, column in text_columns(db):
+    for schema, table, column, kind in text_columns(db, with_type=True):
         hit = db.execute(
-            sql.SQL("SELECT 1 FROM {}.{} WHERE strpos({}::text, %s) > 0 LIMIT 1").format(
-                sql.Identifier(schema), sql.Identifier(table), sql.Identifier(column)
+            sql.SQL("SELECT 1 FROM {}.{} WHERE strpos({}, %s) > 0 LIMIT 1").format(
+                sql.Identifier(schema),
+                sql.Identifier(table),
+                # bytea as text is hex: `escape` keeps its ASCII as it is
+                sql.SQL("encode({}, 'escape')" if kind == "bytea" else "{}::text").format(
+                    sql.Identifier(column)
+                ),
             ),
             (needle,),
         ).fetchone()
@@ -211,13 +225,13 @@ def test_an_erased_learner_is_nowhere_in_the_schema(db, memory):
     their messages (the quoted evidence included)."""
     result = privacy.erase_learner(ADA, operator="the school's data officer", conn=db)
     assert result.erasure_id is not None and not result.dry_run
-    needles = [ADA] + [m for p in memory["ada"] for m in messages(p)]
+    needles = [ADA, said("Ada", 30)] + [m for p in memory["ada"] for m in messages(p)]
     assert {n: find_anywhere(db, n) for n in needles} == dict.fromkeys(needles, [])
     record = db.execute("SELECT * FROM hag_erasures").fetchone()
     assert record["erased_by"] == "the school's data officer"
     assert record["learner_hash"] == privacy.learner_hash(db, ADA) != ADA
-    assert record["counts"]["hag_sessions"] == {"deleted": 4}
-    assert record["counts"]["hag_session_quarantine"] == {"deleted": 2}
+    assert record["counts"]["hag_sessions"] == {"deleted": 5}
+    assert record["counts"]["hag_session_quarantine"] == {"deleted": 3}
     assert record["counts"]["hag_edge_learner_reports"] == {"pseudonymised": 3}
 
 
@@ -303,16 +317,16 @@ def test_the_export_holds_everything_and_a_manifest(db, memory, tmp_path):
     for line in lines[:-1]:
         by_table.setdefault(line["table"], []).append(line["row"])
     assert {t: len(r) for t, r in by_table.items()} == result.counts
-    assert [s["payload"] for s in by_table["hag_sessions"]] == [
-        json.loads(json.dumps(p)) | {"ended_at": s["payload"]["ended_at"]}
-        for p, s in zip(memory["ada"][:4], by_table["hag_sessions"], strict=True)
-    ]
+    kept = {s["session_id"]: s["payload"] for s in by_table["hag_sessions"]}
+    for p in memory["ada"][:4]:  # as received, but for the canonical form of ended_at
+        assert kept[p["session_id"]] == p | {"ended_at": kept[p["session_id"]]["ended_at"]}
+    assert kept[f"{ADA}-s30"]["said"] == said("Ada", 30)
     assert {e["visibility_scope"] for e in by_table["hag_entries"]} == {f"student:{ADA}"}
     assert str(memory["private"]) in {h["entity_id"] for h in by_table["hag_confidence_history"]}
     assert len(by_table["hag_maturity_history"]) >= 1
     assert len(by_table["hag_edge_learner_reports"]) == 3
     assert len(by_table["hag_learner_successes"]) >= 3
-    assert len(by_table["hag_session_quarantine"]) == 2
+    assert len(by_table["hag_session_quarantine"]) == 3
     assert f"{BOB}-s" not in out.read_text()  # none of the other learner's sessions
 
 
@@ -354,7 +368,8 @@ def test_the_nightly_strips_expired_messages_once(db, memory, dials):
     dry = sweeps.sweep(db, as_of=as_of, dry_run=True)
     first = sweeps.sweep(db, as_of=as_of)
     assert first.retention == dry.retention
-    assert first.retention["sessions_stripped"] == 5  # ada s0-s2, bob s0-s1; s9 is recent
+    # ada s0-s2 and the rejected s30, bob s0-s1; s9 is recent
+    assert first.retention["sessions_stripped"] == 6
     assert first.retention["quarantine_stripped"] == 0  # received now, not a day ago
     kept = stripped_state(db)
     second = sweeps.sweep(db, as_of=as_of)
@@ -365,7 +380,7 @@ def test_the_nightly_strips_expired_messages_once(db, memory, dials):
     assert {m: find_anywhere(db, m) for m in gone} == dict.fromkeys(gone, [])
     assert find_anywhere(db, said("Ada", 9)) == ["public.hag_sessions.payload"]
     late = sweeps.sweep(db, as_of=T0 + timedelta(days=1000))
-    assert late.retention["quarantine_stripped"] == 2
+    assert late.retention["quarantine_stripped"] == 3
     assert find_anywhere(db, said("Ada", 20)) == []
 
 
@@ -390,10 +405,10 @@ def test_the_command_line_exports_then_erases(db, memory, tmp_path, capsys):
     out = tmp_path / "ada.jsonl"
     main(["learner", "export", ADA, "--out", str(out)])
     printed = capsys.readouterr()
-    assert "hag_sessions: 4" in printed.out and str(out) in printed.err
+    assert "hag_sessions: 5" in printed.out and str(out) in printed.err
     main(["learner", "erase", ADA, "--dry-run"])
     printed = capsys.readouterr()
-    assert "hag_sessions: 4 deleted" in printed.out and "dry run" in printed.err
+    assert "hag_sessions: 5 deleted" in printed.out and "dry run" in printed.err
     assert db.execute("SELECT count(*) AS n FROM hag_erasures").fetchone()["n"] == 0
     db.rollback()
     main(["learner", "erase", ADA, "--operator", "dpo"])
