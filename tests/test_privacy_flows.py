@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.session_builders import payload, run, turn
-from tests.test_operator_flows import _artifacts, _flow_run
+from tests.test_operator_flows import _artifacts, _client, _flow_run
 
 
 def test_export_then_erase_run_as_flow_runs(db, prefect_harness, tmp_path):
@@ -60,3 +60,39 @@ def test_both_flows_refuse_an_unknown_learner_in_one_line(db, prefect_harness, t
         assert state.is_failed()
         assert "unknown learner 'nobody'" in state.message and "\n" not in state.message
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_learner_id_is_refused_before_a_run_exists(prefect_harness):
+    """Deployments with the two flows' schemas refuse an id no learner can have at run
+    creation, and every parameter has a description for the run form."""
+    import uuid
+
+    import pytest
+    from prefect.exceptions import PrefectHTTPStatusError
+    from prefect.utilities.callables import parameter_schema_from_entrypoint
+
+    from hag import PROJECT_ROOT
+
+    with _client() as client:
+        for flow_name, entrypoint in (
+            ("learner-export", "flows/learner_export.py:learner_export_flow"),
+            ("learner-erase", "flows/learner_erase.py:learner_erase_flow"),
+        ):
+            schema = parameter_schema_from_entrypoint(str(PROJECT_ROOT / entrypoint))
+            props = schema.model_dump_for_openapi()["properties"]
+            assert all(p.get("description") for p in props.values()), (flow_name, props)
+            deployment_id = client.create_deployment(
+                flow_id=client.create_flow_from_name(flow_name),
+                name=f"bounds-{uuid.uuid4().hex[:6]}",
+                entrypoint=entrypoint,
+                parameter_openapi_schema=schema.model_dump_for_openapi(),
+                enforce_parameter_schema=True,
+            )
+            with pytest.raises(PrefectHTTPStatusError, match="409|422"):
+                client.create_flow_run_from_deployment(
+                    deployment_id, parameters={"learner_id": "no body"}
+                )
+            made = client.create_flow_run_from_deployment(
+                deployment_id, parameters={"learner_id": "ada"}
+            )
+            client.delete_flow_run(made.id)
