@@ -384,6 +384,17 @@ def test_the_nightly_strips_expired_messages_once(db, memory, dials):
     assert find_anywhere(db, said("Ada", 20)) == []
 
 
+def test_the_nightly_command_prints_what_retention_stripped(db, memory, dials, capsys):
+    """`hag nightly` shows the retention step's counts beside the sweeps' (none when off)."""
+    from hag.cli import main
+
+    main(["nightly", "--as-of", (T0 + timedelta(days=30)).isoformat(), "--no-check"])
+    assert "messages stripped" not in capsys.readouterr().out
+    dials(message_retention_days=1)
+    main(["nightly", "--as-of", (T0 + timedelta(days=30)).isoformat(), "--no-check"])
+    assert "messages stripped     7 session(s), 0 quarantined" in capsys.readouterr().out
+
+
 def test_a_stripped_session_cannot_be_replayed(db, memory, dials):
     """A stripped session put back in the queue is refused with the reason, not half-applied;
     its payload sent again is a duplicate (the digest of what was received is kept)."""
