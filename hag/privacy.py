@@ -97,14 +97,16 @@ def check_learner_id(learner_id: str) -> str:
 
 
 def _params(learner_id: str) -> dict[str, Any]:
-    """The bound parameters every privacy query takes: the id, the private scope, and the id
-    as a whole word in free text (a backslash makes any non-alphanumeric character literal
-    in a PostgreSQL regular expression)."""
+    """The bound parameters every privacy query takes: the id, the private scope, the id as a
+    whole word in free text, and the id in a session id, where it may run into the session's
+    own part (`ada.lovelace-s20`): between any non-alphanumeric characters. A backslash makes
+    any non-alphanumeric character literal in a PostgreSQL regular expression."""
     escaped = "".join(c if c.isalnum() else "\\" + c for c in learner_id)
     return {
         "learner_id": learner_id,
         "scope": f"student:{learner_id}",
         "pattern": f"(^|[^{_ID_CHAR}]){escaped}($|[^{_ID_CHAR}])",
+        "id_in_session": f"(^|[^A-Za-z0-9]){escaped}($|[^A-Za-z0-9])",
     }
 
 

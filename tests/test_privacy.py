@@ -361,7 +361,8 @@ def test_retention_is_off_by_default(db, memory):
 
 def test_the_nightly_strips_expired_messages_once(db, memory, dials):
     """message_retention_days / quarantine_retention_days: old processed payloads lose the
-    student's words, the quarantine its raw text; effects stay; a second run changes nothing."""
+    student's words, the quarantine its raw text; effects stay; a second run changes nothing;
+    a stripped learner is still erased whole."""
     dials(message_retention_days=5, quarantine_retention_days=1)
     graph = shared_state(db)
     as_of = T0 + timedelta(days=7, hours=1)  # sessions of days 0-2 are older than 5 days
@@ -382,6 +383,9 @@ def test_the_nightly_strips_expired_messages_once(db, memory, dials):
     late = sweeps.sweep(db, as_of=T0 + timedelta(days=1000))
     assert late.retention["quarantine_stripped"] == 3
     assert find_anywhere(db, said("Ada", 20)) == []
+    # with the received text gone, the session id is what names her refused payloads
+    assert privacy.erase_learner(ADA, conn=db).counts["hag_session_quarantine"] == {"deleted": 3}
+    assert find_anywhere(db, ADA) == []
 
 
 def test_the_nightly_command_prints_what_retention_stripped(db, memory, dials, capsys):

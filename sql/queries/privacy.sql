@@ -2,7 +2,9 @@
 -- `hag learner erase` removes or pseudonymises, and the nightly's retention sweep. Every
 -- query takes the learner id as %(learner_id)s, their private scope as %(scope)s
 -- ('student:' || learner id) and, where free text is searched for the id, %(pattern)s: a
--- regular expression matching the id as a whole word (hag/privacy.py builds it).
+-- regular expression matching the id as a whole word (hag/privacy.py builds it), and in
+-- session ids %(id_in_session)s, the id between any non-alphanumeric characters (a tutor's
+-- session ids often embed the learner id: `ada.lovelace-s20`).
 
 -- name: erasure_salt
 -- The per-database secret the erasure record's learner hash is salted with (migration 130).
@@ -15,7 +17,7 @@ SELECT EXISTS (SELECT 1 FROM hag_sessions WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_edge_learner_reports WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_learner_successes WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_session_quarantine
-               WHERE raw ~ %(pattern)s OR reason ~ %(pattern)s OR session_id ~ %(pattern)s)
+               WHERE raw ~ %(pattern)s OR reason ~ %(pattern)s OR session_id ~ %(id_in_session)s)
     AS present
 
 -- name: erased_before
@@ -115,10 +117,11 @@ DELETE FROM hag_entries WHERE id IN (SELECT id FROM hag_erase_entries)
 
 -- name: erase_quarantine
 -- Refused payloads of the learner: by session id, or naming the learner in the received
--- text (a bounded prefix, so not always parseable JSON), the reason or the session id.
+-- text (a bounded prefix, so not always parseable JSON), the reason or the session id (after
+-- the retention sweep emptied the text, the session id may be all that names them).
 DELETE FROM hag_session_quarantine
 WHERE session_id IN (SELECT session_id FROM hag_erase_sessions)
-   OR raw ~ %(pattern)s OR reason ~ %(pattern)s OR session_id ~ %(pattern)s
+   OR raw ~ %(pattern)s OR reason ~ %(pattern)s OR session_id ~ %(id_in_session)s
 
 -- name: erase_run_rejections
 -- Session-end runs list the sessions they rejected, with the reason (which may name the
@@ -193,7 +196,7 @@ ORDER BY l.ended_at, l.session_id, l.concept_slug
 SELECT 'hag_session_quarantine' AS tbl, to_jsonb(q)::text AS row
 FROM hag_session_quarantine q
 WHERE q.session_id IN (SELECT session_id FROM hag_sessions WHERE learner_id = %(learner_id)s)
-   OR q.raw ~ %(pattern)s OR q.reason ~ %(pattern)s OR q.session_id ~ %(pattern)s
+   OR q.raw ~ %(pattern)s OR q.reason ~ %(pattern)s OR q.session_id ~ %(id_in_session)s
 ORDER BY q.quarantine_id
 
 -- name: retention_strip_sessions
