@@ -253,6 +253,7 @@ def erase_learner(
         params["pseudonym"] = f"erased-{uuid.uuid4()}"
         result = ErasureResult(learner_hash(conn, learner_id), operator_name(operator), dry_run)
         conn.execute(query("privacy", "lock_learner"), params)
+        conn.execute(query("privacy", "lock_sessions"), params)
         for name in ("collect_sessions", "collect_entries", "collect_edges"):
             conn.execute(query("privacy", name), params)
         conn.execute("ANALYZE hag_erase_sessions")

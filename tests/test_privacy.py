@@ -429,3 +429,42 @@ def test_the_command_line_exports_then_erases(db, memory, tmp_path, capsys):
     main(["learner", "erase", ADA, "--operator", "dpo"])
     assert "by dpo" in capsys.readouterr().err
     assert find_anywhere(db, ADA) == []
+
+
+def test_an_erasure_waits_for_a_session_being_applied(db, memory, database_url):
+    """A session of the learner claimed by a worker when the erasure starts: the erasure waits
+    for its commit, then pseudonymises the reports it wrote too."""
+    import threading
+    import time
+
+    from hag import db as hdb
+
+    edge = db.execute("SELECT id FROM hag_edges LIMIT 1").fetchone()["id"]
+    db.rollback()
+    with hdb.connect() as worker:
+        worker.execute(
+            "SELECT 1 FROM hag_sessions WHERE session_id = %s FOR UPDATE", (f"{ADA}-s9",)
+        )
+        worker.execute(
+            "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns,"
+            " reported_at) VALUES (%s, %s, %s, 1, now()) ON CONFLICT DO NOTHING",
+            (edge, f"{ADA}-s9", ADA),
+        )
+        box: dict = {}
+        eraser = threading.Thread(target=lambda: box.setdefault("r", privacy.erase_learner(ADA)))
+        eraser.start()
+        waiting = None
+        for _ in range(600):  # until the eraser waits on the claimed row (or has finished)
+            waiting = db.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND query LIKE '%%FOR UPDATE%%' AND pid <> pg_backend_pid()"
+            ).fetchone()
+            db.rollback()
+            if waiting or not eraser.is_alive():
+                break
+            time.sleep(0.05)
+        assert waiting and eraser.is_alive()  # it waits on the claimed session's row
+        worker.commit()
+    eraser.join(60)
+    assert box["r"].counts["hag_sessions"] == {"deleted": 5}
+    assert find_anywhere(db, ADA) == []

@@ -29,6 +29,13 @@ SELECT max(erased_at) AS erased_at FROM hag_erasures WHERE learner_hash = %(lear
 -- 'learner:' || id): no session of the learner writes while it is erased.
 SELECT pg_advisory_xact_lock(hashtextextended('learner:' || %(learner_id)s, 0)) IS NULL AS locked
 
+-- name: lock_sessions
+-- The learner's session rows, locked: a session-end worker applying one of them finishes
+-- first (its reports are then seen and pseudonymised), and none is claimed meanwhile (the
+-- claim skips locked rows).
+SELECT count(*)::int AS locked
+FROM (SELECT 1 FROM hag_sessions WHERE learner_id = %(learner_id)s FOR UPDATE) s
+
 -- name: collect_sessions
 -- The learner's sessions, each with a fresh random pseudonym: the keys every erasure
 -- statement below works from (temporary tables, gone when the transaction ends).
