@@ -252,8 +252,9 @@ def erase_learner(
         params = _refuse_unknown(conn, learner_id)
         params["pseudonym"] = f"erased-{uuid.uuid4()}"
         result = ErasureResult(learner_hash(conn, learner_id), operator_name(operator), dry_run)
-        conn.execute(query("privacy", "lock_learner"), params)
+        # In session-end's order: a worker holds its session's row, then the learner's lock.
         conn.execute(query("privacy", "lock_sessions"), params)
+        conn.execute(query("privacy", "lock_learner"), params)
         for name in ("collect_sessions", "collect_entries", "collect_edges"):
             conn.execute(query("privacy", name), params)
         conn.execute("ANALYZE hag_erase_sessions")
