@@ -278,6 +278,7 @@ def erase_learner(
                 },
             ).fetchone()
         )
+        conn.execute(query("privacy", "record_erased_sessions"), {"erasure_id": row["erasure_id"]})
         conn.commit()
     except BaseException:
         conn.rollback()

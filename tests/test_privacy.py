@@ -269,6 +269,21 @@ def test_erased_evidence_keeps_one_pseudonym_per_learner_and_one_per_session(db,
     assert [r["learner_id"] for r in succ] == [rows[0]["learner_id"]]
 
 
+def test_an_erased_session_sent_again_is_refused_not_applied_twice(db, memory):
+    """A payload of an erased session, sent again, is refused at ingest with the reason (its
+    tombstone, a salted hash of the session id), so its evidence never counts twice."""
+    privacy.erase_learner(ADA, conn=db)
+    before = shared_state(db)
+    [again] = ingest(db, memory["ada"][0])
+    assert again.status == "quarantined"
+    assert f"session {ADA}-s0 was erased on " in again.reason
+    assert again.reason.endswith("with its learner: it is not taken again")
+    process_pending()
+    assert shared_state(db) == before
+    tombstones = db.execute("SELECT session_hash FROM hag_erased_sessions").fetchall()
+    assert len(tombstones) == 5 and all(ADA not in t["session_hash"] for t in tombstones)
+
+
 def test_replaying_the_remaining_sessions_changes_nothing(db, memory):
     """After the erasure the other learner's payloads, sent again, are duplicates and the
     memory stays as it was (idempotency holds for every session still kept)."""

@@ -202,6 +202,10 @@ def test_any_edge_delete_is_audited_in_the_same_transaction(db):
 
 OTHER_CHECKS = [
     (
+        "INSERT INTO hag_erased_sessions (session_hash, erasure_id) VALUES ('s-1', 1)",
+        "hag_erased_sessions_session_hash_check",
+    ),
+    (
         "INSERT INTO hag_erasures (erased_by, learner_hash, counts) VALUES (' ', repeat('a', 64), '{}')",
         "hag_erasures_erased_by_check",
     ),

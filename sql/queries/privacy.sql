@@ -153,6 +153,13 @@ INSERT INTO hag_erasures (erased_by, learner_hash, counts)
 VALUES (%(erased_by)s, %(learner_hash)s, %(counts)s::jsonb)
 RETURNING erasure_id, erased_at
 
+-- name: record_erased_sessions
+-- A tombstone per erased session (migration 131): the same payload sent again is refused at
+-- ingest instead of being applied a second time.
+INSERT INTO hag_erased_sessions (session_hash, erasure_id)
+SELECT hag_erased_session_hash(session_id), %(erasure_id)s FROM hag_erase_sessions
+ON CONFLICT (session_hash) DO NOTHING
+
 -- name: export_sessions
 -- The learner's sessions, payloads as kept (as received, unless retention stripped them).
 SELECT 'hag_sessions' AS tbl, to_jsonb(s)::text AS row
