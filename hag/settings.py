@@ -235,6 +235,9 @@ _DIALS: tuple[Dial, ...] = (
     _f("enrichment_offline_min_similarity", 0.25, -1, 1, "ours: the offline proposer also proposes candidates at or above this cosine", E),
     # --- corpus and export ---
     _i("export_batch_rows", 2000, 1, 1_000_000, "ours: rows `hag export` fetches per round trip from its server-side cursor (memory stays flat)", "hag/corpus.py"),
+    # --- a learner's own data (issue 25, docs/privacy.md) ---
+    _i("message_retention_days", 0, 0, 36500, "ours: the nightly strips the student's words from processed payloads whose session ended this many days ago (0: keep them)", "hag/privacy.py"),
+    _i("quarantine_retention_days", 0, 0, 36500, "ours: the nightly strips the received text from quarantined payloads this many days old; reason, size and SHA-256 stay (0: keep it)", "hag/privacy.py"),
     # --- the operator's command line ---
     _i("history_default_limit", 50, 1, 100000, "ours: events `hag history ID` shows when no --limit is given (the newest)", "hag/cli/history_cmd.py"),
     # --- data-quality suites (SPEC §8) ---
@@ -641,6 +644,9 @@ class Settings(Mapping[str, Any]):
     enrichment_offline_min_similarity: float
     # --- corpus and export ---
     export_batch_rows: int
+    # --- a learner's own data ---
+    message_retention_days: int
+    quarantine_retention_days: int
     # --- the operator's command line ---
     history_default_limit: int
     # --- data-quality suites (SPEC §8) ---

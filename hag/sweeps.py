@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from hag import bounds, db, runs, settings
+from hag import bounds, db, privacy, runs, settings
 from hag.db import Conn, one
 from hag.edges import say_why
 from hag.errors import ValidationError
@@ -114,6 +114,8 @@ class NightlySummary:
     # The big-night guard when it tripped: reason, forecast, decision (None: it did not).
     guard: dict[str, Any] | None = None
     flow_run_id: str | None = None  # the Prefect flow run that made this run, if any
+    # the retention step (hag/privacy.py): rows whose raw messages were (would be) stripped
+    retention: dict[str, int] = field(default_factory=dict)
 
     @property
     def promotions(self) -> int:
@@ -130,6 +132,7 @@ class NightlySummary:
             "culled_by_source_type": self.culled_by_source_type,
             **({"reweighed": self.reweighed} if self.reweighed else {}),
             **({"guard": self.guard} if self.guard else {}),
+            **({"retention": self.retention} if any(self.retention.values()) else {}),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -302,6 +305,8 @@ def _apply(
                 at=summary.as_of,
             )
             summary.reprieved = _count(conn, "reprieve_sunk", params)
+    with timed(summary.step_seconds, "retention"):
+        summary.retention = privacy.strip_expired(conn, summary.as_of, dials).as_dict()
     if decide is not None and not _guarded_cull_approved(conn, params, summary, dials, decide):
         return
     _cull(conn, params, summary, dials)
@@ -390,6 +395,7 @@ def _forecast(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials
     summary.archived = row["archived"]
     if params["reprieve_idle_days"] > 0:
         summary.reprieved = _count(conn, "reprieve_forecast", params)
+    summary.retention = privacy.strip_expired(conn, summary.as_of, dials, dry_run=True).as_dict()
     _fill_forecast(conn, params, summary)
     total = int(one(conn.execute(query("sweeps", "count_edges")).fetchone())["n"])
     reason = guard_reason(summary.culled, total, dials)

@@ -66,3 +66,11 @@ def tag_dry_run(dry_run: bool) -> None:
         current = client.read_flow_run(run_id)
         if DRY_RUN_TAG not in current.tags:
             client.update_flow_run(run_id, tags=[*current.tags, DRY_RUN_TAG])
+
+
+def learner_run_name() -> str:
+    """`learner-export ad…`, `learner-erase dry-run ad…`: the learner's first two characters
+    only (a list of runs is no list of learners)."""
+    p = flow_run.get_parameters()
+    who = str(p.get("learner_id") or "")[:2]
+    return f"{flow_run.get_flow_name()} {_dry(p)}{who}…"

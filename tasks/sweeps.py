@@ -81,6 +81,15 @@ def log_summary(logger: Any, summary: NightlySummary) -> None:
         would,
         steps.get("archive", 0.0),
     )
+    if any(summary.retention.values()):  # the retention dials (docs/privacy.md)
+        logger.info(
+            "retention: student messages %sstripped from %d session(s), raw text from %d "
+            "quarantined payload(s) (%.2f s)",
+            would,
+            summary.retention["sessions_stripped"],
+            summary.retention["quarantine_stripped"],
+            steps.get("retention", 0.0),
+        )
     by_type = ", ".join(f"{k} {v}" for k, v in summary.culled_by_source_type.items()) or "none"
     logger.info(
         "cull: %d edges %sculled (%s) (%.2f s)",

@@ -70,6 +70,18 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
         (["history", "--after-session", "no-such-session"], 1, "no-such-session"),
         (["history"], 2, "give exactly one"),
     ],
+    "learner export": [
+        (["learner", "export", "nobody", "--out", "/tmp/hag-nobody.jsonl"], 1, "'nobody'"),
+        (["learner", "export", "no body", "--out", "/tmp/x.jsonl"], 1, "not a learner id"),
+        (["learner", "export", "nobody", "--out", "/nonexistent/x.jsonl"], 1, "does not exist"),
+        (["learner", "export", "nobody"], 2, "missing option"),
+    ],
+    "learner erase": [
+        (["learner", "erase", "nobody"], 1, "unknown learner 'nobody'"),
+        (["learner", "erase", "nobody", "--dry-run"], 1, "unknown learner 'nobody'"),
+        (["learner", "erase", "no body"], 1, "not a learner id"),
+        (["learner", "erase"], 2, "missing argument"),
+    ],
     "check": [(["check", "extra"], 2, "unexpected extra argument")],
     "enrich": [
         (["enrich", "--topic", "nowhere", "--dry-run"], 1, "unknown topic 'nowhere'"),

@@ -123,7 +123,14 @@ def test_recipe_registers_schedules_and_runs_a_parameterised_deployment(db, data
         serve_cmd.deploy_all(env)
 
         deployments = asyncio.run(_read_back(api_url))
-        assert set(deployments) == {"session-end", "nightly", "enrichment", "restore"}
+        assert set(deployments) == {
+            "session-end",
+            "nightly",
+            "enrichment",
+            "restore",
+            "learner-export",
+            "learner-erase",
+        }
         assert all(d.work_pool_name == serve_cmd.WORK_POOL for d in deployments.values())
 
         nightly = deployments["nightly"]
@@ -208,7 +215,14 @@ def test_hag_serve_starts_everything_and_stops_on_ctrl_c(db, database_url, tmp_p
                 break
         assert any(f"http://127.0.0.1:{port}" in line for line in lines), "".join(lines)
         deployments = asyncio.run(_read_back(f"http://127.0.0.1:{port}/api"))
-        assert set(deployments) == {"session-end", "nightly", "enrichment", "restore"}
+        assert set(deployments) == {
+            "session-end",
+            "nightly",
+            "enrichment",
+            "restore",
+            "learner-export",
+            "learner-erase",
+        }
         proc.send_signal(signal.SIGINT)
         # read what it prints while it stops (a full pipe would block it), and show it
         rest, _ = proc.communicate(timeout=90)

@@ -81,6 +81,9 @@ MIGRATION_ONLY = {
     "hag_entry_search_sync": "a trigger function: part of the search copy's storage",
     "hag_entry_search_set": "decides which stored copy a row lives in: a change needs a migration",
     "hag_entry_search_key": "names the set a copy row's changes are recorded under (storage)",
+    "hag_refuse_stripped_replay": "a trigger function: keeps a stripped session out of the queue",
+    "hag_refuse_erased_session": "a trigger function: keeps an erased session from coming back",
+    "hag_erased_session_hash": "names an erased session's tombstone (storage)",
 }
 
 

@@ -202,6 +202,18 @@ def test_any_edge_delete_is_audited_in_the_same_transaction(db):
 
 OTHER_CHECKS = [
     (
+        "INSERT INTO hag_erased_sessions (session_hash, erasure_id) VALUES ('s-1', 1)",
+        "hag_erased_sessions_session_hash_check",
+    ),
+    (
+        "INSERT INTO hag_erasures (erased_by, learner_hash, counts) VALUES (' ', repeat('a', 64), '{}')",
+        "hag_erasures_erased_by_check",
+    ),
+    (
+        "INSERT INTO hag_erasures (erased_by, learner_hash, counts) VALUES ('dpo', 'ada', '{}')",
+        "hag_erasures_learner_hash_check",
+    ),
+    (
         "INSERT INTO hag_entry_search_changes (set_key, changes) VALUES ('tutor', 0)",
         "hag_entry_search_changes_changes_check",
     ),

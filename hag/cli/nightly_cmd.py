@@ -86,6 +86,12 @@ def _print_summary(summary: dict[str, Any]) -> None:
     click.echo(f"  candidate -> pattern  {summary['promoted_to_pattern']}")
     click.echo(f"  pattern -> proven     {summary['promoted_to_proven']}")
     click.echo(f"  archived              {summary['archived']}")
+    if any(summary.get("retention", {}).values()):  # the retention dials (docs/privacy.md)
+        r = summary["retention"]
+        click.echo(
+            f"  messages stripped     {r['sessions_stripped']} session(s), "
+            f"{r['quarantine_stripped']} quarantined payload(s)"
+        )
     by_type = ", ".join(f"{k} {v}" for k, v in summary["culled_by_source_type"].items())
     culled = summary["culled"]
     click.echo(f"  edges culled          {culled}" + (f" ({by_type})" if by_type else ""))

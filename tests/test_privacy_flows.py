@@ -1,0 +1,98 @@
+"""The learner-export and learner-erase flows as an operator runs them from the Prefect UI,
+against a real (temporary) Prefect server: run names, artifacts, one-line refusals."""
+
+from __future__ import annotations
+
+import json
+
+from tests.session_builders import payload, run, turn
+from tests.test_operator_flows import _artifacts, _client, _flow_run
+
+
+def test_export_then_erase_run_as_flow_runs(db, prefect_harness, tmp_path):
+    """Export writes the file and a counts artifact; a dry-run erase changes nothing; the real
+    one erases and records the flow run as who; no run name or artifact holds the id."""
+    from flows.learner_erase import learner_erase_flow
+    from flows.learner_export import learner_export_flow
+    from tests import factories as f
+
+    f.entry(db, concept_slug="rsa")
+    db.commit()
+    run(db, payload("grace-s1", [turn(0, message="what is a modulus?")], learner="grace.h"))
+
+    out = tmp_path / "grace.jsonl"
+    state = learner_export_flow(learner_id="grace.h", out=str(out), return_state=True)
+    assert state.is_completed(), state.message
+    lines = out.read_text().splitlines()
+    assert json.loads(lines[-1])["manifest"]["counts"]["hag_sessions"] == 1
+    export_run = state.state_details.flow_run_id
+    assert _flow_run(export_run).name == "learner-export gr…"
+    assert "grace" not in str(_artifacts(export_run)["learner-export"].data)
+
+    dry = learner_erase_flow(learner_id="grace.h", return_state=True)
+    assert dry.is_completed(), dry.message
+    dry_run = _flow_run(dry.state_details.flow_run_id)
+    assert dry_run.name == "learner-erase dry-run gr…" and "dry-run" in dry_run.tags
+    assert "learner-erasure-dry-run" in _artifacts(dry.state_details.flow_run_id)
+    assert db.execute("SELECT count(*) AS n FROM hag_sessions").fetchone()["n"] == 1
+    db.rollback()
+
+    real = learner_erase_flow(
+        learner_id="grace.h", dry_run=False, operator="dpo", return_state=True
+    )
+    assert real.is_completed(), real.message
+    assert db.execute("SELECT count(*) AS n FROM hag_sessions").fetchone()["n"] == 0
+    record = db.execute("SELECT erased_by FROM hag_erasures").fetchone()
+    assert record["erased_by"] == f"prefect flow run {real.state_details.flow_run_id} for dpo"
+    report = _artifacts(real.state_details.flow_run_id)["learner-erasure"]
+    assert "hag_sessions" in str(report.data) and "grace" not in str(report.data)
+
+
+def test_both_flows_refuse_an_unknown_learner_in_one_line(db, prefect_harness, tmp_path):
+    """A learner nothing is held about fails each run with one line naming them."""
+    from flows.learner_erase import learner_erase_flow
+    from flows.learner_export import learner_export_flow
+
+    for state in (
+        learner_export_flow(learner_id="nobody", out=str(tmp_path / "x.jsonl"), return_state=True),
+        learner_erase_flow(learner_id="nobody", dry_run=False, return_state=True),
+    ):
+        assert state.is_failed()
+        assert "unknown learner 'nobody'" in state.message and "\n" not in state.message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_learner_id_is_refused_before_a_run_exists(prefect_harness):
+    """Deployments with the two flows' schemas refuse an id no learner can have at run
+    creation, and every parameter has a description for the run form."""
+    import uuid
+
+    import pytest
+    from prefect.exceptions import PrefectHTTPStatusError
+    from prefect.utilities.callables import parameter_schema_from_entrypoint
+
+    from hag import PROJECT_ROOT
+
+    with _client() as client:
+        for flow_name, entrypoint in (
+            ("learner-export", "flows/learner_export.py:learner_export_flow"),
+            ("learner-erase", "flows/learner_erase.py:learner_erase_flow"),
+        ):
+            schema = parameter_schema_from_entrypoint(str(PROJECT_ROOT / entrypoint))
+            props = schema.model_dump_for_openapi()["properties"]
+            assert all(p.get("description") for p in props.values()), (flow_name, props)
+            deployment_id = client.create_deployment(
+                flow_id=client.create_flow_from_name(flow_name),
+                name=f"bounds-{uuid.uuid4().hex[:6]}",
+                entrypoint=entrypoint,
+                parameter_openapi_schema=schema.model_dump_for_openapi(),
+                enforce_parameter_schema=True,
+            )
+            with pytest.raises(PrefectHTTPStatusError, match="409|422"):
+                client.create_flow_run_from_deployment(
+                    deployment_id, parameters={"learner_id": "no body"}
+                )
+            made = client.create_flow_run_from_deployment(
+                deployment_id, parameters={"learner_id": "ada"}
+            )
+            client.delete_flow_run(made.id)
