@@ -29,6 +29,9 @@ class ProcessConfig(BaseSettings):
     # The read path (`retrieve`) only: a hot standby of the memory database. Unset, it reads
     # the primary. Every write, and the dials, go to `database_url` whatever this says.
     read_database_url: str | None = None  # HAG_READ_DATABASE_URL
+    # A deployed flow run's database URL, when the Prefect server has a Secret block of this
+    # name (tasks/runtime.py, docs/operations.md); else the worker's DATABASE_URL.
+    database_secret_block: str = "hag-database-url"  # HAG_DATABASE_SECRET_BLOCK
     # Default: `.hag` in the checkout, or in the current directory for an installed wheel.
     data_dir: Path = Field(default_factory=lambda: work_dir() / ".hag")
 

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from typing import Any
 
+from prefect import get_run_logger
 from prefect.runtime import flow_run
 
 DRY_RUN_TAG = "dry-run"
@@ -66,3 +68,33 @@ def tag_dry_run(dry_run: bool) -> None:
         current = client.read_flow_run(run_id)
         if DRY_RUN_TAG not in current.tags:
             client.update_flow_run(run_id, tags=[*current.tags, DRY_RUN_TAG])
+
+
+def use_deployment_database() -> None:
+    """Point a deployed flow run at its database before it touches one: the URL in the
+    Prefect Secret block named by `HAG_DATABASE_SECRET_BLOCK` (default `hag-database-url`)
+    when the server has one, else the worker's `DATABASE_URL`. The password is never a
+    deployment parameter or job variable (which Prefect stores and shows in plain text).
+
+    A flow called in-process (`hag nightly` with PREFECT_API_URL, the simulator, tests) is
+    not a deployment's run and keeps its caller's database.
+    """
+    if flow_run.get_deployment_id() is None:
+        return
+    from prefect.blocks.system import Secret
+
+    from hag import config, db
+
+    name = config.get_config().database_secret_block
+    logger = get_run_logger()
+    try:
+        url = str(Secret.load(name).get())
+    except ValueError:  # no such block: the worker's environment decides
+        logger.info("database: the worker's DATABASE_URL (no Secret block %r)", name)
+        return
+    logger.info("database: from the Secret block %r", name)
+    if os.environ.get("DATABASE_URL") != url:
+        os.environ["DATABASE_URL"] = url
+        os.environ.pop("HAG_DATABASE_URL", None)
+        config.reset_config()
+        db.close_all()

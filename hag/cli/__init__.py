@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "nightly": "hag.cli.nightly_cmd:nightly",
     "audit": "hag.cli.nightly_cmd:audit",
     "history": "hag.cli.history_cmd:history",
+    "runs": "hag.cli.runs_cmd:runs",
     "check": "hag.cli.check_cmd:check",
     "enrich": "hag.cli.enrich_cmd:enrich",
     "serve": "hag.cli.serve_cmd:serve",

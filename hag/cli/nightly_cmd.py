@@ -34,8 +34,10 @@ from hag.cli._common import (
 def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool) -> None:
     """Promote, archive and cull (audited), in one transaction, as of a moment; then check.
 
-    The same sweep the Prefect deployment `nightly/nightly` runs on its schedule, then the
-    per-topic search indexes of topics past `topic_exact_scan_max_rows`. After a real
+    The same steps the Prefect deployment `nightly/nightly` runs on its schedule: the
+    sweep, then the search copy's upkeep (the per-topic search indexes of topics past
+    `topic_exact_scan_max_rows`, clustering, its change rows folded). It never pauses for
+    an operator: a big night culls what the rule allows, as the report says. After a real
     run the data-quality suites run (as `hag check`); exit 1 when an expectation fails. A
     dry run changes nothing, so it leaves them to `hag check`.
     With PREFECT_API_URL set, this is a run of the nightly flow on that server (recorded
@@ -49,18 +51,18 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
     ready()
 
     def direct() -> dict[str, Any]:
-        from hag.retrieval import ann
-        from hag.sweeps import run_nightly
+        from hag import sweeps
 
-        summary = run_nightly(as_of=as_of, dry_run=dry_run)
-        # As the flow: the per-topic search indexes a grown topic needs (none on a dry run).
-        indexed = None if dry_run else ann.build_topic_indexes(concurrently=True, strict=False)
-        return {**summary.as_dict(), "topic_indexes": indexed}
+        return sweeps.nightly(as_of, dry_run).as_dict()  # the flow's steps, in its order
 
     def through_flow() -> dict[str, Any]:
         from hag.orchestration import run_summary
 
-        return run_summary("nightly", as_of=as_of, dry_run=dry_run)
+        # The command line never pauses (a big night culls as without Prefect), and its
+        # --no-check holds for the flow run too.
+        return run_summary(
+            "nightly", as_of=as_of, dry_run=dry_run, ask_operator=False, check=not no_check
+        )
 
     result = dispatch("nightly", direct, through_flow, force_direct=False)
     if as_json:
@@ -79,6 +81,8 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
+    from hag import runs
+
     dry_run = summary["dry_run"]
     # A dry run records nothing, so it has no id to show (there would be nothing to look up).
     what = "dry run (nothing changed)" if dry_run else f"run {summary['run_id']}"
@@ -95,11 +99,16 @@ def _print_summary(summary: dict[str, Any]) -> None:
             f"{e['source_type']} {e['confidence']:.3f}, {e['age_days']} days  {e['edge_id']}"
         )
     if culled > len(summary["culled_edges"]):
-        rest = f"`hag audit culled --run {str(summary['run_id'])[:8]}` lists them all"
+        rest = f"`hag audit culled --run {runs.short(summary['run_id'])}` lists them all"
         note(
             f"(showing {len(summary['culled_edges'])} of {culled}; "
             + ("a real run's audit lists them all)" if dry_run else f"{rest})")
         )
+    guard = summary.get("guard")
+    if guard:
+        click.echo(f"  big-night guard       {guard['reason']}; {guard['decision']}")
+    elif dry_run:
+        click.echo("  big-night guard       under its limits: a scheduled run would not pause")
     if summary.get("topic_indexes") is not None:
         click.echo(f"  topic search indexes  {', '.join(summary['topic_indexes']) or 'none'}")
 

@@ -9,7 +9,6 @@ so no lock or snapshot waits on the network. A dry run does all of it but the wr
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -378,7 +377,7 @@ def _enrich(
         proposer = choose_proposer(dials, model)
         limit = limit or dials.enrichment_default_limit
         summary = EnrichmentSummary(
-            run_id=uuid.uuid4(),
+            run_id=runs.new_id(flow_run_id, conn=conn),  # the flow run's, if any
             dry_run=dry_run,
             proposer=proposer.name,
             offline=proposer.offline,

@@ -52,7 +52,7 @@ def process_pending(
     size = int(batch_size or dials.session_batch_size)
     if run_id is not None:
         return _process_pending(run_id, False, size, limit, workers, dials, on_batch, run_batch)
-    run = uuid.uuid4()
+    run = runs.new_id(flow_run_id)  # a flow run's run has its id (hag/runs.py)
     with runs.alive(run):  # held before the row exists: no reaper ever sees it unheld
         open_run({"batch_size": size, "limit": limit, "workers": workers}, run, flow_run_id)
         return _process_pending(run, True, size, limit, workers, dials, on_batch, run_batch)
