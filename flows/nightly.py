@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from prefect import flow
 
 from hag import sweeps
 from tasks.checks import run_expectations
-from tasks.runtime import nightly_run_name, tag_dry_run, use_deployment_database
+from tasks.runtime import Moment, nightly_run_name, tag_dry_run, use_deployment_database
 from tasks.sweeps import build_topic_indexes, nightly_sweep, publish_nightly_report
 
 
 @flow(name="nightly", flow_run_name=nightly_run_name, validate_parameters=True)
 def nightly_flow(
-    as_of: datetime | None = None,
+    as_of: Moment = None,
     dry_run: bool = False,
     ask_operator: bool = True,
     check: bool = True,
@@ -30,8 +29,9 @@ def nightly_flow(
 
     Args:
         as_of: 'Now' for the age rules (promotion and cull ages) and the time the run stamps
-            on what it changes, for backfills; empty means now. An ISO-8601 time with its
-            zone (e.g. 2026-03-01T02:30:00Z); anything else is refused when the run is made.
+            on what it changes, for backfills; empty means now. An ISO-8601 date or time
+            (2026-03-01T02:30:00+01:00; no zone means UTC); anything else is refused when
+            the run is created.
         dry_run: Report what would change and change nothing (the run is tagged dry-run and
             publishes under nightly-dry-run-* artifact keys).
         ask_operator: Pause a big night (over the cull_guard_* dials) for an operator's

@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 from prefect import get_run_logger
 from prefect.runtime import flow_run
+from pydantic import Field
 
 DRY_RUN_TAG = "dry-run"
+
+# A flow's `as_of`: an ISO-8601 date or time (a zone, or none for UTC). Prefect's server checks
+# a parameter against the deployment's schema when a run is created, but not the schema's
+# `format` (its validator is built without a format checker), so the pattern is what refuses
+# "yesterday-ish" there; pydantic parses the value when the run starts.
+ISO_MOMENT = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$"
+Moment = Annotated[datetime | None, Field(json_schema_extra={"pattern": ISO_MOMENT})]
 
 
 def _day(as_of: Any) -> str:
@@ -79,9 +87,11 @@ def use_deployment_database() -> None:
     A flow called in-process (`hag nightly` with PREFECT_API_URL, the simulator, tests) is
     not a deployment's run and keeps its caller's database.
     """
-    if flow_run.get_deployment_id() is None:
-        return
     from prefect.blocks.system import Secret
+    from prefect.runtime import deployment
+
+    if deployment.get_id() is None:
+        return
 
     from hag import config, db
 
