@@ -130,19 +130,55 @@ def create_work_pool(env: dict[str, str], name: str = WORK_POOL) -> None:
     )
 
 
+SOURCE_VARIABLES = ("hag_repository", "hag_branch")  # prefect.yaml's pull step reads them
+
+
+def set_source_variables(
+    env: dict[str, str], repository: str | Path = PROJECT_ROOT, branch: str | None = None
+) -> dict[str, str]:
+    """Point prefect.yaml's pull step at a repository (default: this checkout, its branch),
+    unless the server already names one; returns what the variables hold.
+
+    A flow run then clones the committed code of that branch, so a worker needs no
+    checkout; a local `hag serve` runs what is committed, not the working tree's edits."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.variables import Variable
+
+    if branch is None:
+        found = subprocess.run(
+            ["git", "-C", str(repository), "rev-parse", "--abbrev-ref", "HEAD"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        branch = "" if found in ("", "HEAD") else found  # detached: the default branch
+    wanted = {"hag_repository": str(repository), "hag_branch": branch}
+    with temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"]}):
+        for name, value in wanted.items():
+            current = Variable.get(name)
+            if current is None:
+                Variable.set(name, value)
+            else:
+                wanted[name] = str(current)
+    return wanted
+
+
 def deploy_all(env: dict[str, str]) -> str:
     """`prefect deploy --all` from the repository root (reads prefect.yaml)."""
     return _run(env, _prefect("--no-prompt", "deploy", "--all"), "prefect deploy --all", 300)
 
 
 def start_worker(
-    env: dict[str, str], name: str = WORK_POOL, log: IO[Any] | None = None
+    env: dict[str, str],
+    name: str = WORK_POOL,
+    log: IO[Any] | None = None,
+    cwd: Path = PROJECT_ROOT,
 ) -> subprocess.Popen[bytes]:
-    """A process worker on the pool; flow runs start as its child processes."""
+    """A process worker on the pool; flow runs start as its child processes, each in a
+    temporary folder where the pull step clones the repository."""
     return subprocess.Popen(
         _prefect("worker", "start", "--pool", name),
         env=env,
-        cwd=PROJECT_ROOT,
+        cwd=cwd,
         stdout=log or subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
         preexec_fn=_die_with_parent,
@@ -320,6 +356,11 @@ def serve(port: int, home: Path | None, no_worker: bool) -> None:
             started.append(start_server(env, port, server_log))
         note(f"creating work pool {WORK_POOL}; registering prefect.yaml's deployments")
         create_work_pool(env)
+        source = set_source_variables(env)
+        note(
+            f"flow runs clone {source['hag_repository']} "
+            f"({source['hag_branch'] or 'its default branch'}): committed code only"
+        )
         deploy_all(env)
         if not no_worker:
             with open(logs / "worker.log", "ab") as worker_log:
