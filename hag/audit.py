@@ -89,7 +89,7 @@ def culled(
 ) -> list[dict[str, Any]]:
     """Culled edges, newest first: every audit column an operator reviews, both concepts.
 
-    `run_id` is resolved as everywhere (either id, or a unique prefix); an unknown run is
+    `run_id` is resolved as everywhere (an id, a unique prefix, or its ending); an unknown run is
     an error, not an empty answer.
     """
     with db.connection_or_own(conn) as c:

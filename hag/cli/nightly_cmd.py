@@ -123,7 +123,7 @@ def audit() -> None:
 @click.option(
     "--run",
     "run_id",
-    help="Only edges culled by this run: its run id or Prefect flow-run id, or a unique prefix.",
+    help="Only edges culled by this run: its id, a unique prefix, or the ending listings print.",
 )
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
 @json_option
@@ -189,17 +189,17 @@ def _table(rows: list[dict[str, Any]]) -> None:
 @click.option(
     "--run",
     "run_id",
-    help="Restore every edge this run culled: its run id or Prefect flow-run id, or a unique prefix.",
+    help="Restore every edge this run culled: its id, a unique prefix, or its printed ending.",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would come back; change nothing.")
 @json_option
 def restore(edge_ids: tuple[str, ...], run_id: str | None, dry_run: bool, as_json: bool) -> None:
     """Put culled edges back exactly as they were (EDGE_ID..., or --run RUN_ID).
 
-    Edge and run ids may be given whole or as a unique prefix (the short ids `hag audit
-    culled` prints). An edge whose endpoint entry no longer exists, or which has since been
-    recreated, is refused with the reason; the others are restored. Exits 1 when anything
-    was refused. A restored edge is never culled again by the rule.
+    Edge and run ids may be given whole, as a unique prefix, or by the 8-digit ending the
+    listings and artifacts print. An edge whose endpoint entry no longer exists, or which
+    has since been recreated, is refused with the reason; the others are restored. Exits 1
+    when anything was refused. A restored edge is never culled again by the rule.
     """
     from hag import audit as hag_audit
 
