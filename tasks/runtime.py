@@ -98,7 +98,7 @@ def use_deployment_database() -> None:
     name = config.get_config().database_secret_block
     logger = get_run_logger()
     try:
-        url = str(Secret.load(name).get())
+        url = str(Secret.load(name).get())  # type: ignore[union-attr]  # sync here
     except ValueError:  # no such block: the worker's environment decides
         logger.info("database: the worker's DATABASE_URL (no Secret block %r)", name)
         return
