@@ -349,7 +349,7 @@ def enrich(
     `as_of` is the moment the accepted edges are created at (default: now), so a backfill or
     a simulation stamps them with its own time, as sessions do with their `ended_at`. It
     lies within `timestamp_window_years` of now, like every moment that enters (docs/bounds.md).
-    `flow_run_id` (the Prefect flow run, if any) is recorded on the run row.
+    Under a Prefect flow run (`flow_run_id`) the run takes the flow run's id (hag/runs.py).
     """
     problem = as_of is not None and bounds.timestamp_problem(as_of, settings.current())
     if problem:

@@ -44,7 +44,8 @@ def process_pending(
     its own run id. A single worker applies sessions in `ended_at` order. `run_batch(run_id,
     size)` applies one batch (the flow passes its Prefect task); by default `process_batch`.
     A run of its own holds its liveness lock while it works, and marks runs left `running`
-    by a dead process `abandoned` first (hag/runs.py); `flow_run_id` is recorded on its row.
+    by a dead process `abandoned` first (hag/runs.py); under a Prefect flow run
+    (`flow_run_id`) the run takes the flow run's id.
     """
     from hag import runs, settings
 
