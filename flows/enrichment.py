@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from prefect import flow
@@ -10,7 +9,7 @@ from pydantic import Field
 
 from tasks.checks import run_expectations
 from tasks.enrichment import enrich_orphans, publish_cost_ledger, publish_proposals
-from tasks.runtime import enrichment_run_name, tag_dry_run
+from tasks.runtime import Moment, enrichment_run_name, tag_dry_run, use_deployment_database
 
 
 # Bounds are declared on the types (the run form and the API refuse a bad value before a
@@ -21,7 +20,7 @@ def enrichment_flow(
     limit: Annotated[int | None, Field(ge=1, le=100_000)] = None,
     dry_run: bool = False,
     model: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
-    as_of: datetime | None = None,
+    as_of: Moment = None,
 ) -> dict[str, Any]:
     """Enrich orphans (validated proposals), publish the cost ledger and the proposals, check.
 
@@ -35,7 +34,9 @@ def enrichment_flow(
         dry_run: Ask the model and validate, but write nothing (the run is tagged dry-run).
         model: The model to ask (e.g. gpt-4o-mini); empty: the configured one.
         as_of: The moment accepted edges are created at, for backfills; empty means now.
+            An ISO-8601 date or time (no zone means UTC), checked when the run is created.
     """
+    use_deployment_database()
     tag_dry_run(dry_run)
     summary = enrich_orphans(topic, limit, dry_run, model, as_of)
     publish_cost_ledger(summary)

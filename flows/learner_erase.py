@@ -8,7 +8,7 @@ from prefect import flow
 from pydantic import Field
 
 from tasks.privacy import erase_learner_data, publish_erasure_report
-from tasks.runtime import learner_run_name, tag_dry_run
+from tasks.runtime import learner_run_name, tag_dry_run, use_deployment_database
 
 LearnerId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")]
 
@@ -32,6 +32,7 @@ def learner_erase_flow(
         dry_run: Only count what would be erased; change nothing.
         operator: Who asks for the erasure (recorded beside this flow run's id).
     """
+    use_deployment_database()
     tag_dry_run(dry_run)
     result = erase_learner_data(learner_id, dry_run, operator)
     publish_erasure_report(result)

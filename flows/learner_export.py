@@ -8,7 +8,7 @@ from prefect import flow
 from pydantic import Field
 
 from tasks.privacy import export_learner_data, publish_export_manifest
-from tasks.runtime import learner_run_name
+from tasks.runtime import learner_run_name, use_deployment_database
 
 LearnerId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")]
 
@@ -29,6 +29,7 @@ def learner_export_flow(
         out: The file to write on the worker's machine; empty means the data folder's
             exports/learner-export-<flow run id>.jsonl.
     """
+    use_deployment_database()
     result = export_learner_data(learner_id, out)
     publish_export_manifest(result)
     return result.as_dict()

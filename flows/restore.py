@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from prefect import flow
+from prefect import flow, get_run_logger
+from prefect.states import Failed
 from pydantic import Field
 
-from hag.errors import ValidationError
+from hag import audit, runs
+from hag.errors import HagError, ValidationError
 from tasks.audit import publish_restore_report, restore_culled_edges
-from tasks.runtime import restore_run_name, tag_dry_run
+from tasks.runtime import restore_run_name, tag_dry_run, use_deployment_database
 
 HexId = Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{4,36}$")]
 
@@ -28,15 +30,22 @@ def restore_flow(
     endpoint is gone or that has been recreated is refused with the reason.
 
     Args:
-        run: Restore every edge this run culled: the nightly run's id or Prefect flow-run
-            id, or a unique prefix of at least 4 hex digits.
-        edge_ids: Or the culled edges to restore, by id or unique prefix (the short ids in
-            the nightly-culled-edges artifact's restore column).
+        run: Restore every edge this run culled: the nightly run's id (its flow run's), a
+            unique prefix of at least 4 hex digits, or the 8-digit ending listings show.
+        edge_ids: Or the culled edges to restore, by id, unique prefix or ending (the short
+            ids in the nightly-culled-edges artifact's restore column).
         dry_run: Only show what would come back and what would be refused; change nothing.
     """
     if bool(run) == bool(edge_ids):
         raise ValidationError("give exactly one of run or edge_ids")
+    use_deployment_database()
     tag_dry_run(dry_run)
+    try:  # an unknown or ambiguous id is the operator's to fix: one line, not a traceback
+        run = str(runs.resolve(run)) if run else None
+        edge_ids = [str(audit.resolve_edge(e)) for e in edge_ids or []] or None
+    except HagError as exc:
+        get_run_logger().error("restore refused: %s", exc)
+        return Failed(message=f"restore refused: {exc}")  # type: ignore[return-value]
     result = restore_culled_edges(run, edge_ids, dry_run)
     publish_restore_report(result)
     return result.as_dict()

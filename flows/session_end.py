@@ -18,7 +18,7 @@ from pydantic import Field
 
 from hag.session.outcome import SessionsFailed
 from tasks.checks import run_expectations
-from tasks.runtime import session_end_run_name
+from tasks.runtime import session_end_run_name, use_deployment_database
 from tasks.session import (
     count_pending,
     process_sessions,
@@ -51,6 +51,7 @@ def session_end_flow(
         retry_failed: First put back to pending the sessions an earlier run failed to apply
             for a reason outside their payload (a database error), once its cause is fixed.
     """
+    use_deployment_database()
     if retry_failed:
         retry_failed_sessions()
     if count_pending() == 0:

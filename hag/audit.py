@@ -6,12 +6,13 @@ an edge whose endpoint entry is gone or which has since been recreated. A restor
 never culled again by the rule (the operator's word outranks it; see docs/nightly.md).
 
 Runs are named as everywhere (hag/runs.py: a run id or Prefect flow-run id, or a unique
-prefix of either), and culled edges by their id or a unique prefix of it (the short ids the
-listings print), so what is printed short is accepted back.
+prefix of either, or the ending listings print), and culled edges by their id, a unique
+prefix of it, or its printed ending, so what is printed short is accepted back.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -65,7 +66,8 @@ class RestoreResult:
 
 
 def resolve_edge(text: str | uuid.UUID, *, conn: Conn | None = None) -> uuid.UUID:
-    """The culled edge an operator means: its id, or a unique prefix of it (>= 4 digits)."""
+    """The culled edge an operator means: its id, a unique prefix of it (>= 4 digits), or
+    the ending listings print."""
     typed, prefix = runs.hex_prefix(text, "edge id", "hex digits of a culled edge's id")
     with db.connection_or_own(conn) as c:
         rows = c.execute(query("audit", "match_culled_edge"), {"prefix": prefix}).fetchall()
@@ -74,8 +76,7 @@ def resolve_edge(text: str | uuid.UUID, *, conn: Conn | None = None) -> uuid.UUI
     if not rows:
         raise NotFoundError(f"edge {typed!r}: no culled edge has this id")
     if len(rows) > 1:
-        named = ", ".join(runs.short(r["edge_id"]) for r in rows)
-        raise ValidationError(f"edge id {typed!r} is ambiguous: it matches {named}")
+        raise runs.ambiguous("edge id", typed, [runs.short(r["edge_id"]) for r in rows])
     return rows[0]["edge_id"]  # type: ignore[no-any-return]
 
 
@@ -88,7 +89,7 @@ def culled(
 ) -> list[dict[str, Any]]:
     """Culled edges, newest first: every audit column an operator reviews, both concepts.
 
-    `run_id` is resolved as everywhere (either id, or a unique prefix); an unknown run is
+    `run_id` is resolved as everywhere (an id, a unique prefix, or its ending); an unknown run is
     an error, not an empty answer.
     """
     with db.connection_or_own(conn) as c:
@@ -113,13 +114,16 @@ def restore(
     *,
     dry_run: bool = False,
     by: str = "hag audit restore",
+    flow_run_id: uuid.UUID | str | None = None,
     conn: Conn | None = None,
 ) -> RestoreResult:
     """Put culled edges back as they were: some edges (ids or prefixes), or one run's.
 
     Restores what it can and refuses the rest with a reason (an endpoint entry no longer
-    exists, or the edge has since been recreated); one transaction, committed here. A dry
-    run says what would come back and what would be refused, and writes nothing.
+    exists, or the edge has since been recreated); one transaction, committed here, which
+    also writes the restore's own run row (kind `restore`, its id the flow run's when
+    Prefect runs it; the restored edges' history names it). A dry run says what would come
+    back and what would be refused, and writes nothing.
     """
     if (edge_id is None) == (run_id is None):
         raise ValueError("restore takes exactly one of edge_id or run_id")
@@ -132,7 +136,10 @@ def restore(
                 "edge_ids": sorted({str(resolve_edge(e, conn=c)) for e in wanted}),
                 "run_id": str(runs.resolve(run_id, conn=c)) if run_id is not None else None,
             }
-            result = _restore(c, asked, by, dry_run)
+            run_id = None if dry_run else runs.new_id(flow_run_id, conn=c)
+            result = _restore(c, asked, by, dry_run, run_id)
+            if run_id is not None:
+                _record_run(c, run_id, flow_run_id, asked, result)
             if dry_run:
                 c.rollback()
             else:
@@ -143,7 +150,31 @@ def restore(
     return result
 
 
-def _restore(conn: Conn, asked: dict[str, Any], by: str, dry_run: bool) -> RestoreResult:
+def _record_run(
+    conn: Conn,
+    run_id: uuid.UUID,
+    flow_run_id: uuid.UUID | str | None,
+    asked: dict[str, Any],
+    result: RestoreResult,
+) -> None:
+    """The restore's run row, written done in the restore's own transaction."""
+    conn.execute(
+        query("runs", "record_finished_run"),
+        {
+            "run_id": run_id,
+            "kind": "restore",
+            "flow_run_id": str(flow_run_id) if flow_run_id else None,
+            "params": json.dumps(asked),
+            "summary": json.dumps(
+                {"restored": len(result.restored), "refused": len(result.refused)}
+            ),
+        },
+    )
+
+
+def _restore(
+    conn: Conn, asked: dict[str, Any], by: str, dry_run: bool, run_id: uuid.UUID | None
+) -> RestoreResult:
     conn.execute(query("audit", "lock_restorable"), asked).fetchall()
     verdicts = conn.execute(query("audit", "restore_verdicts"), asked).fetchall()
     if not verdicts:
@@ -178,7 +209,7 @@ def _restore(conn: Conn, asked: dict[str, Any], by: str, dry_run: bool) -> Resto
     if wanted and dry_run:
         result.restored = sorted((v["edge_id"] for v in wanted), key=str)
     elif wanted:
-        say_why(conn, "restored from the cull audit")
+        say_why(conn, "restored from the cull audit", run_id=run_id)
         back = conn.execute(
             query("audit", "restore_edges"),
             {

@@ -42,6 +42,9 @@ class ProcessConfig(BaseSettings):
     # which take session settings around statements that cannot run in a transaction).
     # Unset, that upkeep uses DATABASE_URL, and behind a transaction-mode pooler is skipped.
     direct_database_url: str | None = None
+    # A deployed flow run's database URL, when the Prefect server has a Secret block of this
+    # name (tasks/runtime.py, docs/operations.md); else the worker's DATABASE_URL.
+    database_secret_block: str = "hag-database-url"  # HAG_DATABASE_SECRET_BLOCK
     # Default: `.hag` in the checkout, or in the current directory for an installed wheel.
     data_dir: Path = Field(default_factory=lambda: work_dir() / ".hag")
 

@@ -5,9 +5,33 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from hag import runs
 from hag.db import Conn
-from hag.errors import NotFoundError, ValidationError
+from hag.errors import NotFoundError
 from hag.sqlfiles import query
+
+
+def resolve_entity(conn: Conn, text: str) -> uuid.UUID:
+    """The entry or edge an operator means: its id whole, a unique prefix (>= 4 digits), or
+    the ending listings print (a culled edge's too), as run ids are taken (hag/runs.py)."""
+    try:
+        return uuid.UUID(str(text).strip())
+    except ValueError:
+        pass
+    typed, prefix = runs.hex_prefix(text, "entry or edge id", "a UUID, a prefix or its ending")
+    bounds = {
+        "prefix": prefix,
+        "low": uuid.UUID(prefix.ljust(32, "0")),
+        "high": uuid.UUID(prefix.ljust(32, "f")),
+    }
+    rows = conn.execute(query("history", "match_entity"), bounds).fetchall()
+    if not rows:
+        raise NotFoundError(f"no entry or edge {typed!r} (neither an id's start nor its ending)")
+    if len(rows) > 1:
+        raise runs.ambiguous(
+            "entry or edge id", typed, [f"{runs.short(r['id'])} ({r['kind']})" for r in rows]
+        )
+    return rows[0]["id"]  # type: ignore[no-any-return]
 
 
 def confidence_history(
@@ -15,10 +39,7 @@ def confidence_history(
 ) -> list[dict[str, Any]]:
     """The newest `limit` events of one entry or edge (confidence changes, culls, restores),
     oldest first, in the memory's own time (at least one row; each carries the `total`)."""
-    try:
-        key = uuid.UUID(str(entity_id))
-    except ValueError:
-        raise ValidationError(f"{entity_id!r} is not an entry or edge id (a UUID)") from None
+    key = resolve_entity(conn, entity_id)
     rows = [
         dict(r)
         for r in conn.execute(

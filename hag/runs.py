@@ -1,9 +1,14 @@
 """The batch jobs' run rows (`hag_runs`): one id per run, liveness, and runs left behind.
 
-A run is named by two ids: the memory's own `run_id` and, when Prefect ran it, the flow
-run the Prefect UI shows (`flow_run_id`). `resolve()` accepts either, whole or as a unique
-prefix of at least `MIN_PREFIX` hex digits (as git does), and refuses an unknown or
-ambiguous one by name.
+A run has one id. A run that Prefect runs takes its flow run's id as its `run_id` (the id
+the Prefect UI shows), so the operator meets the same id everywhere; a run outside Prefect
+makes its own (`new_id()`). `flow_run_id` keeps the link (and tells the two apart when a
+flow run is retried, which makes a run of its own). `resolve()` accepts an id whole, by a
+unique prefix of at least `MIN_PREFIX` hex digits (as git does), or by the ending listings
+print (`short()`), and refuses an unknown or ambiguous one, naming the candidates.
+
+Ids are printed by their last `SHORT` digits: Prefect's flow-run ids are time-ordered, so
+the runs of one scheduled batch share their first digits, while their endings are random.
 
 While a run works, a connection of its own holds a transaction-level advisory lock keyed on
 the run id, in one transaction left open for the run's length (`alive()`). A killed process
@@ -33,15 +38,29 @@ from hag.sqlfiles import query
 RUN_LOCK_CLASS = 0x4A47_0060
 # Shorter prefixes match too much to be worth looking up: git's own minimum abbreviation.
 MIN_PREFIX = 4
-SHORT = 8  # how many hex digits a listing prints (and `resolve` accepts back)
+SHORT = 8  # how many hex digits a listing prints: the id's ending (`resolve` accepts it back)
 ABANDONED_WHY = "its process is gone: the run's liveness lock was free while the row said running"
 
 _HEX = re.compile(r"[0-9a-f]+")
 
 
 def short(run_id: uuid.UUID | str | None) -> str:
-    """The abbreviation listings print (accepted back wherever a run id is taken)."""
-    return "" if run_id is None else str(run_id)[:SHORT]
+    """The abbreviation listings print: the id's last `SHORT` hex digits, the part that
+    tells time-ordered ids apart (accepted back wherever an id is taken)."""
+    return "" if run_id is None else str(run_id).replace("-", "")[-SHORT:]
+
+
+def new_id(flow_run_id: uuid.UUID | str | None, *, conn: Conn | None = None) -> uuid.UUID:
+    """The id of a new run: its Prefect flow run's, or its own outside Prefect (or when the
+    flow run already made a run, as a retried flow run has)."""
+    if flow_run_id is None:
+        return uuid.uuid4()
+    wanted = uuid.UUID(str(flow_run_id))
+    with db.connection_or_own(conn) as c:
+        taken = c.execute(query("runs", "get_run"), {"run_id": wanted}).fetchone() is not None
+        if conn is None:
+            c.rollback()
+    return uuid.uuid4() if taken else wanted
 
 
 def hold(conn: Conn, run_id: uuid.UUID) -> None:
@@ -105,8 +124,17 @@ def hex_prefix(text: str | uuid.UUID, noun: str, hint: str) -> tuple[str, str]:
     return typed, prefix
 
 
+def ambiguous(noun: str, typed: str, candidates: list[str]) -> ValidationError:
+    """The one-line refusal of an id that names several things, with their distinguishing parts."""
+    return ValidationError(
+        f"{noun} {typed!r} is ambiguous: it matches {', '.join(candidates)}; "
+        "give more digits of the start, or the ending shown"
+    )
+
+
 def resolve(text: str | uuid.UUID, *, conn: Conn | None = None) -> uuid.UUID:
-    """The run id an operator means: a run id or Prefect flow-run id, or a unique prefix.
+    """The run id an operator means: a run id or Prefect flow-run id, whole, by a unique
+    prefix, or by the ending listings print.
 
     Raises ValidationError for text that cannot be an id, NotFoundError when no run
     matches, and ValidationError naming the candidates when the prefix is ambiguous.
@@ -119,9 +147,35 @@ def resolve(text: str | uuid.UUID, *, conn: Conn | None = None) -> uuid.UUID:
     if not rows:
         raise NotFoundError(f"no run {typed!r} (neither a run id nor a Prefect flow-run id)")
     if len(rows) > 1:
-        named = ", ".join(f"{short(r['run_id'])} ({r['kind']})" for r in rows)
-        raise ValidationError(f"run id {typed!r} is ambiguous: it matches {named}")
+        raise ambiguous(
+            "run id",
+            typed,
+            [f"{short(r['run_id'])} ({r['kind']}, {r['started_at']:%Y-%m-%d %H:%M})" for r in rows],
+        )
     return rows[0]["run_id"]  # type: ignore[no-any-return]
+
+
+def mark_cancelled(ids: list[str], why: str, *, since: float) -> list[uuid.UUID]:
+    """Close as `cancelled` the runs of these flow runs, once their processes are gone: rows
+    still `running`, or marked failed by the stop itself (at or after `since`, epoch s)."""
+    with db.connect() as conn:
+        rows = conn.execute(
+            query("runs", "mark_cancelled"), {"ids": ids, "why": why, "since": since}
+        ).fetchall()
+        conn.commit()
+    return [r["run_id"] for r in rows]
+
+
+def listing(
+    limit: int, *, kind: str | None = None, conn: Conn | None = None
+) -> list[dict[str, Any]]:
+    """The newest `limit` runs (of one kind, or all), newest first: id, kind, status, times,
+    the flow run, and the counts the run recorded."""
+    with db.connection_or_own(conn) as c:
+        rows = c.execute(query("runs", "list_runs"), {"limit": limit, "kind": kind}).fetchall()
+        if conn is None:
+            c.rollback()
+    return [dict(r) for r in rows]
 
 
 def get(run_id: uuid.UUID, *, conn: Conn | None = None) -> dict[str, Any] | None:

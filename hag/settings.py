@@ -240,6 +240,8 @@ _DIALS: tuple[Dial, ...] = (
     _i("quarantine_retention_days", 0, 0, 36500, "ours: the nightly strips the received text from quarantined payloads this many days old; reason, size and SHA-256 stay (0: keep it)", "hag/privacy.py"),
     # --- the operator's command line ---
     _i("history_default_limit", 50, 1, 100000, "ours: events `hag history ID` shows when no --limit is given (the newest)", "hag/cli/history_cmd.py"),
+    _i("runs_default_limit", 20, 1, 100000, "ours: runs `hag runs` lists when no --limit is given (the newest)", "hag/cli/runs_cmd.py"),
+    _i("nightly_log_max_promotions", 20, 0, 100000, "ours: promoted entries a nightly run names in its log (id and concept), then 'and K more'; 0 names none", "hag/sweeps.py"),
     # --- data-quality suites (SPEC §8) ---
     _i("suite_work_mem_mb", 128, 4, 65536, "ours: PostgreSQL work_mem of the suites' own sessions (uniqueness checks hash every row's key)", "hag/quality"),
     _i("suite_concurrency", 2, 1, 16, "ours: data-quality suites run at the same time, each on its own PostgreSQL sessions (the work is the server's)", "hag/quality"),
@@ -649,6 +651,8 @@ class Settings(Mapping[str, Any]):
     quarantine_retention_days: int
     # --- the operator's command line ---
     history_default_limit: int
+    runs_default_limit: int
+    nightly_log_max_promotions: int
     # --- data-quality suites (SPEC §8) ---
     suite_work_mem_mb: int
     suite_concurrency: int

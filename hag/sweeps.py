@@ -116,6 +116,8 @@ class NightlySummary:
     flow_run_id: str | None = None  # the Prefect flow run that made this run, if any
     # the retention step (hag/privacy.py): rows whose raw messages were (would be) stripped
     retention: dict[str, int] = field(default_factory=dict)
+    # The first `nightly_log_max_promotions` entries promoted, named (entry id, concept, to).
+    promoted: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def promotions(self) -> int:
@@ -146,6 +148,43 @@ class NightlySummary:
 Decide = Callable[["NightlySummary"], Decision]
 
 
+@dataclass
+class NightlyResult:
+    """A whole night: the sweep's summary, and the topics with a search index after the
+    read path's upkeep (None for a dry run, which changes nothing and so keeps none)."""
+
+    summary: NightlySummary
+    topic_indexes: list[str] | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.summary.as_dict(), "topic_indexes": self.topic_indexes}
+
+
+def _upkeep() -> list[str]:
+    from hag.retrieval import ann
+
+    return ann.nightly_upkeep()
+
+
+def nightly(
+    as_of: datetime | None = None,
+    dry_run: bool = False,
+    *,
+    sweep_step: Callable[[datetime | None, bool], NightlySummary] | None = None,
+    upkeep_step: Callable[[], list[str]] | None = None,
+) -> NightlyResult:
+    """The nightly's steps, in order, whatever starts it (`hag nightly`, the flow, the
+    simulator): the sweep, then the read path's upkeep (`ann.nightly_upkeep`: per-topic
+    indexes, the search copy clustered, its change rows folded), which a dry run skips.
+
+    The flow passes its Prefect tasks as the steps (a task run each, the operator's pause
+    inside the sweep's); by default they are `run_nightly` (no pause) and the upkeep itself.
+    """
+    summary = (sweep_step or (lambda a, d: run_nightly(as_of=a, dry_run=d)))(as_of, dry_run)
+    indexed = None if dry_run else (upkeep_step or _upkeep)()
+    return NightlyResult(summary, indexed)
+
+
 def run_nightly(
     as_of: datetime | None = None,
     dry_run: bool = False,
@@ -155,7 +194,8 @@ def run_nightly(
 ) -> NightlySummary:
     """Promote, archive and cull as of `as_of` (default: now); a dry run changes nothing.
 
-    `flow_run_id` is recorded on the run row; `decide` is asked on a big night (see above).
+    Run under a Prefect flow run (`flow_run_id`), the run takes that flow run's id (one id
+    everywhere, hag/runs.py); `decide` is asked on a big night (see above).
     """
     with db.connect() as conn:
         return sweep(conn, as_of=as_of, dry_run=dry_run, flow_run_id=flow_run_id, decide=decide)
@@ -184,7 +224,7 @@ def sweep(
     if problem:  # a far moment would be written into every row the run touches
         raise ValidationError(f"--as-of {problem}")
     summary = NightlySummary(
-        run_id=None if dry_run else run_id or uuid.uuid4(),
+        run_id=None if dry_run else run_id or runs.new_id(flow_run_id, conn=conn),
         as_of=when,
         dry_run=dry_run,
         rule_values=rule_values(dials, when),
@@ -291,6 +331,12 @@ def _apply(
     with timed(summary.step_seconds, "promotion"):
         summary.promoted_to_pattern = _count(conn, "promote_to_pattern", params)
         summary.promoted_to_proven = _count(conn, "promote_to_proven", params)
+        if summary.promotions and dials.nightly_log_max_promotions:
+            rows = conn.execute(
+                query("sweeps", "promoted_entries"),
+                {"run_id": summary.run_id, "limit": dials.nightly_log_max_promotions},
+            ).fetchall()
+            summary.promoted = [{**r, "entry_id": str(r["entry_id"])} for r in rows]
     with timed(summary.step_seconds, "archive"):
         summary.archived = sum(
             _count(conn, "archive_sunk", {**params, "from_maturity": m})
@@ -447,7 +493,9 @@ def render_markdown(summary: NightlySummary) -> str:
     mode = "Dry run (nothing was changed)" if summary.dry_run else "Nightly run"
     lines = [f"# {mode} as of {summary.as_of:%Y-%m-%d %H:%M %Z}", ""]
     if summary.run_id is not None:
-        flow_run = f" (Prefect flow run `{summary.flow_run_id}`)" if summary.flow_run_id else ""
+        # One id: a flow run's run has its id; only a retried flow run's differs.
+        other = summary.flow_run_id not in (None, str(summary.run_id))
+        flow_run = f" (retry of Prefect flow run `{summary.flow_run_id}`)" if other else ""
         lines += [f"Run id: `{summary.run_id}`{flow_run}", ""]
     lines += [
         "| step | entries or edges |",

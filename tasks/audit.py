@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 
 from hag import audit, runs
 from hag.audit import RestoreResult
@@ -20,6 +21,7 @@ def restore_culled_edges(
         run_id=run or None,
         dry_run=dry_run,
         by="prefect restore deployment",
+        flow_run_id=flow_run.get_id(),
     )
     logger = get_run_logger()
     verb = "would restore" if dry_run else "restored"

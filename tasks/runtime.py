@@ -4,12 +4,22 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
+from prefect import get_run_logger
 from prefect.runtime import flow_run
+from pydantic import Field
 
 DRY_RUN_TAG = "dry-run"
+
+# A flow's `as_of`: an ISO-8601 date or time (a zone, or none for UTC). Prefect's server checks
+# a parameter against the deployment's schema when a run is created, but not the schema's
+# `format` (its validator is built without a format checker), so the pattern is what refuses
+# "yesterday-ish" there; pydantic parses the value when the run starts.
+ISO_MOMENT = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$"
+Moment = Annotated[datetime | None, Field(json_schema_extra={"pattern": ISO_MOMENT})]
 
 
 def _day(as_of: Any) -> str:
@@ -74,3 +84,35 @@ def learner_run_name() -> str:
     p = flow_run.get_parameters()
     who = str(p.get("learner_id") or "")[:2]
     return f"{flow_run.get_flow_name()} {_dry(p)}{who}…"
+
+
+def use_deployment_database() -> None:
+    """Point a deployed flow run at its database before it touches one: the URL in the
+    Prefect Secret block named by `HAG_DATABASE_SECRET_BLOCK` (default `hag-database-url`)
+    when the server has one, else the worker's `DATABASE_URL`. The password is never a
+    deployment parameter or job variable (which Prefect stores and shows in plain text).
+
+    A flow called in-process (`hag nightly` with PREFECT_API_URL, the simulator, tests) is
+    not a deployment's run and keeps its caller's database.
+    """
+    from prefect.blocks.system import Secret
+    from prefect.runtime import deployment
+
+    if deployment.get_id() is None:
+        return
+
+    from hag import config, db
+
+    name = config.get_config().database_secret_block
+    logger = get_run_logger()
+    try:
+        url = str(Secret.load(name).get())  # type: ignore[union-attr]  # sync here
+    except ValueError:  # no such block: the worker's environment decides
+        logger.info("database: the worker's DATABASE_URL (no Secret block %r)", name)
+        return
+    logger.info("database: from the Secret block %r", name)
+    if os.environ.get("DATABASE_URL") != url:
+        os.environ["DATABASE_URL"] = url
+        os.environ.pop("HAG_DATABASE_URL", None)
+        config.reset_config()
+        db.close_all()

@@ -20,7 +20,7 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run
 from pydantic import Field
 
-from hag import runs, settings
+from hag import settings
 from hag.sweeps import (
     Decision,
     NightlySummary,
@@ -50,11 +50,15 @@ def artifact_key(name: str, dry_run: bool) -> str:
 
 
 @task(name="nightly-sweep", cache_policy=NO_CACHE)
-def nightly_sweep(as_of: datetime | None, dry_run: bool) -> NightlySummary:
-    """Promotion, archiving and the audited cull (or a dry run); a big night asks first."""
+def nightly_sweep(as_of: datetime | None, dry_run: bool, ask: bool = True) -> NightlySummary:
+    """Promotion, archiving and the audited cull (or a dry run); a big night asks first
+    (unless `ask` is False: the command line's runs never pause)."""
     logger = get_run_logger()
     summary = run_nightly(
-        as_of=as_of, dry_run=dry_run, flow_run_id=flow_run.get_id(), decide=ask_operator
+        as_of=as_of,
+        dry_run=dry_run,
+        flow_run_id=flow_run.get_id(),
+        decide=ask_operator if ask else None,
     )
     log_summary(logger, summary)
     return summary
@@ -75,6 +79,20 @@ def log_summary(logger: Any, summary: NightlySummary) -> None:
         summary.promoted_to_proven,
         steps.get("promotion", 0.0),
     )
+    for p in summary.promoted:
+        logger.info(
+            "promoted %s/%s to %s, entry %s",
+            p["topic_id"],
+            p["concept_slug"],
+            p["new_maturity"],
+            p["entry_id"],
+        )
+    if summary.promotions > len(summary.promoted) and summary.promoted:
+        logger.info(
+            "… and %d more promotion(s) (nightly_log_max_promotions %d names the first)",
+            summary.promotions - len(summary.promoted),
+            len(summary.promoted),
+        )
     logger.info(
         "archive: %d entries %sarchived (%.2f s)",
         summary.archived,
@@ -141,10 +159,30 @@ def ask_operator(summary: NightlySummary) -> Decision:
     except FlowPauseTimeout:
         logger.warning("no decision within %d s: culling nothing tonight", timeout)
         _resume_after_timeout()
-        return Decision(False, "timed out", f"no answer within {timeout} s")
-    outcome = "approved" if answer.approve else "rejected"
-    logger.warning("operator %s the cull of %d edges", outcome, summary.culled)
-    return Decision(answer.approve, outcome, answer.note)
+        decision = Decision(False, "timed out", f"no answer within {timeout} s")
+    else:
+        outcome = "approved" if answer.approve else "rejected"
+        logger.warning("operator %s the cull of %d edges", outcome, summary.culled)
+        decision = Decision(answer.approve, outcome, answer.note)
+    publish_decision(summary, decision)
+    return decision
+
+
+def publish_decision(summary: NightlySummary, decision: Decision) -> None:
+    """The forecast artifact again (a new version under its key), now saying what was
+    decided, so it no longer reads as awaiting an operator."""
+    reason = (summary.guard or {}).get("reason", "")
+    what = (
+        f"Approved: exactly these {summary.culled} edges are culled"
+        if decision.approved
+        else f"{decision.outcome.capitalize()}: none of these {summary.culled} edges is culled "
+        "tonight"
+    )
+    create_table_artifact(
+        key=FORECAST_KEY,
+        table=culled_table(summary, restorable=False),
+        description=f"{what} ({reason})." + (f" Note: {decision.note}" if decision.note else ""),
+    )
 
 
 def _resume_after_timeout() -> None:
@@ -182,11 +220,7 @@ def build_topic_indexes() -> list[str]:
 def publish_nightly_report(summary: NightlySummary) -> None:
     """Three artifacts: the counts, the culled edges, and a summary an operator can read."""
     dry = summary.dry_run
-    what = (
-        "Dry run (nothing changed)"
-        if dry
-        else f"Nightly run {runs.short(summary.run_id)} (flow run {summary.flow_run_id or '-'})"
-    )
+    what = "Dry run (nothing changed)" if dry else f"Nightly run {summary.run_id}"
     create_table_artifact(
         key=artifact_key("counts", dry),
         table=counts_table(summary),

@@ -69,6 +69,12 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
         (["history", MISSING], 1, MISSING),
         (["history", "--after-session", "no-such-session"], 1, "no-such-session"),
         (["history"], 2, "give exactly one"),
+        (["history", "abc"], 1, "too short"),
+        (["history", "ffffeeee"], 1, "no entry or edge 'ffffeeee'"),
+    ],
+    "runs": [
+        (["runs", "--limit", "0"], 1, "--limit"),
+        (["runs", "extra"], 2, "unexpected extra argument"),
     ],
     "learner export": [
         (["learner", "export", "nobody", "--out", "/tmp/hag-nobody.jsonl"], 1, "'nobody'"),

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import socket
+import subprocess
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import yaml
@@ -87,8 +89,31 @@ async def _run_and_wait(api_url: str, deployment_id, parameters: dict, timeout: 
             return run
 
 
+def _bare_clone(tmp_path) -> Path:
+    """A bare clone of this checkout's committed code: the repository a remote worker pulls."""
+    bare = tmp_path / "hag-memory.git"
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(PROJECT_ROOT), str(bare)], check=True, timeout=120
+    )
+    return bare
+
+
+def _use(api_url: str, *, repository: Path, database_url: str) -> None:
+    """The pull step's Variables, and the database URL in the Secret block."""
+    from prefect.blocks.system import Secret
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.variables import Variable
+
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+        Variable.set("hag_repository", str(repository), overwrite=True)
+        Variable.set("hag_branch", "", overwrite=True)
+        Secret(value=database_url).save("hag-database-url", overwrite=True)
+
+
 def test_recipe_registers_schedules_and_runs_a_parameterised_deployment(db, database_url, tmp_path):
-    """Server up, `prefect deploy --all`, schedules read back, a nightly run with as_of completes."""
+    """Server up, `prefect deploy --all`, schedules read back; a nightly run with as_of
+    completes on a worker with no checkout and no DATABASE_URL: the pull step clones a bare
+    repository, the flow finds its database in the Secret block; a bad as_of is refused."""
     a = f.entry(db, concept_slug="rsa")
     b = f.entry(db, concept_slug="modular-arithmetic")
     f.edge(
@@ -104,9 +129,10 @@ def test_recipe_registers_schedules_and_runs_a_parameterised_deployment(db, data
 
     port = _free_port()
     env = serve_cmd.prefect_env(tmp_path / "prefect-home", port)
+    for name in ("DATABASE_URL", "HAG_DATABASE_URL"):
+        env.pop(name, None)  # the worker's environment names no database: the Secret does
     env.update(
         {
-            "DATABASE_URL": database_url,
             "PREFECT_UI_ENABLED": "false",
             "PREFECT_WORKER_QUERY_SECONDS": "2",
             "PREFECT_WORKER_PREFETCH_SECONDS": "5",
@@ -120,6 +146,7 @@ def test_recipe_registers_schedules_and_runs_a_parameterised_deployment(db, data
         with open(logs / "server.log", "wb") as server_log:
             started.append(serve_cmd.start_server(env, port, server_log, timeout=150))
         serve_cmd.create_work_pool(env)
+        _use(api_url, repository=_bare_clone(tmp_path), database_url=database_url)
         serve_cmd.deploy_all(env)
 
         deployments = asyncio.run(_read_back(api_url))
@@ -153,8 +180,16 @@ def test_recipe_registers_schedules_and_runs_a_parameterised_deployment(db, data
         assert limit["description"] and limit["anyOf"][0]["minimum"] == 1
         assert deployments["restore"].parameters["dry_run"] is True
 
+        assert nightly.pull_steps[0]["prefect.deployments.steps.git_clone"]["repository"] == (
+            "{{ prefect.variables.hag_repository }}"  # read when a run starts
+        )
+        with pytest.raises(Exception, match="409"):
+            asyncio.run(_run_and_wait(api_url, nightly.id, {"as_of": "yesterday-ish"}, 0))
+
+        elsewhere = tmp_path / "worker-cwd"  # no checkout here, and not on the path
+        elsewhere.mkdir()
         with open(logs / "worker.log", "wb") as worker_log:
-            started.append(serve_cmd.start_worker(env, log=worker_log))
+            started.append(serve_cmd.start_worker(env, log=worker_log, cwd=elsewhere))
         run = asyncio.run(
             _run_and_wait(
                 api_url, nightly.id, {"as_of": AS_OF.isoformat(), "dry_run": False}, timeout=300
@@ -234,3 +269,114 @@ def test_hag_serve_starts_everything_and_stops_on_ctrl_c(db, database_url, tmp_p
         proc.stdout.close()
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0, "the Prefect server outlived hag serve"
+
+
+def _paused_flow_run(api_url: str, deployment_id, timeout: float):
+    """Start a nightly deployment run and wait until it is paused; the flow run, or None."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with (
+        temporary_settings(updates={PREFECT_API_URL: api_url}),
+        get_client(sync_client=True) as client,
+    ):
+        run = client.create_flow_run_from_deployment(
+            deployment_id, parameters={"as_of": AS_OF.isoformat()}
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = client.read_flow_run(run.id)
+            if run.state is not None and (run.state.is_paused() or run.state.is_final()):
+                return run
+            time.sleep(1)
+        return run
+
+
+def test_hag_serve_stopped_with_sigterm_cancels_a_paused_big_night(
+    db, dials, database_url, tmp_path
+):
+    """SIGTERM to `hag serve` while a big night waits for an operator: the flow-run process
+    (its own session) is ended, its run is cancelled in Prefect and in hag_runs, and no
+    process, advisory lock or connection of it is left."""
+    import os
+    import signal
+    import sqlite3
+    import sys
+
+    for n in range(3):
+        a = f.entry(db, concept_slug=f"s-{n}")
+        b = f.entry(db, concept_slug=f"t-{n}")
+        f.edge(
+            db,
+            a,
+            b,
+            "related",
+            confidence=0.1,
+            source_type="learned",
+            created_at=AS_OF - timedelta(days=100),
+        )
+    db.commit()
+    dials(cull_guard_max_edges=2, cull_guard_timeout_seconds=3600)
+    port = _free_port()
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "PREFECT_UI_ENABLED": "false",
+        "PREFECT_WORKER_QUERY_SECONDS": "2",
+        "PREFECT_WORKER_PREFETCH_SECONDS": "5",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hag.cli", "serve", "--port", str(port), "--home", str(home)],
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    api_url = f"http://127.0.0.1:{port}/api"
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("Prefect UI:") or proc.poll() is not None:
+                break
+        nightly = asyncio.run(_read_back(api_url))["nightly"]
+        run = _paused_flow_run(api_url, nightly.id, timeout=300)
+        assert run.state.is_paused(), (
+            f"{run.state!r}\n" + (home / "logs" / "worker.log").read_text()[-3000:]
+        )
+        pid = int(str(run.infrastructure_pid).rpartition(":")[2])
+        holders = {
+            r["pid"]
+            for r in db.execute("SELECT pid FROM pg_locks WHERE locktype = 'advisory'").fetchall()
+        }
+        row = db.execute("SELECT run_id, status FROM hag_runs WHERE kind = 'nightly'").fetchone()
+        db.rollback()
+        assert holders and row["status"] == "running" and row["run_id"] == run.id
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, "".join(lines) + rest
+        assert f"cancelled flow run {run.id}" in rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    assert not serve_cmd._alive(pid), "the flow-run process outlived hag serve"
+    left = db.execute(
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ANY(%s)", (list(holders),)
+    ).fetchone()["n"]
+    locks = db.execute("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory'").fetchone()[
+        "n"
+    ]
+    row = db.execute(
+        "SELECT status, status_note FROM hag_runs WHERE run_id = %s", (run.id,)
+    ).fetchone()
+    db.rollback()
+    assert (left, locks, row["status"]) == (0, 0, "cancelled"), row
+    with sqlite3.connect(home / "prefect.db") as prefect_db:
+        [(state,)] = prefect_db.execute(
+            "SELECT state_type FROM flow_run WHERE id = ?", (str(run.id),)
+        ).fetchall()
+    assert state == "CANCELLED"

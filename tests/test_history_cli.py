@@ -75,3 +75,33 @@ def test_after_session_names_concepts_not_bare_ids(db):
     assert "edge  0.3000  cryptography/aes -leads_to-> modes-of-operation" in lines
     assert any(line.startswith("entry") and line.endswith("cryptography/aes") for line in lines)
     assert not any(str(a) in line for line in lines)
+
+
+def test_history_takes_the_short_ids_other_commands_print(db):
+    """A culled edge's short id (as the culled-edges artifact prints it), an entry's unique
+    prefix or ending name it; a prefix two ids share is refused in one line naming both endings."""
+    import uuid
+
+    from hag import runs
+    from hag.cli import main
+
+    a = f.entry(db, concept_slug="rsa")
+    b = f.entry(db, concept_slug="modular-arithmetic")
+    twins = [uuid.UUID(f"01a233a7-0000-7000-8000-0000000000{n}") for n in ("a1", "b2")]
+    for old, new in zip((a, b), twins, strict=True):
+        db.execute("UPDATE hag_entries SET id = %s WHERE id = %s", (new, old))
+    edge = f.edge(db, *twins, "related", confidence=0.2, source_type="learned", created_at=f.NOW)
+    db.commit()
+    assert run_nightly(as_of=f.NOW + 400 * DAY).culled == 1
+    rows = json.loads(_invoke("history", runs.short(edge), "--json").stdout)
+    assert rows[-1]["reason"].startswith("culled by the nightly sweep")
+    db.execute("UPDATE hag_entries SET confidence = 0.6 WHERE id = %s", (twins[1],))
+    db.commit()
+    for typed in (runs.short(twins[1]), str(twins[1])[:-1]):
+        assert json.loads(_invoke("history", typed, "--json").stdout)[-1]["new_value"] == 0.6
+    try:
+        main(["history", "01a233a7"])
+    except SystemExit as exit_:
+        assert exit_.code == 1
+    else:
+        raise AssertionError("an ambiguous prefix was accepted")

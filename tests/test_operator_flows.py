@@ -5,6 +5,7 @@ the restore flow, and an idle session-end run that costs nothing."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -119,7 +120,7 @@ def test_nightly_runs_are_named_linked_tagged_logged_and_keyed_apart(db, prefect
 
     row = db.execute("SELECT run_id, flow_run_id FROM hag_runs WHERE kind = 'nightly'").fetchone()
     db.rollback()
-    assert row["flow_run_id"] == real_id  # the one id the UI shows leads to the run
+    assert row["flow_run_id"] == real_id == row["run_id"]  # one id: the one the UI shows
     assert len(audit.culled(run_id=str(real_id))) == 2
     assert len(audit.culled(run_id=str(real_id)[:8])) == 2
 
@@ -132,6 +133,30 @@ def test_nightly_runs_are_named_linked_tagged_logged_and_keyed_apart(db, prefect
     assert any(line.startswith("cull: 2 edges culled (learned 2)") for line in lines), lines
     assert any(line.startswith("promotion: 1 candidate → pattern") for line in lines), lines
     assert sum(line.startswith("culled c-") for line in lines) == 2, lines
+    assert any(line.startswith("promoted cryptography/primes to pattern, entry ") for line in lines)
+    summary = _artifacts(real_id)["nightly-summary"].data
+    assert f"Run id: `{real_id}`" in summary and "flow run" not in summary
+
+
+def test_promotions_are_named_in_the_log_up_to_the_dial(db, dials, prefect_harness):
+    """nightly_log_max_promotions names the first N promoted entries, then 'and K more'."""
+    from flows.nightly import nightly_flow
+
+    for n in range(3):
+        f.entry(
+            db,
+            concept_slug=f"p-{n}",
+            maturity="candidate",
+            confidence=0.6,
+            created_at=AS_OF - 20 * DAY,
+        )
+    db.commit()
+    dials(nightly_log_max_promotions=2)
+    state = nightly_flow(as_of=AS_OF, check=False, return_state=True)
+    assert state.is_completed(), state.message
+    lines = _logs(state.state_details.flow_run_id, "more promotion")
+    assert sum(line.startswith("promoted cryptography/p-") for line in lines) == 2, lines
+    assert any(line.startswith("… and 1 more promotion(s)") for line in lines), lines
 
 
 def test_parameter_bounds_refuse_a_bad_value_before_a_run_exists(prefect_harness):
@@ -151,6 +176,18 @@ def test_parameter_bounds_refuse_a_bad_value_before_a_run_exists(prefect_harness
                 {"workers": 2},
             ),
             ("restore", "flows/restore.py:restore_flow", {"run": "no!"}, {"run": "abcd1234"}),
+            (
+                "nightly",
+                "flows/nightly.py:nightly_flow",
+                {"as_of": "yesterday-ish"},
+                {"as_of": "2026-03-01T02:30:00+01:00"},
+            ),
+            (
+                "enrichment",
+                "flows/enrichment.py:enrichment_flow",
+                {"as_of": "yesterday-ish"},
+                {"as_of": "2026-03-01T02:30:00Z"},
+            ),
         ):
             schema = parameter_schema_from_entrypoint(str(PROJECT_ROOT / entrypoint))
             props = schema.model_dump_for_openapi()["properties"]
@@ -222,8 +259,9 @@ def test_a_big_night_pauses_with_its_forecast_and_obeys_the_answer(
     from prefect.flow_runs import resume_flow_run
 
     thread, box, run, ids = _paused_nightly(db, dials)
-    forecast = _artifacts(run.id)["nightly-cull-forecast"].data
-    assert forecast.count('"source"') == 3 and "restore" not in forecast
+    forecast = _artifacts(run.id)["nightly-cull-forecast"]
+    assert forecast.data.count('"source"') == 3 and "restore" not in forecast.data
+    assert forecast.description.startswith("Awaiting an operator")
     promoted = db.execute(
         "SELECT count(*) AS n FROM hag_entries WHERE maturity = 'pattern' AND concept_slug = 'primes'"
     ).fetchone()["n"]
@@ -237,6 +275,9 @@ def test_a_big_night_pauses_with_its_forecast_and_obeys_the_answer(
     db.rollback()
     assert result["guard"]["decision"] == ("approved" if approve else "rejected")
     assert result["guard"]["note"] == "checked the forecast"
+    decided = _latest("nightly-cull-forecast")  # a new version under the key: the decision
+    assert decided.flow_run_id == run.id and "Awaiting" not in decided.description
+    assert decided.description.startswith("Approved" if approve else "Rejected")
     if approve:
         assert (result["culled"], left, audited) == (3, set(), set(ids))
     else:
@@ -252,6 +293,7 @@ def test_a_big_night_left_unanswered_culls_nothing_and_says_so(db, dials, prefec
     assert {r["id"] for r in db.execute("SELECT id FROM hag_edges").fetchall()} == set(ids)
     db.rollback()
     assert "Decision: timed out" in _artifacts(run.id)["nightly-summary"].data
+    assert _latest("nightly-cull-forecast").description.startswith("Timed out: none of these 3")
     assert any("culling nothing tonight" in line for line in _logs(run.id, "culling nothing"))
 
 
@@ -281,7 +323,55 @@ def test_the_restore_flow_dry_runs_then_restores_exactly(db, prefect_harness):
     real = restore_flow(run=night_id, dry_run=False, return_state=True)
     assert real.is_completed(), real.message
     assert _edges_digest(db) == before
-    assert "restore" in _artifacts(real.state_details.flow_run_id)
+    restore_id = real.state_details.flow_run_id
+    assert "restore" in _artifacts(restore_id)
+    row = db.execute("SELECT run_id, kind, status FROM hag_runs WHERE kind = 'restore'").fetchone()
+    db.rollback()
+    assert (row["run_id"], row["status"]) == (restore_id, "done")  # its flow run's id
+
+
+def test_the_restore_flow_refuses_an_ambiguous_prefix_in_one_log_line(db, prefect_harness):
+    """Two runs sharing their first 8 digits (a scheduled batch): the prefix fails the flow
+    run with one error line naming both endings, and no traceback in its log."""
+    from flows.restore import restore_flow
+    from hag import runs
+
+    batch = [uuid.UUID(f"01a233a7-{n:04x}-7000-8000-{n:012x}") for n in (0x1B2C, 0x1B2D)]
+    for run_id in batch:
+        db.execute(
+            "INSERT INTO hag_runs (run_id, kind, status) VALUES (%s, 'nightly', 'done')", (run_id,)
+        )
+    db.commit()
+    state = restore_flow(run="01a233a7", return_state=True)
+    assert state.is_failed() and "ambiguous" in state.message
+    lines = _logs(state.state_details.flow_run_id, "restore refused")
+    refused = [line for line in lines if line.startswith("restore refused")]
+    assert len(refused) == 1 and all(runs.short(r) in refused[0] for r in batch), lines
+    assert not any("Traceback" in line for line in lines), lines
+
+
+def test_the_command_line_nightly_through_prefect_never_pauses(db, dials, prefect_harness):
+    """`hag nightly` with a Prefect server runs the flow without the operator's pause (a big
+    night culls as the rule says) and, with --no-check, runs no suite."""
+    from click.testing import CliRunner
+    from prefect.settings import PREFECT_API_URL
+
+    from hag.cli import cli
+
+    ids = _weak_edges(db, 3)
+    dials(cull_guard_max_edges=2, cull_guard_timeout_seconds=600)
+    result = CliRunner().invoke(
+        cli,
+        ["nightly", "--no-check", "--json", "--as-of", AS_OF.isoformat()],
+        env={"PREFECT_API_URL": PREFECT_API_URL.value()},
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["culled"], summary["guard"]) == (3, None)
+    assert not db.execute("SELECT 1 FROM hag_edges WHERE id = ANY(%s)", (ids,)).fetchall()
+    db.rollback()
+    lines = _logs(uuid.UUID(summary["run_id"]), "cull:")
+    assert not any("expectations over" in line for line in lines), lines
 
 
 def test_an_idle_session_end_run_is_quick_and_publishes_nothing(db, prefect_harness):

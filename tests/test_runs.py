@@ -50,20 +50,90 @@ def test_resolve_takes_either_id_and_unique_prefixes_of_both(db):
 
 
 def test_resolve_refuses_unknown_ambiguous_short_and_malformed_ids(db):
-    """Unknown is NotFoundError; ambiguous names the candidates; < 4 digits or non-hex is refused."""
-    a = uuid.UUID("abcd1111-0000-4000-8000-000000000001")
-    b = uuid.UUID("abcd2222-0000-4000-8000-000000000002")
+    """Unknown is NotFoundError; ambiguous names the candidates by their endings; < 4 digits
+    or non-hex is refused."""
+    a = uuid.UUID("abcd1111-0000-4000-8000-0000000000a1")
+    b = uuid.UUID("abcd2222-0000-4000-8000-0000000000b2")
     _run_row(db, a)
     _run_row(db, b)
     with pytest.raises(NotFoundError, match="no run 'ffff0000'"):
         runs.resolve("ffff0000", conn=db)
-    with pytest.raises(ValidationError, match="ambiguous: it matches abcd1111 .*abcd2222"):
+    with pytest.raises(
+        ValidationError, match=r"ambiguous: it matches 000000a1 \(nightly, .*000000b2"
+    ):
         runs.resolve("abcd", conn=db)
     assert runs.resolve("abcd2", conn=db) == b
     with pytest.raises(ValidationError, match="too short"):
         runs.resolve("abc", conn=db)
     with pytest.raises(ValidationError, match="not a run id"):
         runs.resolve("nightly-0230", conn=db)
+
+
+def test_time_ordered_ids_sharing_their_start_are_told_apart_by_their_endings(db):
+    """Scheduled runs' ids share their first 8 digits: that prefix is refused as ambiguous in
+    one line naming each run's ending; the ending listings print, or a longer prefix, finds one."""
+    batch = [uuid.UUID(f"01a233a7-{n:04x}-7000-8000-{n:012x}") for n in (0x1B2C, 0x1B2D)]
+    for run in batch:
+        _run_row(db, run)
+    with pytest.raises(ValidationError) as refused:
+        runs.resolve("01a233a7", conn=db)
+    message = str(refused.value)
+    assert "\n" not in message and all(runs.short(r) in message for r in batch), message
+    assert [runs.short(r) for r in batch] == ["00001b2c", "00001b2d"]
+    for run in batch:
+        assert runs.resolve(runs.short(run), conn=db) == run
+        assert runs.resolve(str(run)[:13], conn=db) == run
+
+
+def test_a_flow_runs_run_takes_its_id_and_a_retry_makes_its_own(db):
+    """A run under a flow run has the flow run's id; the same flow run again gets a new id."""
+    _weak_edges(db, 1)
+    flow_run = uuid.uuid4()
+    first = sweeps.sweep(db, as_of=AS_OF, flow_run_id=flow_run)
+    again = sweeps.sweep(db, as_of=AS_OF, flow_run_id=flow_run)
+    assert first.run_id == flow_run and again.run_id not in (None, flow_run)
+    assert "flow run" not in sweeps.render_markdown(first)
+    assert f"retry of Prefect flow run `{flow_run}`" in sweeps.render_markdown(again)
+    outside = sweeps.sweep(db, as_of=AS_OF)
+    assert outside.run_id is not None and outside.flow_run_id is None
+
+
+def test_hag_runs_lists_kind_status_id_and_counts(db, dials):
+    """`hag runs` lists the newest runs (its dial, or --limit) with the short ids and counts;
+    --json gives every column; a restore writes a run row of its own."""
+    from hag.cli import cli
+
+    _weak_edges(db, 2)
+    night = sweeps.sweep(db, as_of=AS_OF)
+    restored = uuid.uuid4()
+    audit.restore(run_id=str(night.run_id), flow_run_id=restored, conn=db)
+    runner = CliRunner()
+    listing = runner.invoke(cli, ["runs"])
+    assert listing.exit_code == 0, listing.output
+    lines = listing.stdout.splitlines()
+    assert lines[0].split() == ["kind", "status", "id", "started", "ended", "counts"]
+    assert lines[1].split()[:3] == ["restore", "done", runs.short(restored)]
+    assert "restored 2" in lines[1]
+    assert lines[2].split()[:3] == ["nightly", "done", runs.short(night.run_id)]
+    assert "culled 2" in lines[2]
+    dials(runs_default_limit=1)
+    assert len(runner.invoke(cli, ["runs"]).stdout.splitlines()) == 2
+    as_json = json.loads(runner.invoke(cli, ["runs", "--json", "--limit", "5"]).stdout)
+    assert [(r["kind"], r["run_id"]) for r in as_json] == [
+        ("restore", str(restored)),
+        ("nightly", str(night.run_id)),
+    ]
+    assert (
+        json.loads(runner.invoke(cli, ["runs", "--json", "--kind", "nightly"]).stdout)[0][
+            "summary"
+        ]["culled"]
+        == 2
+    )
+    history = db.execute(
+        "SELECT DISTINCT run_id FROM hag_confidence_history WHERE reason LIKE 'restored%%'"
+    ).fetchall()
+    db.rollback()
+    assert [r["run_id"] for r in history] == [restored]  # the restore names its run
 
 
 def test_short_run_ids_printed_by_audit_culled_are_accepted_back_by_restore(db):
@@ -77,7 +147,7 @@ def test_short_run_ids_printed_by_audit_culled_are_accepted_back_by_restore(db):
     listing = cli_runner.invoke(cli, ["audit", "culled"])
     assert listing.exit_code == 0, listing.output
     printed = {line.split()[2] for line in listing.stdout.splitlines()[1:]}
-    assert printed == {str(run.run_id)[:8]}
+    assert printed == {runs.short(run.run_id)}
     unknown = cli_runner.invoke(cli, ["audit", "culled", "--run", "ffffffff"])
     assert isinstance(unknown.exception, NotFoundError)  # `hag` prints it on one line, rc 1
     assert "no run 'ffffffff'" in str(unknown.exception)
@@ -88,16 +158,16 @@ def test_short_run_ids_printed_by_audit_culled_are_accepted_back_by_restore(db):
     assert sorted(json.loads(dry.stdout)["restored"]) == sorted(map(str, ids))
     assert db.execute("SELECT count(*) AS n FROM hag_edges").fetchone()["n"] == 0
     db.rollback()
-    back = cli_runner.invoke(cli, ["audit", "restore", "--run", str(run.run_id)[:8]])
+    back = cli_runner.invoke(cli, ["audit", "restore", "--run", runs.short(run.run_id)])
     assert back.exit_code == 0, back.output
     assert {r["id"]: dict(r) for r in db.execute("SELECT * FROM hag_edges").fetchall()} == before
 
 
 def test_restore_takes_short_edge_ids_and_refuses_unknown_ones(db):
-    """An edge's 8-digit prefix restores it alone; an id that was never culled is NotFoundError."""
+    """An edge's printed ending restores it alone; an id that was never culled is NotFoundError."""
     ids = _weak_edges(db, 2)
     sweeps.sweep(db, as_of=AS_OF)
-    result = audit.restore(edge_id=[str(ids[1])[:8]], conn=db)
+    result = audit.restore(edge_id=[runs.short(ids[1])], conn=db)
     assert result.restored == [ids[1]]
     assert [r["id"] for r in db.execute("SELECT id FROM hag_edges").fetchall()] == [ids[1]]
     with pytest.raises(NotFoundError, match="no culled edge has this id"):

@@ -112,3 +112,38 @@ def test_nightly_runs_the_suites_after_the_sweep_and_fails_on_a_broken_memory(db
     assert "on source_type" in result.stderr
     skipped = _hag(database_url, "nightly", "--no-check", "--as-of", "2026-11-30T12:00:00Z")
     assert skipped.returncode == 0, skipped.stderr
+
+
+def test_the_command_line_nightly_does_the_flows_upkeep_and_its_dry_run_says_the_guard(db, dials):
+    """`hag nightly` folds the search copy's change rows (the flow's upkeep, one code path);
+    `--dry-run` prints the guard's verdict without --json, over the limit and under it."""
+    from click.testing import CliRunner
+
+    from hag.cli import cli
+
+    _weak_edges(db)
+    for step in range(3):  # each write of an entry adds change rows to its sets
+        db.execute("UPDATE hag_entries SET confidence = %s", (0.5 + step / 10,))
+        db.commit()
+    count = "SELECT count(*) AS n FROM hag_entry_search_changes"
+    sets = "SELECT count(DISTINCT set_key) AS n FROM hag_entry_search_changes"
+    before, kinds = db.execute(count).fetchone()["n"], db.execute(sets).fetchone()["n"]
+    db.rollback()
+    assert before > kinds  # several rows per set, waiting to be folded
+    runner = CliRunner()
+    dials(cull_guard_max_edges=1)
+    dry = runner.invoke(cli, ["nightly", "--dry-run", "--as-of", AS_OF.isoformat()])
+    assert dry.exit_code == 0, dry.output
+    assert "big-night guard       the cull would delete 2 edges" in dry.stdout
+    assert "a scheduled run would pause" in dry.stdout
+    dials(cull_guard_max_edges=1000)
+    dry = runner.invoke(cli, ["nightly", "--dry-run", "--as-of", AS_OF.isoformat()])
+    assert "big-night guard       under its limits" in dry.stdout
+    assert db.execute(count).fetchone()["n"] == before  # a dry run folds nothing
+    db.rollback()
+    run = runner.invoke(cli, ["nightly", "--no-check", "--as-of", AS_OF.isoformat()])
+    assert run.exit_code == 0, run.output
+    after = db.execute(count).fetchone()["n"]
+    db.rollback()
+    assert after == db.execute(sets).fetchone()["n"] < before  # one row per set
+    db.rollback()

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "audit": "hag.cli.nightly_cmd:audit",
     "history": "hag.cli.history_cmd:history",
     "learner": "hag.cli.learner_cmd:learner",
+    "runs": "hag.cli.runs_cmd:runs",
     "check": "hag.cli.check_cmd:check",
     "enrich": "hag.cli.enrich_cmd:enrich",
     "serve": "hag.cli.serve_cmd:serve",

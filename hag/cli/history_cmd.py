@@ -21,7 +21,8 @@ def history(
 ) -> None:
     """Why an entry or edge has its confidence, or what the memory believed after a session.
 
-    With ENTITY_ID: the newest events of that entry or edge (each confidence change with its
+    ENTITY_ID is an entry's or edge's id, whole, by a unique prefix, or by the ending the
+    listings print. With ENTITY_ID: the newest events of that entry or edge (each confidence change with its
     reason and the session or run that made it, each cull and restore), oldest first, in the
     memory's own time (a session's end, a run's as-of; a restore never before its cull).
     With --after-session: every entry's and edge's confidence, by concept, as it stood right

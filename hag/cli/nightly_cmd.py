@@ -34,8 +34,10 @@ from hag.cli._common import (
 def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool) -> None:
     """Promote, archive and cull (audited), in one transaction, as of a moment; then check.
 
-    The same sweep the Prefect deployment `nightly/nightly` runs on its schedule, then the
-    per-topic search indexes of topics past `topic_exact_scan_max_rows`. After a real
+    The same steps the Prefect deployment `nightly/nightly` runs on its schedule: the
+    sweep, then the search copy's upkeep (the per-topic search indexes of topics past
+    `topic_exact_scan_max_rows`, clustering, its change rows folded). It never pauses for
+    an operator: a big night culls what the rule allows, as the report says. After a real
     run the data-quality suites run (as `hag check`); exit 1 when an expectation fails. A
     dry run changes nothing, so it leaves them to `hag check`.
     With PREFECT_API_URL set, this is a run of the nightly flow on that server (recorded
@@ -49,18 +51,18 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
     ready()
 
     def direct() -> dict[str, Any]:
-        from hag.retrieval import ann
-        from hag.sweeps import run_nightly
+        from hag import sweeps
 
-        summary = run_nightly(as_of=as_of, dry_run=dry_run)
-        # As the flow: the per-topic search indexes a grown topic needs (none on a dry run).
-        indexed = None if dry_run else ann.build_topic_indexes(concurrently=True, strict=False)
-        return {**summary.as_dict(), "topic_indexes": indexed}
+        return sweeps.nightly(as_of, dry_run).as_dict()  # the flow's steps, in its order
 
     def through_flow() -> dict[str, Any]:
         from hag.orchestration import run_summary
 
-        return run_summary("nightly", as_of=as_of, dry_run=dry_run)
+        # The command line never pauses (a big night culls as without Prefect), and its
+        # --no-check holds for the flow run too.
+        return run_summary(
+            "nightly", as_of=as_of, dry_run=dry_run, ask_operator=False, check=not no_check
+        )
 
     result = dispatch("nightly", direct, through_flow, force_direct=False)
     if as_json:
@@ -79,6 +81,8 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
+    from hag import runs
+
     dry_run = summary["dry_run"]
     # A dry run records nothing, so it has no id to show (there would be nothing to look up).
     what = "dry run (nothing changed)" if dry_run else f"run {summary['run_id']}"
@@ -101,11 +105,16 @@ def _print_summary(summary: dict[str, Any]) -> None:
             f"{e['source_type']} {e['confidence']:.3f}, {e['age_days']} days  {e['edge_id']}"
         )
     if culled > len(summary["culled_edges"]):
-        rest = f"`hag audit culled --run {str(summary['run_id'])[:8]}` lists them all"
+        rest = f"`hag audit culled --run {runs.short(summary['run_id'])}` lists them all"
         note(
             f"(showing {len(summary['culled_edges'])} of {culled}; "
             + ("a real run's audit lists them all)" if dry_run else f"{rest})")
         )
+    guard = summary.get("guard")
+    if guard:
+        click.echo(f"  big-night guard       {guard['reason']}; {guard['decision']}")
+    elif dry_run:
+        click.echo("  big-night guard       under its limits: a scheduled run would not pause")
     if summary.get("topic_indexes") is not None:
         click.echo(f"  topic search indexes  {', '.join(summary['topic_indexes']) or 'none'}")
 
@@ -120,7 +129,7 @@ def audit() -> None:
 @click.option(
     "--run",
     "run_id",
-    help="Only edges culled by this run: its run id or Prefect flow-run id, or a unique prefix.",
+    help="Only edges culled by this run: its id, a unique prefix, or the ending listings print.",
 )
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
 @json_option
@@ -186,17 +195,17 @@ def _table(rows: list[dict[str, Any]]) -> None:
 @click.option(
     "--run",
     "run_id",
-    help="Restore every edge this run culled: its run id or Prefect flow-run id, or a unique prefix.",
+    help="Restore every edge this run culled: its id, a unique prefix, or its printed ending.",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would come back; change nothing.")
 @json_option
 def restore(edge_ids: tuple[str, ...], run_id: str | None, dry_run: bool, as_json: bool) -> None:
     """Put culled edges back exactly as they were (EDGE_ID..., or --run RUN_ID).
 
-    Edge and run ids may be given whole or as a unique prefix (the short ids `hag audit
-    culled` prints). An edge whose endpoint entry no longer exists, or which has since been
-    recreated, is refused with the reason; the others are restored. Exits 1 when anything
-    was refused. A restored edge is never culled again by the rule.
+    Edge and run ids may be given whole, as a unique prefix, or by the 8-digit ending the
+    listings and artifacts print. An edge whose endpoint entry no longer exists, or which
+    has since been recreated, is refused with the reason; the others are restored. Exits 1
+    when anything was refused. A restored edge is never culled again by the rule.
     """
     from hag import audit as hag_audit
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -129,19 +130,55 @@ def create_work_pool(env: dict[str, str], name: str = WORK_POOL) -> None:
     )
 
 
+SOURCE_VARIABLES = ("hag_repository", "hag_branch")  # prefect.yaml's pull step reads them
+
+
+def set_source_variables(
+    env: dict[str, str], repository: str | Path = PROJECT_ROOT, branch: str | None = None
+) -> dict[str, str]:
+    """Point prefect.yaml's pull step at a repository (default: this checkout, its branch),
+    unless the server already names one; returns what the variables hold.
+
+    A flow run then clones the committed code of that branch, so a worker needs no
+    checkout; a local `hag serve` runs what is committed, not the working tree's edits."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.variables import Variable
+
+    if branch is None:
+        found = subprocess.run(
+            ["git", "-C", str(repository), "rev-parse", "--abbrev-ref", "HEAD"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        branch = "" if found in ("", "HEAD") else found  # detached: the default branch
+    wanted = {"hag_repository": str(repository), "hag_branch": branch}
+    with temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"]}):
+        for name, value in wanted.items():
+            current = Variable.get(name)
+            if current is None:
+                Variable.set(name, value)
+            else:
+                wanted[name] = str(current)
+    return wanted
+
+
 def deploy_all(env: dict[str, str]) -> str:
     """`prefect deploy --all` from the repository root (reads prefect.yaml)."""
     return _run(env, _prefect("--no-prompt", "deploy", "--all"), "prefect deploy --all", 300)
 
 
 def start_worker(
-    env: dict[str, str], name: str = WORK_POOL, log: IO[Any] | None = None
+    env: dict[str, str],
+    name: str = WORK_POOL,
+    log: IO[Any] | None = None,
+    cwd: Path = PROJECT_ROOT,
 ) -> subprocess.Popen[bytes]:
-    """A process worker on the pool; flow runs start as its child processes."""
+    """A process worker on the pool; flow runs start as its child processes, each in a
+    temporary folder where the pull step clones the repository."""
     return subprocess.Popen(
         _prefect("worker", "start", "--pool", name),
         env=env,
-        cwd=PROJECT_ROOT,
+        cwd=cwd,
         stdout=log or subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
         preexec_fn=_die_with_parent,
@@ -164,6 +201,118 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, theirs, ...), from /proc (Linux; none elsewhere).
+
+    A flow run the process worker starts is its child in a session of its own."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # the process ended while we looked
+        fields = text[text.rindex(")") + 2 :].split()  # after "pid (comm) "
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def active_flow_runs(env: dict[str, str], pool: str = WORK_POOL) -> list[Any]:
+    """The pool's flow runs that are not over (pending, running, paused, cancelling)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+        WorkPoolFilter,
+        WorkPoolFilterName,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    live = [StateType.PENDING, StateType.RUNNING, StateType.PAUSED, StateType.CANCELLING]
+    with (
+        temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"]}),
+        get_client(sync_client=True) as client,
+    ):
+        return list(
+            client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(
+                    state=FlowRunFilterState(type=FlowRunFilterStateType(any_=live))
+                ),
+                work_pool_filter=WorkPoolFilter(name=WorkPoolFilterName(any_=[pool])),
+            )
+        )
+
+
+def _end_processes(pids: set[int], grace: float) -> None:
+    """SIGTERM each process's group (a flow run leads its own session), SIGKILL what is
+    left after `grace` seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(os.getpgid(pid), sig)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.1)
+        pids = {p for p in pids if _alive(p)}
+        if not pids:
+            return
+
+
+def _alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie, dead but not yet reaped by its parent, is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def end_flow_runs(
+    env: dict[str, str], worker: subprocess.Popen[bytes] | None, grace: float = 5.0
+) -> list[str]:
+    """Cancel the flow runs of the pool and end their processes; returns their ids.
+
+    The worker's descendants are collected before the worker stops (they would be orphaned
+    after), and the pool's live flow runs are read from the API (their infrastructure pid
+    names the process on this host). The processes are stopped; each flow run is then set
+    Cancelled in Prefect, and its run row, still `running` (or marked failed by the signal
+    since `hag serve` began stopping), becomes `cancelled`.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.states import Cancelled
+
+    from hag import runs
+
+    since = time.time()
+    flow_runs = active_flow_runs(env)
+    pids = set(descendants(worker.pid)) if worker is not None else set()
+    for run in flow_runs:
+        host, _, pid = str(run.infrastructure_pid or "").rpartition(":")
+        if pid.isdigit() and host in ("", socket.gethostname()):
+            pids.add(int(pid))
+    if worker is not None:
+        stop(worker)  # no new flow run starts while they are ended
+    _end_processes({p for p in pids if _alive(p)}, grace)
+    why = "cancelled: hag serve stopped while the run was not over"
+    with (
+        temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"]}),
+        get_client(sync_client=True) as client,
+    ):
+        for run in flow_runs:
+            client.set_flow_run_state(run.id, Cancelled(message=why), force=True)
+    ids = [str(run.id) for run in flow_runs]
+    if ids:
+        runs.mark_cancelled(ids, why, since=since)
+    return ids
 
 
 @click.command()
@@ -198,6 +347,7 @@ def serve(port: int, home: Path | None, no_worker: bool) -> None:
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     started: list[subprocess.Popen[bytes]] = []
+    worker: subprocess.Popen[bytes] | None = None
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _on_stop_signal)
     try:
@@ -206,10 +356,16 @@ def serve(port: int, home: Path | None, no_worker: bool) -> None:
             started.append(start_server(env, port, server_log))
         note(f"creating work pool {WORK_POOL}; registering prefect.yaml's deployments")
         create_work_pool(env)
+        source = set_source_variables(env)
+        note(
+            f"flow runs clone {source['hag_repository']} "
+            f"({source['hag_branch'] or 'its default branch'}): committed code only"
+        )
         deploy_all(env)
         if not no_worker:
             with open(logs / "worker.log", "ab") as worker_log:
-                started.append(start_worker(env, log=worker_log))
+                worker = start_worker(env, log=worker_log)
+                started.append(worker)
         click.echo(
             f"Prefect UI: http://127.0.0.1:{port}  (deployments: session-end, nightly, enrichment, restore)"
         )
@@ -227,5 +383,13 @@ def serve(port: int, home: Path | None, no_worker: bool) -> None:
         # Further signals must not cut the cleanup short.
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_IGN)
+        if started and started[0].poll() is None:  # the API is up: end the flow runs first
+            try:
+                for flow_run_id in end_flow_runs(env, worker):
+                    note(f"cancelled flow run {flow_run_id}")
+            except Exception as exc:  # the server and worker must still stop
+                note(
+                    f"could not cancel the flow runs: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+                )
         for proc in reversed(started):
             stop(proc)

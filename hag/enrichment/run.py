@@ -9,7 +9,6 @@ so no lock or snapshot waits on the network. A dry run does all of it but the wr
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -351,7 +350,7 @@ def enrich(
     `as_of` is the moment the accepted edges are created at (default: now), so a backfill or
     a simulation stamps them with its own time, as sessions do with their `ended_at`. It
     lies within `timestamp_window_years` of now, like every moment that enters (docs/bounds.md).
-    `flow_run_id` (the Prefect flow run, if any) is recorded on the run row.
+    Under a Prefect flow run (`flow_run_id`) the run takes the flow run's id (hag/runs.py).
     """
     problem = as_of is not None and bounds.timestamp_problem(as_of, settings.current())
     if problem:
@@ -380,7 +379,7 @@ def _enrich(
         proposer = choose_proposer(dials, model)
         limit = limit or dials.enrichment_default_limit
         summary = EnrichmentSummary(
-            run_id=uuid.uuid4(),
+            run_id=runs.new_id(flow_run_id, conn=conn),  # the flow run's, if any
             dry_run=dry_run,
             proposer=proposer.name,
             offline=proposer.offline,

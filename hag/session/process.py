@@ -57,7 +57,8 @@ def process_pending(
     its own run id. A single worker applies sessions in `ended_at` order. `run_batch(run_id,
     size)` applies one batch (the flow passes its Prefect task); by default `process_batch`.
     A run of its own holds its liveness lock while it works, and marks runs left `running`
-    by a dead process `abandoned` first (hag/runs.py); `flow_run_id` is recorded on its row.
+    by a dead process `abandoned` first (hag/runs.py); under a Prefect flow run
+    (`flow_run_id`) the run takes the flow run's id.
     """
     from hag import runs, settings
 
@@ -67,7 +68,7 @@ def process_pending(
         requeue_failed()
     if run_id is not None:
         return _process_pending(run_id, False, size, limit, workers, dials, on_batch, run_batch)
-    run = uuid.uuid4()
+    run = runs.new_id(flow_run_id)  # a flow run's run has its id (hag/runs.py)
     with runs.alive(run):  # held before the row exists: no reaper ever sees it unheld
         params = {"batch_size": size, "limit": limit, "workers": workers}
         if retry_failed:

@@ -254,10 +254,11 @@ class _Memory:
 
     def nightly(self, as_of: datetime) -> Any:
         if self.use_flows:
-            return flow("nightly")(as_of=as_of)
-        from hag.sweeps import run_nightly
+            # a simulation never pauses; the suites run once at the end, as for session-end
+            return flow("nightly")(as_of=as_of, ask_operator=False, check=False)
+        from hag.sweeps import nightly
 
-        return run_nightly(as_of=as_of)
+        return nightly(as_of)  # the flow's steps, upkeep included
 
     def enrich(self, topic: str, as_of: datetime) -> Any:
         if self.use_flows:

@@ -69,10 +69,12 @@ WHERE a.audit_id = ANY (%(audit_ids)s::bigint[]) AND a.edge_id = back.id
 RETURNING a.edge_id
 
 -- name: match_culled_edge
--- Culled edges whose id is, or starts with, what an operator typed (hex digits without
--- dashes; the caller normalises it): the short ids listings and artifacts print.
+-- Culled edges whose id starts or ends with what an operator typed (hex digits without
+-- dashes; the caller normalises it): a prefix, or the short ids listings and artifacts print.
 SELECT DISTINCT a.edge_id
 FROM hag_edge_audit a
-WHERE a.reason = 'cull' AND replace(a.edge_id::text, '-', '') LIKE %(prefix)s || '%%'
+WHERE a.reason = 'cull'
+  AND (replace(a.edge_id::text, '-', '') LIKE %(prefix)s || '%%'
+       OR replace(a.edge_id::text, '-', '') LIKE '%%' || %(prefix)s)
 ORDER BY a.edge_id
 LIMIT 10

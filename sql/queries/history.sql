@@ -67,3 +67,20 @@ LEFT JOIN hag_edges ed ON l.entity_kind = 'edge' AND ed.id = l.entity_id
 LEFT JOIN hag_entries src ON src.id = ed.source_entry_id
 LEFT JOIN hag_entries dst ON dst.id = ed.target_entry_id
 ORDER BY topic_id NULLS LAST, name NULLS LAST, l.entity_kind, l.entity_id
+
+-- name: match_entity
+-- Entries, edges and culled edges whose id starts with what an operator typed (a range on
+-- the primary keys: %(low)s..%(high)s is the prefix padded with 0s and fs) or ends with it
+-- (the short ids listings print; a scan). At most 10, for the ambiguity message.
+WITH found AS (
+    SELECT id, 'entry' AS kind FROM hag_entries WHERE id BETWEEN %(low)s AND %(high)s
+    UNION SELECT id, 'edge' FROM hag_edges WHERE id BETWEEN %(low)s AND %(high)s
+    UNION SELECT edge_id, 'culled edge' FROM hag_edge_audit
+        WHERE edge_id BETWEEN %(low)s AND %(high)s
+    UNION SELECT id, 'entry' FROM hag_entries WHERE replace(id::text, '-', '') LIKE '%%' || %(prefix)s
+    UNION SELECT id, 'edge' FROM hag_edges WHERE replace(id::text, '-', '') LIKE '%%' || %(prefix)s
+    UNION SELECT edge_id, 'culled edge' FROM hag_edge_audit
+        WHERE replace(edge_id::text, '-', '') LIKE '%%' || %(prefix)s
+)
+SELECT DISTINCT ON (id) id, kind FROM found ORDER BY id, kind DESC
+LIMIT 10

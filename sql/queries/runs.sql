@@ -35,16 +35,43 @@ WHERE run_id = %(run_id)s AND status = 'running'
 UPDATE hag_runs SET flow_run_id = %(flow_run_id)s WHERE run_id = %(run_id)s
 
 -- name: match_run
--- Runs whose own id or Prefect flow-run id is, or starts with, what an operator typed
--- (lower-case hex with or without dashes; the caller normalises it).
+-- Runs whose own id or Prefect flow-run id starts or ends with what an operator typed
+-- (lower-case hex without dashes; the caller normalises it): a prefix, or the ending the
+-- listings print.
 SELECT run_id, flow_run_id, kind, started_at, status
 FROM hag_runs
 WHERE replace(run_id::text, '-', '') LIKE %(prefix)s || '%%'
    OR replace(flow_run_id::text, '-', '') LIKE %(prefix)s || '%%'
+   OR replace(run_id::text, '-', '') LIKE '%%' || %(prefix)s
+   OR replace(flow_run_id::text, '-', '') LIKE '%%' || %(prefix)s
 ORDER BY started_at
 LIMIT 10
+
+-- name: list_runs
+-- The newest runs, of one kind or all (`hag runs`); the kind-and-time index serves a kind.
+SELECT run_id, kind, status, started_at, finished_at, as_of, dry_run, flow_run_id, summary,
+       status_note
+FROM hag_runs
+WHERE %(kind)s::text IS NULL OR kind = %(kind)s::text
+ORDER BY started_at DESC, run_id
+LIMIT %(limit)s
+
+-- name: mark_cancelled
+-- Runs of flow runs that were cancelled (`hag serve` stopping): closed as `cancelled` once
+-- their process is gone. Rows still `running` change, and rows the stop's own signal
+-- marked failed (finished since %(since)s, epoch seconds); nothing else.
+UPDATE hag_runs
+SET status = 'cancelled', finished_at = clock_timestamp(), status_note = %(why)s
+WHERE (run_id = ANY(%(ids)s::uuid[]) OR flow_run_id = ANY(%(ids)s::uuid[]))
+  AND (status = 'running' OR (status = 'failed' AND finished_at >= to_timestamp(%(since)s)))
+RETURNING run_id
 
 -- name: get_run
 SELECT run_id, flow_run_id, kind, started_at, finished_at, as_of, dry_run, params, summary,
        status, status_note
 FROM hag_runs WHERE run_id = %(run_id)s
+
+-- name: record_finished_run
+-- A run done in one transaction (a restore): its row is written done, with the work.
+INSERT INTO hag_runs (run_id, kind, flow_run_id, params, summary, status, finished_at)
+VALUES (%(run_id)s, %(kind)s, %(flow_run_id)s, %(params)s, %(summary)s, 'done', clock_timestamp())

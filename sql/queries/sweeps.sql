@@ -45,6 +45,16 @@ WITH moved AS (
 )
 SELECT count(*) AS n FROM moved
 
+-- name: promoted_entries
+-- The entries this run promoted, by name, for its log (at most `limit`; the count is the
+-- promote steps'). The run index of the maturity history serves it.
+SELECT h.entry_id, e.topic_id, e.concept_slug, h.new_maturity
+FROM hag_maturity_history h
+JOIN hag_entries e ON e.id = h.entry_id
+WHERE h.run_id = %(run_id)s AND h.rule IN ('promotion', 'proven')
+ORDER BY h.history_id
+LIMIT %(limit)s
+
 -- name: promote_to_proven
 -- Our step: pattern -> proven (runs after promote_to_pattern in the same transaction, so one
 -- run reaches the fixed point and a second run changes nothing).
