@@ -10,7 +10,7 @@ from pydantic import Field
 
 from tasks.checks import run_expectations
 from tasks.enrichment import enrich_orphans, publish_cost_ledger, publish_proposals
-from tasks.runtime import enrichment_run_name, tag_dry_run
+from tasks.runtime import enrichment_run_name, require_database_in_deployment, tag_dry_run
 
 
 # Bounds are declared on the types (the run form and the API refuse a bad value before a
@@ -36,6 +36,7 @@ def enrichment_flow(
         model: The model to ask (e.g. gpt-4o-mini); empty: the configured one.
         as_of: The moment accepted edges are created at, for backfills; empty means now.
     """
+    require_database_in_deployment()
     tag_dry_run(dry_run)
     summary = enrich_orphans(topic, limit, dry_run, model, as_of)
     publish_cost_ledger(summary)

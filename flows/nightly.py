@@ -8,7 +8,7 @@ from typing import Any
 from prefect import flow
 
 from tasks.checks import run_expectations
-from tasks.runtime import nightly_run_name, tag_dry_run
+from tasks.runtime import nightly_run_name, require_database_in_deployment, tag_dry_run
 from tasks.sweeps import build_topic_indexes, nightly_sweep, publish_nightly_report
 
 
@@ -27,6 +27,7 @@ def nightly_flow(as_of: datetime | None = None, dry_run: bool = False) -> dict[s
         dry_run: Report what would change and change nothing (the run is tagged dry-run and
             publishes under nightly-dry-run-* artifact keys).
     """
+    require_database_in_deployment()
     tag_dry_run(dry_run)
     summary = nightly_sweep(as_of, dry_run)
     indexed = None if dry_run else build_topic_indexes()

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from hag.errors import ValidationError
 from tasks.audit import publish_restore_report, restore_culled_edges
-from tasks.runtime import restore_run_name, tag_dry_run
+from tasks.runtime import require_database_in_deployment, restore_run_name, tag_dry_run
 
 HexId = Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{4,36}$")]
 
@@ -34,6 +34,7 @@ def restore_flow(
             the nightly-culled-edges artifact's restore column).
         dry_run: Only show what would come back and what would be refused; change nothing.
     """
+    require_database_in_deployment()
     if bool(run) == bool(edge_ids):
         raise ValidationError("give exactly one of run or edge_ids")
     tag_dry_run(dry_run)

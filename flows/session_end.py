@@ -15,7 +15,7 @@ from prefect import flow
 from pydantic import Field
 
 from tasks.checks import run_expectations
-from tasks.runtime import session_end_run_name
+from tasks.runtime import require_database_in_deployment, session_end_run_name
 from tasks.session import count_pending, process_sessions, publish_session_summary
 
 
@@ -40,6 +40,7 @@ def session_end_flow(
             result equals some serial order); 1 applies them in ended_at order.
         check: Run the data-quality suites after a run that changed the memory.
     """
+    require_database_in_deployment()
     if count_pending() == 0:
         return {"run_id": None, "sessions": 0, "rejects": 0, "idle": True}
     total = process_sessions(batch_size, limit, workers)

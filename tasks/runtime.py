@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from prefect.runtime import flow_run
+from prefect.runtime import deployment, flow_run
 
 DRY_RUN_TAG = "dry-run"
 
@@ -66,3 +66,17 @@ def tag_dry_run(dry_run: bool) -> None:
         current = client.read_flow_run(run_id)
         if DRY_RUN_TAG not in current.tags:
             client.update_flow_run(run_id, tags=[*current.tags, DRY_RUN_TAG])
+
+
+def require_database_in_deployment() -> None:
+    """In a flow run of a deployment, refuse to start an embedded database (hag.db).
+
+    A worker without DATABASE_URL would otherwise start, migrate and process an empty
+    memory of its own and report success. Called first in every flow body; a flow called
+    directly (the CLI, tests, `hag demo`) keeps the embedded default.
+    """
+    if deployment.id is None:
+        return
+    from hag import db
+
+    db.refuse_embedded(f"a flow run of deployment {deployment.name or deployment.id}")
