@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -11,7 +14,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from hag import embeddings, migrate, pg_support
+from hag import PROJECT_ROOT, embeddings, migrate, pg_support
 from hag.errors import MigrationError
 from hag.pg_support import ServerVersions, UnsupportedServerError, unsupported
 
@@ -145,7 +148,8 @@ def test_app_role_is_told_an_administrator_creates_the_extension(
     reason="HAG_TEST_OLD_PGVECTOR_URL (a server offering pgvector 0.7) is not set",
 )
 def test_migrate_refuses_a_server_with_old_pgvector() -> None:
-    """A real server offering only pgvector 0.7 is refused before anything is written."""
+    """A real server offering only pgvector 0.7 is refused before anything is written, by
+    the library and by `hag migrate` in one line."""
     url = os.environ["HAG_TEST_OLD_PGVECTOR_URL"]
     database = f"hag_old_pgvector_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(url, autocommit=True) as admin:
@@ -162,6 +166,21 @@ def test_migrate_refuses_a_server_with_old_pgvector() -> None:
                 conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
                 is None
             )
+        cli = subprocess.run(
+            [sys.executable, "-m", "hag.cli", "migrate"],
+            env={**os.environ, "DATABASE_URL": make_conninfo(url, dbname=database)},
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert cli.returncode == 1, cli.stderr
+        assert "Traceback" not in cli.stderr
+        assert re.fullmatch(
+            r"hag: pgvector 0\.7\.\d+ is not supported: HAG memory needs PostgreSQL 16 or "
+            r"newer with pgvector 0\.8 or newer",
+            cli.stderr.strip().splitlines()[-1],
+        ), cli.stderr
     finally:
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
