@@ -34,8 +34,6 @@ from tests.test_deployments import _free_port
 from tests.test_session_concurrency import build_world, sessions
 from tests.test_session_properties import memory
 
-pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
-
 POOL = "hag-scale-out"
 HOSTS = ("host-a", "host-b")
 SESSIONS = 60
