@@ -81,7 +81,11 @@ def no_database_url(db: Any, tmp_path: Path) -> Iterator[Path]:
 
 
 # Parameters a flow needs to get past its own checks to its first database use.
-PARAMETERS = {"restore": {"run": "0123abcd"}}
+PARAMETERS = {
+    "restore": {"run": "0123abcd"},
+    "learner-export": {"learner_id": "ada"},
+    "learner-erase": {"learner_id": "ada"},
+}
 
 
 def _deployment_run(flow: Any, name: str, parameters: dict[str, Any]) -> Any:
