@@ -148,6 +148,7 @@ def migrate(
             try:
                 conn.execute(m.path.read_text())
             except psycopg.Error as exc:
+                _refuse_missing_vector(conn, exc)
                 raise MigrationError(f"{m.path.name} failed: {exc}".splitlines()[0]) from exc
             conn.execute(
                 "INSERT INTO hag_schema_migrations (version, filename, checksum) VALUES (%s, %s, %s)",
@@ -231,3 +232,14 @@ def ensure_migrated() -> None:
 
 
 _checked = False
+
+
+def _refuse_missing_vector(conn: AnyConn, exc: psycopg.Error) -> None:
+    """A role that may not create `vector` (it is not a trusted extension) is told who can."""
+    if not isinstance(exc, psycopg.errors.InsufficientPrivilege) or '"vector"' not in str(exc):
+        return
+    raise MigrationError(
+        f'role "{conn.info.user}" may not create the extension "vector" in database '
+        f'"{conn.info.dbname}": an administrator must run CREATE EXTENSION vector; '
+        "once in that database, then migrate works for this role"
+    ) from exc

@@ -14,10 +14,14 @@ def db() -> None:
 
 @db.command()
 def start() -> None:
-    """Start the embedded server (data in .hag/pgdata) and print its URL."""
+    """Start the embedded server (data in .hag/pgdata) and print its URL.
+
+    With DATABASE_URL set there is nothing to start: the command checks that server answers.
+    """
     from hag import db as hdb
 
     if not hdb.is_embedded():
+        hdb.connect().close()  # a server that does not answer is said, never "started"
         note("DATABASE_URL is set: nothing to start")
         click.echo(hdb.database_url())
         return

@@ -1,0 +1,245 @@
+"""Every command under the four faults an operator meets: a stopped database, a database
+without the `vector` extension, an unreachable embedder and a wrong embedder. A command
+that needs what the fault breaks exits 1 with one `hag: ` line naming the fault, never a
+traceback; one that needs none of it is not run (the table says which needs what)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from hag import corpus, migrate
+from hag.cli import main
+from tests.embedder_memory import error_lines, forget_process_state, own_memory, use_stub
+from tests.session_builders import payload, turn
+from tests.test_cli_errors import leaf_commands
+
+__all__ = ["own_memory"]
+
+DEMO = "hag/data/demo_corpus.json"
+SOME_ID = "00000000-0000-4000-8000-000000000000"
+
+# What each command needs: "server" (a database that answers), "memory" (the schema
+# migrated into it, which the `vector` extension comes first for) and "embedder" (it
+# embeds texts, or records the embedder). A fault is tried on every command that needs
+# what it breaks. `db stop` and `db url` need nothing: a DATABASE_URL to a server hag did
+# not start is not theirs to stop, and the URL is configuration. `demo` runs on a fresh
+# embedded database of its own, never DATABASE_URL; `serve` starts no embedding itself
+# (its flow runs do, each failing in its own run).
+NEEDS: dict[str, set[str]] = {
+    "db start": {"server"},
+    "db stop": set(),
+    "db status": {"server"},
+    "db url": set(),
+    "migrate": {"server", "memory", "embedder"},
+    "load-corpus": {"server", "memory", "embedder"},
+    "export": {"server", "memory"},
+    "settings list": {"server", "memory"},
+    "settings get": {"server", "memory"},
+    "settings set": {"server", "memory"},
+    "settings reset": {"server", "memory"},
+    "settings profile": {"server", "memory"},
+    "demo": {"embedder"},
+    "retrieve": {"server", "memory", "embedder"},
+    "ingest": {"server", "memory"},
+    "process-sessions": {"server", "memory", "embedder"},
+    "nightly": {"server", "memory"},
+    "audit culled": {"server", "memory"},
+    "audit restore": {"server", "memory"},
+    "history": {"server", "memory"},
+    "learner export": {"server", "memory"},
+    "learner erase": {"server", "memory"},
+    "check": {"server", "memory"},
+    "enrich": {"server", "memory"},
+    "serve": {"server", "memory"},
+    "simulate": {"server", "memory", "embedder"},
+    "reembed": {"server", "memory", "embedder"},
+}
+
+# Where a command needs the broken thing and still, by design, does not fail.
+EXEMPT: dict[tuple[str, str], str] = {
+    ("retrieve", "unreachable embedder"): "answers from the concept pass and the edge walk, "
+    "exit 0, with one `hag: embedder unavailable` line (tests/test_embedder_faults.py)",
+    ("reembed", "wrong embedder"): "it is the command that moves a memory to the configured "
+    "embedder (tests/test_reembed.py)",
+    ("demo", "wrong embedder"): "its memory is new: it records the configured embedder",
+}
+
+# Which resource each fault breaks.
+BREAKS = {
+    "stopped database": "server",
+    "missing extension": "memory",
+    "unreachable embedder": "embedder",
+    "wrong embedder": "embedder",
+}
+
+
+def _args(tmp: Path) -> dict[str, list[str]]:
+    """Valid arguments for each command: what it would run with on a healthy memory."""
+    session = tmp / "session.json"
+    session.write_text(json.dumps(payload("s-faults", [turn(0)])))
+    return {
+        "db start": ["db", "start"],
+        "db stop": ["db", "stop"],
+        "db status": ["db", "status"],
+        "db url": ["db", "url"],
+        "migrate": ["migrate"],
+        "load-corpus": ["load-corpus", DEMO],
+        "export": ["export", "entries"],
+        "settings list": ["settings", "list"],
+        "settings get": ["settings", "get", "floor_proven"],
+        "settings set": ["settings", "set", "floor_proven", "0.5"],
+        "settings reset": ["settings", "reset", "floor_proven"],
+        "settings profile": ["settings", "profile", "seed"],
+        "demo": ["demo", "--sessions", "1", "--days", "1"],
+        "retrieve": ["retrieve", "--topic", "cryptography", "--learner", "ada", "--message", "rsa"],
+        "ingest": ["ingest", str(session)],
+        "process-sessions": ["process-sessions"],
+        "nightly": ["nightly", "--no-check"],
+        "audit culled": ["audit", "culled"],
+        "audit restore": ["audit", "restore", SOME_ID],
+        "history": ["history", SOME_ID],
+        "learner export": ["learner", "export", "ada", "--out", str(tmp / "ada.jsonl")],
+        "learner erase": ["learner", "erase", "ada", "--dry-run"],
+        "check": ["check"],
+        "enrich": ["enrich", "--dry-run"],
+        "serve": ["serve", "--home", str(tmp / "prefect")],
+        "simulate": [
+            *("simulate", "--database", "configured", "--learners", "1", "--sessions", "1"),
+            *("--days", "1", "--out", str(tmp / "simulation")),
+        ],
+        "reembed": ["reembed"],
+    }
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _gx_imported():
+    """Great Expectations imported before the walk: `check` starts importing it on a thread
+    (hag/quality/_gx.py) that a failing command would leave running into the next one."""
+    from hag.quality import _gx
+
+    _gx.import_gx()
+
+
+def test_every_command_says_what_it_needs():
+    """A new command cannot be added without saying which faults it meets."""
+    assert sorted(NEEDS) == leaf_commands()
+    assert {path for path, _ in EXEMPT} <= set(NEEDS)
+    assert {fault for _, fault in EXEMPT} <= set(BREAKS)
+
+
+def _run(args: list[str], capsys) -> tuple[int, str]:
+    """`hag ARGS` in this process, from a clean slate: (exit code, stderr)."""
+    forget_process_state()
+    migrate._checked = False
+    capsys.readouterr()
+    try:
+        main(args)
+        code = 0
+    except SystemExit as stopped:
+        code = int(stopped.code or 0)
+    finally:
+        forget_process_state()
+    return code, capsys.readouterr().err
+
+
+def _walk(fault: str, tmp: Path, capsys, *names: str) -> None:
+    """Run every command that meets `fault`; each must exit 1 with one line naming it."""
+    args = _args(tmp)
+    wrong = []
+    for path in leaf_commands():
+        if BREAKS[fault] not in NEEDS[path] or (path, fault) in EXEMPT:
+            continue
+        code, err = _run(args[path], capsys)
+        lines = error_lines(err)
+        named = len(lines) == 1 and all(n.lower() in lines[0].lower() for n in names)
+        if code != 1 or not named or not lines[0].startswith("hag: ") or "Traceback" in err:
+            wrong.append((path, code, err[-600:]))
+    assert wrong == [], wrong
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_stopped_database(monkeypatch, tmp_path, capsys):
+    """DATABASE_URL names a server that does not answer: one line saying it cannot connect."""
+    url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/postgres"
+    monkeypatch.setenv("DATABASE_URL", url)
+    monkeypatch.setenv("HAG_DATA_DIR", str(tmp_path / "data"))
+    _walk("stopped database", tmp_path, capsys, "cannot connect to the database")
+
+
+@pytest.fixture
+def without_vector(database_url):
+    """A database owned by a role that may not create extensions, `vector` not in it."""
+    role, name = f"hag_app_{uuid.uuid4().hex[:8]}", f"hag_novector_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        admin.execute(f"CREATE DATABASE {name} OWNER {role}")
+    try:
+        yield make_conninfo(database_url, dbname=name, user=role)
+    finally:
+        forget_process_state()
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            admin.execute(f"DROP ROLE IF EXISTS {role}")
+
+
+def test_a_missing_vector_extension(without_vector, monkeypatch, tmp_path, capsys):
+    """No `vector` and a role that may not create it: one line saying that an administrator
+    must run CREATE EXTENSION vector."""
+    monkeypatch.setenv("DATABASE_URL", without_vector)
+    monkeypatch.setenv("HAG_DATA_DIR", str(tmp_path / "data"))
+    _walk("missing extension", tmp_path, capsys, "administrator", "CREATE EXTENSION vector")
+
+
+def _demo_with_a_pending_session(conn) -> None:
+    """The demo corpus, and one pending session whose observation must be embedded."""
+    corpus.load(conn, corpus.read(DEMO), 1536)
+    conn.commit()
+    obs = {"graph": "topic", "concept": "keys", "text": "Keys come in pairs."}
+    from tests.session_builders import ingest
+
+    ingest(conn, payload("s-pending", [turn(0, observations=[obs])]))
+    conn.commit()
+
+
+def test_an_unreachable_embedder(
+    own_memory, private_db, openai_stub, monkeypatch, tmp_path, capsys
+):
+    """A memory built with the openai embedder, its endpoint down: one line naming it."""
+    use_stub(monkeypatch, openai_stub.base_url)
+    migrate.record_embedder(private_db, __import__("hag.embeddings").embeddings.get_embedder())
+    _demo_with_a_pending_session(private_db)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    use_stub(monkeypatch, down)
+    monkeypatch.setenv("HAG_DATA_DIR", str(tmp_path / "data"))
+    _walk("unreachable embedder", tmp_path, capsys, f"the embedding endpoint ({down})")
+
+
+def test_a_wrong_embedder(own_memory, private_db, openai_stub, monkeypatch, tmp_path, capsys):
+    """A memory built offline, the openai embedder configured: one line naming both."""
+    from hag.embeddings import get_embedder
+
+    migrate.record_embedder(private_db, get_embedder())
+    _demo_with_a_pending_session(private_db)
+    use_stub(monkeypatch, openai_stub.base_url)
+    monkeypatch.setenv("HAG_DATA_DIR", str(tmp_path / "data"))
+    _walk(
+        "wrong embedder",
+        tmp_path,
+        capsys,
+        "this memory was embedded with offline/hash-v1",
+        "the configured embedder is openai/",
+    )
