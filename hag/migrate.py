@@ -182,8 +182,12 @@ def code_checksum() -> str:
     return digest.hexdigest()
 
 
-def migrate_database() -> list[str]:
-    """`hag migrate`: migrate the configured database for the configured embedder."""
+def migrate_database(*, verify_embedder: bool = False) -> list[str]:
+    """`hag migrate`: migrate the configured database for the configured embedder.
+
+    `verify_embedder`: an endpoint that cannot answer the probe text is an error even when
+    the memory already records this embedder (`hag migrate` says so; a command that migrates
+    on its way leaves that check to the next migrate)."""
     from hag import db
     from hag.embeddings import get_embedder
 
@@ -193,7 +197,7 @@ def migrate_database() -> list[str]:
         result = migrate(conn, embedder.dim)
     db.close_all()  # pools made before the extension existed lack the vector type
     with db.connect() as conn:
-        record_embedder(conn, embedder)
+        record_embedder(conn, embedder, verify=verify_embedder)
     return result
 
 
@@ -205,11 +209,11 @@ def check_embedder(conn: AnyConn, embedder: Any) -> None:
     conn.rollback()
 
 
-def record_embedder(conn: AnyConn, embedder: Any) -> None:
+def record_embedder(conn: AnyConn, embedder: Any, *, verify: bool = False) -> None:
     """After migrating: record the embedder (or verify the recorded one's fingerprint)."""
     from hag import embedder_identity
 
-    embedder_identity.record(conn, embedder)
+    embedder_identity.record(conn, embedder, verify=verify)
     conn.commit()
 
 

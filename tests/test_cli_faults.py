@@ -16,7 +16,7 @@ from psycopg.conninfo import make_conninfo
 
 from hag import corpus, migrate
 from hag.cli import main
-from tests.embedder_memory import error_lines, forget_process_state, own_memory, use_stub
+from tests.embedder_memory import forget_process_state, own_memory, use_stub
 from tests.session_builders import payload, turn
 from tests.test_cli_errors import leaf_commands
 
@@ -26,8 +26,8 @@ DEMO = "hag/data/demo_corpus.json"
 SOME_ID = "00000000-0000-4000-8000-000000000000"
 
 # What each command needs: "server" (a database that answers), "memory" (the schema
-# migrated into it, which the `vector` extension comes first for) and "embedder" (it
-# embeds texts, or records the embedder). A fault is tried on every command that needs
+# migrated into it, which the `vector` extension comes first for), "embedder" (it
+# embeds texts, or records the embedder) and "chat" (it asks the chat model). A fault is tried on every command that needs
 # what it breaks. `db stop` and `db url` need nothing: a DATABASE_URL to a server hag did
 # not start is not theirs to stop, and the URL is configuration. `demo` runs on a fresh
 # embedded database of its own, never DATABASE_URL; `serve` starts no embedding itself
@@ -56,7 +56,7 @@ NEEDS: dict[str, set[str]] = {
     "learner export": {"server", "memory"},
     "learner erase": {"server", "memory"},
     "check": {"server", "memory"},
-    "enrich": {"server", "memory"},
+    "enrich": {"server", "memory", "chat"},
     "serve": {"server", "memory"},
     "simulate": {"server", "memory", "embedder"},
     "reembed": {"server", "memory", "embedder"},
@@ -71,12 +71,20 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("demo", "wrong embedder"): "its memory is new: it records the configured embedder",
 }
 
+# Commands the walk does not run where they meet none of the fault: `serve` would start a
+# Prefect server and run until stopped, `demo` a whole demo on a database of its own, and
+# `db stop` would stop the test's own server, which DATABASE_URL reaches by its socket.
+NOT_RUN_UNLESS_NEEDED = {"serve", "demo", "db stop"}
+
+# Provenance a command says on stderr before it meets the fault (not part of the error).
+NOTES = ("embedder: ", "proposer: ", "demo database: ")
+
 # Which resource each fault breaks.
 BREAKS = {
-    "stopped database": "server",
-    "missing extension": "memory",
-    "unreachable embedder": "embedder",
-    "wrong embedder": "embedder",
+    "stopped database": {"server"},
+    "missing extension": {"memory"},
+    "unreachable embedder": {"embedder", "chat"},  # one OpenAI endpoint serves both
+    "wrong embedder": {"embedder"},
 }
 
 
@@ -149,19 +157,42 @@ def _run(args: list[str], capsys) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
+def _meets(path: str, fault: str) -> bool:
+    """Whether the command needs what the fault breaks (and is not exempt from it)."""
+    return bool(BREAKS[fault] & NEEDS[path]) and (path, fault) not in EXEMPT
+
+
 def _walk(fault: str, tmp: Path, capsys, *names: str) -> None:
-    """Run every command that meets `fault`; each must exit 1 with one line naming it."""
+    """Run every command under `fault`: one that needs what it breaks must exit 1 with one
+    line naming it; any other must not fail for it (nor print a traceback)."""
     args = _args(tmp)
     wrong = []
-    for path in leaf_commands():
-        if BREAKS[fault] not in NEEDS[path] or (path, fault) in EXEMPT:
+    # Those the fault stops first: an exempt one may change the memory (`reembed` moves it).
+    for path in sorted(leaf_commands(), key=lambda p: not _meets(p, fault)):
+        meets = _meets(path, fault)
+        if path in NOT_RUN_UNLESS_NEEDED and not meets:
             continue
         code, err = _run(args[path], capsys)
-        lines = error_lines(err)
-        named = len(lines) == 1 and all(n.lower() in lines[0].lower() for n in names)
-        if code != 1 or not named or not lines[0].startswith("hag: ") or "Traceback" in err:
-            wrong.append((path, code, err[-600:]))
+        lines = [line for line in err.splitlines() if not line.startswith(NOTES)]
+        named = [line for line in lines if all(n.lower() in line.lower() for n in names)]
+        if not meets:
+            if (code != 0 and named) or "Traceback" in err:
+                wrong.append((path, "failed for a fault it does not meet", code, err[-600:]))
+            continue
+        if code != 1 or len(lines) != 1 or not named or not lines[0].startswith("hag: "):
+            wrong.append((path, "not one line naming the fault", code, err[-600:]))
+        elif "Traceback" in err:
+            wrong.append((path, "a traceback", code, err[-600:]))
     assert wrong == [], wrong
+
+
+def _sandbox(monkeypatch, tmp: Path) -> None:
+    """Whatever a command would start or write (the embedded servers, the demo's database
+    and reports) goes under `tmp`, never into the checkout."""
+    import hag.demo
+
+    monkeypatch.setenv("HAG_DATA_DIR", str(tmp / "data"))
+    monkeypatch.setattr(hag.demo, "work_dir", lambda: tmp)
 
 
 def _closed_port() -> int:
@@ -174,7 +205,7 @@ def test_a_stopped_database(monkeypatch, tmp_path, capsys):
     """DATABASE_URL names a server that does not answer: one line saying it cannot connect."""
     url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/postgres"
     monkeypatch.setenv("DATABASE_URL", url)
-    monkeypatch.setenv("HAG_DATA_DIR", str(tmp_path / "data"))
+    _sandbox(monkeypatch, tmp_path)
     _walk("stopped database", tmp_path, capsys, "cannot connect to the database")
 
 
@@ -198,7 +229,7 @@ def test_a_missing_vector_extension(without_vector, monkeypatch, tmp_path, capsy
     """No `vector` and a role that may not create it: one line saying that an administrator
     must run CREATE EXTENSION vector."""
     monkeypatch.setenv("DATABASE_URL", without_vector)
-    monkeypatch.setenv("HAG_DATA_DIR", str(tmp_path / "data"))
+    _sandbox(monkeypatch, tmp_path)
     _walk("missing extension", tmp_path, capsys, "administrator", "CREATE EXTENSION vector")
 
 
@@ -224,8 +255,8 @@ def test_an_unreachable_embedder(
         sock.bind(("127.0.0.1", 0))
         down = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
     use_stub(monkeypatch, down)
-    monkeypatch.setenv("HAG_DATA_DIR", str(tmp_path / "data"))
-    _walk("unreachable embedder", tmp_path, capsys, f"the embedding endpoint ({down})")
+    _sandbox(monkeypatch, tmp_path)
+    _walk("unreachable embedder", tmp_path, capsys, down, "connection error")
 
 
 def test_a_wrong_embedder(own_memory, private_db, openai_stub, monkeypatch, tmp_path, capsys):
@@ -235,7 +266,7 @@ def test_a_wrong_embedder(own_memory, private_db, openai_stub, monkeypatch, tmp_
     migrate.record_embedder(private_db, get_embedder())
     _demo_with_a_pending_session(private_db)
     use_stub(monkeypatch, openai_stub.base_url)
-    monkeypatch.setenv("HAG_DATA_DIR", str(tmp_path / "data"))
+    _sandbox(monkeypatch, tmp_path)
     _walk(
         "wrong embedder",
         tmp_path,

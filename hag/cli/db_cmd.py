@@ -108,5 +108,5 @@ def migrate() -> None:
     from hag.migrate import migrate_database
 
     announce()
-    done = migrate_database()
+    done = migrate_database(verify_embedder=True)
     click.echo(f"applied {len(done)} migration(s)" + (": " + ", ".join(done) if done else ""))
