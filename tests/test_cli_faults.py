@@ -274,3 +274,32 @@ def test_a_wrong_embedder(own_memory, private_db, openai_stub, monkeypatch, tmp_
         "this memory was embedded with offline/hash-v1",
         "the configured embedder is openai/",
     )
+
+
+@pytest.fixture
+def hung_server():
+    """The URL of a port that accepts connections and never answers (a hung server)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        yield f"postgresql://postgres@127.0.0.1:{sock.getsockname()[1]}/postgres"
+
+
+@pytest.mark.timeout(90)  # psycopg's own default would wait 130 s
+def test_a_hung_database_is_one_line_after_the_connect_timeout(
+    hung_server, monkeypatch, tmp_path, capsys
+):
+    """A server that never answers: HAG_DATABASE_CONNECT_TIMEOUT_SECONDS bounds the wait,
+    then the one `cannot connect` line (a connect_timeout in the URL wins over it)."""
+    from hag import db
+
+    _sandbox(monkeypatch, tmp_path)
+    monkeypatch.setenv("DATABASE_URL", hung_server)
+    monkeypatch.setenv("HAG_DATABASE_CONNECT_TIMEOUT_SECONDS", "2")
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    code, err = _run(["settings", "list"], capsys)
+    assert code == 1 and len(err.splitlines()) == 1, err
+    assert err.startswith("hag: cannot connect to the database: ") and "timeout" in err, err
+    forget_process_state()
+    assert db.connection_kwargs(url=hung_server)["connect_timeout"] == 2
+    assert "connect_timeout" not in db.connection_kwargs(url=hung_server + "?connect_timeout=5")
