@@ -1,7 +1,8 @@
 """Every command under the four faults an operator meets: a stopped database, a database
 without the `vector` extension, an unreachable embedder and a wrong embedder. A command
 that needs what the fault breaks exits 1 with one `hag: ` line naming the fault, never a
-traceback; one that needs none of it is not run (the table says which needs what)."""
+traceback; one that needs none of it must not fail for it (the table says which needs
+what). One more: a server that accepts and never answers costs the connect timeout."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from psycopg.conninfo import make_conninfo
 from hag import corpus, migrate
 from hag.cli import main
 from tests.embedder_memory import forget_process_state, own_memory, use_stub
-from tests.session_builders import payload, turn
+from tests.session_builders import ingest, payload, turn
 from tests.test_cli_errors import leaf_commands
 
 __all__ = ["own_memory"]
@@ -26,12 +27,14 @@ DEMO = "hag/data/demo_corpus.json"
 SOME_ID = "00000000-0000-4000-8000-000000000000"
 
 # What each command needs: "server" (a database that answers), "memory" (the schema
-# migrated into it, which the `vector` extension comes first for), "embedder" (it
-# embeds texts, or records the embedder) and "chat" (it asks the chat model). A fault is tried on every command that needs
-# what it breaks. `db stop` and `db url` need nothing: a DATABASE_URL to a server hag did
-# not start is not theirs to stop, and the URL is configuration. `demo` runs on a fresh
-# embedded database of its own, never DATABASE_URL; `serve` starts no embedding itself
-# (its flow runs do, each failing in its own run).
+# migrated into it, which the `vector` extension comes first for), "embedder" (it embeds
+# texts, or records the embedder) and "chat" (it asks the chat model). A fault is tried on
+# every command that needs what it breaks. `db stop` and `db url` need nothing: a
+# DATABASE_URL to a server hag did not start is not theirs to stop, and the URL is
+# configuration. `db start` and `db status` need the server, not the memory (the status
+# shows how far it is migrated). `demo` runs on a fresh embedded database of its own,
+# never DATABASE_URL; `serve` embeds nothing itself (its flow runs do, each failing in its
+# own run).
 NEEDS: dict[str, set[str]] = {
     "db start": {"server"},
     "db stop": set(),
@@ -238,8 +241,6 @@ def _demo_with_a_pending_session(conn) -> None:
     corpus.load(conn, corpus.read(DEMO), 1536)
     conn.commit()
     obs = {"graph": "topic", "concept": "keys", "text": "Keys come in pairs."}
-    from tests.session_builders import ingest
-
     ingest(conn, payload("s-pending", [turn(0, observations=[obs])]))
     conn.commit()
 
@@ -248,12 +249,12 @@ def test_an_unreachable_embedder(
     own_memory, private_db, openai_stub, monkeypatch, tmp_path, capsys
 ):
     """A memory built with the openai embedder, its endpoint down: one line naming it."""
+    from hag.embeddings import get_embedder
+
     use_stub(monkeypatch, openai_stub.base_url)
-    migrate.record_embedder(private_db, __import__("hag.embeddings").embeddings.get_embedder())
+    migrate.record_embedder(private_db, get_embedder())
     _demo_with_a_pending_session(private_db)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        down = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    down = f"http://127.0.0.1:{_closed_port()}/v1"
     use_stub(monkeypatch, down)
     _sandbox(monkeypatch, tmp_path)
     _walk("unreachable embedder", tmp_path, capsys, down, "connection error")
