@@ -204,9 +204,17 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_a_stopped_database(monkeypatch, tmp_path, capsys):
-    """DATABASE_URL names a server that does not answer: one line saying it cannot connect."""
-    url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/postgres"
+@pytest.mark.parametrize("where", ["tcp", "socket"])
+def test_a_stopped_database(where, monkeypatch, tmp_path, capsys):
+    """DATABASE_URL names a server that does not run (a port nothing listens on, or the
+    socket folder of a stopped embedded server): one line saying it cannot connect."""
+    if where == "tcp":
+        url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/postgres"
+    else:  # a data folder as `hag demo --keep-running` prints it, its server stopped
+        pgdata = tmp_path / "stopped" / "pgdata"
+        pgdata.mkdir(parents=True)
+        (pgdata / "PG_VERSION").write_text("18\n")
+        url = f"postgresql://postgres:@/postgres?host={pgdata}"
     monkeypatch.setenv("DATABASE_URL", url)
     _sandbox(monkeypatch, tmp_path)
     _walk("stopped database", tmp_path, capsys, "cannot connect to the database")
