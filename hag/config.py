@@ -45,6 +45,11 @@ class ProcessConfig(BaseSettings):
     # A deployed flow run's database URL, when the Prefect server has a Secret block of this
     # name (tasks/runtime.py, docs/operations.md); else the worker's DATABASE_URL.
     database_secret_block: str = "hag-database-url"  # HAG_DATABASE_SECRET_BLOCK
+    # How long a connection attempt may wait for the server (HAG_DATABASE_CONNECT_TIMEOUT_
+    # SECONDS), unless DATABASE_URL or PGCONNECT_TIMEOUT say otherwise: a server that
+    # accepts and never answers (a hung host, a full backlog) is then one line after this
+    # long, not psycopg's 130 s. At least 2 (libpq's minimum).
+    database_connect_timeout_seconds: int = Field(default=10, ge=2, le=3600)
     # Default: `.hag` in the checkout, or in the current directory for an installed wheel.
     data_dir: Path = Field(default_factory=lambda: work_dir() / ".hag")
     # HAG_REQUIRE_DATABASE=1 (or `hag --require-database`): with DATABASE_URL unset, refuse
@@ -80,6 +85,7 @@ _ALLOWED = {
     "embedding_provider": "one of auto, openai, offline, local",
     "llm_provider": "one of auto, openai, offline",
     "openai_timeout_seconds": "a number of seconds above 0",
+    "database_connect_timeout_seconds": "a whole number of seconds from 2 to 3600",
     "openai_max_retries": "an integer from 0 to 10",
 }
 

@@ -216,14 +216,32 @@ def transaction_pooling() -> bool:
     return get_config().database_pooler == "transaction"
 
 
-def connection_kwargs(**extra: Any) -> dict[str, Any]:
+def connection_kwargs(*, url: str | None = None, **extra: Any) -> dict[str, Any]:
     """What every connection the project opens is made with: dict rows, and behind a
     transaction-mode pooler no prepared statements (psycopg's automatic ones are named per
-    connection, `_pg3_0`, ..., and collide on a server connection another client prepared)."""
+    connection, `_pg3_0`, ..., and collide on a server connection another client prepared).
+    Given the `url`: a bounded wait for the server (`connect_timeout`)."""
     kwargs: dict[str, Any] = {"row_factory": dict_row, **extra}
     if transaction_pooling():
         kwargs["prepare_threshold"] = None
+    if url is not None:
+        kwargs.update(_connect_timeout(url))
     return kwargs
+
+
+def _connect_timeout(url: str) -> dict[str, Any]:
+    """HAG_DATABASE_CONNECT_TIMEOUT_SECONDS unless the URL or PGCONNECT_TIMEOUT set one."""
+    import os
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = conninfo_to_dict(url).get("connect_timeout")
+    except psycopg.ProgrammingError:  # a malformed URL is psycopg.connect's to say
+        return {}
+    if given is not None or os.environ.get("PGCONNECT_TIMEOUT"):
+        return {}
+    return {"connect_timeout": get_config().database_connect_timeout_seconds}
 
 
 # A reader's settings: read-only at the server (the read path can write nothing), custom
@@ -290,7 +308,7 @@ def connect(*, autocommit: bool = False, session: bool = False) -> Conn:
             "set HAG_DIRECT_DATABASE_URL to the database itself"
         )
     try:
-        conn = psycopg.connect(url, **connection_kwargs(autocommit=autocommit))
+        conn = psycopg.connect(url, **connection_kwargs(url=url, autocommit=autocommit))
     except psycopg.OperationalError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         raise ConfigError(f"cannot connect to the database: {reason}") from exc
@@ -315,12 +333,13 @@ def pool() -> ConnectionPool[Conn]:
         if _pool is None:
             from psycopg_pool import ConnectionPool
 
+            url = database_url()
             _pool = ConnectionPool(
-                database_url(),
+                url,
                 connection_class=Conn,
                 min_size=1,
                 max_size=8,
-                kwargs=connection_kwargs(),
+                kwargs=connection_kwargs(url=url),
                 configure=configure_connection,
                 check=ConnectionPool.check_connection,  # a server restart is met, not raised
                 open=True,
@@ -346,7 +365,7 @@ def read_pool() -> ConnectionPool[Conn]:
                 min_size=READ_CONNECTIONS,
                 max_size=2 * READ_CONNECTIONS,
                 open=True,
-                kwargs=connection_kwargs(autocommit=True),
+                kwargs=connection_kwargs(url=url, autocommit=True),
                 configure=configure_reader,
                 check=ConnectionPool.check_connection,  # a server restart is met, not raised
                 name="hag-retrieval",

@@ -127,13 +127,14 @@ def check(conn: Any, embedder: Embedder) -> None:
         raise mismatch(of(embedder), found[0])
 
 
-def record(conn: Any, embedder: Embedder) -> Identity:
+def record(conn: Any, embedder: Embedder, *, verify: bool = False) -> Identity:
     """At migrate: record the embedder's identity, or verify it against the record.
 
     Nothing recorded: an empty memory records this embedder; one with entries only when this
     embedder reproduces their stored vectors. Recorded: the same embedder must answer the
     probe text as it did (the fingerprint), else it is another model under the same name.
-    An endpoint that is down leaves a recorded identity unverified (the next migrate tries).
+    An endpoint that is down leaves a recorded identity unverified (the next migrate tries);
+    with `verify` (`hag migrate` itself) that is EmbedderUnavailable, saying so.
     """
     found = held(conn)
     configured = of(embedder)
@@ -143,7 +144,12 @@ def record(conn: Any, embedder: Embedder) -> Identity:
             raise mismatch(configured, memory)
         try:
             _, now = measure(embedder)
-        except EmbedderUnavailable:
+        except EmbedderUnavailable as exc:
+            if verify:
+                raise EmbedderUnavailable(
+                    f"{str(exc).rstrip('.')}: the schema is migrated but the memory's embedder "
+                    "is not verified; run `hag migrate` again once the endpoint answers"
+                ) from None
             return memory
         if probe is not None and _cosine(probe, now) < AGREE:
             raise EmbedderMismatch(

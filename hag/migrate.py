@@ -154,6 +154,7 @@ def migrate(
             try:
                 conn.execute(m.path.read_text())
             except psycopg.Error as exc:
+                _refuse_missing_vector(conn, exc)
                 raise MigrationError(f"{m.path.name} failed: {exc}".splitlines()[0]) from exc
             conn.execute(
                 "INSERT INTO hag_schema_migrations (version, filename, checksum) VALUES (%s, %s, %s)",
@@ -187,8 +188,12 @@ def code_checksum() -> str:
     return digest.hexdigest()
 
 
-def migrate_database() -> list[str]:
-    """`hag migrate`: migrate the configured database for the configured embedder."""
+def migrate_database(*, verify_embedder: bool = False) -> list[str]:
+    """`hag migrate`: migrate the configured database for the configured embedder.
+
+    `verify_embedder`: an endpoint that cannot answer the probe text is an error even when
+    the memory already records this embedder (`hag migrate` says so; a command that migrates
+    on its way leaves that check to the next migrate)."""
     from hag import db
     from hag.embeddings import get_embedder
 
@@ -198,7 +203,7 @@ def migrate_database() -> list[str]:
         result = migrate(conn, embedder.dim)
     db.close_all()  # pools made before the extension existed lack the vector type
     with db.connect() as conn:
-        record_embedder(conn, embedder)
+        record_embedder(conn, embedder, verify=verify_embedder)
     return result
 
 
@@ -210,11 +215,11 @@ def check_embedder(conn: AnyConn, embedder: Any) -> None:
     conn.rollback()
 
 
-def record_embedder(conn: AnyConn, embedder: Any) -> None:
+def record_embedder(conn: AnyConn, embedder: Any, *, verify: bool = False) -> None:
     """After migrating: record the embedder (or verify the recorded one's fingerprint)."""
     from hag import embedder_identity
 
-    embedder_identity.record(conn, embedder)
+    embedder_identity.record(conn, embedder, verify=verify)
     conn.commit()
 
 
@@ -238,3 +243,14 @@ def ensure_migrated() -> None:
 
 
 _checked = False
+
+
+def _refuse_missing_vector(conn: AnyConn, exc: psycopg.Error) -> None:
+    """A role that may not create `vector` (it is not a trusted extension) is told who can."""
+    if not isinstance(exc, psycopg.errors.InsufficientPrivilege) or '"vector"' not in str(exc):
+        return
+    raise MigrationError(
+        f'role "{conn.info.user}" may not create the extension "vector" in database '
+        f'"{conn.info.dbname}": an administrator must run CREATE EXTENSION vector; '
+        "once in that database, then migrate works for this role"
+    ) from exc

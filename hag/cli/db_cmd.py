@@ -14,10 +14,14 @@ def db() -> None:
 
 @db.command()
 def start() -> None:
-    """Start the embedded server (data in .hag/pgdata) and print its URL."""
+    """Start the embedded server (data in .hag/pgdata) and print its URL.
+
+    With DATABASE_URL set there is nothing to start: the command checks that server answers.
+    """
     from hag import db as hdb
 
     if not hdb.is_embedded():
+        hdb.connect().close()  # a server that does not answer is said, never "started"
         note("DATABASE_URL is set: nothing to start")
         click.echo(hdb.database_url())
         return
@@ -104,5 +108,5 @@ def migrate() -> None:
     from hag.migrate import migrate_database
 
     announce()
-    done = migrate_database()
+    done = migrate_database(verify_embedder=True)
     click.echo(f"applied {len(done)} migration(s)" + (": " + ", ".join(done) if done else ""))

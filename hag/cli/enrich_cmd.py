@@ -72,8 +72,12 @@ def enrich(
         _print_summary(summary, topic)
     failed = summary["totals"]["failed"]
     if failed:
+        # The first orphan's reason, and which model where: an endpoint that is down says so.
+        errors = [o["error"] for o in summary["orphans"] if o["error"]]
+        asked = summary["proposer_line"].removeprefix("proposer: ").split(" (")[0]
+        first = f" (the first: {_one_line(errors[0]).rstrip('.')}; asked {asked})" if errors else ""
         click.echo(
-            f"hag: {failed} orphan(s) failed after their attempt budget; "
+            f"hag: {failed} orphan(s) failed after their attempt budget{first}; "
             "nothing of them was written",
             err=True,
         )
@@ -107,3 +111,7 @@ def _print_summary(summary: dict[str, Any], topic: str | None) -> None:
         f"{cost['completion_tokens']} completion = {cost['total_tokens']} tokens ({usd}), "
         f"{cost['latency_ms']:.0f} ms"
     )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
