@@ -75,6 +75,8 @@ def _data(installed: str, checkout: str) -> Path:
 SQL_DIR = _data("_sql", "sql")
 #: The data-quality suites as JSON (`expectations/suites/` in a checkout, `hag/_suites`).
 SUITES_DIR = _data("_suites", "expectations/suites")
+#: The documentation (`docs/` in a checkout, `hag/_docs` in the wheel; `python -m hag.docs`).
+DOCS_DIR = _data("_docs", "docs")
 #: The demo corpus, a reviewed data file that lives inside the package in both cases.
 DEMO_CORPUS = _PACKAGE / "data" / "demo_corpus.json"
 

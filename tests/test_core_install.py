@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from hag import DEMO_CORPUS, corpus
+from hag import DEMO_CORPUS, PROJECT_ROOT, corpus
 from tests.wheels import Installed, build_wheel, clean_env, install
 
 # What the extras bring, and the core must do without.
@@ -143,3 +144,18 @@ def test_the_core_says_in_one_line_which_extra_a_command_needs(core, demo_memory
             "embedded extra"
         )
     )
+
+
+def test_the_wheel_ships_the_docs_its_readme_points_to(core, tmp_path):
+    """Every docs page is inside the wheel (hag/_docs); the package's README says
+    `python -m hag.docs`, which lists them in the installed package and prints one."""
+    names = zipfile.ZipFile(core.wheel).namelist()
+    pages = {p.name for p in (PROJECT_ROOT / "docs").glob("*.md")}
+    assert pages <= {n.removeprefix("hag/_docs/") for n in names}
+    (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    readme = zipfile.ZipFile(core.wheel).read(metadata).decode()
+    assert "python -m hag.docs" in readme and "](docs/" not in readme
+    listed = _run(core, tmp_path, str(core.python), "-m", "hag.docs")
+    assert listed.returncode == 0 and str(core.site_packages / "hag" / "_docs") in listed.stdout
+    page = _run(core, tmp_path, str(core.python), "-m", "hag.docs", "api")
+    assert page.stdout.startswith("# The Python API"), page.stderr
