@@ -7,12 +7,13 @@ import json
 import subprocess
 import textwrap
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hag import DEMO_CORPUS, PROJECT_ROOT, corpus
-from tests.wheels import Installed, build_wheel, clean_env, install
+from tests.wheels import Installed, build_wheel, clean_env, install, own_folder
 
 # What the extras bring, and the core must do without.
 EXTRA_MODULES = ("prefect", "great_expectations", "pandas", "sqlalchemy", "matplotlib")
@@ -48,10 +49,10 @@ TUTOR = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def core(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+def core() -> Iterator[Installed]:
     """The wheel installed without extras into a fresh venv."""
-    root = tmp_path_factory.mktemp("core")
-    return install(build_wheel(root), root / "venv")
+    with own_folder("hag-core-") as root:
+        yield install(build_wheel(root), root / "venv")
 
 
 @pytest.fixture
@@ -159,3 +160,18 @@ def test_the_wheel_ships_the_docs_its_readme_points_to(core, tmp_path):
     assert listed.returncode == 0 and str(core.site_packages / "hag" / "_docs") in listed.stdout
     page = _run(core, tmp_path, str(core.python), "-m", "hag.docs", "api")
     assert page.stdout.startswith("# The Python API"), page.stderr
+
+
+def test_a_module_of_a_missing_extra_met_later_is_the_same_one_line(core, tmp_path):
+    """A command whose module imports a missing extra's package (here one registered to
+    import the report's plots, which import matplotlib) ends in the same one line, from
+    hag.cli.main, naming the command and the extra."""
+    probe = (
+        "from hag.cli import COMMANDS, main; "
+        "COMMANDS['plots'] = 'hag.report.plots:plot_graph'; main(['plots'])"
+    )
+    done = _run(core, tmp_path, str(core.python), "-c", probe)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert (
+        done.stderr.strip() == "hag: hag plots needs the lab extra: pip install 'hag-memory[lab]'"
+    )

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import subprocess
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hag import PROJECT_ROOT
-from tests.wheels import Installed, build_wheel, clean_env, install
+from tests.wheels import Installed, build_wheel, clean_env, install, own_folder
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+def installed() -> Iterator[Installed]:
     """`uv build --wheel` of this checkout, installed with every extra into a fresh venv."""
-    root = tmp_path_factory.mktemp("wheel")
-    return install(build_wheel(root), root / "venv", extras="all")
+    with own_folder("hag-wheel-") as root:
+        yield install(build_wheel(root), root / "venv", extras="all")
 
 
 def _hag(inst: Installed, cwd: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:

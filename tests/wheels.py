@@ -7,6 +7,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +38,19 @@ def uv() -> str:
     found = shutil.which("uv")
     assert found is not None, "the wheel tests need uv on PATH (`make install` bootstraps it)"
     return found
+
+
+@contextmanager
+def own_folder(prefix: str) -> Iterator[Path]:
+    """A folder of the test's own, removed after: not pytest's rotating basetemp, which a
+    concurrent pytest run prunes (a venv's embedded server binaries vanish mid-run), and
+    readable by all (as root, the embedded server runs its binaries as another user)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def build_wheel(root: Path) -> Path:
