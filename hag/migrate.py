@@ -6,6 +6,10 @@ is never migrated from a history it did not live through. After the migrations, 
 functions in `sql/functions/` (all `CREATE OR REPLACE`) are re-applied and the settings
 registry is synchronised (new dials get their defaults; edited values are kept).
 
+Before anything is applied, the server and pgvector versions are checked
+(`hag.pg_support`: PostgreSQL 16+, pgvector 0.8+) and the `vector` extension is created if
+missing, or its absence explained to a role that may not create it.
+
 The embedding dimension is fixed at migration time: the runner sets `hag.embedding_dim`
 for the transaction and migration 001 records it in `hag_meta`; later runs refuse an
 embedder whose dimension differs.
@@ -23,6 +27,7 @@ import psycopg
 
 from hag import SQL_DIR
 from hag.errors import MigrationError
+from hag.pg_support import check_server, create_vector_extension
 
 # Migrations run over a connection of any row shape (a template database is migrated over a
 # plain psycopg connection with tuple rows), hence the row helpers below.
@@ -115,6 +120,7 @@ def migrate(
     done: list[str] = []
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        create_vector_extension(conn, check_server(conn))
         conn.execute(_LEDGER)
         ledger = applied(conn)
         files = migrations(directory)
@@ -220,6 +226,7 @@ def ensure_migrated() -> None:
     from hag import db
 
     with db.connect() as conn:
+        check_server(conn)  # a memory migrated before the check, or a server since replaced
         ledger = applied(conn)
         stored = None
         if ledger:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from prefect import get_run_logger
-from prefect.runtime import flow_run
+from prefect.runtime import deployment, flow_run
 from pydantic import Field
 
 DRY_RUN_TAG = "dry-run"
@@ -96,10 +96,10 @@ def use_deployment_database() -> None:
     not a deployment's run and keeps its caller's database.
     """
     from prefect.blocks.system import Secret
-    from prefect.runtime import deployment
 
     if deployment.get_id() is None:
         return
+    require_database_in_deployment()  # whatever the source, never a new embedded memory
 
     from hag import config, db
 
@@ -116,3 +116,18 @@ def use_deployment_database() -> None:
         os.environ.pop("HAG_DATABASE_URL", None)
         config.reset_config()
         db.close_all()
+
+
+def require_database_in_deployment() -> None:
+    """In a flow run of a deployment, refuse to start an embedded database (hag.db).
+
+    A worker without DATABASE_URL would otherwise start, migrate and process an empty
+    memory of its own and report success. Called by use_deployment_database, first in every
+    flow body; a flow called
+    directly (the CLI, tests, `hag demo`) keeps the embedded default.
+    """
+    if deployment.id is None:
+        return
+    from hag import db
+
+    db.refuse_embedded(f"a flow run of deployment {deployment.name or deployment.id}")

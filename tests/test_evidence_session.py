@@ -22,6 +22,8 @@ from tests.session_builders import T0, edge_row, entry_row, ingest, payload, run
 from tests.test_evidence_rules import EARLIER_ROUNDS
 from tests.test_session_properties import memory
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 CONCEPTS = ["rsa", "modular-arithmetic", "primes", "hashing", "signatures", "key-exchange"]
 
 

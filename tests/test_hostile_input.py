@@ -23,6 +23,8 @@ from hag.sqlfiles import query
 from tests import factories as f
 from tests.session_builders import payload, turn
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 # About 18 KB of words that do not compress (an index row holds about 2.7 KB, compressed).
 LONG_CONCEPT = " ".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(280))
 

@@ -14,6 +14,8 @@ from hag import SQL_DIR, migrate
 from hag.errors import MigrationError
 from tests.fix_db import migrate_up_to
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 
 @pytest.fixture
 def fresh(database_url):

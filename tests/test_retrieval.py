@@ -13,6 +13,8 @@ from hag.errors import NotFoundError, ValidationError
 from hag.retrieval import ann, ranking, store
 from tests import factories as f
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 MESSAGE = "how does RSA use prime numbers"
 CONTEXT = f"topic:Cryptography level:none focus:none student:{MESSAGE}"
 

@@ -15,6 +15,8 @@ from hag.retrieval import store
 from tests import factories as f
 from tests.fix_db import migrate_up_to
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 COPIED = (
     "SELECT search_set, id, topic_id, visibility_scope, maturity, confidence FROM hag_entry_search"
 )

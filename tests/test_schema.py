@@ -10,6 +10,8 @@ from pgvector import Vector
 
 from tests import factories as f
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 
 def _unique_violation(db, **kwargs) -> str:
     with pytest.raises(psycopg.errors.UniqueViolation) as info:

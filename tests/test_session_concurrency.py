@@ -6,6 +6,7 @@ import random
 import uuid
 from datetime import timedelta
 
+import pytest
 from pgvector import Vector
 
 from hag import settings
@@ -17,6 +18,8 @@ from tests.factories import vec
 from tests.fix_db import reset_database
 from tests.session_builders import T0, ingest, payload, turn
 from tests.test_session_properties import memory
+
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
 
 SLUGS = ["rsa", "modular-arithmetic", "primes", "hashing", "signatures", "key-exchange"]
 

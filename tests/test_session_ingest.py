@@ -16,6 +16,8 @@ from hag.settings import REGISTRY
 from tests import factories as f
 from tests.session_builders import payload, run, turn
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 MEMORY_TABLES = (
     "hag_entries",
     "hag_edges",

@@ -12,6 +12,8 @@ from hag.session.ladder import Catalogue, resolve_all, slugify
 from tests import factories as f
 from tests.session_builders import payload, run, turn
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 
 @pytest.fixture(autouse=True)
 def topics(db):

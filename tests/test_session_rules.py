@@ -22,6 +22,8 @@ from hag.session.ladder import Catalogue, Resolution
 from tests import factories as f
 from tests.session_builders import edge_row, entry_row, payload, run, sequence, turn
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 
 @pytest.fixture
 def pair(db):

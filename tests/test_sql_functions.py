@@ -13,6 +13,8 @@ from pgvector import Vector
 
 from tests import factories as f
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 MATCH = "SELECT * FROM match_hag_entries(%(q)s, %(topic)s, %(scopes)s, p_min_confidence => %(min)s)"
 
 

@@ -11,6 +11,8 @@ from hag import sweeps
 from hag.sqlfiles import query
 from tests import factories as f
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 AS_OF = f.NOW
 DAY = timedelta(days=1)
 

@@ -57,8 +57,21 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="hag-memory")
-def cli() -> None:
+@click.option(
+    "--require-database",
+    is_flag=True,
+    help="Refuse to start the embedded database when DATABASE_URL is unset "
+    "(as HAG_REQUIRE_DATABASE=1; a worker or service must reach the real memory).",
+)
+def cli(require_database: bool) -> None:
     """HAG memory: the long-term, learning memory of an AI tutor."""
+    if require_database:
+        import os
+
+        from hag.config import reset_config
+
+        os.environ["HAG_REQUIRE_DATABASE"] = "1"  # the processes this one starts inherit it
+        reset_config()
 
 
 def _one_line(message: str) -> str:

@@ -333,6 +333,7 @@ def end_flow_runs(
 def serve(port: int, home: Path | None, no_worker: bool) -> None:
     """Prefect server + work pool + every deployment + a worker, until Ctrl-C."""
     from hag import checkout
+    from hag import db as hdb
     from hag.cli._common import note, ready
     from hag.config import get_config
 
@@ -347,6 +348,9 @@ def serve(port: int, home: Path | None, no_worker: bool) -> None:
     ready()  # the flows need a migrated memory
     home = home or get_config().data_dir / "prefect"
     env = prefect_env(home.resolve(), port)
+    # The worker's flow runs reach the memory this command resolved (the embedded one when
+    # DATABASE_URL is unset): a deployment's flow run never starts a database of its own.
+    env["DATABASE_URL"] = hdb.database_url()
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     started: list[subprocess.Popen[bytes]] = []

@@ -21,7 +21,7 @@ from enum import Enum
 import psycopg
 from pydantic import ValidationError as ContractError
 
-from hag.errors import HagError
+from hag.errors import EmbedderError, EmbedderMismatch, EmbedderUnavailable, HagError
 
 __all__ = ["Outcome", "SessionRefused", "SessionsFailed", "classify", "error_class"]
 
@@ -53,6 +53,12 @@ def classify(exc: BaseException) -> Outcome:
             return Outcome.REJECTED if isinstance(exc, psycopg.DataError) else Outcome.FAILED
         return Outcome.REJECTED if sqlstate[:2] in _PAYLOAD_SQLSTATE_CLASSES else Outcome.FAILED
     if isinstance(exc, SessionRefused | ContractError):
+        return Outcome.REJECTED
+    # A text the embedder cannot give a usable vector (no word in it: a zero vector) is the
+    # payload's; an endpoint down or another embedder is not (the queue leaves those pending).
+    if isinstance(exc, EmbedderError) and not isinstance(
+        exc, EmbedderUnavailable | EmbedderMismatch
+    ):
         return Outcome.REJECTED
     return Outcome.FAILED
 

@@ -154,6 +154,10 @@ WHERE topic_id = %(topic_id)s AND visibility_scope = %(scope)s
 -- [0.05, 1]). Each edge's turn-by-turn steps arrive composed into one clamped shift
 -- (hag/session/rules.py); NULL bounds are open (GREATEST/LEAST ignore NULL). Every
 -- rendering counts as a traversal. Times only move forward, so late sessions agree.
+WITH prior AS (  -- the values before this statement (the rows are locked already)
+    SELECT id, confidence FROM hag_edges WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id
+    FOR NO KEY UPDATE
+)
 UPDATE hag_edges AS e SET
     confidence        = LEAST(g.hi, GREATEST(g.lo, e.confidence + g.delta)),
     traversal_count   = e.traversal_count + g.traversals,
@@ -161,14 +165,19 @@ UPDATE hag_edges AS e SET
     updated_at        = GREATEST(e.updated_at, %(at)s)
 FROM unnest(%(ids)s::uuid[], %(deltas)s::float8[], %(los)s::float8[], %(his)s::float8[],
             %(traversals)s::int[]) AS g (id, delta, lo, hi, traversals)
+JOIN prior p ON p.id = g.id
 WHERE e.id = g.id
-RETURNING e.id, old.confidence AS old_confidence, new.confidence AS new_confidence
+RETURNING e.id, p.confidence AS old_confidence, e.confidence AS new_confidence
 
 -- name: grade_entries
 -- Outcome grading of the entries whose advisories reached the prompt (seed: the
 -- asymmetric saturating rule, lr 0.10 proven / 0.20 otherwise). Each entry's turn-by-turn
 -- steps arrive composed into one affine map per learning rate; the entry's maturity picks
 -- one. Counters add the turns' outcomes; last_matched_at moves forward only.
+WITH prior AS (  -- the values before this statement (the rows are locked already)
+    SELECT id, confidence FROM hag_entries WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id
+    FOR NO KEY UPDATE
+)
 UPDATE hag_entries AS e SET
     confidence      = LEAST(1.0, GREATEST(0.0, CASE WHEN e.maturity = 'proven'
                           THEN g.scale_proven * e.confidence + g.shift_proven
@@ -181,8 +190,9 @@ FROM unnest(%(ids)s::uuid[], %(scales_proven)s::float8[], %(shifts_proven)s::flo
             %(scales_default)s::float8[], %(shifts_default)s::float8[], %(successes)s::int[],
             %(failures)s::int[])
      AS g (id, scale_proven, shift_proven, scale_default, shift_default, successes, failures)
+JOIN prior p ON p.id = g.id
 WHERE e.id = g.id
-RETURNING e.id, old.confidence AS old_confidence, new.confidence AS new_confidence
+RETURNING e.id, p.confidence AS old_confidence, e.confidence AS new_confidence
 
 -- name: mark_processed
 -- The ledger: the session is applied. Its sequence number is taken last, after every row
@@ -398,16 +408,21 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- Evidence-rule confidences computed in hag/session/rules.py, with the value negative evidence
 -- keeps beside a lowered edge, written in one statement (rows already locked in sorted
 -- order); an unchanged row writes nothing.
+WITH prior AS (  -- the values before this statement (the rows are locked already)
+    SELECT id, confidence FROM hag_edges WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id
+    FOR NO KEY UPDATE
+)
 UPDATE hag_edges AS e SET
     confidence = c.confidence,
     unlearned_from = c.unlearned_from,
     updated_at = GREATEST(e.updated_at, %(at)s)
 FROM unnest(%(ids)s::uuid[], %(confidences)s::float8[], %(unlearned_from)s::float8[])
      AS c (id, confidence, unlearned_from)
+JOIN prior p ON p.id = c.id
 WHERE e.id = c.id
   AND (e.confidence IS DISTINCT FROM c.confidence
        OR e.unlearned_from IS DISTINCT FROM c.unlearned_from)
-RETURNING e.id, old.confidence AS old_confidence, new.confidence AS new_confidence
+RETURNING e.id, p.confidence AS old_confidence, e.confidence AS new_confidence
 
 -- name: edge_grading_state
 -- What the evidence rules' outcome grading reads of each rendered edge (locked already):
