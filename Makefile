@@ -10,9 +10,9 @@ RUN := $(UV) run --frozen
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-install:  ## create .venv from the lock file (uv is bootstrapped with pip when missing)
+install:  ## create .venv from the lock file, every extra (uv is bootstrapped with pip when missing)
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet uv
-	$(UV) sync --frozen --compile-bytecode
+	$(UV) sync --frozen --extra all --compile-bytecode
 
 test: install  ## the whole test suite against a real embedded PostgreSQL + pgvector
 	$(RUN) pytest

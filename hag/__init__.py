@@ -1,6 +1,59 @@
-"""HAG memory: the long-term, learning memory of an AI tutor (PostgreSQL + pgvector)."""
+"""HAG memory: the long-term, learning memory of an AI tutor (PostgreSQL + pgvector).
+
+The public API is `hag.Memory` and the names in `__all__` (hag/api.py, docs/api.md). They
+load on first use, so `import hag` stays light.
+"""
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hag.api import (
+        Advisory,
+        ConfigError,
+        DatabaseError,
+        DatabaseUnavailable,
+        EdgeExplanation,
+        EmbedderError,
+        EmbedderMismatch,
+        EmbedderUnavailable,
+        HagError,
+        HistoryEvent,
+        IngestResult,
+        Memory,
+        MissingExtra,
+        NightlyResult,
+        NightlySummary,
+        NotFoundError,
+        ProcessSummary,
+        RenderedEdge,
+        RetrievalResult,
+        ValidationError,
+    )
+
+# The public names, as docs/api.md lists them (tests/test_api.py holds the three together).
+__all__ = [
+    "Memory",
+    "RetrievalResult",
+    "Advisory",
+    "RenderedEdge",
+    "IngestResult",
+    "ProcessSummary",
+    "EdgeExplanation",
+    "HistoryEvent",
+    "NightlyResult",
+    "NightlySummary",
+    "HagError",
+    "ConfigError",
+    "ValidationError",
+    "NotFoundError",
+    "DatabaseError",
+    "DatabaseUnavailable",
+    "EmbedderError",
+    "EmbedderUnavailable",
+    "EmbedderMismatch",
+    "MissingExtra",
+]
 
 __version__ = "0.1.0"
 
@@ -22,6 +75,8 @@ def _data(installed: str, checkout: str) -> Path:
 SQL_DIR = _data("_sql", "sql")
 #: The data-quality suites as JSON (`expectations/suites/` in a checkout, `hag/_suites`).
 SUITES_DIR = _data("_suites", "expectations/suites")
+#: The documentation (`docs/` in a checkout, `hag/_docs` in the wheel; `python -m hag.docs`).
+DOCS_DIR = _data("_docs", "docs")
 #: The demo corpus, a reviewed data file that lives inside the package in both cases.
 DEMO_CORPUS = _PACKAGE / "data" / "demo_corpus.json"
 
@@ -35,3 +90,12 @@ def work_dir() -> Path:
     """Where writable state goes by default (`.hag/`, `reports/`): the checkout's root when
     the package runs from one, else the current directory."""
     return checkout() or Path.cwd()
+
+
+def __getattr__(name: str) -> Any:
+    """The public API's names, imported from hag.api on first use."""
+    if name in __all__:
+        from hag import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'hag' has no attribute {name!r}")

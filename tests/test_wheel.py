@@ -2,56 +2,29 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 import zipfile
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hag import PROJECT_ROOT
-
-# The settings that point a run at this checkout or its servers: an installed wheel sees none.
-_FOREIGN_ENV = ("HAG_", "DATABASE_URL", "PREFECT_API_URL", "OPENAI_", "VIRTUAL_ENV", "PYTHONPATH")
-
-
-@dataclass(frozen=True)
-class Installed:
-    wheel: Path
-    bin: Path  # the fresh venv's scripts folder
+from tests.wheels import Installed, build_wheel, clean_env, install, own_folder
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    """`uv build --wheel` of this checkout, installed into a fresh venv (uv's local cache)."""
-    uv = shutil.which("uv")
-    assert uv is not None, "the wheel test needs uv on PATH (`make install` bootstraps it)"
-    root = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [uv, "build", "--wheel", "--out-dir", str(root / "dist"), str(PROJECT_ROOT)],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = (root / "dist").glob("hag_memory-*.whl")
-    subprocess.run([uv, "venv", "-q", str(root / "venv"), "--python", sys.executable], check=True)
-    subprocess.run(
-        [uv, "pip", "install", "-q", "--compile-bytecode", "--python", str(root / "venv"), wheel],
-        check=True,
-        capture_output=True,
-    )
-    return Installed(wheel, root / "venv" / "bin")
+def installed() -> Iterator[Installed]:
+    """`uv build --wheel` of this checkout, installed with every extra into a fresh venv."""
+    with own_folder("hag-wheel-") as root:
+        yield install(build_wheel(root), root / "venv", extras="all")
 
 
 def _hag(inst: Installed, cwd: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN_ENV)}
-    env.update(DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false", **extra)
     return subprocess.run(
         [str(inst.bin / "hag"), *args],
         cwd=cwd,
-        env=env,
+        env=clean_env(**extra),
         capture_output=True,
         text=True,
         timeout=600,
@@ -69,6 +42,7 @@ def test_the_wheel_installs_only_hag_with_its_sql_and_suites(installed):
     suites = {p.name for p in (PROJECT_ROOT / "expectations" / "suites").glob("*.json")}
     assert {n.removeprefix("hag/_suites/") for n in names if n.startswith("hag/_suites/")} == suites
     assert "hag/data/demo_corpus.json" in names
+    assert "hag/py.typed" in names  # type checkers read the package's annotations
 
 
 def test_the_installed_hag_runs_the_demo_outside_a_checkout(installed, tmp_path):

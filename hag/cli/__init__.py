@@ -106,6 +106,19 @@ def main(argv: list[str] | None = None) -> Any:
     except HagError as exc:
         click.echo(f"hag: {exc}", err=True)
         sys.exit(1)
+    except ModuleNotFoundError as exc:
+        # A path no command checks up front met an extra that is not installed.
+        from hag import extras
+
+        extra = extras.extra_for(exc.name)
+        if extra is None:
+            raise
+        args = sys.argv[1:] if argv is None else argv
+        command = next((f"hag {a}" for a in args if not a.startswith("-")), "hag")
+        click.echo(
+            f"hag: {command} needs the {extra} extra: {extras.install_hint(extra)}", err=True
+        )
+        sys.exit(1)
     except Exception as exc:
         # A database refusal nobody foresaw (a read-only replica, a lock timeout) is still an
         # operator's one-line reason, not a traceback; psycopg is in sys.modules once any

@@ -80,6 +80,9 @@ def dispatch(
     url = None if force_direct else prefect_api_url()
     if url is None:
         return direct()
+    from hag import extras
+
+    extras.require("jobs", f"a {job} flow run (PREFECT_API_URL is set)")
     note(f"{job}: a flow run on the Prefect server at {url}")
     try:
         return through_flow()

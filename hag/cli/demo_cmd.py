@@ -35,8 +35,11 @@ def demo(keep_running: bool, sessions: int | None, days: int | None, as_json: bo
     sweeps as the simulated days pass, enrichment of orphans, the expectation suites, and
     the report on whether the memory learned (reports/demo/).
     """
+    from hag import extras
     from hag.demo import run_demo
 
+    for extra in ("embedded", "lab"):  # its own embedded database, and the report's plots
+        extras.require(extra, "hag demo")
     # Only what was asked for: the demo's own defaults stay in one place (hag.demo).
     smaller: dict[str, Any] = {"sessions": sessions, "days": days}
     smaller = {k: v for k, v in smaller.items() if v is not None}

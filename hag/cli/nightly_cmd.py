@@ -43,10 +43,13 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
     With PREFECT_API_URL set, this is a run of the nightly flow on that server (recorded
     there with its report; the flow runs the suites); without it, no Prefect at all.
     """
+    from hag import extras
     from hag.cli.check_cmd import preload_suites, run_suites
 
     check = not (no_check or dry_run) and prefect_api_url() is None  # a flow run checks itself
     if check:
+        # Refused before the sweep: a run whose check cannot follow would report half a job.
+        extras.require("jobs", "hag nightly", "; --no-check sweeps without the suites")
         preload_suites()  # Great Expectations loads while the sweep runs in PostgreSQL
     ready()
 

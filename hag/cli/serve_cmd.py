@@ -342,6 +342,9 @@ def serve(port: int, home: Path | None, no_worker: bool) -> None:
             "hag serve deploys prefect.yaml's flows, which only a checkout of the repository "
             "has (the wheel carries the library only)"
         )
+    from hag import extras
+
+    extras.require("jobs", "hag serve")
     ready()  # the flows need a migrated memory
     home = home or get_config().data_dir / "prefect"
     env = prefect_env(home.resolve(), port)

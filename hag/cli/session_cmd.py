@@ -153,8 +153,11 @@ def process_sessions(
     as failed, and the run exits 1 naming how many: fix the cause, then run again with
     --retry-failed. Exits 1 when an expectation fails.
     """
+    from hag import extras
     from hag.embeddings import announce
 
+    if check and (no_prefect or prefect_api_url() is None):  # refused before any work
+        extras.require("jobs", "hag process-sessions --check")
     ready()
     announce()
 

@@ -157,6 +157,11 @@ def simulate(
 
     import numpy as np
 
+    from hag import extras
+
+    extras.require("lab", "hag simulate")  # the report's plots
+    if database == "private":  # a fresh embedded database of its own
+        extras.require("embedded", "hag simulate --database private")
     from hag.corpus import DEMO_CORPUS
     from hag.embeddings import announce
     from hag.report.build import summary_lines
