@@ -1,5 +1,8 @@
 """A typed client of the HTTP service (hag/service), on the standard library alone.
 
+Each calling thread keeps one connection alive (http.client), so a turn pays no TCP
+handshake; the client is safe to share between threads.
+
     client = HagClient("http://127.0.0.1:8765", token="...")
     result = client.retrieve("cryptography", "ada", "how does RSA use primes?")
     prompt += result.text
@@ -7,15 +10,15 @@
 Each method returns the service's own response model (hag/service_models.py) and raises
 the library's errors on a refusal: NotFoundError (404), ValidationError (400, 409, 422,
 with the field named), HagError (401), ServiceUnavailable (503, a connection refused or a
-timeout). Keep one client per process: it holds nothing but its address and token.
+timeout). Keep one client per process.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
-import urllib.error
+import threading
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -69,8 +72,15 @@ class HagClient:
 
     def __init__(self, base_url: str, token: str, *, timeout: float = 30.0):
         self.base_url = base_url.rstrip("/")
+        parts = urllib.parse.urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValidationError(f"base_url {base_url!r} is not an http(s) URL")
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname, parts.port
+        self._prefix = parts.path
         self._token = token
         self.timeout = timeout
+        self._local = threading.local()  # one kept-alive connection per calling thread
 
     def retrieve(
         self,
@@ -121,37 +131,38 @@ class HagClient:
         accept: tuple[int, ...] = (),
     ) -> Model:
         data = None
-        if body is not None:
-            data = (
-                body
-                if isinstance(body, bytes)
-                else body.encode()
-                if isinstance(body, str)
-                else json.dumps(body).encode()
-            )
-        request = urllib.request.Request(
-            self.base_url + API_PREFIX + path,
-            data=data,
-            method=method,
-            headers={
-                "Authorization": f"Bearer {self._token}",
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-            },
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+        if isinstance(body, bytes | str):
+            data = body.encode() if isinstance(body, str) else body
+        elif body is not None:
+            data = json.dumps(body).encode()
+        headers = {
+            "Authorization": f"Bearer {self._token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+        target = self._prefix + API_PREFIX + path
+        for attempt in (1, 2):
+            connection = self._connection()
+            try:
+                connection.request(method, target, body=data, headers=headers)
+                response = connection.getresponse()
                 status, text = response.status, response.read()
-        except urllib.error.HTTPError as exc:
-            with exc:
-                status, text = exc.code, exc.read()
-            if status not in accept:
-                raise _refusal(status, text) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise ServiceUnavailable(
-                f"the service at {self.base_url} did not answer: {reason}", 503
-            ) from None
+                break
+            except (http.client.HTTPException, OSError) as exc:
+                connection.close()
+                self._local.connection = None
+                # A kept-alive connection the server closed while idle: once more on a new
+                # one (every call is safe to repeat: a retrieve reads, a session is
+                # idempotent by its id).
+                stale = isinstance(exc, http.client.RemoteDisconnected | BrokenPipeError)
+                if attempt == 1 and stale:
+                    continue
+                raise ServiceUnavailable(
+                    f"the service at {self.base_url} did not answer: {exc or type(exc).__name__}",
+                    503,
+                ) from None
+        if status >= 400 and status not in accept:
+            raise _refusal(status, text)
         try:
             return model.model_validate_json(text)
         except PydanticError as exc:
@@ -160,6 +171,28 @@ class HagClient:
                 f"problem(s), first: {exc.errors()[0]['msg']})",
                 status,
             ) from None
+
+    def _connection(self) -> http.client.HTTPConnection:
+        """This thread's kept-alive connection to the service (made on first use)."""
+        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            connection = kind(self._host, self._port, timeout=self.timeout)
+            self._local.connection = connection
+        return connection
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their threads end)."""
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            connection.close()
+            self._local.connection = None
+
+    def __enter__(self) -> HagClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _refusal(status: int, text: bytes) -> ServiceError:

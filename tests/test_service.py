@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,9 @@ def service(db: Any) -> Iterator[Running]:
 
 
 @pytest.fixture
-def client(service: Running) -> HagClient:
-    return HagClient(service.url, TOKEN)
+def client(service: Running) -> Iterator[HagClient]:
+    with HagClient(service.url, TOKEN) as client:
+        yield client
 
 
 def raw(service: Running, method: str, path: str, body: bytes | None = None, token: str = TOKEN):
@@ -177,8 +179,8 @@ def test_every_request_needs_the_bearer_token(service):
     with caught.value as refused_plain:
         assert refused_plain.code == 401
         assert refused_plain.headers["WWW-Authenticate"] == "Bearer"
-    with pytest.raises(ServiceError) as refused:
-        HagClient(service.url, "wrong").health()
+    with HagClient(service.url, "wrong") as wrong, pytest.raises(ServiceError) as refused:
+        wrong.health()
     assert refused.value.status == 401
 
 
@@ -293,8 +295,10 @@ def test_hag_service_stops_on_sigterm_leaving_no_connection(service, database_ur
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    stack = ExitStack()
     try:
         client = HagClient(f"http://127.0.0.1:{port}", TOKEN, timeout=30)
+        stack.callback(client.close)
         deadline = time.monotonic() + 90
         while True:
             try:
@@ -314,5 +318,6 @@ def test_hag_service_stops_on_sigterm_leaving_no_connection(service, database_ur
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+        stack.close()
     db.rollback()
     assert db.execute(sessions, (tag,)).fetchone()["n"] == 0
