@@ -321,3 +321,23 @@ def test_hag_service_stops_on_sigterm_leaving_no_connection(service, database_ur
         stack.close()
     db.rollback()
     assert db.execute(sessions, (tag,)).fetchone()["n"] == 0
+
+
+def test_only_the_service_imports_the_web_stack():
+    """fastapi, starlette and uvicorn are imported under hag/service and `hag service` only."""
+    import ast
+
+    web = {"fastapi", "starlette", "uvicorn"}
+    allowed = {PROJECT_ROOT / "hag/cli/service_cmd.py"}
+    offenders = []
+    for path in sorted((PROJECT_ROOT / "hag").rglob("*.py")):
+        if path in allowed or (PROJECT_ROOT / "hag/service") in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in web]
+    assert offenders == []
