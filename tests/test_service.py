@@ -21,7 +21,13 @@ from typing import Any
 import pytest
 
 from hag import corpus, retrieval
-from hag.client import HagClient, ServiceError, ServiceNotFound, ServiceValidationError
+from hag.client import (
+    HagClient,
+    ServiceError,
+    ServiceNotFound,
+    ServiceUnavailable,
+    ServiceValidationError,
+)
 from tests.session_builders import payload, turn
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -157,6 +163,38 @@ def test_an_edge_is_explained_by_its_id_prefix(client, db):
     entry = db.execute("SELECT id FROM hag_entries LIMIT 1").fetchone()["id"]
     with pytest.raises(ServiceNotFound, match="an entry, not an edge"):
         client.explain_edge(str(entry))
+
+
+def test_a_removed_edge_is_explained_from_its_audit_row(client, db):
+    """A deleted edge keeps its type and ends, no confidence, and its removal as an event."""
+    edge = db.execute("SELECT id, edge_type FROM hag_edges ORDER BY id LIMIT 1").fetchone()
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (edge["id"],))
+    db.commit()
+    explained = client.explain_edge(str(edge["id"]))
+    assert (explained.culled, explained.confidence) == (True, None)
+    assert explained.edge_type == edge["edge_type"]
+    assert explained.events[-1].reason.startswith("removed (manual delete)")
+
+
+def test_an_oversized_session_is_refused_by_its_size_and_quarantined(client, db, dials):
+    """A body past session_max_payload_bytes: 422 naming the size; its digest quarantined."""
+    dials(session_max_payload_bytes=1024)
+    big = payload("svc-big", [turn(0, message="x" * 2000)])
+    with pytest.raises(ServiceValidationError, match="1024") as caught:
+        client.submit_session(big)
+    assert caught.value.status == 422
+    row = db.execute("SELECT raw_bytes FROM hag_session_quarantine").fetchone()
+    assert row["raw_bytes"] > 1024
+
+
+def test_a_service_that_is_not_there_is_unavailable():
+    """A refused connection raises ServiceUnavailable (a HagError), not an OSError."""
+    address = f"http://127.0.0.1:{free_port()}"
+    with (
+        HagClient(address, TOKEN, timeout=5) as nobody,
+        pytest.raises(ServiceUnavailable, match="did not answer"),
+    ):
+        nobody.health()
 
 
 def test_health_reports_a_migrated_database_and_the_memorys_embedder(client):
