@@ -28,7 +28,11 @@ from hag.client import (
     ServiceUnavailable,
     ServiceValidationError,
 )
+from tests.embedder_memory import own_memory
 from tests.session_builders import payload, turn
+from tests.test_embedder_faults import demo_memory
+
+__all__ = ["demo_memory", "own_memory"]  # fixtures of the degraded-turn test
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "test-token-" + uuid.uuid4().hex
@@ -379,3 +383,26 @@ def test_only_the_service_imports_the_web_stack():
                 names = [node.module]
             offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in web]
     assert offenders == []
+
+
+def test_a_degraded_turn_says_so_over_http(demo_memory, private_db, openai_stub, monkeypatch):
+    """The embedding endpoint refusing: 200 from the concept pass, `degraded` naming why."""
+    from hag import settings
+    from tests.embedder_memory import use_stub
+
+    settings.set_value(private_db, "embedding_retries", 0, by="test")
+    private_db.commit()
+    settings.invalidate()
+    for _ in range(3):
+        openai_stub.queue_embedding_error(503)
+    use_stub(monkeypatch, openai_stub.base_url)
+    retrieval.clear_caches()
+    with Running() as running, HagClient(running.url, TOKEN) as client:
+        result = client.retrieve(
+            "cryptography", "ada", "how does rsa work", recent_concepts=[demo_memory[:3]]
+        )
+    assert result.degraded.startswith("embedder unavailable") and "503" in result.degraded
+    assert result.topic_advisories and [p.name for p in result.passes] == [
+        "topic-concept",
+        "edge-walk",
+    ]
