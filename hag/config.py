@@ -74,6 +74,12 @@ class ProcessConfig(BaseSettings):
     openai_timeout_seconds: float = Field(default=30.0, gt=0)
     openai_max_retries: int = Field(default=2, ge=0, le=10)
 
+    # The HTTP service (`hag service`, docs/service.md): the bearer token every request must
+    # carry (HAG_SERVICE_TOKEN; unset, the service refuses to start), and where it listens.
+    service_token: SecretStr | None = None
+    service_host: str = "127.0.0.1"  # HAG_SERVICE_HOST: loopback only unless told otherwise
+    service_port: int = Field(default=8765, ge=1, le=65535)  # HAG_SERVICE_PORT
+
     @property
     def pgdata(self) -> Path:
         return self.data_dir / "pgdata"
@@ -87,6 +93,7 @@ _ALLOWED = {
     "openai_timeout_seconds": "a number of seconds above 0",
     "database_connect_timeout_seconds": "a whole number of seconds from 2 to 3600",
     "openai_max_retries": "an integer from 0 to 10",
+    "service_port": "a TCP port from 1 to 65535",
 }
 
 

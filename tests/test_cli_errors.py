@@ -94,6 +94,10 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
         (["enrich", "--limit", "0"], 1, "--limit"),
     ],
     "serve": [(["serve", "--port", "0"], 1, "--port")],
+    "service": [
+        (["service"], 1, "HAG_SERVICE_TOKEN"),
+        (["service", "--port", "0"], 1, "--port"),
+    ],
     "reembed": [(["reembed", "--batch-size", "0"], 1, "--batch-size")],
     "simulate": [(["simulate", "--learners", "0"], 1, "--learners")],
 }

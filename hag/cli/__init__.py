@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "check": "hag.cli.check_cmd:check",
     "enrich": "hag.cli.enrich_cmd:enrich",
     "serve": "hag.cli.serve_cmd:serve",
+    "service": "hag.cli.service_cmd:service",
     "simulate": "hag.cli.simulate_cmd:simulate",
     "reembed": "hag.cli.reembed_cmd:reembed",
 }

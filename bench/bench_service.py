@@ -1,0 +1,285 @@
+"""Benchmark: `retrieve` over HTTP (`hag service`) beside the same calls in process, one run.
+
+The baseline is measured in the same run, on the same database and the same queries: for
+each number of concurrent clients (threads: 1, 8, 32), the in-process calls
+(`hag.retrieval.retrieve` on this process's pools) and the HTTP calls (`hag.client`, one
+`hag service` subprocess on a loopback port) take turns, so a load change on this shared
+machine falls on both. It prints p50/p99 of each, the ratio and the difference of the p99s,
+and the verdict on issue 31's goal: HTTP p99 within 5 ms of in-process p99 at 8 clients.
+
+The result cache is off (dial retrieval_cache_ttl_seconds = 0): every call runs the passes.
+The embedder is the offline one; the embedding is part of both figures alike.
+
+    python -m bench.bench_service               # demo size (the demo corpus, 65 entries)
+    python -m bench.bench_service 1m1536        # also 1M x 1,536 (bench_retrieval's loader:
+                                                # 4 minutes idle, 25 on a busy machine)
+Environment: HAG_BENCH_SERVICE_CALLS (default 400 per mode and concurrency),
+HAG_BENCH_SERVICE_THREADS (the service_threads dial for the demo run; default: the dial's),
+HAG_BENCH_KEEP_DIR as in bench_retrieval (the 1M database kept between runs).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CLIENTS = (1, 8, 32)
+GOAL_MS = 5.0  # issue 31: HTTP p99 within this of in-process p99 at 8 clients
+TOKEN = "bench-service-token"
+ROOT = Path(__file__).resolve().parents[1]
+
+Query = tuple[str, str, str]  # topic, learner, message
+
+
+def pct(values: list[float], p: float) -> float:
+    return float(np.percentile(np.asarray(values), p)) if values else float("nan")
+
+
+def demo_queries(count: int) -> list[Query]:
+    """Distinct turns over the demo's topics and concepts (no two embed the same text)."""
+    import json
+
+    from hag.corpus import DEMO_CORPUS
+
+    concepts = json.loads(DEMO_CORPUS.read_text())["concepts"]
+    return [
+        (
+            c["topic_id"],
+            f"learner-{i % 17}",
+            f"question {i}: how does {c['title']} work, and when is it used?",
+        )
+        for i, c in ((i, concepts[i % len(concepts)]) for i in range(count))
+    ]
+
+
+def big_queries(count: int) -> list[Query]:
+    """Turns over bench_retrieval's 50 topics (offline vectors: near no stored row)."""
+    return [
+        (f"t{i % 50:02d}", f"learner-{i % 17}", f"question {i} of the benchmark")
+        for i in range(count)
+    ]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def service(url: str) -> Iterator[str]:
+    """`hag service` on a free loopback port against `url`; stopped by SIGTERM at the end."""
+    from hag.client import HagClient
+
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": url, "HAG_SERVICE_TOKEN": TOKEN}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hag.cli", "service", "--port", str(port)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while not _healthy(HagClient(base, TOKEN, timeout=5)):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("hag service did not start")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _healthy(client: Any) -> bool:
+    from hag.errors import HagError
+
+    try:
+        return bool(client.health().ok)
+    except HagError:
+        return False
+
+
+def run_clients(call: Callable[[Query], Any], queries: list[Query], clients: int) -> list[float]:
+    """Each of `clients` threads calls its share of `queries` in turn; the latencies (ms)."""
+    times: list[float] = []
+    lock = threading.Lock()
+
+    def worker(share: list[Query]) -> None:
+        mine = []
+        for q in share:
+            started = time.perf_counter()
+            call(q)
+            mine.append((time.perf_counter() - started) * 1000)
+        with lock:
+            times.extend(mine)
+
+    threads = [threading.Thread(target=worker, args=(queries[i::clients],)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return times
+
+
+def measure(label: str, url: str, queries: list[Query]) -> None:
+    from hag import retrieval
+    from hag.client import HagClient
+
+    def local(q: Query) -> Any:
+        return retrieval.retrieve(*q)
+
+    with service(url) as base:
+        client = HagClient(base, TOKEN)
+
+        def remote(q: Query) -> Any:
+            return client.retrieve(*q)
+
+        warm = queries[:50]
+        run_clients(local, warm, 4)
+        run_clients(remote, warm, 4)
+        print(
+            f"{'clients':>7}  {'in-process p50/p99 ms':>22}  {'HTTP p50/p99 ms':>17}  "
+            f"{'p99 ratio':>9}  {'p99 diff':>8}  load",
+            flush=True,
+        )
+        at_8 = None
+        for clients in CLIENTS:
+            # Alternate which goes first, so neither always meets the warmer caches.
+            order = [("in", local), ("http", remote)]
+            if clients == 8:
+                order.reverse()
+            figures: dict[str, list[float]] = {}
+            for name, call in order:
+                retrieval.clear_caches()
+                figures[name] = run_clients(call, queries, clients)
+            inp, http = figures["in"], figures["http"]
+            diff = pct(http, 99) - pct(inp, 99)
+            if clients == 8:
+                at_8 = diff
+            print(
+                f"{clients:>7}  {pct(inp, 50):>10.2f} / {pct(inp, 99):>8.2f}  "
+                f"{pct(http, 50):>7.2f} / {pct(http, 99):>7.2f}  "
+                f"{pct(http, 99) / pct(inp, 99):>9.2f}  {diff:>+8.2f}  {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+    verdict = "met" if at_8 is not None and at_8 <= GOAL_MS else "NOT met"
+    print(f"{label}: goal (HTTP p99 within {GOAL_MS:g} ms of in-process at 8 clients) {verdict}")
+
+
+@contextmanager
+def demo_database() -> Iterator[str]:
+    """An embedded server of its own with the demo corpus loaded, the result cache off."""
+    from hag import config, corpus, db, embeddings, migrate, retrieval, settings
+
+    folder = tempfile.mkdtemp(prefix="hag-bench-service-")
+    server = db.embedded_server(Path(folder) / "pgdata")
+    url = str(server.get_uri())
+    os.environ["DATABASE_URL"] = url
+    os.environ["HAG_EMBEDDING_PROVIDER"] = "offline"
+    config.reset_config()
+    embeddings.reset_embedder()
+    db.close_all()
+    retrieval.clear_caches()
+    try:
+        migrate.migrate_database()
+        corpus.load_file(corpus.DEMO_CORPUS)
+        with db.connect() as conn:
+            settings.set_value(conn, "retrieval_cache_ttl_seconds", 0, by="bench")
+            if os.environ.get("HAG_BENCH_SERVICE_THREADS"):
+                threads = int(os.environ["HAG_BENCH_SERVICE_THREADS"])
+                settings.set_value(conn, "service_threads", threads, by="bench")
+            conn.commit()
+        settings.invalidate()
+        yield url
+    finally:
+        db.close_all()
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+        for name in ("DATABASE_URL", "HAG_EMBEDDING_PROVIDER"):
+            os.environ.pop(name, None)
+        config.reset_config()
+        embeddings.reset_embedder()
+
+
+@contextmanager
+def big_database() -> Iterator[str]:
+    """1M x 1,536 rows by bench_retrieval's own loader (HAG_BENCH_KEEP_DIR keeps them)."""
+    from bench import bench_retrieval as br
+    from hag import config, db, embeddings, retrieval, settings
+
+    scale = br.Scale("1m", 1_000_000, 1536)
+    keep = os.environ.get("HAG_BENCH_KEEP_DIR")
+    folder = os.path.join(keep, "1m-1536") if keep else tempfile.mkdtemp(prefix="hag-bench-1m-")
+    os.makedirs(folder, exist_ok=True)
+    os.chmod(folder, 0o755)
+    loaded = os.path.exists(os.path.join(folder, "loaded"))
+    server = br.start_server(os.path.join(folder, "pgdata"))
+    os.environ["DATABASE_URL"] = str(server.get_uri())
+    os.environ["HAG_EMBEDDING_DIM"] = "1536"
+    os.environ["HAG_EMBEDDING_PROVIDER"] = "offline"
+    config.reset_config()
+    embeddings.reset_embedder()
+    db.close_all()
+    retrieval.clear_caches()
+    try:
+        if not loaded:
+            started = time.perf_counter()
+            corpus = br.make_corpus(scale.rows, scale.dim, np.random.default_rng(20261130))
+            br.load(corpus, scale, time.perf_counter() - started)
+            if keep:
+                open(os.path.join(folder, "loaded"), "w").close()
+        from hag import migrate
+
+        migrate.migrate_database()
+        settings.invalidate()
+        yield str(server.get_uri())
+    finally:
+        db.close_all()
+        server.stop()
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+        for name in ("DATABASE_URL", "HAG_EMBEDDING_DIM", "HAG_EMBEDDING_PROVIDER"):
+            os.environ.pop(name, None)
+        config.reset_config()
+        embeddings.reset_embedder()
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    calls = int(os.environ.get("HAG_BENCH_SERVICE_CALLS", "400"))
+    print(
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {calls} calls per "
+        f"mode and concurrency; result cache off",
+        flush=True,
+    )
+    with demo_database() as url:
+        print("\n--- demo size (the demo corpus: 3 topics, 65 entries, offline embedder)")
+        measure("demo", url, demo_queries(calls))
+    if "1m1536" in argv:
+        with big_database() as url:
+            print("\n--- 1M entries x 1,536 dimensions (bench_retrieval's data)")
+            measure("1m1536", url, big_queries(calls))
+
+
+if __name__ == "__main__":
+    main()

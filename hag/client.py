@@ -1,0 +1,211 @@
+"""A typed client of the HTTP service (hag/service), on the standard library alone.
+
+Each calling thread keeps one connection alive (http.client), so a turn pays no TCP
+handshake; the client is safe to share between threads.
+
+    client = HagClient("http://127.0.0.1:8765", token="...")
+    result = client.retrieve("cryptography", "ada", "how does RSA use primes?")
+    prompt += result.text
+
+Each method returns the service's own response model (hag/service_models.py) and raises
+the library's errors on a refusal: NotFoundError (404), ValidationError (400, 409, 422,
+with the field named), HagError (401), ServiceUnavailable (503, a connection refused or a
+timeout). Keep one client per process.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticError
+
+from hag.errors import HagError, NotFoundError, ValidationError
+from hag.service_models import (
+    API_PREFIX,
+    EdgeExplanation,
+    ErrorBody,
+    Health,
+    RetrieveRequest,
+    RetrieveResult,
+    SessionState,
+)
+
+__all__ = [
+    "HagClient",
+    "ServiceError",
+    "ServiceNotFound",
+    "ServiceUnavailable",
+    "ServiceValidationError",
+]
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+class ServiceError(HagError):
+    """The service refused a request; `status` is its HTTP status, `field` what it named."""
+
+    def __init__(self, message: str, status: int, field: str | None = None):
+        super().__init__(message)
+        self.status, self.field = status, field
+
+
+class ServiceUnavailable(ServiceError):
+    """The service (or its database) cannot answer now: 503, refused or timed out."""
+
+
+class ServiceValidationError(ServiceError, ValidationError):
+    """The request broke the contract (400, 409, 422); the message names the field."""
+
+
+class ServiceNotFound(ServiceError, NotFoundError):
+    """The topic, edge or id does not exist (404)."""
+
+
+class HagClient:
+    """The service at `base_url`, called with `token` (HAG_SERVICE_TOKEN on the server)."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0):
+        self.base_url = base_url.rstrip("/")
+        parts = urllib.parse.urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValidationError(f"base_url {base_url!r} is not an http(s) URL")
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname, parts.port
+        self._prefix = parts.path
+        self._token = token
+        self.timeout = timeout
+        self._local = threading.local()  # one kept-alive connection per calling thread
+
+    def retrieve(
+        self,
+        topic_id: str,
+        learner_id: str,
+        message: str,
+        *,
+        level: str | None = None,
+        focus: str | None = None,
+        recent_concepts: Iterable[Sequence[str]] = (),
+        expected_concepts: Iterable[str] = (),
+    ) -> RetrieveResult:
+        """The memory for one turn (as hag.retrieval.retrieve); `text` goes into the prompt."""
+        body = RetrieveRequest(
+            topic_id=topic_id,
+            learner_id=learner_id,
+            message=message,
+            level=level,
+            focus=focus,
+            recent_concepts=[list(turn) for turn in recent_concepts],
+            expected_concepts=list(expected_concepts),
+        )
+        return self._call("POST", "/retrieve", RetrieveResult, body.model_dump(mode="json"))
+
+    def submit_session(self, payload: Mapping[str, Any] | str | bytes) -> SessionState:
+        """Queue one session payload (docs/session-contract.schema.json), or learn where a
+        session already received stands. A payload that breaks the contract raises
+        ServiceValidationError naming the field (the service keeps it in the quarantine)."""
+        return self._call("POST", "/sessions", SessionState, payload)
+
+    def explain_edge(self, edge_id: str, *, limit: int | None = None) -> EdgeExplanation:
+        """An edge's confidence and newest events; the id whole, a unique prefix or ending."""
+        path = f"/edges/{urllib.parse.quote(str(edge_id), safe='')}/explain"
+        if limit is not None:
+            path += f"?limit={int(limit)}"
+        return self._call("GET", path, EdgeExplanation)
+
+    def health(self) -> Health:
+        """Whether the service can serve (a 503 here is a report, not an exception)."""
+        return self._call("GET", "/health", Health, accept=(503,))
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        model: type[Model],
+        body: Any = None,
+        accept: tuple[int, ...] = (),
+    ) -> Model:
+        data = None
+        if isinstance(body, bytes | str):
+            data = body.encode() if isinstance(body, str) else body
+        elif body is not None:
+            data = json.dumps(body).encode()
+        headers = {
+            "Authorization": f"Bearer {self._token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+        target = self._prefix + API_PREFIX + path
+        for attempt in (1, 2):
+            connection = self._connection()
+            try:
+                connection.request(method, target, body=data, headers=headers)
+                response = connection.getresponse()
+                status, text = response.status, response.read()
+                break
+            except (http.client.HTTPException, OSError) as exc:
+                connection.close()
+                self._local.connection = None
+                # A kept-alive connection the server closed while idle: once more on a new
+                # one (every call is safe to repeat: a retrieve reads, a session is
+                # idempotent by its id).
+                stale = isinstance(exc, http.client.RemoteDisconnected | BrokenPipeError)
+                if attempt == 1 and stale:
+                    continue
+                raise ServiceUnavailable(
+                    f"the service at {self.base_url} did not answer: {exc or type(exc).__name__}",
+                    503,
+                ) from None
+        if status >= 400 and status not in accept:
+            raise _refusal(status, text)
+        try:
+            return model.model_validate_json(text)
+        except PydanticError as exc:
+            raise ServiceError(
+                f"the service answered {status} with an unexpected body ({exc.error_count()} "
+                f"problem(s), first: {exc.errors()[0]['msg']})",
+                status,
+            ) from None
+
+    def _connection(self) -> http.client.HTTPConnection:
+        """This thread's kept-alive connection to the service (made on first use)."""
+        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            connection = kind(self._host, self._port, timeout=self.timeout)
+            self._local.connection = connection
+        return connection
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their threads end)."""
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            connection.close()
+            self._local.connection = None
+
+    def __enter__(self) -> HagClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _refusal(status: int, text: bytes) -> ServiceError:
+    """The library's error for a refusal, with the service's one line."""
+    try:
+        body = ErrorBody.model_validate_json(text)
+    except PydanticError:
+        body = ErrorBody(detail=text.decode(errors="replace").strip()[:200] or f"HTTP {status}")
+    message = f"{body.detail} (HTTP {status})"
+    if status == 404:
+        return ServiceNotFound(message, status, body.field)
+    if status in (400, 409, 422):
+        return ServiceValidationError(message, status, body.field)
+    if status >= 500:
+        return ServiceUnavailable(message, status, body.field)
+    return ServiceError(message, status, body.field)

@@ -1,0 +1,408 @@
+"""The HTTP service driven by its typed client through a real uvicorn server on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hag import corpus, retrieval
+from hag.client import (
+    HagClient,
+    ServiceError,
+    ServiceNotFound,
+    ServiceUnavailable,
+    ServiceValidationError,
+)
+from tests.embedder_memory import own_memory
+from tests.session_builders import payload, turn
+from tests.test_embedder_faults import demo_memory
+
+__all__ = ["demo_memory", "own_memory"]  # fixtures of the degraded-turn test
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "test-token-" + uuid.uuid4().hex
+MESSAGE = "how does RSA use prime numbers"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Running:
+    """A uvicorn server of `create_app` in a thread of this process."""
+
+    def __init__(self) -> None:
+        import uvicorn
+
+        from hag.service import create_app
+
+        self.app = create_app(TOKEN)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(
+            uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> Running:
+        self.thread.start()
+        while not self.server.started:
+            assert self.thread.is_alive(), "the service did not start"
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+@pytest.fixture
+def service(db: Any) -> Iterator[Running]:
+    """The demo corpus loaded and the service running on a free loopback port."""
+    corpus.load_file(corpus.DEMO_CORPUS)
+    db.commit()
+    retrieval.clear_caches()
+    with Running() as running:
+        yield running
+    retrieval.clear_caches()
+
+
+@pytest.fixture
+def client(service: Running) -> Iterator[HagClient]:
+    with HagClient(service.url, TOKEN) as client:
+        yield client
+
+
+def raw(service: Running, method: str, path: str, body: bytes | None = None, token: str = TOKEN):
+    """(status, parsed body) of one request sent as given."""
+    request = urllib.request.Request(
+        service.url + path,
+        data=body,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, json.loads(exc.read())
+
+
+def test_retrieve_over_http_is_the_in_process_result(client):
+    """The client's typed result carries the same prompt text and ids as the library's."""
+    over_http = client.retrieve(
+        "cryptography", "ada", MESSAGE, recent_concepts=[["rsa"]], expected_concepts=["rsa"]
+    )
+    retrieval.clear_caches()
+    local = retrieval.retrieve(
+        "cryptography", "ada", MESSAGE, recent_concepts=[["rsa"]], expected_concepts=["rsa"]
+    )
+    assert over_http.text == local.text and over_http.text
+    assert over_http.used_entry_ids == local.used_entry_ids
+    assert over_http.rendered_edge_ids == local.rendered_edge_ids
+    assert over_http.degraded == "" and over_http.topic_advisories
+
+
+def test_an_unknown_topic_is_a_404_naming_it(client):
+    """The library's NotFoundError is a 404 with its message, raised as ServiceNotFound."""
+    with pytest.raises(ServiceNotFound, match="unknown topic 'nowhere'") as caught:
+        client.retrieve("nowhere", "ada", MESSAGE)
+    assert caught.value.status == 404
+
+
+def test_a_session_is_queued_and_a_resubmission_says_its_state(client, db):
+    """Accepted as pending; the same payload again is a duplicate that says the state."""
+    session = payload("svc-1", [turn(0, message="hi")])
+    first = client.submit_session(session)
+    assert (first.status, first.session_id, first.state) == ("accepted", "svc-1", "pending")
+    again = client.submit_session(json.dumps(session))
+    assert (again.status, again.state) == ("duplicate", "pending")
+    assert db.execute("SELECT count(*) AS n FROM hag_sessions").fetchone()["n"] == 1
+
+
+def test_a_payload_breaking_the_contract_is_refused_and_quarantined(client, db):
+    """422 naming the field and turn, kept in the quarantine as `hag ingest` keeps it."""
+    bad = payload("svc-2", [turn(0, outcome="triumph")])
+    with pytest.raises(ServiceValidationError) as caught:
+        client.submit_session(bad)
+    assert caught.value.status == 422
+    assert caught.value.field == "turns[0].outcome"
+    row = db.execute("SELECT field, source FROM hag_session_quarantine").fetchone()
+    assert row == {"field": "turns[0].outcome", "source": "service"}
+
+
+def test_the_same_session_id_with_another_payload_is_a_409(client):
+    """A different payload under an id already received: 409, the session_id named."""
+    client.submit_session(payload("svc-3", [turn(0, message="hi")]))
+    with pytest.raises(ServiceValidationError, match="different payload") as caught:
+        client.submit_session(payload("svc-3", [turn(0, message="hello there")]))
+    assert (caught.value.status, caught.value.field) == (409, "session_id")
+
+
+def test_an_edge_is_explained_by_its_id_prefix(client, db):
+    """An edge's confidence and its events, found by a unique prefix; an entry id is 404."""
+    edge = db.execute("SELECT id, confidence FROM hag_edges ORDER BY id LIMIT 1").fetchone()
+    explained = client.explain_edge(edge["id"].hex[:12])
+    assert explained.edge_id == edge["id"]
+    assert explained.confidence == pytest.approx(edge["confidence"])
+    assert explained.culled is False and explained.total_events == len(explained.events)
+    entry = db.execute("SELECT id FROM hag_entries LIMIT 1").fetchone()["id"]
+    with pytest.raises(ServiceNotFound, match="an entry, not an edge"):
+        client.explain_edge(str(entry))
+
+
+def test_a_removed_edge_is_explained_from_its_audit_row(client, db):
+    """A deleted edge keeps its type and ends, no confidence, and its removal as an event."""
+    edge = db.execute("SELECT id, edge_type FROM hag_edges ORDER BY id LIMIT 1").fetchone()
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (edge["id"],))
+    db.commit()
+    explained = client.explain_edge(str(edge["id"]))
+    assert (explained.culled, explained.confidence) == (True, None)
+    assert explained.edge_type == edge["edge_type"]
+    assert explained.events[-1].reason.startswith("removed (manual delete)")
+
+
+def test_an_oversized_session_is_refused_by_its_size_and_quarantined(client, db, dials):
+    """A body past session_max_payload_bytes: 422 naming the size; its digest quarantined."""
+    dials(session_max_payload_bytes=1024)
+    big = payload("svc-big", [turn(0, message="x" * 2000)])
+    with pytest.raises(ServiceValidationError, match="1024") as caught:
+        client.submit_session(big)
+    assert caught.value.status == 422
+    row = db.execute("SELECT raw_bytes FROM hag_session_quarantine").fetchone()
+    assert row["raw_bytes"] > 1024
+
+
+def test_a_service_that_is_not_there_is_unavailable():
+    """A refused connection raises ServiceUnavailable (a HagError), not an OSError."""
+    address = f"http://127.0.0.1:{free_port()}"
+    with (
+        HagClient(address, TOKEN, timeout=5) as nobody,
+        pytest.raises(ServiceUnavailable, match="did not answer"),
+    ):
+        nobody.health()
+
+
+def test_health_reports_a_migrated_database_and_the_memorys_embedder(client):
+    """A migrated test database with the recorded embedder is healthy."""
+    report = client.health()
+    assert (report.ok, report.database, report.migrated, report.embedder) == (
+        True,
+        True,
+        True,
+        True,
+    )
+
+
+def test_every_request_needs_the_bearer_token(service):
+    """No token or a wrong one: 401 with a WWW-Authenticate challenge; health included."""
+    assert raw(service, "GET", "/v1/health", token="wrong")[0] == 401
+    request = urllib.request.Request(service.url + "/v1/health")
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=30)
+    with caught.value as refused_plain:
+        assert refused_plain.code == 401
+        assert refused_plain.headers["WWW-Authenticate"] == "Bearer"
+    with HagClient(service.url, "wrong") as wrong, pytest.raises(ServiceError) as refused:
+        wrong.health()
+    assert refused.value.status == 401
+
+
+# Malformed bodies and what the refusal must name.
+MALFORMED: list[tuple[str, bytes, str]] = [
+    ("/v1/retrieve", b"{", "json"),
+    ("/v1/retrieve", b"[]", "object"),
+    ("/v1/retrieve", b'{"learner_id": "ada", "message": "hi"}', "topic_id"),
+    ("/v1/retrieve", b'{"topic_id": 7, "learner_id": "ada", "message": "hi"}', "topic_id"),
+    (
+        "/v1/retrieve",
+        b'{"topic_id": "cryptography", "learner_id": "ada", "message": "hi", "k": 1}',
+        "k",
+    ),
+    (
+        "/v1/retrieve",
+        b'{"topic_id": "cryptography", "learner_id": "ada", "message": "hi", '
+        b'"recent_concepts": "rsa"}',
+        "recent_concepts",
+    ),
+    ("/v1/retrieve", b'{"topic_id": "Bad Topic!", "learner_id": "ada", "message": "hi"}', "topic"),
+    (
+        "/v1/retrieve",
+        b'{"topic_id": "cryptography", "learner_id": "ada", "message": " "}',
+        "message",
+    ),
+    ("/v1/sessions", b"{", "json"),
+    ("/v1/sessions", b'"just a string"', "payload"),
+    ("/v1/sessions", b'{"session_id": "x"}', "learner_id"),
+    ("/v1/sessions", b"\xff\xfe", "UTF-8"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "named"), MALFORMED)
+def test_a_malformed_body_is_a_4xx_naming_what_is_wrong(service, path, body, named):
+    """Never a 500: a 4xx whose one-line detail names the field or the problem."""
+    status, answer = raw(service, "POST", path, body)
+    assert 400 <= status < 500, (status, answer)
+    assert named.lower() in answer["detail"].lower(), answer
+    assert "\n" not in answer["detail"]
+
+
+def test_a_database_that_does_not_answer_is_a_503_in_one_line(service, monkeypatch):
+    """The database gone: 503 with one line naming no driver type; health says so too."""
+    from hag import config, db
+
+    dead = f"postgresql://nobody@127.0.0.1:{free_port()}/nothing?connect_timeout=2"
+    monkeypatch.setenv("DATABASE_URL", dead)
+    config.reset_config()
+    db.close_all()
+    retrieval.clear_caches()
+    try:
+        status, answer = raw(
+            service,
+            "POST",
+            "/v1/retrieve",
+            b'{"topic_id": "cryptography", "learner_id": "ada", "message": "hi"}',
+        )
+        health_status, health = raw(service, "GET", "/v1/health")
+    finally:
+        monkeypatch.undo()
+        config.reset_config()
+        db.close_all()
+    assert status == 503, answer
+    assert answer == {"detail": "the database is unavailable; try again later"}
+    assert health_status == 503 and health["database"] is False and not health["ok"]
+    assert "psycopg" not in json.dumps([answer, health]).lower()
+
+
+def test_the_thread_pool_is_sized_by_its_dial(db, dials):
+    """service_threads is what the running service sets its thread limiter to."""
+    dials(service_threads=3)
+    with Running() as running:
+        assert running.app.state.threads == 3
+
+
+def test_the_published_openapi_schema_is_current():
+    """docs/openapi.json is what `python -m hag.service.openapi` prints now."""
+    from hag.service.openapi import schema_text
+
+    published = (PROJECT_ROOT / "docs/openapi.json").read_text()
+    assert published == schema_text(), (
+        "regenerate: python -m hag.service.openapi > docs/openapi.json"
+    )
+
+
+def test_the_core_client_imports_no_web_framework():
+    """hag.client and hag.retrieval load without fastapi, starlette or uvicorn."""
+    code = (
+        "import sys, hag.client, hag.retrieval; "
+        "print(sorted(m for m in ('fastapi', 'starlette', 'uvicorn', 'httpx') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60
+    )
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_hag_service_stops_on_sigterm_leaving_no_connection(service, database_url, db):
+    """`hag service` answers, then SIGTERM: exit 0 within seconds, no session of it left."""
+    port, tag = free_port(), "hag-svc-" + uuid.uuid4().hex[:12]
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "HAG_SERVICE_TOKEN": TOKEN,
+        "PGAPPNAME": tag,
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hag.cli", "service", "--port", str(port)],
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    stack = ExitStack()
+    try:
+        client = HagClient(f"http://127.0.0.1:{port}", TOKEN, timeout=30)
+        stack.callback(client.close)
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                assert client.retrieve("cryptography", "ada", MESSAGE).text
+                break
+            except ServiceError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"it never answered: {proc.stderr.read() if proc.stderr else ''}")
+                time.sleep(0.2)
+        sessions = "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = %s"
+        assert db.execute(sessions, (tag,)).fetchone()["n"] > 0
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+        stack.close()
+    db.rollback()
+    assert db.execute(sessions, (tag,)).fetchone()["n"] == 0
+
+
+def test_only_the_service_imports_the_web_stack():
+    """fastapi, starlette and uvicorn are imported under hag/service and `hag service` only."""
+    import ast
+
+    web = {"fastapi", "starlette", "uvicorn"}
+    allowed = {PROJECT_ROOT / "hag/cli/service_cmd.py"}
+    offenders = []
+    for path in sorted((PROJECT_ROOT / "hag").rglob("*.py")):
+        if path in allowed or (PROJECT_ROOT / "hag/service") in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in web]
+    assert offenders == []
+
+
+def test_a_degraded_turn_says_so_over_http(demo_memory, private_db, openai_stub, monkeypatch):
+    """The embedding endpoint refusing: 200 from the concept pass, `degraded` naming why."""
+    from hag import settings
+    from tests.embedder_memory import use_stub
+
+    settings.set_value(private_db, "embedding_retries", 0, by="test")
+    private_db.commit()
+    settings.invalidate()
+    for _ in range(3):
+        openai_stub.queue_embedding_error(503)
+    use_stub(monkeypatch, openai_stub.base_url)
+    retrieval.clear_caches()
+    with Running() as running, HagClient(running.url, TOKEN) as client:
+        result = client.retrieve(
+            "cryptography", "ada", "how does rsa work", recent_concepts=[demo_memory[:3]]
+        )
+    assert result.degraded.startswith("embedder unavailable") and "503" in result.degraded
+    assert result.topic_advisories and [p.name for p in result.passes] == [
+        "topic-concept",
+        "edge-walk",
+    ]
