@@ -63,6 +63,8 @@ NEEDS: dict[str, set[str]] = {
     "serve": {"server", "memory"},
     "simulate": {"server", "memory", "embedder"},
     "reembed": {"server", "memory", "embedder"},
+    "runs": {"server", "memory"},
+    "service": {"server", "memory"},
 }
 
 # Where a command needs the broken thing and still, by design, does not fail.
@@ -75,9 +77,9 @@ EXEMPT: dict[tuple[str, str], str] = {
 }
 
 # Commands the walk does not run where they meet none of the fault: `serve` would start a
-# Prefect server and run until stopped, `demo` a whole demo on a database of its own, and
+# Prefect server and `service` an HTTP server, each running until stopped, `demo` a whole demo on a database of its own, and
 # `db stop` would stop the test's own server, which DATABASE_URL reaches by its socket.
-NOT_RUN_UNLESS_NEEDED = {"serve", "demo", "db stop"}
+NOT_RUN_UNLESS_NEEDED = {"serve", "service", "demo", "db stop"}
 
 # Provenance a command says on stderr before it meets the fault (not part of the error).
 NOTES = ("embedder: ", "proposer: ", "demo database: ")
@@ -126,7 +128,17 @@ def _args(tmp: Path) -> dict[str, list[str]]:
             *("--days", "1", "--out", str(tmp / "simulation")),
         ],
         "reembed": ["reembed"],
+        "runs": ["runs"],
+        "service": ["service", "--port", str(_closed_port())],
     }
+
+
+@pytest.fixture(autouse=True)
+def _forget_after():
+    """No configuration, pool or cache of a fault outlives its test, even one that failed
+    between two commands (the next modules would meet the dead server)."""
+    yield
+    forget_process_state()
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -195,6 +207,7 @@ def _sandbox(monkeypatch, tmp: Path) -> None:
     import hag.demo
 
     monkeypatch.setenv("HAG_DATA_DIR", str(tmp / "data"))
+    monkeypatch.setenv("HAG_SERVICE_TOKEN", "walk")  # so `service` meets the fault, not its token
     monkeypatch.setattr(hag.demo, "work_dir", lambda: tmp)
 
 
