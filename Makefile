@@ -5,7 +5,7 @@ export DO_NOT_TRACK := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 RUN := $(UV) run --frozen
 
-.PHONY: help install test test-pg16 lint format demo bench serve clean
+.PHONY: help install test test-fast test-pg16 lint format demo bench serve clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -16,6 +16,9 @@ install:  ## create .venv from the lock file, every extra (uv is bootstrapped wi
 
 test: install  ## the whole test suite against a real embedded PostgreSQL + pgvector
 	$(RUN) pytest
+
+test-fast: install  ## the quick loop: pure rules and one direct run of each job (no servers)
+	$(RUN) pytest -m "not slow" -q
 
 test-pg16: install  ## the pg_versions tests again, on PostgreSQL 16.10 + pgvector 0.8.1
 	UV=$(UV) .ci/test-pg16
