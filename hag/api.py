@@ -230,16 +230,12 @@ class Memory:
         NotFoundError when no edge or entry has that id.
         """
         from hag import db, settings
-        from hag.history import confidence_history, resolve_entity
-        from hag.sqlfiles import query
+        from hag.history import explain_edge
 
         with _boundary(), db.connect() as conn:
-            key = resolve_entity(conn, str(edge_id))
             shown = limit or settings.load(conn).history_default_limit
-            rows = confidence_history(conn, str(key), shown)
-            if rows[0]["entity_kind"] != "edge":
-                raise NotFoundError(f"{key} is an entry, not an edge")
-            now = conn.execute(query("api", "edge_now"), {"edge_id": key}).fetchone() or {}
+            key, edge, rows = explain_edge(conn, str(edge_id), shown)
+        now = {} if edge["culled"] else edge
         return EdgeExplanation(
             edge_id=key,
             exists=bool(now),
@@ -260,7 +256,7 @@ class Memory:
                 )
                 for r in rows
             ),
-            total_events=int(rows[0]["total"]),
+            total_events=int(rows[0]["total"]) if rows else 0,
         )
 
     def nightly(self, *, as_of: datetime | None = None, dry_run: bool = False) -> NightlyResult:

@@ -51,6 +51,23 @@ def confidence_history(
     return rows
 
 
+def explain_edge(
+    conn: Conn, text: str, limit: int | None
+) -> tuple[uuid.UUID, dict[str, Any], list[dict[str, Any]]]:
+    """An edge by id, prefix or ending: (its id, the edge as it stands or as its audit row
+    kept it once culled (`edge_now`), its newest `limit` events oldest first, each with the
+    `total`). NotFoundError when the id is an entry's, or nothing's."""
+    key = resolve_entity(conn, text)
+    edge = conn.execute(query("history", "edge_now"), {"edge_id": key}).fetchone()
+    if edge is None:
+        raise NotFoundError(f"{text!r} is an entry, not an edge")
+    try:
+        events = confidence_history(conn, str(key), limit)
+    except NotFoundError:  # an edge nothing has recorded a change of yet
+        events = []
+    return key, dict(edge), events
+
+
 def memory_after_session(conn: Conn, session_id: str) -> list[dict[str, Any]]:
     """Every entry's and edge's confidence right after a session was applied."""
     known = conn.execute(query("history", "session_known"), {"session_id": session_id}).fetchone()

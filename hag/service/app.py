@@ -211,19 +211,11 @@ def _ingest(raw: Any) -> SessionState:
 
 
 def _explain(text: str, limit: int | None) -> EdgeExplanation:
-    from hag.history import confidence_history, resolve_entity
-    from hag.sqlfiles import query
+    from hag.history import explain_edge
 
     with db.connect() as conn:
-        key = resolve_entity(conn, text)
-        edge = conn.execute(query("service", "edge_now"), {"edge_id": key}).fetchone()
-        if edge is None:
-            raise NotFoundError(f"{text!r} is an entry, not an edge")
         shown = limit or settings.load(conn).history_default_limit
-        try:
-            events = confidence_history(conn, str(key), shown)
-        except NotFoundError:  # an edge nothing has graded yet
-            events = []
+        key, edge, events = explain_edge(conn, text, shown)
     return EdgeExplanation(
         edge_id=key,
         edge_type=edge["edge_type"],

@@ -84,3 +84,23 @@ WITH found AS (
 )
 SELECT DISTINCT ON (id) id, kind FROM found ORDER BY id, kind DESC
 LIMIT 10
+
+-- name: edge_now
+-- One edge as it stands, with its type, provenance and the topic and concepts of its ends,
+-- or, once culled, what its newest audit row kept (the ends and type survive the cull; the
+-- confidence and the concepts do not: `culled` is true). No row: the id is an entry's.
+-- Read by hag.history.explain_edge, for the public API and the service alike.
+SELECT e.id AS edge_id, e.edge_type, e.source_entry_id, e.target_entry_id, e.confidence,
+       e.source_type, s.topic_id, s.concept_slug AS source_concept,
+       t.concept_slug AS target_concept, false AS culled
+FROM hag_edges e
+JOIN hag_entries s ON s.id = e.source_entry_id
+JOIN hag_entries t ON t.id = e.target_entry_id
+WHERE e.id = %(edge_id)s
+UNION ALL
+(SELECT a.edge_id, a.edge_type, a.source_entry_id, a.target_entry_id, NULL, NULL, NULL,
+        NULL, NULL, true
+ FROM hag_edge_audit a
+ WHERE a.edge_id = %(edge_id)s AND NOT EXISTS (SELECT 1 FROM hag_edges WHERE id = %(edge_id)s)
+ ORDER BY a.deleted_at DESC
+ LIMIT 1)
