@@ -232,14 +232,19 @@ def ensure_migrated() -> None:
 
     with db.connect() as conn:
         check_server(conn)  # a memory migrated before the check, or a server since replaced
-        ledger = applied(conn)
-        stored = None
-        if ledger:
-            row = conn.execute("SELECT value FROM hag_meta WHERE key = 'code_checksum'").fetchone()
-            stored = row["value"] if row else None
-    if set(ledger) != {m.version for m in migrations()} or stored != code_checksum():
+        current = is_current(conn)
+    if not current:
         migrate_database()
     _checked = True
+
+
+def is_current(conn: AnyConn) -> bool:
+    """Whether the database holds every migration of this code and this code's SQL
+    functions (the checksum migrate stored)."""
+    if set(applied(conn)) != {m.version for m in migrations()}:
+        return False
+    row = conn.execute("SELECT value FROM hag_meta WHERE key = 'code_checksum'").fetchone()
+    return row is not None and _value(row, "value") == code_checksum()
 
 
 _checked = False

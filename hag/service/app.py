@@ -238,11 +238,7 @@ def _health() -> Health:
         with db.connect() as conn:
             conn.execute("SELECT 1")
             database = True
-            ledger = migrate.applied(conn)
-            row = conn.execute("SELECT value FROM hag_meta WHERE key = 'code_checksum'").fetchone()
-            migrated = set(ledger) == {m.version for m in migrate.migrations()} and (
-                row is not None and row["value"] == migrate.code_checksum()
-            )
+            migrated = migrate.is_current(conn)
             if not migrated:
                 detail = "the database is not migrated to this code: run `hag migrate`"
             else:
