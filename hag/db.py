@@ -252,6 +252,23 @@ def _connect_timeout(url: str) -> dict[str, Any]:
     return {"connect_timeout": get_config().database_connect_timeout_seconds}
 
 
+def connect_wait_seconds(url: str) -> float:
+    """How long a connection to `url` may take to be made: the URL's `connect_timeout`,
+    else PGCONNECT_TIMEOUT, else HAG_DATABASE_CONNECT_TIMEOUT_SECONDS (libpq's floor of 2)."""
+    import os
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = conninfo_to_dict(url).get("connect_timeout") or os.environ.get("PGCONNECT_TIMEOUT")
+        seconds = float(given) if given else 0.0
+    except (psycopg.ProgrammingError, ValueError):
+        seconds = 0.0
+    if seconds <= 0:
+        seconds = float(get_config().database_connect_timeout_seconds)
+    return max(seconds, 2.0)
+
+
 # A reader's settings: read-only at the server (the read path can write nothing), custom
 # plans so that a partial index whose predicate names a topic or a scope is matched against
 # the bound value of every call, no JIT (a scan of a large topic crosses the JIT cost
@@ -376,6 +393,9 @@ def read_pool() -> ConnectionPool[Conn]:
                 kwargs=connection_kwargs(url=url, autocommit=True),
                 configure=configure_reader,
                 check=ConnectionPool.check_connection,  # a server restart is met, not raised
+                # an online read waits for a connection no longer than one takes to make:
+                # a server that refuses is an error within the connect timeout, not 30 s
+                timeout=connect_wait_seconds(url),
                 name="hag-retrieval",
             )
             _read_url = url

@@ -325,3 +325,29 @@ def test_a_hung_database_is_one_line_after_the_connect_timeout(
     forget_process_state()
     assert db.connection_kwargs(url=hung_server)["connect_timeout"] == 2
     assert "connect_timeout" not in db.connection_kwargs(url=hung_server + "?connect_timeout=5")
+
+
+def test_an_online_read_waits_for_a_connection_no_longer_than_one_takes_to_make(
+    monkeypatch, tmp_path
+):
+    """The read pool's wait is the connect timeout (URL, then PGCONNECT_TIMEOUT, then
+    the HAG setting), not psycopg_pool's 30 s: a refusing server is a quick 503."""
+    from hag import config, db
+
+    _sandbox(monkeypatch, tmp_path)
+    monkeypatch.setenv("HAG_DATABASE_CONNECT_TIMEOUT_SECONDS", "7")
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    config.reset_config()
+    dead = "postgresql://nobody@127.0.0.1:9/nothing"
+    assert db.connect_wait_seconds(dead) == 7
+    assert db.connect_wait_seconds(dead + "?connect_timeout=3") == 3
+    assert db.connect_wait_seconds(dead + "?connect_timeout=0") == 7  # 0 is libpq's "forever"
+    monkeypatch.setenv("PGCONNECT_TIMEOUT", "4")
+    assert db.connect_wait_seconds(dead) == 4
+    monkeypatch.setenv("DATABASE_URL", dead + "?connect_timeout=3")
+    config.reset_config()
+    try:
+        assert db.read_pool().timeout == 3
+    finally:
+        db.close_all()
+        config.reset_config()
