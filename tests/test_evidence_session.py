@@ -479,7 +479,7 @@ def test_the_cull_waits_for_a_session_holding_a_sibling_row(db, evidence, databa
     holder.execute("UPDATE hag_edges SET hit_count = 5 WHERE id = %s", (primes,))
     holder.commit()
     holder.close()
-    worker.join(timeout=30.0)
+    worker.join(timeout=180.0)
     assert not worker.is_alive()
     summary = done["s"]
     assert isinstance(summary, sweeps.NightlySummary) and summary.culled == 1
