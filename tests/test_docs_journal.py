@@ -1,0 +1,58 @@
+"""The docs state the design; what was measured on the way, with its date, is in docs/journal/."""
+
+from __future__ import annotations
+
+import re
+
+from hag import PROJECT_ROOT
+
+DOCS = PROJECT_ROOT / "docs"
+JOURNAL = DOCS / "journal"
+DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|\bround\b", re.IGNORECASE)
+
+
+def _entries():
+    return sorted(JOURNAL.glob("20*.md"))
+
+
+def dated_headings_in_design(text: str) -> list[str]:
+    """Headings naming a date or a round that stand before the page's `## Journal` section."""
+    found = []
+    for line in text.split("\n"):
+        if line.startswith("## Journal"):
+            break
+        if line.startswith("#") and DATED.search(line):
+            found.append(line)
+    return found
+
+
+def test_no_design_page_holds_a_dated_round():
+    """No heading of a docs page names a date or a round, except in its closing Journal
+    section: rounds and their figures go to docs/journal/."""
+    hits = {
+        page.name: dated_headings_in_design(page.read_text(encoding="utf-8"))
+        for page in sorted(DOCS.glob("*.md"))
+    }
+    assert {name: h for name, h in hits.items() if h} == {}
+
+
+def test_the_check_finds_a_round_before_the_journal_section_only():
+    """A dated heading in the design is found; the same heading under `## Journal` is not."""
+    page = "# P\n\n## Design\n\n### Third round (2026-12-01)\n\n## Journal\n\n### 2026-12-02\n"
+    assert dated_headings_in_design(page) == ["### Third round (2026-12-01)"]
+    assert dated_headings_in_design(page.replace("### Third round (2026-12-01)", "")) == []
+
+
+def test_each_entry_is_named_and_titled_by_its_date():
+    """A journal file is YYYY-MM-DD-what.md and its title starts with the same date."""
+    assert _entries(), "docs/journal/ holds no entry"
+    for path in _entries():
+        assert re.fullmatch(r"20\d\d-\d\d-\d\d-[a-z0-9-]+\.md", path.name), path.name
+        title = path.read_text(encoding="utf-8").split("\n", 1)[0]
+        assert title.startswith(f"# {path.name[:10]}"), (path.name, title)
+
+
+def test_the_journal_index_lists_every_entry():
+    """docs/journal/README.md links every entry, and nothing that is not there."""
+    listed = set(re.findall(r"\]\(([^)]+\.md)\)", (JOURNAL / "README.md").read_text()))
+    assert listed == {p.name for p in _entries()}
