@@ -1,4 +1,4 @@
-"""The docs state the design; what was measured on the way, with its date, is in docs/journal/."""
+"""The docs state the design: dated rounds live in docs/journal/, quoted code exists."""
 
 from __future__ import annotations
 
@@ -56,3 +56,20 @@ def test_the_journal_index_lists_every_entry():
     """docs/journal/README.md links every entry, and nothing that is not there."""
     listed = set(re.findall(r"\]\(([^)]+\.md)\)", (JOURNAL / "README.md").read_text()))
     assert listed == {p.name for p in _entries()}
+
+
+def test_the_rules_pages_worked_example_quotes_code_that_exists():
+    """Each hop of docs/rules.md's worked example quotes (in backticks) code that a file it
+    names holds."""
+    text = (DOCS / "rules.md").read_text(encoding="utf-8")
+    example = text[text.index("## Worked example") :]
+    dial = re.search(r"^`(\w+)`", example.split("\n", 2)[2]).group(1)
+    hops = re.split(r"\n(?=\d\. )", example)[1:]
+    assert len(hops) == 3
+    for hop in hops:
+        paths = re.findall(r"`((?:hag|sql)/[\w/]+\.(?:py|sql))", hop)
+        code = [" ".join((PROJECT_ROOT / p).read_text(encoding="utf-8").split()) for p in paths]
+        quoted = [q for q in re.findall(r"`([^`]+)`", hop) if dial in q and q != dial]
+        assert quoted, hop
+        for fragment in quoted:
+            assert any(" ".join(fragment.split()) in c for c in code), (paths, fragment)
