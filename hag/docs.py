@@ -59,10 +59,13 @@ def _bounds(d: settings.Dial) -> str:
         return f"{_value(d.min)} to {_value(d.max)}"
     if d.type == "bool":
         return "on, off"
-    allowed = [f"one of {', '.join(d.choices)}"] if d.choices else []
-    allowed += [f"not {', '.join(d.forbidden)}"] if d.forbidden else []
-    allowed += [f"at least {d.min_items} item(s)"] if d.min_items else []
-    allowed += [f"matching `{d.pattern}`"] if d.pattern else []
+    # The optional constraints are read with getattr: a registry that drops one still documents.
+    choices, forbidden = getattr(d, "choices", ()), getattr(d, "forbidden", ())
+    min_items, pattern = getattr(d, "min_items", 0), getattr(d, "pattern", "")
+    allowed = [f"one of {', '.join(choices)}"] if choices else []
+    allowed += [f"not {', '.join(forbidden)}"] if forbidden else []
+    allowed += [f"at least {min_items} item(s)"] if min_items else []
+    allowed += [f"matching `{pattern}`"] if pattern else []
     return "; ".join(allowed) or "any text"
 
 
