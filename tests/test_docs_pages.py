@@ -73,3 +73,26 @@ def test_the_rules_pages_worked_example_quotes_code_that_exists():
         assert quoted, hop
         for fragment in quoted:
             assert any(" ".join(fragment.split()) in c for c in code), (paths, fragment)
+
+
+def test_every_test_a_page_names_exists():
+    """A test function a docs page or the README names is defined under tests/ (the journal,
+    which records what was, is exempt)."""
+    defined = set(
+        re.findall(
+            r"^\s*(?:async )?def (test_\w+)",
+            "".join(p.read_text(encoding="utf-8") for p in (PROJECT_ROOT / "tests").glob("*.py")),
+            re.MULTILINE,
+        )
+    )
+    modules = {p.stem for p in (PROJECT_ROOT / "tests").glob("test_*.py")}
+    pages = [PROJECT_ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    missing = []
+    for page in pages:
+        cited = re.findall(r"\b(test_\w+?)(_\*)?(?=[`\s),.;:/]|$)", page.read_text())
+        for name, star in set(cited):
+            if name in modules or name in defined:
+                continue
+            if not (star and any(d.startswith(name + "_") for d in defined)):
+                missing.append(f"{page.name}: {name}{star}")
+    assert sorted(missing) == []
