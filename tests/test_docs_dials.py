@@ -117,3 +117,10 @@ def test_the_command_checks_and_refuses_stray_words(capsys):
     assert docs.main(["dials", "--check"]) == 0
     assert docs.main(["dials", "--force"]) == 2
     assert "hag: usage: python -m hag.docs dials [--check]" in capsys.readouterr().err
+
+
+def test_markers_quoted_inside_a_line_are_prose_not_a_region(tmp_path):
+    """A page that quotes `<!-- dials:begin all -->` in its text is left as it is."""
+    page = tmp_path / "prose.md"
+    page.write_text("Fill `<!-- dials:begin all -->` ... `<!-- dials:end -->`.\n", encoding="utf-8")
+    assert docs.stale_pages([page]) == []
