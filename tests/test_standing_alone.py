@@ -57,6 +57,15 @@ def test_the_readme_and_the_docs_link_only_inside_the_repository():
     assert bad == []
 
 
+def test_the_readmes_quick_start_is_two_commands():
+    """README's quick start is one shell block of exactly two commands: make demo, make test."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    [block] = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    assert commands == ["make demo", "make test"]
+
+
 def test_the_readme_links_the_projects_own_contract():
     """README links docs/contract.md, which names every edge type and the four passes."""
     readme = (PROJECT_ROOT / "README.md").read_text()
