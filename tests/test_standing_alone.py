@@ -38,6 +38,34 @@ def test_no_file_refers_outside_the_repository():
     assert hits == []
 
 
+def test_the_readme_and_the_docs_link_only_inside_the_repository():
+    """Every Markdown link of README.md and docs/ (the journal too) is a relative path to a
+    file of the checkout: no web address (a local server's, like the Prefect UI's, aside),
+    nothing above the repository's root."""
+    pages = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").rglob("*.md"))]
+    bad = []
+    for page in pages:
+        for target in re.findall(r"\]\(<?([^)\s>]+)>?\)|<(\w+://[^>]+)>", page.read_text()):
+            link = (target[0] or target[1]).split("#")[0]
+            if not link or re.match(r"http://(127\.0\.0\.1|localhost)[:/]", link):
+                continue
+            resolved = (page.parent / link).resolve()
+            if re.match(r"\w+:", link) or not resolved.is_relative_to(PROJECT_ROOT.resolve()):
+                bad.append(f"{page.name}: {link} leaves the repository")
+            elif not resolved.exists():
+                bad.append(f"{page.name}: {link} does not exist")
+    assert bad == []
+
+
+def test_the_readmes_quick_start_is_two_commands():
+    """README's quick start is one shell block of exactly two commands: make demo, make test."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    [block] = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    assert commands == ["make demo", "make test"]
+
+
 def test_the_readme_links_the_projects_own_contract():
     """README links docs/contract.md, which names every edge type and the four passes."""
     readme = (PROJECT_ROOT / "README.md").read_text()
