@@ -70,7 +70,7 @@ class SetKey(NamedTuple):
     search_set: str
     topic_id: str | None
     scopes: tuple[str, ...]
-    min_confidence: float
+    retrieval_min_confidence: float
     floor_proven: float
     floor_pattern: float
     floor_candidate: float
@@ -88,7 +88,7 @@ def filter_key(
         search_set,
         topic_id,
         tuple(scopes),
-        filters["min_confidence"],
+        filters["retrieval_min_confidence"],
         filters["floor_proven"],
         filters["floor_pattern"],
         filters["floor_candidate"],

@@ -13,7 +13,7 @@ SELECT id, topic_id, concept_slug, visibility_scope, maturity, confidence, instr
        similarity
 FROM match_hag_entries(
     %(query)b, %(topic_id)s, %(scopes)s::text[],
-    p_min_confidence => %(min_confidence)s, p_floor_proven => %(floor_proven)s,
+    p_min_confidence => %(retrieval_min_confidence)s, p_floor_proven => %(floor_proven)s,
     p_floor_pattern => %(floor_pattern)s, p_floor_candidate => %(floor_candidate)s,
     p_match_count => %(match_count)s, p_boost_proven => %(boost_proven)s,
     p_boost_pattern => %(boost_pattern)s, p_boost_candidate => %(boost_candidate)s)
@@ -32,7 +32,7 @@ FROM (
     SELECT e.id, e.topic_id, e.concept_slug, e.visibility_scope, e.maturity, e.confidence,
            e.instruction, e.embedding <=> %(query)b AS distance
     FROM hag_entries e
-    WHERE hag_entry_visible(e.maturity, e.confidence, %(min_confidence)s, %(floor_proven)s,
+    WHERE hag_entry_visible(e.maturity, e.confidence, %(retrieval_min_confidence)s, %(floor_proven)s,
                             %(floor_pattern)s, %(floor_candidate)s)
       AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
       AND e.visibility_scope = ANY (%(scopes)s::text[])
@@ -71,7 +71,7 @@ FROM (
           AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
           AND s.visibility_scope = ANY (%(scopes)s::text[])
           AND s.maturity = 'proven'
-          AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_proven)s)
+          AND s.confidence >= GREATEST(%(retrieval_min_confidence)s, %(floor_proven)s)
         UNION ALL
         SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec) * %(boost_pattern)s
         FROM hag_entry_search s
@@ -79,7 +79,7 @@ FROM (
           AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
           AND s.visibility_scope = ANY (%(scopes)s::text[])
           AND s.maturity = 'pattern'
-          AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_pattern)s)
+          AND s.confidence >= GREATEST(%(retrieval_min_confidence)s, %(floor_pattern)s)
         UNION ALL
         SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec) * %(boost_candidate)s
         FROM hag_entry_search s
@@ -87,7 +87,7 @@ FROM (
           AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
           AND s.visibility_scope = ANY (%(scopes)s::text[])
           AND s.maturity = 'candidate'
-          AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_candidate)s)
+          AND s.confidence >= GREATEST(%(retrieval_min_confidence)s, %(floor_candidate)s)
     ) t
     ORDER BY t.approximate DESC, t.id
     LIMIT %(candidates)s
@@ -117,7 +117,7 @@ LEFT JOIN (
     WHERE c.search_set = %(search_set)s
       AND (%(topic_id)s::text IS NULL OR c.topic_id = %(topic_id)s)
       AND c.visibility_scope = ANY (%(scopes)s::text[])
-      AND hag_entry_visible(c.maturity, c.confidence, %(min_confidence)s, %(floor_proven)s,
+      AND hag_entry_visible(c.maturity, c.confidence, %(retrieval_min_confidence)s, %(floor_proven)s,
                             %(floor_pattern)s, %(floor_candidate)s)
 ) t ON true
 
@@ -144,7 +144,7 @@ LEFT JOIN (
     WHERE hag_entry_search_set(e.visibility_scope, e.maturity) = %(search_set)s
       AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
       AND e.visibility_scope = ANY (%(scopes)s::text[])
-      AND hag_entry_visible(e.maturity, e.confidence, %(min_confidence)s, %(floor_proven)s,
+      AND hag_entry_visible(e.maturity, e.confidence, %(retrieval_min_confidence)s, %(floor_proven)s,
                             %(floor_pattern)s, %(floor_candidate)s)
 ) r ON true
 
@@ -179,17 +179,17 @@ SELECT id, topic_id, concept_slug, visibility_scope, maturity, confidence, instr
        similarity
 FROM match_hag_entries_by_concept(
     %(slugs)s::text[], %(topic_id)s, %(scopes)s::text[],
-    p_min_confidence => %(min_confidence)s, p_floor_proven => %(floor_proven)s,
+    p_min_confidence => %(retrieval_min_confidence)s, p_floor_proven => %(floor_proven)s,
     p_floor_pattern => %(floor_pattern)s, p_floor_candidate => %(floor_candidate)s,
-    p_match_count => %(match_count)s, p_boost_proven => %(boost_proven)s,
+    p_match_count => %(concept_match_count)s, p_boost_proven => %(boost_proven)s,
     p_boost_pattern => %(boost_pattern)s, p_boost_candidate => %(boost_candidate)s)
 
 -- name: edge_walk
 -- The seed's deterministic edge walk (traverse_hag_edges) for several entries in one round
 -- trip: outgoing edges at or above the walk floor, into targets that are not archived (and
--- not candidates unless include_candidates), ordered per source entry as a teaching policy
+-- not candidates unless edge_include_candidate_targets), ordered per source entry as a teaching policy
 -- (prerequisite, fallback, leads_to, related, supersedes, then confidence), at most
--- `per_entry` edges each. `rank` is the source's position in the ranking (1 = top match).
+-- `edge_walk_max_edges_per_entry` edges each. `rank` is the source's position in the ranking (1 = top match).
 -- Ties go to the target's concept before the edge id: ids are random, so an id tie-break
 -- would render different lines when the same sessions are replayed on a fresh database.
 -- Targets are limited to what this learner may read in this topic (hag_entry_readable: the
@@ -213,13 +213,13 @@ FROM (
     FROM unnest(%(entry_ids)s::uuid[]) WITH ORDINALITY AS s (entry_id, rank)
     JOIN hag_edges e ON e.source_entry_id = s.entry_id
     JOIN hag_entries he ON he.id = e.target_entry_id
-    WHERE e.confidence >= %(min_confidence)s
+    WHERE e.confidence >= %(edge_min_confidence)s
       AND he.maturity <> 'archived'
-      AND (%(include_candidates)s OR he.maturity <> 'candidate')
+      AND (%(edge_include_candidate_targets)s OR he.maturity <> 'candidate')
       AND hag_entry_readable(he.visibility_scope, he.topic_id, %(reader_learner_id)s,
                              %(reader_topic_id)s, %(reader_topic_scopes)s::text[])
 ) w
-WHERE w.position <= %(per_entry)s
+WHERE w.position <= %(edge_walk_max_edges_per_entry)s
 ORDER BY w.rank, w.position
 
 -- name: visual_for
