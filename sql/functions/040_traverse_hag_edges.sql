@@ -1,7 +1,11 @@
--- traverse_hag_edges: the deterministic edge walk from one entry (SPEC §3, seed). Outgoing
--- edges at or above the walk floor, into targets that are not archived (and not candidates
--- unless p_include_candidates); ordered as a teaching policy: prerequisite, fallback,
--- leads_to, related, supersedes, then confidence.
+-- traverse_hag_edges: the deterministic edge walk from one entry (SPEC §3, seed), the only
+-- definition of the walk: retrieval's edge_walk query (sql/queries/retrieval.sql) calls it
+-- for each walked entry. Outgoing edges at or above the walk floor, into targets that are
+-- not archived (and not candidates unless p_include_candidates); ordered as a teaching
+-- policy: prerequisite, fallback, leads_to, related, supersedes, then confidence. Ties go
+-- to the target's concept and scope before the edge id (ours; the seed leaves them open):
+-- ids are random, so an id tie-break would render different lines when the same sessions
+-- are replayed on a fresh database. Rows come back in that order.
 CREATE OR REPLACE FUNCTION traverse_hag_edges(
     p_entry_id           uuid,
     p_min_confidence     double precision DEFAULT NULL,
@@ -27,5 +31,5 @@ LANGUAGE sql STABLE AS $$
                  WHEN 'related' THEN 4 WHEN 'supersedes' THEN 5
              END,
              e.confidence DESC,
-             e.id
+             he.concept_slug, he.visibility_scope, e.id
 $$;

@@ -185,13 +185,10 @@ FROM match_hag_entries_by_concept(
     p_boost_pattern => %(boost_pattern)s, p_boost_candidate => %(boost_candidate)s)
 
 -- name: edge_walk
--- The seed's deterministic edge walk (traverse_hag_edges) for several entries in one round
--- trip: outgoing edges at or above the walk floor, into targets that are not archived (and
--- not candidates unless edge_include_candidate_targets), ordered per source entry as a teaching policy
--- (prerequisite, fallback, leads_to, related, supersedes, then confidence), at most
--- `edge_walk_max_edges_per_entry` edges each. `rank` is the source's position in the ranking (1 = top match).
--- Ties go to the target's concept before the edge id: ids are random, so an id tie-break
--- would render different lines when the same sessions are replayed on a fresh database.
+-- The seed's edge walk (traverse_hag_edges, which alone holds its filter and order) for
+-- several entries in one round trip: each entry's walk in the function's order
+-- (`ordinality`), at most `edge_walk_max_edges_per_entry` edges each. `rank` is the source's
+-- position in the ranking (1 = top match).
 -- Targets are limited to what this learner may read in this topic (hag_entry_readable: the
 -- topic's entries in the topic scopes, `tutor`, this learner's `student:` scope), the same
 -- rule that bounds what a session may name or write: another learner's pattern, a drawing
@@ -199,24 +196,15 @@ FROM match_hag_entries_by_concept(
 SELECT w.rank, w.edge_id, w.source_entry_id, w.target_entry_id, w.edge_type, w.condition,
        w.confidence, w.target_instruction
 FROM (
-    SELECT s.rank, e.id AS edge_id, e.source_entry_id, e.target_entry_id, e.edge_type,
-           e.condition, e.confidence, he.instruction AS target_instruction,
-           row_number() OVER (
-               PARTITION BY s.rank
-               ORDER BY CASE e.edge_type
-                            WHEN 'prerequisite' THEN 1 WHEN 'fallback' THEN 2
-                            WHEN 'leads_to' THEN 3 WHEN 'related' THEN 4
-                            WHEN 'supersedes' THEN 5
-                        END,
-                        e.confidence DESC,
-                        he.concept_slug, he.visibility_scope, e.id) AS position
+    SELECT s.rank, t.edge_id, t.source_entry_id, t.target_entry_id, t.edge_type, t.condition,
+           t.confidence, t.target_instruction,
+           row_number() OVER (PARTITION BY s.rank ORDER BY t.ordinality) AS position
     FROM unnest(%(entry_ids)s::uuid[]) WITH ORDINALITY AS s (entry_id, rank)
-    JOIN hag_edges e ON e.source_entry_id = s.entry_id
-    JOIN hag_entries he ON he.id = e.target_entry_id
-    WHERE e.confidence >= %(edge_min_confidence)s
-      AND he.maturity <> 'archived'
-      AND (%(edge_include_candidate_targets)s OR he.maturity <> 'candidate')
-      AND hag_entry_readable(he.visibility_scope, he.topic_id, %(reader_learner_id)s,
+    CROSS JOIN LATERAL traverse_hag_edges(s.entry_id, %(edge_min_confidence)s,
+                                          %(edge_include_candidate_targets)s)
+                       WITH ORDINALITY AS t
+    JOIN hag_entries he ON he.id = t.target_entry_id
+    WHERE hag_entry_readable(he.visibility_scope, he.topic_id, %(reader_learner_id)s,
                              %(reader_topic_id)s, %(reader_topic_scopes)s::text[])
 ) w
 WHERE w.position <= %(edge_walk_max_edges_per_entry)s
