@@ -260,6 +260,26 @@ def test_traversal_respects_include_candidates(db, walk, dials):
     assert "cand" in _walk(db, walk)
 
 
+@pytest.mark.parametrize("maturity", ["proven", "pattern", "candidate", "archived", "other"])
+def test_python_reads_the_tiers_as_sql_defines_them(db, maturity):
+    """hag_maturity_tier numbers a maturity as hag.retrieval.tiers.TIERS orders it, and
+    hag_maturity_boost gives the boost tiers.maturity_boost gives (three distinct boosts)."""
+    from hag import settings
+    from hag.retrieval import tiers
+
+    dials = settings.defaults().with_overrides(
+        boost_proven=2.5, boost_pattern=1.5, boost_candidate=0.75
+    )
+    row = db.execute(
+        "SELECT hag_maturity_tier(%s) AS tier, hag_maturity_boost(%s, %s, %s, %s) AS boost",
+        (maturity, maturity, *tiers.tier_boosts(dials)),
+    ).fetchone()
+    assert row["boost"] == tiers.maturity_boost(maturity, dials)
+    assert row["tier"] == (tiers.TIERS.index(maturity) if maturity in tiers.TIERS else None)
+    if row["tier"] is not None:  # what a resident set multiplies its rows of this tier by
+        assert tiers.tier_boosts(dials)[row["tier"]] == row["boost"]
+
+
 def test_traversal_breaks_ties_by_target_concept_not_by_edge_id(db):
     """Edges equal in type and confidence come in their targets' concept order, whatever
     their (random) ids: a replay on a fresh database renders the same lines."""

@@ -53,6 +53,7 @@ import numpy as np
 from hag import db
 from hag.db import Conn
 from hag.retrieval.ranking import Row, products, rerank_compact
+from hag.retrieval.tiers import tier_boosts
 from hag.settings import Settings
 from hag.sqlfiles import query
 
@@ -165,9 +166,7 @@ class Residents:
         if not norm:
             return None
         unit = (vector / norm).astype(np.float32)
-        boosts = np.array(
-            [dials.boost_proven, dials.boost_pattern, dials.boost_candidate], np.float32
-        )
+        boosts = np.array(tier_boosts(dials), np.float32)  # by hag_maturity_tier's number
         total = len(held.tiers)
         approximate = np.zeros(0, np.float32)
         if total:

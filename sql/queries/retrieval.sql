@@ -59,35 +59,46 @@ FROM (
 -- filter, 18.5 ms through the three ranges; docs/retrieval.md). The branches are written
 -- out rather than joined to a VALUES list of tiers: with the tier as a join column the
 -- planner scanned the whole tutor partition again (34 ms against 21.8 for these branches).
+-- Each branch's floor and boost are the tier functions' (014_hag_maturity_tiers.sql) for a
+-- constant maturity, which the planner folds to the one dial each names.
 SELECT e.id, e.topic_id, e.concept_slug, e.visibility_scope, e.maturity, e.confidence,
        e.instruction, 1 - (e.embedding <=> %(query)b) AS similarity, c.approximate
 FROM (
     SELECT t.id, t.approximate
     FROM (
-        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec) * %(boost_proven)s
+        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec)
+                   * hag_maturity_boost('proven', %(boost_proven)s, %(boost_pattern)s,
+                                        %(boost_candidate)s)
                    AS approximate
         FROM hag_entry_search s
         WHERE s.search_set = %(search_set)s
           AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
           AND s.visibility_scope = ANY (%(scopes)s::text[])
           AND s.maturity = 'proven'
-          AND s.confidence >= GREATEST(%(retrieval_min_confidence)s, %(floor_proven)s)
+          AND s.confidence >= hag_entry_retrieval_floor('proven', %(retrieval_min_confidence)s,
+                                   %(floor_proven)s, %(floor_pattern)s, %(floor_candidate)s)
         UNION ALL
-        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec) * %(boost_pattern)s
+        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec)
+                   * hag_maturity_boost('pattern', %(boost_proven)s, %(boost_pattern)s,
+                                        %(boost_candidate)s)
         FROM hag_entry_search s
         WHERE s.search_set = %(search_set)s
           AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
           AND s.visibility_scope = ANY (%(scopes)s::text[])
           AND s.maturity = 'pattern'
-          AND s.confidence >= GREATEST(%(retrieval_min_confidence)s, %(floor_pattern)s)
+          AND s.confidence >= hag_entry_retrieval_floor('pattern', %(retrieval_min_confidence)s,
+                                   %(floor_proven)s, %(floor_pattern)s, %(floor_candidate)s)
         UNION ALL
-        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec) * %(boost_candidate)s
+        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec)
+                   * hag_maturity_boost('candidate', %(boost_proven)s, %(boost_pattern)s,
+                                        %(boost_candidate)s)
         FROM hag_entry_search s
         WHERE s.search_set = %(search_set)s
           AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
           AND s.visibility_scope = ANY (%(scopes)s::text[])
           AND s.maturity = 'candidate'
-          AND s.confidence >= GREATEST(%(retrieval_min_confidence)s, %(floor_candidate)s)
+          AND s.confidence >= hag_entry_retrieval_floor('candidate', %(retrieval_min_confidence)s,
+                                   %(floor_proven)s, %(floor_pattern)s, %(floor_candidate)s)
     ) t
     ORDER BY t.approximate DESC, t.id
     LIMIT %(candidates)s
@@ -97,8 +108,8 @@ JOIN hag_entries e ON e.id = c.id
 -- name: resident_rows
 -- Every eligible row of one searched set of the copy, for the read path to keep in memory
 -- (hag.retrieval.resident): the id and vector in their binary forms (16 bytes; 4 + 2 x dim
--- bytes, half precision), the maturity tier (0 proven, 1 pattern, 2 candidate, for the
--- boost), and on every row the set's stamp (migration 095) and the database's identity
+-- bytes, half precision), the maturity tier (hag_maturity_tier: 0 proven, 1 pattern,
+-- 2 candidate, by which hag.retrieval.tiers indexes the boosts), and on every row the set's stamp (migration 095) and the database's identity
 -- (hag_database_identity), read in the same snapshot as the rows; one row with a NULL id
 -- when the set has none. The filter is the seed's
 -- (hag_entry_visible, whose tier ranges the copy's index serves); a load is a one-off
@@ -110,9 +121,7 @@ FROM (
     WHERE c.set_key IN (hag_entry_search_key(%(search_set)s, %(topic_id)s), '*')
 ) s
 LEFT JOIN (
-    SELECT c.id, CASE c.maturity WHEN 'proven' THEN 0 WHEN 'pattern' THEN 1 ELSE 2 END::smallint
-               AS tier,
-           c.embedding
+    SELECT c.id, hag_maturity_tier(c.maturity) AS tier, c.embedding
     FROM hag_entry_search c
     WHERE c.search_set = %(search_set)s
       AND (%(topic_id)s::text IS NULL OR c.topic_id = %(topic_id)s)
