@@ -194,30 +194,26 @@ FROM match_hag_entries_by_concept(
     p_boost_pattern => %(boost_pattern)s, p_boost_candidate => %(boost_candidate)s)
 
 -- name: edge_walk
--- The seed's edge walk (traverse_hag_edges, which alone holds its filter and order) for
--- several entries in one round trip: each entry's walk in the function's order
--- (`ordinality`), at most `edge_walk_max_edges_per_entry` edges each. `rank` is the source's
--- position in the ranking (1 = top match).
+-- The seed's edge walk (hag_edge_walk, which alone holds its filter and order; traverse_hag_edges
+-- reads it too) for several entries in one round trip, each entry's edges in the walk's
+-- order, at most `edge_walk_max_edges_per_entry` each. `rank` is the source's position in
+-- the ranking (1 = top match).
 -- Targets are limited to what this learner may read in this topic (hag_entry_readable: the
 -- topic's entries in the topic scopes, `tutor`, this learner's `student:` scope), the same
 -- rule that bounds what a session may name or write: another learner's pattern, a drawing
 -- or another topic's entry never reaches this prompt.
-SELECT w.rank, w.edge_id, w.source_entry_id, w.target_entry_id, w.edge_type, w.condition,
-       w.confidence, w.target_instruction
+SELECT r.rank, r.edge_id, r.source_entry_id, r.target_entry_id, r.edge_type, r.condition,
+       r.confidence, r.target_instruction
 FROM (
-    SELECT s.rank, t.edge_id, t.source_entry_id, t.target_entry_id, t.edge_type, t.condition,
-           t.confidence, t.target_instruction,
-           row_number() OVER (PARTITION BY s.rank ORDER BY t.ordinality) AS position
-    FROM unnest(%(entry_ids)s::uuid[]) WITH ORDINALITY AS s (entry_id, rank)
-    CROSS JOIN LATERAL traverse_hag_edges(s.entry_id, %(edge_min_confidence)s,
-                                          %(edge_include_candidate_targets)s)
-                       WITH ORDINALITY AS t
-    JOIN hag_entries he ON he.id = t.target_entry_id
-    WHERE hag_entry_readable(he.visibility_scope, he.topic_id, %(reader_learner_id)s,
-                             %(reader_topic_id)s, %(reader_topic_scopes)s::text[])
-) w
-WHERE w.position <= %(edge_walk_max_edges_per_entry)s
-ORDER BY w.rank, w.position
+    SELECT w.*, row_number() OVER (PARTITION BY w.rank ORDER BY w.walk_position) AS position
+    FROM hag_edge_walk(%(entry_ids)s::uuid[], %(edge_min_confidence)s,
+                       %(edge_include_candidate_targets)s) AS w
+    WHERE hag_entry_readable(w.target_visibility_scope, w.target_topic_id,
+                             %(reader_learner_id)s, %(reader_topic_id)s,
+                             %(reader_topic_scopes)s::text[])
+) r
+WHERE r.position <= %(edge_walk_max_edges_per_entry)s
+ORDER BY r.rank, r.position
 
 -- name: visual_for
 -- The visual bucket's own read (get_hag_visual): the curated drawing for a concept.
