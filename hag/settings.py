@@ -1,7 +1,9 @@
 """The registry of every dial, and the 60-second cache through which code reads them.
 
-Each dial is a row in `hag_settings` (SPEC §7): key, type, default, bounds, a one-line
-description and the part of the system that reads it. `hag migrate` writes new keys with
+Each dial is declared once, as a field of the `Settings` snapshot: its name is the key, its
+annotation the type, and `_num` / `_dial` give its default, bounds, one-line description
+and the part of the system that reads it. REGISTRY is built from those fields, and each
+dial is a row in `hag_settings` (SPEC §7). `hag migrate` writes new keys with
 their defaults and keeps edited values; `hag settings set` validates type and range before
 writing. Nothing outside this registry hard-codes a threshold, and a test proves every key
 has a reader (tests/test_settings.py).
@@ -15,8 +17,8 @@ import re
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from hag.errors import SettingsError
 from hag.schema import EDGE_TYPES
@@ -51,12 +53,29 @@ class Dial:
     min_items: int = 0  # a list dial with fewer items is refused
 
 
-def _f(key: str, default: float, lo: float, hi: float, desc: str, consumer: str) -> Dial:
-    return Dial(key, "float", default, desc, consumer, lo, hi)
+def _num(default: float, lo: float, hi: float, description: str, consumer: str) -> Any:
+    """A number dial's declaration: an int or float by its field's annotation."""
+    return field(
+        metadata={
+            "dial": {
+                "default": default,
+                "min": lo,
+                "max": hi,
+                "description": description,
+                "consumer": consumer,
+            }
+        }
+    )
 
 
-def _i(key: str, default: int, lo: int, hi: int, desc: str, consumer: str) -> Dial:
-    return Dial(key, "int", default, desc, consumer, lo, hi)
+def _dial(default: JSON, description: str, consumer: str, **rules: Any) -> Any:
+    """A bool, str or list dial's declaration (`rules`: Dial's choices, forbidden, pattern,
+    min_items)."""
+    return field(
+        metadata={
+            "dial": {"default": default, "description": description, "consumer": consumer, **rules}
+        }
+    )
 
 
 R, S, W, E, C, B = (
@@ -68,193 +87,240 @@ R, S, W, E, C, B = (
     "hag/bounds.py",
 )
 
-# The seed's numbers are kept exactly (SPEC marks them *seed*); the rest are ours and say so.
-# fmt: off
-# The registry reads as a table: one dial per line, so long lines are allowed here.
-_DIALS: tuple[Dial, ...] = (
+
+@dataclass(frozen=True)
+class Settings(Mapping[str, Any]):
+    """Every dial, declared once: a snapshot holds one typed attribute per dial (`s.floor_proven`).
+
+    Each field is a dial: its name is the key, its annotation the type (a list dial is a
+    tuple of words), and `_num` / `_dial` hold its default, bounds, meaning and reader, from
+    which REGISTRY is built (`_registry`). So a misspelt dial fails mypy instead of a run.
+    Build a snapshot with `snapshot`, `defaults` or `load`, never field by field.
+
+    Transitional: the snapshot is still a read-only Mapping (`s["floor_proven"]`, `keys()`,
+    `items()`, `{**s}`) so that code not yet converted to attributes keeps working; an
+    unknown key raises SettingsError. New code reads attributes.
+    """
+
+    # The seed's numbers are kept exactly (SPEC marks them *seed*); the rest are ours and say so.
+    # fmt: off
+    # The registry reads as a table: one dial per line, so long lines are allowed here.
     # --- retrieval (SPEC §3) ---
-    _f("retrieval_min_confidence", 0.4, 0, 1, "seed: p_min_confidence, the global floor of every pass", R),
-    _f("floor_proven", 0.30, 0, 1, "seed: confidence floor for proven entries", R),
-    _f("floor_pattern", 0.40, 0, 1, "seed: confidence floor for pattern entries", R),
-    _f("floor_candidate", 0.70, 0, 1, "seed: confidence floor for candidate entries", R),
-    _f("boost_proven", 1.1, 0.5, 3, "seed: maturity boost/weight of proven entries in ranking", R),
-    _f("boost_pattern", 1.05, 0.5, 3, "seed: maturity boost/weight of pattern entries in ranking", R),
-    _f("boost_candidate", 1.0, 0.5, 3, "seed: maturity boost/weight of other entries (1.0)", R),
-    _i("match_count", 5, 1, 100, "seed: rows each semantic pass returns (LIMIT 5)", R),
-    _i("concept_match_count", 5, 1, 100, "ours: rows the by-concept pass returns", R),
-    _i("topic_top_k", 5, 1, 100, "seed: topic advisories that survive the merge and re-rank", R),
-    _i("tutor_match_count", 5, 0, 100, "seed: rows of the tutor pass (same RPC, LIMIT 5)", R),
-    _i("student_match_count", 5, 0, 100, "seed: rows of the student pass (same RPC, LIMIT 5)", R),
-    _f("concept_match_bonus", 1.30, 1, 5, "seed: ranking bonus when the slug is in the expected set", R),
-    _i("recent_concept_turns", 3, 1, 50, "seed: turns whose concept slugs feed the by-concept pass", R),
-    _i("query_message_max_chars", 500, 1, 100000, "seed: student message characters in the query context", R),
-    _i("embed_max_chars", 2000, 1, 100000, "seed: every embedded text is cut to this many characters", "hag/embeddings"),
-    _i("advisory_max_chars", 400, 20, 100000, "seed: advisory text clipped at a sentence boundary", R),
-    Dial("topic_scopes", "list", ["public"], "ours: visibility scopes the topic passes read", "hag/visibility.py", pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"), min_items=1),
-    _f("band_high_min", 0.75, 0, 1, "ours: confidence at or above which the band label is 'high'", R),
-    _f("band_medium_min", 0.5, 0, 1, "ours: confidence at or above which the band label is 'medium'", R),
-    _i("edge_walk_top_k", 2, 0, 20, "seed: top entries that get a decision tree", R),
-    _f("edge_min_confidence", 0.3, 0, 1, "seed: edges below this are not walked", R),
-    Dial("edge_include_candidate_targets", "bool", True, "seed: walk edges into candidate entries (on)", R),
-    _i("edge_target_max_chars", 100, 10, 10000, "seed: target instruction characters on an edge line", R),
-    _i("edge_walk_max_edges_per_entry", 3, 1, 50, "ours: edge lines rendered per walked entry", R),
-    _i("retrieval_cache_ttl_seconds", 30, 0, 86400, "ours: result cache lifetime (0 disables it)", R),
-    _i("retrieval_cache_size", 1024, 0, 1000000, "ours: result cache entries (0 disables it)", R),
-    _i("embedding_cache_size", 4096, 0, 1000000, "ours: cached query embeddings by context string", R),
-    _f("embedding_timeout_seconds", 3.0, 0.1, 600.0, "ours: a turn's query embedding gives up after this long, its retries included; retrieve then answers from the passes that need no query vector and says so", R),
-    _i("embedding_retries", 1, 0, 10, "ours: further tries of a turn's query embedding after a failure, within embedding_timeout_seconds", R),
-    _i("reembed_batch_size", 64, 1, 10000, "ours: texts `hag reembed` embeds and stages per committed batch (a kill loses at most one batch)", "hag/reembed.py"),
-    _i("ann_candidates", 20, 5, 10000, "ours (measured, docs/retrieval.md): nearest rows fetched before the maturity re-rank", R),
-    _i("hnsw_ef_search", 80, 1, 1000, "ours (measured, docs/retrieval.md): hnsw.ef_search on the approximate path; the contrast test sends the queries it would miss to the exact query", R),
-    _f("ann_min_contrast", 1.5, 1.0, 100.0, "ours (measured, docs/retrieval.md): below this relative contrast (mean distance over the nearest candidate's) the exact query answers instead of the approximate one", R),
-    _i("ann_contrast_sample_rows", 2000, 0, 100000, "ours (measured, docs/retrieval.md): random rows of an indexed set kept in memory; a query whose contrast against them is low skips the approximate walk (0: always walk first)", R),
-    _i("ann_mean_ttl_seconds", 3600, 1, 604800, "ours: how long the mean vector of a searched set (the contrast's reference) is reused", R),
-    _i("ann_widen_factor", 4, 2, 100, "ours: how much larger the second approximate try is before the exact query", R),
-    _i("hnsw_m", 16, 2, 100, "ours: m of the per-topic HNSW indexes (pgvector's default, with which recall was measured)", R),
-    _i("hnsw_ef_construction", 64, 4, 1000, "ours: ef_construction of the per-topic HNSW indexes (pgvector's default)", R),
-    _i("ann_build_lock_timeout_seconds", 60, 1, 86400, "ours: a per-topic index build gives up waiting for open transactions after this long (the nightly run tries again the next night)", R),
-    _i("ann_build_memory_mb", 1024, 64, 65536, "ours: maintenance_work_mem of a per-topic index build (an HNSW graph built in memory is several times faster)", R),
-    _i("exact_scan_max_rows", 2000, 0, 100000000, "ours (measured, docs/retrieval.md): the tutor scope is scanned exactly up to this many rows, above it searched through its HNSW index", R),
-    _i("topic_exact_scan_max_rows", 25000, 0, 100000000, "ours (measured, docs/retrieval.md): a topic is scanned exactly up to this many rows; above it gets (and uses) its own HNSW index", R),
-    _i("compact_candidates", 20, 5, 10000, "ours (measured, docs/retrieval.md): rows an exact-shaped pass takes from the half-precision search copy before re-ranking them with the exact vectors", R),
-    _f("compact_similarity_error", 0.003, 0.0, 2.0, "ours (derived, docs/retrieval.md): bound on |cosine in half precision - exact cosine| for unit vectors, by which a re-ranked compact answer is proven equal to the exact query's", R),
-    _i("search_copy_cluster_min_rows", 20000, 0, 1000000000, "ours (measured, docs/retrieval.md): the nightly run rewrites a partition of the search copy in the order its passes read it (CLUSTER) once it holds more rows than this", R),
-    _i("resident_max_mb", 1024, 0, 1000000, "ours (measured, docs/retrieval.md): memory a read process may hold in resident sets, searched sets of the copy kept in numpy and checked against the copy's stamp on every read (0: none)", R),
-    _i("resident_load_after_reads", 2, 1, 1000000, "ours: a searched set is read into memory after this many reads through the copy since it was last resident (doubled each time a set changes before serving that many reads)", R),
-    _i("resident_before_index_max_mb", 16, 0, 1000000, "ours (measured, docs/retrieval.md): a held set up to this size answers before an ANN index is tried (smaller sets are cheaper to multiply than to walk), and counts the reads the index answers toward being held", R),
-    _f("resident_claim_margin", 2.0, 1.0, 1000.0, "ours: a set takes a held set's memory only when its claim (reads per byte) is this many times larger, so that sets read about as often do not take turns", R),
-    _i("resident_half_life_seconds", 900, 1, 604800, "ours: a set's claim to the read process's memory is its exact reads per byte, each read counting half as much after this long; a set with a larger claim takes the memory of those with smaller ones", R),
-    _i("search_copy_cluster_lock_timeout_seconds", 2, 1, 3600, "ours: the nightly CLUSTER of a search-copy partition gives up (until the next night) when a reader holds it longer than this, since every read queued behind it waits too", R),
+    retrieval_min_confidence: float = _num(0.4, 0, 1, "seed: p_min_confidence, the global floor of every pass", R)
+    floor_proven: float = _num(0.30, 0, 1, "seed: confidence floor for proven entries", R)
+    floor_pattern: float = _num(0.40, 0, 1, "seed: confidence floor for pattern entries", R)
+    floor_candidate: float = _num(0.70, 0, 1, "seed: confidence floor for candidate entries", R)
+    boost_proven: float = _num(1.1, 0.5, 3, "seed: maturity boost/weight of proven entries in ranking", R)
+    boost_pattern: float = _num(1.05, 0.5, 3, "seed: maturity boost/weight of pattern entries in ranking", R)
+    boost_candidate: float = _num(1.0, 0.5, 3, "seed: maturity boost/weight of other entries (1.0)", R)
+    match_count: int = _num(5, 1, 100, "seed: rows each semantic pass returns (LIMIT 5)", R)
+    concept_match_count: int = _num(5, 1, 100, "ours: rows the by-concept pass returns", R)
+    topic_top_k: int = _num(5, 1, 100, "seed: topic advisories that survive the merge and re-rank", R)
+    tutor_match_count: int = _num(5, 0, 100, "seed: rows of the tutor pass (same RPC, LIMIT 5)", R)
+    student_match_count: int = _num(5, 0, 100, "seed: rows of the student pass (same RPC, LIMIT 5)", R)
+    concept_match_bonus: float = _num(1.30, 1, 5, "seed: ranking bonus when the slug is in the expected set", R)
+    recent_concept_turns: int = _num(3, 1, 50, "seed: turns whose concept slugs feed the by-concept pass", R)
+    query_message_max_chars: int = _num(500, 1, 100000, "seed: student message characters in the query context", R)
+    embed_max_chars: int = _num(2000, 1, 100000, "seed: every embedded text is cut to this many characters", "hag/embeddings")
+    advisory_max_chars: int = _num(400, 20, 100000, "seed: advisory text clipped at a sentence boundary", R)
+    topic_scopes: tuple[str, ...] = _dial(["public"], "ours: visibility scopes the topic passes read", "hag/visibility.py", pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"), min_items=1)
+    band_high_min: float = _num(0.75, 0, 1, "ours: confidence at or above which the band label is 'high'", R)
+    band_medium_min: float = _num(0.5, 0, 1, "ours: confidence at or above which the band label is 'medium'", R)
+    edge_walk_top_k: int = _num(2, 0, 20, "seed: top entries that get a decision tree", R)
+    edge_min_confidence: float = _num(0.3, 0, 1, "seed: edges below this are not walked", R)
+    edge_include_candidate_targets: bool = _dial(True, "seed: walk edges into candidate entries (on)", R)
+    edge_target_max_chars: int = _num(100, 10, 10000, "seed: target instruction characters on an edge line", R)
+    edge_walk_max_edges_per_entry: int = _num(3, 1, 50, "ours: edge lines rendered per walked entry", R)
+    retrieval_cache_ttl_seconds: int = _num(30, 0, 86400, "ours: result cache lifetime (0 disables it)", R)
+    retrieval_cache_size: int = _num(1024, 0, 1000000, "ours: result cache entries (0 disables it)", R)
+    embedding_cache_size: int = _num(4096, 0, 1000000, "ours: cached query embeddings by context string", R)
+    embedding_timeout_seconds: float = _num(3.0, 0.1, 600.0, "ours: a turn's query embedding gives up after this long, its retries included; retrieve then answers from the passes that need no query vector and says so", R)
+    embedding_retries: int = _num(1, 0, 10, "ours: further tries of a turn's query embedding after a failure, within embedding_timeout_seconds", R)
+    reembed_batch_size: int = _num(64, 1, 10000, "ours: texts `hag reembed` embeds and stages per committed batch (a kill loses at most one batch)", "hag/reembed.py")
+    ann_candidates: int = _num(20, 5, 10000, "ours (measured, docs/retrieval.md): nearest rows fetched before the maturity re-rank", R)
+    hnsw_ef_search: int = _num(80, 1, 1000, "ours (measured, docs/retrieval.md): hnsw.ef_search on the approximate path; the contrast test sends the queries it would miss to the exact query", R)
+    ann_min_contrast: float = _num(1.5, 1.0, 100.0, "ours (measured, docs/retrieval.md): below this relative contrast (mean distance over the nearest candidate's) the exact query answers instead of the approximate one", R)
+    ann_contrast_sample_rows: int = _num(2000, 0, 100000, "ours (measured, docs/retrieval.md): random rows of an indexed set kept in memory; a query whose contrast against them is low skips the approximate walk (0: always walk first)", R)
+    ann_mean_ttl_seconds: int = _num(3600, 1, 604800, "ours: how long the mean vector of a searched set (the contrast's reference) is reused", R)
+    ann_widen_factor: int = _num(4, 2, 100, "ours: how much larger the second approximate try is before the exact query", R)
+    hnsw_m: int = _num(16, 2, 100, "ours: m of the per-topic HNSW indexes (pgvector's default, with which recall was measured)", R)
+    hnsw_ef_construction: int = _num(64, 4, 1000, "ours: ef_construction of the per-topic HNSW indexes (pgvector's default)", R)
+    ann_build_lock_timeout_seconds: int = _num(60, 1, 86400, "ours: a per-topic index build gives up waiting for open transactions after this long (the nightly run tries again the next night)", R)
+    ann_build_memory_mb: int = _num(1024, 64, 65536, "ours: maintenance_work_mem of a per-topic index build (an HNSW graph built in memory is several times faster)", R)
+    exact_scan_max_rows: int = _num(2000, 0, 100000000, "ours (measured, docs/retrieval.md): the tutor scope is scanned exactly up to this many rows, above it searched through its HNSW index", R)
+    topic_exact_scan_max_rows: int = _num(25000, 0, 100000000, "ours (measured, docs/retrieval.md): a topic is scanned exactly up to this many rows; above it gets (and uses) its own HNSW index", R)
+    compact_candidates: int = _num(20, 5, 10000, "ours (measured, docs/retrieval.md): rows an exact-shaped pass takes from the half-precision search copy before re-ranking them with the exact vectors", R)
+    compact_similarity_error: float = _num(0.003, 0.0, 2.0, "ours (derived, docs/retrieval.md): bound on |cosine in half precision - exact cosine| for unit vectors, by which a re-ranked compact answer is proven equal to the exact query's", R)
+    search_copy_cluster_min_rows: int = _num(20000, 0, 1000000000, "ours (measured, docs/retrieval.md): the nightly run rewrites a partition of the search copy in the order its passes read it (CLUSTER) once it holds more rows than this", R)
+    resident_max_mb: int = _num(1024, 0, 1000000, "ours (measured, docs/retrieval.md): memory a read process may hold in resident sets, searched sets of the copy kept in numpy and checked against the copy's stamp on every read (0: none)", R)
+    resident_load_after_reads: int = _num(2, 1, 1000000, "ours: a searched set is read into memory after this many reads through the copy since it was last resident (doubled each time a set changes before serving that many reads)", R)
+    resident_before_index_max_mb: int = _num(16, 0, 1000000, "ours (measured, docs/retrieval.md): a held set up to this size answers before an ANN index is tried (smaller sets are cheaper to multiply than to walk), and counts the reads the index answers toward being held", R)
+    resident_claim_margin: float = _num(2.0, 1.0, 1000.0, "ours: a set takes a held set's memory only when its claim (reads per byte) is this many times larger, so that sets read about as often do not take turns", R)
+    resident_half_life_seconds: int = _num(900, 1, 604800, "ours: a set's claim to the read process's memory is its exact reads per byte, each read counting half as much after this long; a set with a larger claim takes the memory of those with smaller ones", R)
+    search_copy_cluster_lock_timeout_seconds: int = _num(2, 1, 3600, "ours: the nightly CLUSTER of a search-copy partition gives up (until the next night) when a reader holds it longer than this, since every read queued behind it waits too", R)
     # --- session-end processing (SPEC §4) ---
-    _f("observation_base_confidence", 0.5, 0, 1, "ours: initial confidence of a new entry before the ladder quality", S),
-    _f("student_pattern_dedup_threshold", 0.72, 0, 1, "seed: cosine at which a student pattern reinforces an existing one", S),
-    _f("ladder_quality_exact", 1.0, 0, 1, "ours: ladder step 1 (exact canonical slug) quality", S),
-    _f("ladder_quality_near", 0.8, 0, 1, "ours: ladder step 2 (alias / normalised / embedding) quality", S),
-    _f("ladder_quality_minted", 0.6, 0, 1, "ours: ladder step 3 (new slug minted in the topic) quality", S),
-    _f("ladder_quality_unanchored", 0.25, 0, 1, "ours: ladder step 4 (_unanchored_) quality", S),
-    _f("ladder_near_similarity", 0.85, 0, 1, "ours: embedding cosine for a step-2 near match", S),
-    _i("ladder_mint_min_chars", 3, 1, 100, "ours: shorter names are not minted but left _unanchored_", S),
-    _f("edge_new_confidence", 0.3, 0.05, 1, "seed: confidence of a newly learned edge", "hag/edges.py"),
-    _i("edge_new_hit_count", 1, 0, 100, "seed: hit_count of a newly learned edge", "hag/edges.py"),
-    _i("edge_reinforce_min_hits", 3, 1, 1000, "seed: hit_count at which re-observation lifts to the high floor", "hag/edges.py"),
-    _f("edge_reinforce_confidence_high", 0.6, 0.05, 1, "seed: floor after edge_reinforce_min_hits observations", "hag/edges.py"),
-    _f("edge_reinforce_confidence_low", 0.3, 0.05, 1, "seed: floor of a re-observed edge below that", "hag/edges.py"),
-    _f("edge_grade_step_success", 0.05, 0, 1, "seed: edge confidence added when its turn succeeded", S),
-    _f("edge_grade_step_failure", 0.05, 0, 1, "seed: edge confidence removed when its turn failed", S),
-    _f("edge_confidence_floor", 0.05, 0.001, 1, "seed: edges never grade below this", S),
-    _f("edge_confidence_ceiling", 1.0, 0.05, 1, "seed: edges never grade above this", S),
-    _f("entry_learning_rate_proven", 0.10, 0, 1, "seed: entry learning rate when proven", S),
-    _f("entry_learning_rate_default", 0.20, 0, 1, "seed: entry learning rate otherwise", S),
-    _f("outcome_strength_default", 1.0, 0, 1, "ours: outcome strength when a turn reports none", S),
-    _i("session_batch_size", 200, 1, 100000, "ours: pending sessions taken per flow batch", S),
-    _i("session_max_payload_bytes", 5_000_000, 1000, 1_000_000_000, "ours: larger payloads are refused", S),
-    _i("session_max_turns", 1000, 1, 1_000_000, "ours: sessions with more turns are refused", S),
-    Dial("session_topic_scope", "str", "public", "ours: visibility scope of the topic entries sessions write and look up", S, pattern=TOPIC_SCOPE, forbidden=("tutor", "visual")),
-    _i("session_quarantine_max_bytes", 65536, 256, 100_000_000, "ours: bytes of a refused payload kept in the quarantine (with its SHA-256 and size)", S),
-    _i("session_max_depth", 32, 4, 1000, "ours: payloads nested deeper than this (objects and arrays) are refused before parsing", S),
-    _i("session_max_retries", 8, 0, 1000, "ours: retries of a session whose transaction hit a deadlock or serialization failure", S),
-    _i("session_max_observations", 2000, 0, 1_000_000, "ours: sessions with more observations (all turns) are refused whole at ingest", S),
-    _i("session_max_struggles", 2000, 0, 1_000_000, "ours: sessions with more struggles (all turns) are refused whole at ingest", S),
-    _i("session_max_struggles_per_turn", 20, 0, 100_000, "ours: sessions with a turn reporting more struggles are refused whole at ingest", S),
-    _i("session_max_success_slugs", 500, 0, 1_000_000, "ours: sessions whose successful turns name more distinct concept slugs are refused whole at ingest (each is a hag_learner_successes row)", S),
-    _i("session_lock_buckets", 256, 1, 4096, "ours: hash buckets of the advisory locks guarding a session's identities: a session holds at most this many, whatever its size", S),
+    observation_base_confidence: float = _num(0.5, 0, 1, "ours: initial confidence of a new entry before the ladder quality", S)
+    student_pattern_dedup_threshold: float = _num(0.72, 0, 1, "seed: cosine at which a student pattern reinforces an existing one", S)
+    ladder_quality_exact: float = _num(1.0, 0, 1, "ours: ladder step 1 (exact canonical slug) quality", S)
+    ladder_quality_near: float = _num(0.8, 0, 1, "ours: ladder step 2 (alias / normalised / embedding) quality", S)
+    ladder_quality_minted: float = _num(0.6, 0, 1, "ours: ladder step 3 (new slug minted in the topic) quality", S)
+    ladder_quality_unanchored: float = _num(0.25, 0, 1, "ours: ladder step 4 (_unanchored_) quality", S)
+    ladder_near_similarity: float = _num(0.85, 0, 1, "ours: embedding cosine for a step-2 near match", S)
+    ladder_mint_min_chars: int = _num(3, 1, 100, "ours: shorter names are not minted but left _unanchored_", S)
+    edge_new_confidence: float = _num(0.3, 0.05, 1, "seed: confidence of a newly learned edge", "hag/edges.py")
+    edge_new_hit_count: int = _num(1, 0, 100, "seed: hit_count of a newly learned edge", "hag/edges.py")
+    edge_reinforce_min_hits: int = _num(3, 1, 1000, "seed: hit_count at which re-observation lifts to the high floor", "hag/edges.py")
+    edge_reinforce_confidence_high: float = _num(0.6, 0.05, 1, "seed: floor after edge_reinforce_min_hits observations", "hag/edges.py")
+    edge_reinforce_confidence_low: float = _num(0.3, 0.05, 1, "seed: floor of a re-observed edge below that", "hag/edges.py")
+    edge_grade_step_success: float = _num(0.05, 0, 1, "seed: edge confidence added when its turn succeeded", S)
+    edge_grade_step_failure: float = _num(0.05, 0, 1, "seed: edge confidence removed when its turn failed", S)
+    edge_confidence_floor: float = _num(0.05, 0.001, 1, "seed: edges never grade below this", S)
+    edge_confidence_ceiling: float = _num(1.0, 0.05, 1, "seed: edges never grade above this", S)
+    entry_learning_rate_proven: float = _num(0.10, 0, 1, "seed: entry learning rate when proven", S)
+    entry_learning_rate_default: float = _num(0.20, 0, 1, "seed: entry learning rate otherwise", S)
+    outcome_strength_default: float = _num(1.0, 0, 1, "ours: outcome strength when a turn reports none", S)
+    session_batch_size: int = _num(200, 1, 100000, "ours: pending sessions taken per flow batch", S)
+    session_max_payload_bytes: int = _num(5_000_000, 1000, 1_000_000_000, "ours: larger payloads are refused", S)
+    session_max_turns: int = _num(1000, 1, 1_000_000, "ours: sessions with more turns are refused", S)
+    session_topic_scope: str = _dial("public", "ours: visibility scope of the topic entries sessions write and look up", S, pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"))
+    session_quarantine_max_bytes: int = _num(65536, 256, 100_000_000, "ours: bytes of a refused payload kept in the quarantine (with its SHA-256 and size)", S)
+    session_max_depth: int = _num(32, 4, 1000, "ours: payloads nested deeper than this (objects and arrays) are refused before parsing", S)
+    session_max_retries: int = _num(8, 0, 1000, "ours: retries of a session whose transaction hit a deadlock or serialization failure", S)
+    session_max_observations: int = _num(2000, 0, 1_000_000, "ours: sessions with more observations (all turns) are refused whole at ingest", S)
+    session_max_struggles: int = _num(2000, 0, 1_000_000, "ours: sessions with more struggles (all turns) are refused whole at ingest", S)
+    session_max_struggles_per_turn: int = _num(20, 0, 100_000, "ours: sessions with a turn reporting more struggles are refused whole at ingest", S)
+    session_max_success_slugs: int = _num(500, 0, 1_000_000, "ours: sessions whose successful turns name more distinct concept slugs are refused whole at ingest (each is a hag_learner_successes row)", S)
+    session_lock_buckets: int = _num(256, 1, 4096, "ours: hash buckets of the advisory locks guarding a session's identities: a session holds at most this many, whatever its size", S)
     # the evidence rules (issue 14; `hag settings profile evidence` selects them, docs/learning-report.md)
-    Dial("prerequisite_confidence_rule", "str", "seed", "ours: seed = learned prerequisites move by the seed's reinforcement floors and outcome grading; lift = from the sessions that reported them net of chance, h'/(h'+k), never outcome-graded", S, choices=("seed", "lift")),
-    _f("prerequisite_lift_k", 2.0, 0.01, 1000, "ours: k of the lift rule h'/(h'+k) (2 keeps the seed's 0.33/0.5/0.6 ladder for an uncontested edge)", S),
-    _f("prerequisite_lift_chance_spread", 0.0, 0, 100000, "ours: concepts over which a failing concept's other struggle reports spread by chance (0: the topic's other concepts)", S),
-    Dial("prerequisite_lift_reverse", "bool", False, "ours: under lift, the reverse direction's evidence counts against a pair (prerequisites form a DAG)", S),
-    Dial("prerequisite_lift_transitive", "bool", False, "ours: under lift, reports on c naming x that a walked path c -> m -> x explains count against c -> x (h(c->m) times m's share of reports naming x, the largest over m)", S),
-    _f("prerequisite_lift_transitive_weight", 1.0, 0, 1, "ours: ...and the share of those explained reports that counts against c -> x (1: all of them)", S),
-    _f("prerequisite_lift_noise_weight", 0.0, 0, 1000, "ours (measured, docs/learning-report.md): the chance term of a learned c -> m is scaled by 1 + this x c's reversal share, the share of c's struggle reports (live and culled prerequisites out of c) naming a concept the memory holds to build on c; 0: off", S),
-    _f("prerequisite_lift_noise_prior", 0.05, 0, 1, "ours: the reversal share a concept with no reports is given, which its own reports outweigh...", S),
-    _f("prerequisite_lift_noise_prior_reports", 5.0, 0, 1000, "ours: ...as if it came from this many reports", S),
-    _f("prerequisite_lift_noise_held_min", 0.6, 0, 1, "ours: a prerequisite x -> c at this confidence or more makes a report on c naming x a reversal", S),
-    _i("prerequisite_unlearn_min_reports", 0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports, over its live and culled prerequisites (0: never)", S),
-    _f("prerequisite_unlearn_max_share", 0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports (0: lowered only when none supports it)", S),
-    Dial("prerequisite_repeat_weighting", "bool", False, "ours: under lift, a learned prerequisite's reports are weighed by who reported them (hag_edge_learner_reports): a learner's first session, its further sessions and a session's further turns by the three weights below (off: every session counts 1)", S),
-    _f("prerequisite_repeat_first_weight", 1.0, 0, 100, "ours: ...the weight of a learner's first session reporting a pair", S),
-    _f("prerequisite_repeat_session_weight", 1.0, 0, 100, "ours: ...the weight of each further session of the same learner reporting it", S),
-    _f("prerequisite_repeat_turn_weight", 0.0, 0, 100, "ours: ...the weight of each turn beyond the first of a session reporting it", S),
-    _f("prerequisite_repeat_shown_weight", 1.0, 0, 1, "ours: ...and the share of their weight that counts for a learner's sessions naming a concept the learner had already succeeded on in an earlier session of the topic (1: counted like any other)", S),
-    Dial("prerequisite_unlearn_undo", "bool", False, "ours: negative evidence is re-read at every re-weigh: the edge keeps the confidence it held before (hag_edges.unlearned_from) and gets it back once supported again (off: lowered once, never raised by the rule)", S),
-    Dial("edge_grading_rule", "str", "seed", "ours: seed = +-step by the turn's outcome; baseline = 2 step (outcome - the source concept's smoothed success rate), the step shrinking with renderings", S, choices=("seed", "baseline")),
-    _f("edge_grade_baseline_n0", 10.0, 0.01, 1000000, "ours: the baseline rule's step is scaled by n0/(n0 + renderings)", S),
-    _f("edge_grade_baseline_prior", 0.5, 0, 1, "ours: prior success rate in the source concept's smoothed success rate", S),
-    _f("edge_grade_baseline_prior_weight", 2.0, 0, 1000000, "ours: pseudo-turns of that prior in the smoothed success rate", S),
+    prerequisite_confidence_rule: str = _dial("seed", "ours: seed = learned prerequisites move by the seed's reinforcement floors and outcome grading; lift = from the sessions that reported them net of chance, h'/(h'+k), never outcome-graded", S, choices=("seed", "lift"))
+    prerequisite_lift_k: float = _num(2.0, 0.01, 1000, "ours: k of the lift rule h'/(h'+k) (2 keeps the seed's 0.33/0.5/0.6 ladder for an uncontested edge)", S)
+    prerequisite_lift_chance_spread: float = _num(0.0, 0, 100000, "ours: concepts over which a failing concept's other struggle reports spread by chance (0: the topic's other concepts)", S)
+    prerequisite_lift_reverse: bool = _dial(False, "ours: under lift, the reverse direction's evidence counts against a pair (prerequisites form a DAG)", S)
+    prerequisite_lift_transitive: bool = _dial(False, "ours: under lift, reports on c naming x that a walked path c -> m -> x explains count against c -> x (h(c->m) times m's share of reports naming x, the largest over m)", S)
+    prerequisite_lift_transitive_weight: float = _num(1.0, 0, 1, "ours: ...and the share of those explained reports that counts against c -> x (1: all of them)", S)
+    prerequisite_lift_noise_weight: float = _num(0.0, 0, 1000, "ours (measured, docs/learning-report.md): the chance term of a learned c -> m is scaled by 1 + this x c's reversal share, the share of c's struggle reports (live and culled prerequisites out of c) naming a concept the memory holds to build on c; 0: off", S)
+    prerequisite_lift_noise_prior: float = _num(0.05, 0, 1, "ours: the reversal share a concept with no reports is given, which its own reports outweigh...", S)
+    prerequisite_lift_noise_prior_reports: float = _num(5.0, 0, 1000, "ours: ...as if it came from this many reports", S)
+    prerequisite_lift_noise_held_min: float = _num(0.6, 0, 1, "ours: a prerequisite x -> c at this confidence or more makes a report on c naming x a reversal", S)
+    prerequisite_unlearn_min_reports: int = _num(0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports, over its live and culled prerequisites (0: never)", S)
+    prerequisite_unlearn_max_share: float = _num(0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports (0: lowered only when none supports it)", S)
+    prerequisite_repeat_weighting: bool = _dial(False, "ours: under lift, a learned prerequisite's reports are weighed by who reported them (hag_edge_learner_reports): a learner's first session, its further sessions and a session's further turns by the three weights below (off: every session counts 1)", S)
+    prerequisite_repeat_first_weight: float = _num(1.0, 0, 100, "ours: ...the weight of a learner's first session reporting a pair", S)
+    prerequisite_repeat_session_weight: float = _num(1.0, 0, 100, "ours: ...the weight of each further session of the same learner reporting it", S)
+    prerequisite_repeat_turn_weight: float = _num(0.0, 0, 100, "ours: ...the weight of each turn beyond the first of a session reporting it", S)
+    prerequisite_repeat_shown_weight: float = _num(1.0, 0, 1, "ours: ...and the share of their weight that counts for a learner's sessions naming a concept the learner had already succeeded on in an earlier session of the topic (1: counted like any other)", S)
+    prerequisite_unlearn_undo: bool = _dial(False, "ours: negative evidence is re-read at every re-weigh: the edge keeps the confidence it held before (hag_edges.unlearned_from) and gets it back once supported again (off: lowered once, never raised by the rule)", S)
+    edge_grading_rule: str = _dial("seed", "ours: seed = +-step by the turn's outcome; baseline = 2 step (outcome - the source concept's smoothed success rate), the step shrinking with renderings", S, choices=("seed", "baseline"))
+    edge_grade_baseline_n0: float = _num(10.0, 0.01, 1000000, "ours: the baseline rule's step is scaled by n0/(n0 + renderings)", S)
+    edge_grade_baseline_prior: float = _num(0.5, 0, 1, "ours: prior success rate in the source concept's smoothed success rate", S)
+    edge_grade_baseline_prior_weight: float = _num(2.0, 0, 1000000, "ours: pseudo-turns of that prior in the smoothed success rate", S)
     # --- bounds on what enters from outside (docs/bounds.md) ---
-    _i("timestamp_window_years", 5, 1, 1000, "ours: every timestamp that enters (ended_at, corpus times, --as-of) lies within this many years of now", B),
-    _i("slug_max_chars", 200, 8, 2000, "ours: longest topic id or concept slug a payload or corpus may carry (a btree row holds about 2,700 bytes)", B),
-    _i("concept_name_max_chars", 200, 8, 2000, "ours: longest concept name an observation, a struggle or a corpus title may carry (names become slugs)", B),
-    _i("text_max_chars", 20000, 100, 1_000_000, "ours: longest free text (messages, observation texts, evidence, instructions, descriptions)", B),
+    timestamp_window_years: int = _num(5, 1, 1000, "ours: every timestamp that enters (ended_at, corpus times, --as-of) lies within this many years of now", B)
+    slug_max_chars: int = _num(200, 8, 2000, "ours: longest topic id or concept slug a payload or corpus may carry (a btree row holds about 2,700 bytes)", B)
+    concept_name_max_chars: int = _num(200, 8, 2000, "ours: longest concept name an observation, a struggle or a corpus title may carry (names become slugs)", B)
+    text_max_chars: int = _num(20000, 100, 1_000_000, "ours: longest free text (messages, observation texts, evidence, instructions, descriptions)", B)
     # --- daily sweeps (SPEC §5) ---
-    _i("promotion_min_age_days", 14, 0, 3650, "seed: candidate age before promotion to pattern", W),
-    _f("promotion_min_confidence", 0.50, 0, 1, "seed: candidate confidence for promotion to pattern", W),
-    _i("promotion_max_failures", 0, 0, 1000000, "seed: failure_count allowed for promotion (0)", W),
-    _i("proven_min_age_days", 30, 0, 3650, "ours: pattern age before promotion to proven", W),
-    _f("proven_min_confidence", 0.80, 0, 1, "ours: pattern confidence for promotion to proven", W),
-    _i("proven_min_successes", 5, 0, 1000000, "ours: success_count for promotion to proven", W),
-    _f("proven_max_failure_ratio", 0.2, 0, 1, "ours: failures/(successes+failures) allowed for proven", W),
-    _f("archive_max_confidence", 0.15, 0, 1, "ours: non-proven entries below this confidence are archived", W),
-    _i("archive_min_failures", 3, 0, 1000000, "ours: ...and with at least this many failures", W),
-    _f("cull_max_confidence", 0.35, 0, 1, "seed: edges below this confidence may be culled", W),
-    _i("cull_min_age_days", 90, 0, 36500, "seed: edges younger than this are never culled", W),
-    _i("cull_max_traversals", 0, 0, 1000000, "seed: only edges traversed at most this often (never) are culled", W),
-    Dial(
-        "cull_source_types", "list", ["learned", "enriched"],
+    promotion_min_age_days: int = _num(14, 0, 3650, "seed: candidate age before promotion to pattern", W)
+    promotion_min_confidence: float = _num(0.50, 0, 1, "seed: candidate confidence for promotion to pattern", W)
+    promotion_max_failures: int = _num(0, 0, 1000000, "seed: failure_count allowed for promotion (0)", W)
+    proven_min_age_days: int = _num(30, 0, 3650, "ours: pattern age before promotion to proven", W)
+    proven_min_confidence: float = _num(0.80, 0, 1, "ours: pattern confidence for promotion to proven", W)
+    proven_min_successes: int = _num(5, 0, 1000000, "ours: success_count for promotion to proven", W)
+    proven_max_failure_ratio: float = _num(0.2, 0, 1, "ours: failures/(successes+failures) allowed for proven", W)
+    archive_max_confidence: float = _num(0.15, 0, 1, "ours: non-proven entries below this confidence are archived", W)
+    archive_min_failures: int = _num(3, 0, 1000000, "ours: ...and with at least this many failures", W)
+    cull_max_confidence: float = _num(0.35, 0, 1, "seed: edges below this confidence may be culled", W)
+    cull_min_age_days: int = _num(90, 0, 36500, "seed: edges younger than this are never culled", W)
+    cull_max_traversals: int = _num(0, 0, 1000000, "seed: only edges traversed at most this often (never) are culled", W)
+    cull_source_types: tuple[str, ...] = _dial(
+        ["learned", "enriched"],
         "seed: positive allowlist of provenance classes the cull may delete", W,
         forbidden=("seed",), pattern=r"[a-z][a-z0-9_]*",
-    ),
-    _i("reprieve_idle_days", 0, 0, 3650, "ours: nightly, an entry below its retrieval floor and unused this many days is lifted back to the floor (0: never, the seed)", W),
-    _i("sweep_report_max_rows", 200, 1, 100000, "ours: culled edges listed in a run's report (all stay in the audit)", W),
-    _i("cull_guard_max_edges", 1000, 0, 1000000000, "ours: a scheduled nightly run that would cull more edges than this pauses for an operator's decision (0: no count limit)", W),
-    _f("cull_guard_max_share", 0.10, 0, 1, "ours: ...or that would cull more than this share of all edges (1: no share limit)", W),
-    _i("cull_guard_min_edges", 50, 1, 1000000000, "ours: the share limit applies from this many culled edges on (a handful is no big night)", W),
-    _i("cull_guard_timeout_seconds", 3600, 1, 604800, "ours: a paused big night left unanswered this long culls nothing", "tasks/sweeps.py"),
+    )
+    reprieve_idle_days: int = _num(0, 0, 3650, "ours: nightly, an entry below its retrieval floor and unused this many days is lifted back to the floor (0: never, the seed)", W)
+    sweep_report_max_rows: int = _num(200, 1, 100000, "ours: culled edges listed in a run's report (all stay in the audit)", W)
+    cull_guard_max_edges: int = _num(1000, 0, 1000000000, "ours: a scheduled nightly run that would cull more edges than this pauses for an operator's decision (0: no count limit)", W)
+    cull_guard_max_share: float = _num(0.10, 0, 1, "ours: ...or that would cull more than this share of all edges (1: no share limit)", W)
+    cull_guard_min_edges: int = _num(50, 1, 1000000000, "ours: the share limit applies from this many culled edges on (a handful is no big night)", W)
+    cull_guard_timeout_seconds: int = _num(3600, 1, 604800, "ours: a paused big night left unanswered this long culls nothing", "tasks/sweeps.py")
     # --- enrichment (SPEC §6) ---
-    _f("enrichment_confidence", 0.4, 0.05, 1, "seed (value ours): confidence of an enriched edge, below authored ones", E),
-    _i("enrichment_candidate_count", 12, 1, 200, "ours: candidate concepts offered to the model per orphan", E),
-    _i("enrichment_max_proposals_per_orphan", 3, 1, 50, "ours: proposals accepted per orphan", E),
-    _i("enrichment_default_limit", 50, 1, 100000, "ours: orphans per run when no --limit is given", E),
-    _i("enrichment_max_attempts", 3, 1, 20, "ours: calls per orphan before it is reported failed", E),
-    _f("enrichment_timeout_seconds", 30.0, 0.1, 600, "ours: one model call's timeout", E),
-    Dial(
-        "enrichment_allowed_types", "list", ["prerequisite", "related"],
+    enrichment_confidence: float = _num(0.4, 0.05, 1, "seed (value ours): confidence of an enriched edge, below authored ones", E)
+    enrichment_candidate_count: int = _num(12, 1, 200, "ours: candidate concepts offered to the model per orphan", E)
+    enrichment_max_proposals_per_orphan: int = _num(3, 1, 50, "ours: proposals accepted per orphan", E)
+    enrichment_default_limit: int = _num(50, 1, 100000, "ours: orphans per run when no --limit is given", E)
+    enrichment_max_attempts: int = _num(3, 1, 20, "ours: calls per orphan before it is reported failed", E)
+    enrichment_timeout_seconds: float = _num(30.0, 0.1, 600, "ours: one model call's timeout", E)
+    enrichment_allowed_types: tuple[str, ...] = _dial(
+        ["prerequisite", "related"],
         "ours: edge types a model may propose", E, choices=EDGE_TYPES,
         # fallback needs an observed failure, supersedes retires knowledge: sessions only.
         forbidden=("fallback", "supersedes"),
-    ),
-    _f("enrichment_temperature", 0.0, 0, 2, "ours: sampling temperature of the proposer", E),
-    _i("enrichment_max_description_chars", 1000, 50, 100000, "ours: concept description characters in a prompt", E),
-    _i("enrichment_candidate_chars", 240, 20, 100000, "ours: characters of each candidate concept's line in a prompt", E),
-    _f("enrichment_retry_backoff_seconds", 0.5, 0, 60, "ours: wait before a failed model call is retried (doubles per attempt)", E),
-    Dial(
-        "enrichment_prices_usd_per_million_tokens", "list", ["gpt-4o-mini:0.15:0.60", "offline-similarity-v1:0:0"],
+    )
+    enrichment_temperature: float = _num(0.0, 0, 2, "ours: sampling temperature of the proposer", E)
+    enrichment_max_description_chars: int = _num(1000, 50, 100000, "ours: concept description characters in a prompt", E)
+    enrichment_candidate_chars: int = _num(240, 20, 100000, "ours: characters of each candidate concept's line in a prompt", E)
+    enrichment_retry_backoff_seconds: float = _num(0.5, 0, 60, "ours: wait before a failed model call is retried (doubles per attempt)", E)
+    enrichment_prices_usd_per_million_tokens: tuple[str, ...] = _dial(
+        ["gpt-4o-mini:0.15:0.60", "offline-similarity-v1:0:0"],
         "ours: price per model, as model:prompt:completion in USD per million tokens (the cost ledger's cost column; an unlisted model's cost is unknown)", E,
         pattern=r"^[A-Za-z0-9._/-]+:[0-9]+(\.[0-9]+)?:[0-9]+(\.[0-9]+)?$",
-    ),
-    _f("enrichment_offline_min_similarity", 0.25, -1, 1, "ours: the offline proposer also proposes candidates at or above this cosine", E),
+    )
+    enrichment_offline_min_similarity: float = _num(0.25, -1, 1, "ours: the offline proposer also proposes candidates at or above this cosine", E)
     # --- corpus and export ---
-    _i("export_batch_rows", 2000, 1, 1_000_000, "ours: rows `hag export` fetches per round trip from its server-side cursor (memory stays flat)", "hag/corpus.py"),
+    export_batch_rows: int = _num(2000, 1, 1_000_000, "ours: rows `hag export` fetches per round trip from its server-side cursor (memory stays flat)", "hag/corpus.py")
     # --- a learner's own data (issue 25, docs/privacy.md) ---
-    _i("message_retention_days", 0, 0, 36500, "ours: the nightly strips the student's words from processed payloads whose session ended this many days ago (0: keep them)", "hag/privacy.py"),
-    _i("quarantine_retention_days", 0, 0, 36500, "ours: the nightly strips the received text from quarantined payloads this many days old; reason, size and SHA-256 stay (0: keep it)", "hag/privacy.py"),
+    message_retention_days: int = _num(0, 0, 36500, "ours: the nightly strips the student's words from processed payloads whose session ended this many days ago (0: keep them)", "hag/privacy.py")
+    quarantine_retention_days: int = _num(0, 0, 36500, "ours: the nightly strips the received text from quarantined payloads this many days old; reason, size and SHA-256 stay (0: keep it)", "hag/privacy.py")
     # --- the operator's command line ---
-    _i("history_default_limit", 50, 1, 100000, "ours: events `hag history ID` shows when no --limit is given (the newest)", "hag/cli/history_cmd.py"),
-    _i("runs_default_limit", 20, 1, 100000, "ours: runs `hag runs` lists when no --limit is given (the newest)", "hag/cli/runs_cmd.py"),
-    _i("nightly_log_max_promotions", 20, 0, 100000, "ours: promoted entries a nightly run names in its log (id and concept), then 'and K more'; 0 names none", "hag/sweeps.py"),
+    history_default_limit: int = _num(50, 1, 100000, "ours: events `hag history ID` shows when no --limit is given (the newest)", "hag/cli/history_cmd.py")
+    runs_default_limit: int = _num(20, 1, 100000, "ours: runs `hag runs` lists when no --limit is given (the newest)", "hag/cli/runs_cmd.py")
+    nightly_log_max_promotions: int = _num(20, 0, 100000, "ours: promoted entries a nightly run names in its log (id and concept), then 'and K more'; 0 names none", "hag/sweeps.py")
     # --- the HTTP service (docs/service.md) ---
-    _i("service_threads", 16, 1, 1000, "ours (measured, docs/service.md): requests the service runs at once in its thread pool (retrieve, ingest, explain); more wait their turn, so the read pool's connections are not oversubscribed", "hag/service"),
+    service_threads: int = _num(16, 1, 1000, "ours (measured, docs/service.md): requests the service runs at once in its thread pool (retrieve, ingest, explain); more wait their turn, so the read pool's connections are not oversubscribed", "hag/service")
     # --- data-quality suites (SPEC §8) ---
-    _i("suite_work_mem_mb", 128, 4, 65536, "ours: PostgreSQL work_mem of the suites' own sessions (uniqueness checks hash every row's key)", "hag/quality"),
-    _i("suite_concurrency", 2, 1, 16, "ours: data-quality suites run at the same time, each on its own PostgreSQL sessions (the work is the server's)", "hag/quality"),
-    _i("suite_parallel_workers", 0, 0, 64, "ours: PostgreSQL max_parallel_workers_per_gather of the suites' own sessions (each worker of a uniqueness check rebuilds the whole grouping)", "hag/quality"),
+    suite_work_mem_mb: int = _num(128, 4, 65536, "ours: PostgreSQL work_mem of the suites' own sessions (uniqueness checks hash every row's key)", "hag/quality")
+    suite_concurrency: int = _num(2, 1, 16, "ours: data-quality suites run at the same time, each on its own PostgreSQL sessions (the work is the server's)", "hag/quality")
+    suite_parallel_workers: int = _num(0, 0, 64, "ours: PostgreSQL max_parallel_workers_per_gather of the suites' own sessions (each worker of a uniqueness check rebuilds the whole grouping)", "hag/quality")
     # --- the cache itself ---
-    _i("settings_cache_ttl_seconds", 60, 0, 3600, "seed: how long a process trusts its copy of the dials", C),
-)
-# fmt: on
+    settings_cache_ttl_seconds: int = _num(60, 0, 3600, "seed: how long a process trusts its copy of the dials", C)
+    # fmt: on
 
-REGISTRY: dict[str, Dial] = {d.key: d for d in _DIALS}
-assert len(REGISTRY) == len(_DIALS), "a dial key is registered twice"
+    def __getitem__(self, key: str) -> Any:
+        if key not in REGISTRY:
+            raise SettingsError(f"unknown setting {key!r}")
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(REGISTRY)
+
+    def __len__(self) -> int:
+        return len(REGISTRY)
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        """A copy with some dials changed (validated): for dry runs, tests and what-ifs."""
+        return snapshot({**self, **{key: validate(key, v) for key, v in overrides.items()}})
+
+
+# The type word of a dial (hag_settings.value_type) from its field's annotation.
+_TYPE_WORDS: dict[Any, str] = {
+    float: "float",
+    int: "int",
+    bool: "bool",
+    str: "str",
+    tuple[str, ...]: "list",
+}
+
+
+def _registry() -> dict[str, Dial]:
+    """The dials as Settings declares them, in declaration order."""
+    hints = get_type_hints(Settings)
+    return {
+        f.name: Dial(key=f.name, type=_TYPE_WORDS[hints[f.name]], **f.metadata["dial"])
+        for f in fields(Settings)
+    }
+
+
+REGISTRY: dict[str, Dial] = _registry()
 
 
 # The profiles (SPEC §4, issue 14): the recommended set of rule dials, set in one step by
@@ -453,7 +519,7 @@ def sync_registry(conn: psycopg.Connection[Any]) -> None:  # any row shape (migr
             d.description,
             d.consumer,
         )
-        for d in _DIALS
+        for d in REGISTRY.values()
     ]
     with conn.cursor() as cur:
         cur.executemany(
@@ -486,200 +552,6 @@ def sync_registry(conn: psycopg.Connection[Any]) -> None:  # any row shape (migr
             )
 
 
-@dataclass(frozen=True)
-class Settings(Mapping[str, Any]):
-    """A snapshot of every dial, one typed attribute per dial: `s.floor_proven`.
-
-    The attributes are the registry's keys with its types (a list dial is a tuple of
-    words); tests/test_settings.py proves the two agree, so a misspelt dial fails mypy
-    instead of a run. Build one with `snapshot`, `defaults` or `load`, never field by field.
-
-    Transitional: the snapshot is still a read-only Mapping (`s["floor_proven"]`, `keys()`,
-    `items()`, `{**s}`) so that code not yet converted to attributes keeps working; an
-    unknown key raises SettingsError. New code reads attributes.
-    """
-
-    # --- retrieval (SPEC §3) ---
-    retrieval_min_confidence: float
-    floor_proven: float
-    floor_pattern: float
-    floor_candidate: float
-    boost_proven: float
-    boost_pattern: float
-    boost_candidate: float
-    match_count: int
-    concept_match_count: int
-    topic_top_k: int
-    tutor_match_count: int
-    student_match_count: int
-    concept_match_bonus: float
-    recent_concept_turns: int
-    query_message_max_chars: int
-    embed_max_chars: int
-    advisory_max_chars: int
-    topic_scopes: tuple[str, ...]
-    band_high_min: float
-    band_medium_min: float
-    edge_walk_top_k: int
-    edge_min_confidence: float
-    edge_include_candidate_targets: bool
-    edge_target_max_chars: int
-    edge_walk_max_edges_per_entry: int
-    retrieval_cache_ttl_seconds: int
-    retrieval_cache_size: int
-    embedding_cache_size: int
-    embedding_timeout_seconds: float
-    embedding_retries: int
-    reembed_batch_size: int
-    ann_candidates: int
-    hnsw_ef_search: int
-    ann_min_contrast: float
-    ann_contrast_sample_rows: int
-    ann_mean_ttl_seconds: int
-    ann_widen_factor: int
-    hnsw_m: int
-    hnsw_ef_construction: int
-    ann_build_lock_timeout_seconds: int
-    ann_build_memory_mb: int
-    search_copy_cluster_min_rows: int
-    search_copy_cluster_lock_timeout_seconds: int
-    resident_max_mb: int
-    resident_load_after_reads: int
-    resident_before_index_max_mb: int
-    resident_claim_margin: float
-    resident_half_life_seconds: int
-    exact_scan_max_rows: int
-    topic_exact_scan_max_rows: int
-    compact_candidates: int
-    compact_similarity_error: float
-    # --- session-end processing (SPEC §4) ---
-    observation_base_confidence: float
-    student_pattern_dedup_threshold: float
-    ladder_quality_exact: float
-    ladder_quality_near: float
-    ladder_quality_minted: float
-    ladder_quality_unanchored: float
-    ladder_near_similarity: float
-    ladder_mint_min_chars: int
-    edge_new_confidence: float
-    edge_new_hit_count: int
-    edge_reinforce_min_hits: int
-    edge_reinforce_confidence_high: float
-    edge_reinforce_confidence_low: float
-    edge_grade_step_success: float
-    edge_grade_step_failure: float
-    edge_confidence_floor: float
-    edge_confidence_ceiling: float
-    entry_learning_rate_proven: float
-    entry_learning_rate_default: float
-    outcome_strength_default: float
-    session_batch_size: int
-    session_max_payload_bytes: int
-    session_max_turns: int
-    session_topic_scope: str
-    session_quarantine_max_bytes: int
-    session_max_depth: int
-    session_max_retries: int
-    session_max_observations: int
-    session_max_struggles: int
-    session_max_struggles_per_turn: int
-    session_max_success_slugs: int
-    session_lock_buckets: int
-    prerequisite_confidence_rule: str
-    prerequisite_lift_k: float
-    prerequisite_lift_chance_spread: float
-    prerequisite_lift_reverse: bool
-    prerequisite_lift_transitive: bool
-    prerequisite_lift_transitive_weight: float
-    prerequisite_lift_noise_weight: float
-    prerequisite_lift_noise_prior: float
-    prerequisite_lift_noise_prior_reports: float
-    prerequisite_lift_noise_held_min: float
-    prerequisite_unlearn_min_reports: int
-    prerequisite_unlearn_max_share: float
-    prerequisite_unlearn_undo: bool
-    prerequisite_repeat_weighting: bool
-    prerequisite_repeat_first_weight: float
-    prerequisite_repeat_session_weight: float
-    prerequisite_repeat_turn_weight: float
-    prerequisite_repeat_shown_weight: float
-    edge_grading_rule: str
-    edge_grade_baseline_n0: float
-    edge_grade_baseline_prior: float
-    edge_grade_baseline_prior_weight: float
-    # --- bounds on what enters from outside (docs/bounds.md) ---
-    timestamp_window_years: int
-    slug_max_chars: int
-    concept_name_max_chars: int
-    text_max_chars: int
-    # --- daily sweeps (SPEC §5) ---
-    promotion_min_age_days: int
-    promotion_min_confidence: float
-    promotion_max_failures: int
-    proven_min_age_days: int
-    proven_min_confidence: float
-    proven_min_successes: int
-    proven_max_failure_ratio: float
-    archive_max_confidence: float
-    archive_min_failures: int
-    cull_max_confidence: float
-    cull_min_age_days: int
-    cull_max_traversals: int
-    cull_source_types: tuple[str, ...]
-    reprieve_idle_days: int
-    sweep_report_max_rows: int
-    cull_guard_max_edges: int
-    cull_guard_max_share: float
-    cull_guard_min_edges: int
-    cull_guard_timeout_seconds: int
-    # --- enrichment (SPEC §6) ---
-    enrichment_confidence: float
-    enrichment_candidate_count: int
-    enrichment_max_proposals_per_orphan: int
-    enrichment_default_limit: int
-    enrichment_max_attempts: int
-    enrichment_timeout_seconds: float
-    enrichment_allowed_types: tuple[str, ...]
-    enrichment_temperature: float
-    enrichment_max_description_chars: int
-    enrichment_candidate_chars: int
-    enrichment_retry_backoff_seconds: float
-    enrichment_prices_usd_per_million_tokens: tuple[str, ...]
-    enrichment_offline_min_similarity: float
-    # --- corpus and export ---
-    export_batch_rows: int
-    # --- a learner's own data ---
-    message_retention_days: int
-    quarantine_retention_days: int
-    # --- the operator's command line ---
-    history_default_limit: int
-    runs_default_limit: int
-    nightly_log_max_promotions: int
-    # --- the HTTP service ---
-    service_threads: int
-    # --- data-quality suites (SPEC §8) ---
-    suite_work_mem_mb: int
-    suite_concurrency: int
-    suite_parallel_workers: int
-    # --- the cache itself ---
-    settings_cache_ttl_seconds: int
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in REGISTRY:
-            raise SettingsError(f"unknown setting {key!r}")
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(REGISTRY)
-
-    def __len__(self) -> int:
-        return len(REGISTRY)
-
-    def with_overrides(self, **overrides: Any) -> Settings:
-        """A copy with some dials changed (validated): for dry runs, tests and what-ifs."""
-        return snapshot({**self, **{key: validate(key, v) for key, v in overrides.items()}})
-
-
 def snapshot(values: Mapping[str, Any]) -> Settings:
     """The snapshot of validated dial values (every registry key): list dials become tuples."""
     typed: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
@@ -688,7 +560,7 @@ def snapshot(values: Mapping[str, Any]) -> Settings:
 
 def defaults() -> Settings:
     """Every dial at its registry default, with no database (for pure-rule tests)."""
-    return snapshot({d.key: validate(d.key, d.default) for d in _DIALS})
+    return snapshot({d.key: validate(d.key, d.default) for d in REGISTRY.values()})
 
 
 _cache_lock = threading.Lock()
@@ -716,7 +588,7 @@ def stored(conn: Conn) -> tuple[dict[str, Any], dict[str, tuple[JSON, str]]]:
     (key: (value, reason)), whose defaults stand in among the values."""
     from hag.sqlfiles import query
 
-    values = {d.key: d.default for d in _DIALS}
+    values = {d.key: d.default for d in REGISTRY.values()}
     invalid: dict[str, tuple[JSON, str]] = {}
     for row in conn.execute(query("settings", "stored_dials")).fetchall():
         key, value = (row["key"], row["value"]) if isinstance(row, dict) else row

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 import typing
@@ -269,3 +270,13 @@ def test_sync_moves_an_unedited_value_to_a_changed_default(db):
         ).fetchall()
     }
     assert values == {"match_count": REGISTRY["match_count"].default, "floor_proven": 0.33}
+
+
+def test_each_dial_is_declared_once_as_a_snapshot_field():
+    """The registry is the Settings fields in order, each named once: a second field of
+    the same name would silently replace the first, so the source is read for it."""
+    tree = ast.parse((PROJECT_ROOT / "hag" / "settings.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Settings")
+    names = [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign)]
+    assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
+    assert names == list(REGISTRY)

@@ -260,6 +260,52 @@ def test_traversal_respects_include_candidates(db, walk, dials):
     assert "cand" in _walk(db, walk)
 
 
+@pytest.mark.parametrize("maturity", ["proven", "pattern", "candidate", "archived", "other"])
+def test_python_reads_the_tiers_as_sql_defines_them(db, maturity):
+    """hag_maturity_tier numbers a maturity as hag.retrieval.tiers.TIERS orders it, and
+    hag_maturity_boost gives the boost tiers.maturity_boost gives (three distinct boosts)."""
+    from hag import settings
+    from hag.retrieval import tiers
+
+    dials = settings.defaults().with_overrides(
+        boost_proven=2.5, boost_pattern=1.5, boost_candidate=0.75
+    )
+    row = db.execute(
+        "SELECT hag_maturity_tier(%s) AS tier, hag_maturity_boost(%s, %s, %s, %s) AS boost",
+        (maturity, maturity, *tiers.tier_boosts(dials)),
+    ).fetchone()
+    assert row["boost"] == tiers.maturity_boost(maturity, dials)
+    assert row["tier"] == (tiers.TIERS.index(maturity) if maturity in tiers.TIERS else None)
+    if row["tier"] is not None:  # what a resident set multiplies its rows of this tier by
+        assert tiers.tier_boosts(dials)[row["tier"]] == row["boost"]
+
+
+def test_traversal_breaks_ties_by_target_concept_not_by_edge_id(db):
+    """Edges equal in type and confidence come in their targets' concept order, whatever
+    their (random) ids: a replay on a fresh database renders the same lines."""
+    src = f.entry(db, concept_slug="src")
+    slugs = ["f", "c", "a", "e", "b", "d"]
+    for slug in slugs:
+        f.edge(db, src, f.entry(db, concept_slug=slug), "related", confidence=0.5)
+    db.commit()
+    assert _walk(db, src) == sorted(slugs)
+
+
+def test_the_read_paths_edge_walk_is_traverse_hag_edges(db, walk):
+    """retrieval's edge_walk returns the function's edges in the function's order (every
+    target here is readable), cut to edge_walk_max_edges_per_entry."""
+    from hag import settings
+    from hag.retrieval import store
+    from hag.visibility import reader
+
+    dials = settings.load(db).with_overrides(edge_walk_max_edges_per_entry=50)
+    who = reader("nobody", "cryptography", dials)
+    function = [r["edge_id"] for r in db.execute("SELECT * FROM traverse_hag_edges(%s)", (walk,))]
+    assert [r["edge_id"] for r in store.edge_walk(db, [walk], dials, who)] == function
+    cut = dials.with_overrides(edge_walk_max_edges_per_entry=2)
+    assert [r["edge_id"] for r in store.edge_walk(db, [walk], cut, who)] == function[:2]
+
+
 def test_visual_read_returns_the_drawing(db):
     """get_hag_visual gives the curated drawing for a concept; archived drawings are gone."""
     f.entry(db, concept_slug="aes", scope="visual", instruction="Draw the AES round as four boxes.")

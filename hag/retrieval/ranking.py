@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from hag.retrieval.tiers import maturity_boost, tier_boosts
 from hag.settings import Settings
 
 Row = dict[str, Any]  # a result row as the pools return it (hag.db.Row)
@@ -44,15 +45,6 @@ def recent_slugs(recent: Iterable[str | Sequence[str]], dials: Settings) -> list
     return list(dict.fromkeys(s.strip() for s in slugs if s and s.strip()))
 
 
-def maturity_boost(maturity: str, dials: Settings) -> float:
-    """The seed's maturity boost (= maturity weight): proven 1.1, pattern 1.05, else 1.0."""
-    if maturity == "proven":
-        return dials.boost_proven
-    if maturity == "pattern":
-        return dials.boost_pattern
-    return dials.boost_candidate
-
-
 def boosted_similarity(row: Row, dials: Settings) -> float:
     """The seed's semantic ORDER BY key: similarity times the maturity boost."""
     return float(row["similarity"]) * maturity_boost(row["maturity"], dials)
@@ -82,7 +74,7 @@ def rerank_candidates(
     if len(candidates) < requested or len(ranked) < k:
         return Reranked(ranked, False)
     last = float(candidates[-1]["similarity"])
-    boosts = [dials.boost_proven, dials.boost_pattern, dials.boost_candidate]
+    boosts = tier_boosts(dials)
     bound = last * (max(boosts) if last >= 0 else min(boosts))
     return Reranked(ranked, boosted_similarity(ranked[-1], dials) > bound)
 
@@ -105,7 +97,7 @@ def rerank_compact(candidates: Sequence[Row], k: int, requested: int, dials: Set
     if len(ranked) < k:
         return Reranked(ranked, False)
     floor = min(float(r["approximate"]) for r in candidates)
-    boosts = [dials.boost_proven, dials.boost_pattern, dials.boost_candidate]
+    boosts = tier_boosts(dials)
     bound = floor + dials.compact_similarity_error * max(boosts)
     return Reranked(ranked, boosted_similarity(ranked[-1], dials) > bound)
 

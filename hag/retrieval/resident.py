@@ -53,6 +53,7 @@ import numpy as np
 from hag import db
 from hag.db import Conn
 from hag.retrieval.ranking import Row, products, rerank_compact
+from hag.retrieval.tiers import tier_boosts
 from hag.settings import Settings
 from hag.sqlfiles import query
 
@@ -70,7 +71,7 @@ class SetKey(NamedTuple):
     search_set: str
     topic_id: str | None
     scopes: tuple[str, ...]
-    min_confidence: float
+    retrieval_min_confidence: float
     floor_proven: float
     floor_pattern: float
     floor_candidate: float
@@ -88,7 +89,7 @@ def filter_key(
         search_set,
         topic_id,
         tuple(scopes),
-        filters["min_confidence"],
+        filters["retrieval_min_confidence"],
         filters["floor_proven"],
         filters["floor_pattern"],
         filters["floor_candidate"],
@@ -165,9 +166,7 @@ class Residents:
         if not norm:
             return None
         unit = (vector / norm).astype(np.float32)
-        boosts = np.array(
-            [dials.boost_proven, dials.boost_pattern, dials.boost_candidate], np.float32
-        )
+        boosts = np.array(tier_boosts(dials), np.float32)  # by hag_maturity_tier's number
         total = len(held.tiers)
         approximate = np.zeros(0, np.float32)
         if total:

@@ -79,7 +79,7 @@ def use_ef_search(conn: Conn, ef_search: int) -> None:
 def filters(dials: Settings) -> dict[str, Any]:
     """The seed's filter and boost parameters, from the dials."""
     return {
-        "min_confidence": dials.retrieval_min_confidence,
+        "retrieval_min_confidence": dials.retrieval_min_confidence,
         "floor_proven": dials.floor_proven,
         "floor_pattern": dials.floor_pattern,
         "floor_candidate": dials.floor_candidate,
@@ -245,7 +245,7 @@ def concept_pass(
             "slugs": list(slugs),
             "topic_id": topic_id,
             "scopes": list(scopes),
-            "match_count": dials.concept_match_count,
+            "concept_match_count": dials.concept_match_count,
         },
     ).fetchall()
     return rows, _report("topic-concept", "exact", rows, started)
@@ -266,9 +266,9 @@ def edge_walk(
         {
             "entry_ids": list(entry_ids),
             **reader.params(),
-            "min_confidence": dials.edge_min_confidence,
-            "include_candidates": dials.edge_include_candidate_targets,
-            "per_entry": dials.edge_walk_max_edges_per_entry,
+            "edge_min_confidence": dials.edge_min_confidence,
+            "edge_include_candidate_targets": dials.edge_include_candidate_targets,
+            "edge_walk_max_edges_per_entry": dials.edge_walk_max_edges_per_entry,
         },
     ).fetchall()
 

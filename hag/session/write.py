@@ -39,7 +39,7 @@ def lock_identities(conn: Connection, keys: Sequence[str], dials: Settings) -> i
         query("session", "lock_identities"),
         {
             "keys": list(keys),
-            "buckets": dials.session_lock_buckets,
+            "session_lock_buckets": dials.session_lock_buckets,
             "lock_class": IDENTITY_LOCK_CLASS,
         },
     ).fetchone()

@@ -1,13 +1,15 @@
 -- hag_entry_visible: the seed's retrieval filter for one entry (SPEC §3), written once for
 -- every pass that uses it. Not archived, and a confidence at or above the higher of the
--- global floor and the floor of its maturity tier (proven / pattern / candidate); an
--- unknown maturity is locked out (floor 1.0, as the seed writes it). A plain SQL expression
+-- global floor and the floor of its maturity tier (hag_entry_retrieval_floor,
+-- 014_hag_maturity_tiers.sql); an unknown maturity has no floor and is locked out (the
+-- seed gives it the floor 1.0; the CHECK on maturity admits none). A plain SQL expression
 -- function: the planner inlines it, so plans are those of the written-out filter.
 --
 -- The second half restates the same rule as three ranges, one per maturity that can pass
--- (ours, measured in docs/retrieval.md). It changes no answer: the CHECK on maturity admits
--- only the four values named here, and for those the two halves agree. It is there for the
--- planner: the seed's GREATEST(.., CASE ..) can only be tested row by row, while
+-- (ours, measured in docs/retrieval.md); with a constant maturity the planner folds each
+-- floor to GREATEST(p_min_confidence, p_floor_<tier>). It changes no answer: the CHECK on
+-- maturity admits only the four values named here, and for those the two halves agree. It
+-- is there for the planner: the first half can only be tested row by row, while
 -- `maturity = 'proven' AND confidence >= x` is a range of the btree on
 -- (scope, maturity, confidence) (migration 040), so an exact pass reads the eligible rows
 -- alone, in block order, instead of every row of the topic or scope.
@@ -21,15 +23,15 @@ CREATE OR REPLACE FUNCTION hag_entry_visible(
 ) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT p_maturity <> 'archived'
-       AND p_confidence >= GREATEST(
-             p_min_confidence,
-             CASE p_maturity
-                 WHEN 'proven'    THEN p_floor_proven
-                 WHEN 'pattern'   THEN p_floor_pattern
-                 WHEN 'candidate' THEN p_floor_candidate
-                 ELSE 1.0
-             END)
-       AND (   (p_maturity = 'proven'    AND p_confidence >= GREATEST(p_min_confidence, p_floor_proven))
-            OR (p_maturity = 'pattern'   AND p_confidence >= GREATEST(p_min_confidence, p_floor_pattern))
-            OR (p_maturity = 'candidate' AND p_confidence >= GREATEST(p_min_confidence, p_floor_candidate)))
+       AND p_confidence >= hag_entry_retrieval_floor(p_maturity, p_min_confidence,
+                               p_floor_proven, p_floor_pattern, p_floor_candidate)
+       AND (   (p_maturity = 'proven'
+                AND p_confidence >= hag_entry_retrieval_floor('proven', p_min_confidence,
+                                       p_floor_proven, p_floor_pattern, p_floor_candidate))
+            OR (p_maturity = 'pattern'
+                AND p_confidence >= hag_entry_retrieval_floor('pattern', p_min_confidence,
+                                       p_floor_proven, p_floor_pattern, p_floor_candidate))
+            OR (p_maturity = 'candidate'
+                AND p_confidence >= hag_entry_retrieval_floor('candidate', p_min_confidence,
+                                       p_floor_proven, p_floor_pattern, p_floor_candidate)))
 $$;

@@ -47,11 +47,11 @@ LANGUAGE sql STABLE AS $$
       AND (p_topic_id IS NULL OR e.topic_id = p_topic_id)
       AND e.visibility_scope = ANY (p_visibility_scopes)
     ORDER BY (1 - (e.embedding <=> p_query_embedding))
-             * CASE e.maturity
-                   WHEN 'proven'  THEN COALESCE(p_boost_proven, hag_setting_float('boost_proven'))
-                   WHEN 'pattern' THEN COALESCE(p_boost_pattern, hag_setting_float('boost_pattern'))
-                   ELSE COALESCE(p_boost_candidate, hag_setting_float('boost_candidate'))
-               END DESC,
+             * hag_maturity_boost(
+                 e.maturity,
+                 COALESCE(p_boost_proven, hag_setting_float('boost_proven')),
+                 COALESCE(p_boost_pattern, hag_setting_float('boost_pattern')),
+                 COALESCE(p_boost_candidate, hag_setting_float('boost_candidate'))) DESC,
              e.id
     LIMIT COALESCE(p_match_count, (hag_setting_float('match_count'))::integer)
 $$;

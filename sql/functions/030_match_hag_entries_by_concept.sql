@@ -47,11 +47,11 @@ LANGUAGE sql STABLE AS $$
             COALESCE(p_floor_candidate, hag_setting_float('floor_candidate')))
       AND (p_topic_id IS NULL OR e.topic_id = p_topic_id)
       AND e.visibility_scope = ANY (p_visibility_scopes)
-    ORDER BY CASE e.maturity
-                 WHEN 'proven'  THEN COALESCE(p_boost_proven, hag_setting_float('boost_proven'))
-                 WHEN 'pattern' THEN COALESCE(p_boost_pattern, hag_setting_float('boost_pattern'))
-                 ELSE COALESCE(p_boost_candidate, hag_setting_float('boost_candidate'))
-             END * e.confidence DESC,
+    ORDER BY hag_maturity_boost(
+                 e.maturity,
+                 COALESCE(p_boost_proven, hag_setting_float('boost_proven')),
+                 COALESCE(p_boost_pattern, hag_setting_float('boost_pattern')),
+                 COALESCE(p_boost_candidate, hag_setting_float('boost_candidate'))) * e.confidence DESC,
              e.last_matched_at DESC NULLS LAST,
              e.id
     LIMIT COALESCE(p_match_count, (hag_setting_float('concept_match_count'))::integer)

@@ -90,22 +90,8 @@ LANGUAGE sql IMMUTABLE AS $$
        AND e.failure_count >= p_min_failures
 $$;
 
--- The confidence an entry needs to be retrieved (hag_entry_visible's floor), or NULL when no
--- floor applies (archived and unknown maturities are never reprieved).
-CREATE OR REPLACE FUNCTION hag_entry_retrieval_floor(
-    p_maturity        text,
-    p_min_confidence  double precision,
-    p_floor_proven    double precision,
-    p_floor_pattern   double precision,
-    p_floor_candidate double precision
-) RETURNS double precision
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE p_maturity
-               WHEN 'proven'    THEN GREATEST(p_min_confidence, p_floor_proven)
-               WHEN 'pattern'   THEN GREATEST(p_min_confidence, p_floor_pattern)
-               WHEN 'candidate' THEN GREATEST(p_min_confidence, p_floor_candidate)
-           END
-$$;
+-- hag_entry_retrieval_floor, the floor the reprieve lifts to, is defined with the maturity
+-- tiers (014_hag_maturity_tiers.sql).
 
 -- Our rule (evidence profile, migration 075): below its floor, and neither matched nor
 -- created in the last p_idle_days days as of p_as_of. p_idle_days = 0 turns the rule off.

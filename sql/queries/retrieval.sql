@@ -13,7 +13,7 @@ SELECT id, topic_id, concept_slug, visibility_scope, maturity, confidence, instr
        similarity
 FROM match_hag_entries(
     %(query)b, %(topic_id)s, %(scopes)s::text[],
-    p_min_confidence => %(min_confidence)s, p_floor_proven => %(floor_proven)s,
+    p_min_confidence => %(retrieval_min_confidence)s, p_floor_proven => %(floor_proven)s,
     p_floor_pattern => %(floor_pattern)s, p_floor_candidate => %(floor_candidate)s,
     p_match_count => %(match_count)s, p_boost_proven => %(boost_proven)s,
     p_boost_pattern => %(boost_pattern)s, p_boost_candidate => %(boost_candidate)s)
@@ -32,7 +32,7 @@ FROM (
     SELECT e.id, e.topic_id, e.concept_slug, e.visibility_scope, e.maturity, e.confidence,
            e.instruction, e.embedding <=> %(query)b AS distance
     FROM hag_entries e
-    WHERE hag_entry_visible(e.maturity, e.confidence, %(min_confidence)s, %(floor_proven)s,
+    WHERE hag_entry_visible(e.maturity, e.confidence, %(retrieval_min_confidence)s, %(floor_proven)s,
                             %(floor_pattern)s, %(floor_candidate)s)
       AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
       AND e.visibility_scope = ANY (%(scopes)s::text[])
@@ -59,35 +59,46 @@ FROM (
 -- filter, 18.5 ms through the three ranges; docs/retrieval.md). The branches are written
 -- out rather than joined to a VALUES list of tiers: with the tier as a join column the
 -- planner scanned the whole tutor partition again (34 ms against 21.8 for these branches).
+-- Each branch's floor and boost are the tier functions' (014_hag_maturity_tiers.sql) for a
+-- constant maturity, which the planner folds to the one dial each names.
 SELECT e.id, e.topic_id, e.concept_slug, e.visibility_scope, e.maturity, e.confidence,
        e.instruction, 1 - (e.embedding <=> %(query)b) AS similarity, c.approximate
 FROM (
     SELECT t.id, t.approximate
     FROM (
-        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec) * %(boost_proven)s
+        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec)
+                   * hag_maturity_boost('proven', %(boost_proven)s, %(boost_pattern)s,
+                                        %(boost_candidate)s)
                    AS approximate
         FROM hag_entry_search s
         WHERE s.search_set = %(search_set)s
           AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
           AND s.visibility_scope = ANY (%(scopes)s::text[])
           AND s.maturity = 'proven'
-          AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_proven)s)
+          AND s.confidence >= hag_entry_retrieval_floor('proven', %(retrieval_min_confidence)s,
+                                   %(floor_proven)s, %(floor_pattern)s, %(floor_candidate)s)
         UNION ALL
-        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec) * %(boost_pattern)s
+        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec)
+                   * hag_maturity_boost('pattern', %(boost_proven)s, %(boost_pattern)s,
+                                        %(boost_candidate)s)
         FROM hag_entry_search s
         WHERE s.search_set = %(search_set)s
           AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
           AND s.visibility_scope = ANY (%(scopes)s::text[])
           AND s.maturity = 'pattern'
-          AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_pattern)s)
+          AND s.confidence >= hag_entry_retrieval_floor('pattern', %(retrieval_min_confidence)s,
+                                   %(floor_proven)s, %(floor_pattern)s, %(floor_candidate)s)
         UNION ALL
-        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec) * %(boost_candidate)s
+        SELECT s.id, -(s.embedding <#> l2_normalize(%(query)b)::halfvec)
+                   * hag_maturity_boost('candidate', %(boost_proven)s, %(boost_pattern)s,
+                                        %(boost_candidate)s)
         FROM hag_entry_search s
         WHERE s.search_set = %(search_set)s
           AND (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s)
           AND s.visibility_scope = ANY (%(scopes)s::text[])
           AND s.maturity = 'candidate'
-          AND s.confidence >= GREATEST(%(min_confidence)s, %(floor_candidate)s)
+          AND s.confidence >= hag_entry_retrieval_floor('candidate', %(retrieval_min_confidence)s,
+                                   %(floor_proven)s, %(floor_pattern)s, %(floor_candidate)s)
     ) t
     ORDER BY t.approximate DESC, t.id
     LIMIT %(candidates)s
@@ -97,8 +108,8 @@ JOIN hag_entries e ON e.id = c.id
 -- name: resident_rows
 -- Every eligible row of one searched set of the copy, for the read path to keep in memory
 -- (hag.retrieval.resident): the id and vector in their binary forms (16 bytes; 4 + 2 x dim
--- bytes, half precision), the maturity tier (0 proven, 1 pattern, 2 candidate, for the
--- boost), and on every row the set's stamp (migration 095) and the database's identity
+-- bytes, half precision), the maturity tier (hag_maturity_tier: 0 proven, 1 pattern,
+-- 2 candidate, by which hag.retrieval.tiers indexes the boosts), and on every row the set's stamp (migration 095) and the database's identity
 -- (hag_database_identity), read in the same snapshot as the rows; one row with a NULL id
 -- when the set has none. The filter is the seed's
 -- (hag_entry_visible, whose tier ranges the copy's index serves); a load is a one-off
@@ -110,14 +121,12 @@ FROM (
     WHERE c.set_key IN (hag_entry_search_key(%(search_set)s, %(topic_id)s), '*')
 ) s
 LEFT JOIN (
-    SELECT c.id, CASE c.maturity WHEN 'proven' THEN 0 WHEN 'pattern' THEN 1 ELSE 2 END::smallint
-               AS tier,
-           c.embedding
+    SELECT c.id, hag_maturity_tier(c.maturity) AS tier, c.embedding
     FROM hag_entry_search c
     WHERE c.search_set = %(search_set)s
       AND (%(topic_id)s::text IS NULL OR c.topic_id = %(topic_id)s)
       AND c.visibility_scope = ANY (%(scopes)s::text[])
-      AND hag_entry_visible(c.maturity, c.confidence, %(min_confidence)s, %(floor_proven)s,
+      AND hag_entry_visible(c.maturity, c.confidence, %(retrieval_min_confidence)s, %(floor_proven)s,
                             %(floor_pattern)s, %(floor_candidate)s)
 ) t ON true
 
@@ -144,7 +153,7 @@ LEFT JOIN (
     WHERE hag_entry_search_set(e.visibility_scope, e.maturity) = %(search_set)s
       AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
       AND e.visibility_scope = ANY (%(scopes)s::text[])
-      AND hag_entry_visible(e.maturity, e.confidence, %(min_confidence)s, %(floor_proven)s,
+      AND hag_entry_visible(e.maturity, e.confidence, %(retrieval_min_confidence)s, %(floor_proven)s,
                             %(floor_pattern)s, %(floor_candidate)s)
 ) r ON true
 
@@ -179,48 +188,32 @@ SELECT id, topic_id, concept_slug, visibility_scope, maturity, confidence, instr
        similarity
 FROM match_hag_entries_by_concept(
     %(slugs)s::text[], %(topic_id)s, %(scopes)s::text[],
-    p_min_confidence => %(min_confidence)s, p_floor_proven => %(floor_proven)s,
+    p_min_confidence => %(retrieval_min_confidence)s, p_floor_proven => %(floor_proven)s,
     p_floor_pattern => %(floor_pattern)s, p_floor_candidate => %(floor_candidate)s,
-    p_match_count => %(match_count)s, p_boost_proven => %(boost_proven)s,
+    p_match_count => %(concept_match_count)s, p_boost_proven => %(boost_proven)s,
     p_boost_pattern => %(boost_pattern)s, p_boost_candidate => %(boost_candidate)s)
 
 -- name: edge_walk
--- The seed's deterministic edge walk (traverse_hag_edges) for several entries in one round
--- trip: outgoing edges at or above the walk floor, into targets that are not archived (and
--- not candidates unless include_candidates), ordered per source entry as a teaching policy
--- (prerequisite, fallback, leads_to, related, supersedes, then confidence), at most
--- `per_entry` edges each. `rank` is the source's position in the ranking (1 = top match).
--- Ties go to the target's concept before the edge id: ids are random, so an id tie-break
--- would render different lines when the same sessions are replayed on a fresh database.
+-- The seed's edge walk (hag_edge_walk, which alone holds its filter and order; traverse_hag_edges
+-- reads it too) for several entries in one round trip, each entry's edges in the walk's
+-- order, at most `edge_walk_max_edges_per_entry` each. `rank` is the source's position in
+-- the ranking (1 = top match).
 -- Targets are limited to what this learner may read in this topic (hag_entry_readable: the
 -- topic's entries in the topic scopes, `tutor`, this learner's `student:` scope), the same
 -- rule that bounds what a session may name or write: another learner's pattern, a drawing
 -- or another topic's entry never reaches this prompt.
-SELECT w.rank, w.edge_id, w.source_entry_id, w.target_entry_id, w.edge_type, w.condition,
-       w.confidence, w.target_instruction
+SELECT r.rank, r.edge_id, r.source_entry_id, r.target_entry_id, r.edge_type, r.condition,
+       r.confidence, r.target_instruction
 FROM (
-    SELECT s.rank, e.id AS edge_id, e.source_entry_id, e.target_entry_id, e.edge_type,
-           e.condition, e.confidence, he.instruction AS target_instruction,
-           row_number() OVER (
-               PARTITION BY s.rank
-               ORDER BY CASE e.edge_type
-                            WHEN 'prerequisite' THEN 1 WHEN 'fallback' THEN 2
-                            WHEN 'leads_to' THEN 3 WHEN 'related' THEN 4
-                            WHEN 'supersedes' THEN 5
-                        END,
-                        e.confidence DESC,
-                        he.concept_slug, he.visibility_scope, e.id) AS position
-    FROM unnest(%(entry_ids)s::uuid[]) WITH ORDINALITY AS s (entry_id, rank)
-    JOIN hag_edges e ON e.source_entry_id = s.entry_id
-    JOIN hag_entries he ON he.id = e.target_entry_id
-    WHERE e.confidence >= %(min_confidence)s
-      AND he.maturity <> 'archived'
-      AND (%(include_candidates)s OR he.maturity <> 'candidate')
-      AND hag_entry_readable(he.visibility_scope, he.topic_id, %(reader_learner_id)s,
-                             %(reader_topic_id)s, %(reader_topic_scopes)s::text[])
-) w
-WHERE w.position <= %(per_entry)s
-ORDER BY w.rank, w.position
+    SELECT w.*, row_number() OVER (PARTITION BY w.rank ORDER BY w.walk_position) AS position
+    FROM hag_edge_walk(%(entry_ids)s::uuid[], %(edge_min_confidence)s,
+                       %(edge_include_candidate_targets)s) AS w
+    WHERE hag_entry_readable(w.target_visibility_scope, w.target_topic_id,
+                             %(reader_learner_id)s, %(reader_topic_id)s,
+                             %(reader_topic_scopes)s::text[])
+) r
+WHERE r.position <= %(edge_walk_max_edges_per_entry)s
+ORDER BY r.rank, r.position
 
 -- name: visual_for
 -- The visual bucket's own read (get_hag_visual): the curated drawing for a concept.

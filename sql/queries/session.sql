@@ -95,16 +95,17 @@ SELECT payload::text AS payload_text FROM hag_sessions WHERE session_id = %(sess
 -- name: lock_identities
 -- Transaction-scoped advisory locks guarding the identities this session reads before it
 -- writes (a learner's patterns for the cosine dedup; the topic entries that struggles
--- look up and observations may create). Each identity is hashed into one of `buckets`
--- buckets (dial session_lock_buckets) and the session locks its buckets, each once, in
+-- look up and observations may create). Each identity is hashed into one of
+-- `session_lock_buckets` buckets and the session locks its buckets, each once, in
 -- one sorted pass: two sessions sharing an identity share its bucket, so they queue; they
 -- never wait on each other in opposite orders; and however many identities a payload
--- names, one session holds at most `buckets` of these locks (the server's lock table is
--- shared: one lock per identity ran it out at 60,000 observations). The two-key form with
--- `lock_class` keeps these apart from every other advisory lock of the project.
+-- names, one session holds at most `session_lock_buckets` of these locks (the server's
+-- lock table is shared: one lock per identity ran it out at 60,000 observations). The
+-- two-key form with `lock_class` keeps these apart from every other advisory lock of the
+-- project.
 SELECT count(pg_advisory_xact_lock(%(lock_class)s, b.bucket)) AS locked
-FROM (SELECT DISTINCT ((hashtextextended(k, 0) %% %(buckets)s + %(buckets)s)
-                       %% %(buckets)s)::int AS bucket
+FROM (SELECT DISTINCT ((hashtextextended(k, 0) %% %(session_lock_buckets)s
+                        + %(session_lock_buckets)s) %% %(session_lock_buckets)s)::int AS bucket
       FROM unnest(%(keys)s::text[]) AS t (k)
       ORDER BY bucket) AS b
 
