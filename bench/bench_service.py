@@ -271,9 +271,14 @@ def measure(label: str, url: str, make_queries: Callable[[int], list[Query]]) ->
                 flush=True,
             )
     verdict = "met" if at_8 is not None and at_8 <= GOAL_MS else "NOT met"
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load > cores:
+        verdict += (
+            f" (load {load:.1f} on {cores} cores: the p99s are mostly waits for a core, "
+            "either way; read the CPU line)"
+        )
     print(f"{label}: goal (HTTP p99 within {GOAL_MS:g} ms of in-process at 8 clients) {verdict}")
     if extra_8 is not None:
-        cores = os.cpu_count() or 1
         print(
             f"{label}: HTTP cost {extra_8:+.2f} ms of CPU per call at 8 clients (client + service "
             f"+ database, less in process); with every core busy a call queues behind the others' "

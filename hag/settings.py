@@ -243,7 +243,7 @@ _DIALS: tuple[Dial, ...] = (
     _i("runs_default_limit", 20, 1, 100000, "ours: runs `hag runs` lists when no --limit is given (the newest)", "hag/cli/runs_cmd.py"),
     _i("nightly_log_max_promotions", 20, 0, 100000, "ours: promoted entries a nightly run names in its log (id and concept), then 'and K more'; 0 names none", "hag/sweeps.py"),
     # --- the HTTP service (docs/service.md) ---
-    _i("service_threads", 16, 1, 1000, "ours (measured, docs/service.md): requests the service runs at once in its thread pool (retrieve, ingest, explain); more wait their turn, so the read pool's connections are not oversubscribed", "hag/service"),
+    _i("service_threads", 16, 1, 1000, "ours (measured, docs/service.md): requests the service runs at once in each of its two thread pools (retrieves; ingests and explains); more wait their turn, so the read pool's connections are not oversubscribed", "hag/service"),
     # --- data-quality suites (SPEC §8) ---
     _i("suite_work_mem_mb", 128, 4, 65536, "ours: PostgreSQL work_mem of the suites' own sessions (uniqueness checks hash every row's key)", "hag/quality"),
     _i("suite_concurrency", 2, 1, 16, "ours: data-quality suites run at the same time, each on its own PostgreSQL sessions (the work is the server's)", "hag/quality"),

@@ -359,7 +359,7 @@ def test_a_database_that_does_not_answer_is_a_503_in_one_line(service, monkeypat
 
 
 def test_the_thread_pool_is_sized_by_its_dial(db, dials):
-    """service_threads is what the running service sets its thread limiter to."""
+    """service_threads sizes the running service's thread limiter and its retrieve pool."""
     dials(service_threads=3)
     with Running() as running:
         assert running.app.state.threads == 3

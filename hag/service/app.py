@@ -2,10 +2,11 @@
 
 Every endpoint that touches the database is a plain `def` (or hands its work to
 `run_in_threadpool`), so concurrent requests run in the thread pool, whose size is the
-`service_threads` dial, while the event loop only moves bytes. Errors are one line in an
-`ErrorBody`: the request's own shape 422 (the field named), the library's refusals
-400/404/409, a database or embedder the process cannot use 503; no exception type or
-driver text of psycopg or openai reaches a client.
+`service_threads` dial, while the event loop only moves bytes; a retrieve is answered in
+front of all this, on a pool of its own of the same size (hag/service/fast.py). Errors are
+one line in an `ErrorBody`: the request's own shape 422 (the field named), the library's
+refusals 400/404/409, a database or embedder the process cannot use 503; no exception type
+or driver text of psycopg or openai reaches a client.
 """
 
 from __future__ import annotations
