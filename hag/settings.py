@@ -276,7 +276,7 @@ class Settings(Mapping[str, Any]):
     runs_default_limit: int = _num(20, 1, 100000, "ours: runs `hag runs` lists when no --limit is given (the newest)", "hag/cli/runs_cmd.py")
     nightly_log_max_promotions: int = _num(20, 0, 100000, "ours: promoted entries a nightly run names in its log (id and concept), then 'and K more'; 0 names none", "hag/sweeps.py")
     # --- the HTTP service (docs/service.md) ---
-    service_threads: int = _num(16, 1, 1000, "ours (measured, docs/service.md): requests the service runs at once in its thread pool (retrieve, ingest, explain); more wait their turn, so the read pool's connections are not oversubscribed", "hag/service")
+    service_threads: int = _num(16, 1, 1000, "ours (measured, docs/service.md): requests the service runs at once in each of its two thread pools (retrieves; ingests and explains); more wait their turn, so the read pool's connections are not oversubscribed", "hag/service")
     # --- data-quality suites (SPEC §8) ---
     suite_work_mem_mb: int = _num(128, 4, 65536, "ours: PostgreSQL work_mem of the suites' own sessions (uniqueness checks hash every row's key)", "hag/quality")
     suite_concurrency: int = _num(2, 1, 16, "ours: data-quality suites run at the same time, each on its own PostgreSQL sessions (the work is the server's)", "hag/quality")

@@ -28,6 +28,7 @@ from hag.client import (
     ServiceUnavailable,
     ServiceValidationError,
 )
+from hag.errors import ValidationError
 from tests.embedder_memory import own_memory
 from tests.session_builders import payload, turn
 from tests.test_embedder_faults import demo_memory
@@ -119,6 +120,71 @@ def test_retrieve_over_http_is_the_in_process_result(client):
     assert over_http.used_entry_ids == local.used_entry_ids
     assert over_http.rendered_edge_ids == local.rendered_edge_ids
     assert over_http.degraded == "" and over_http.topic_advisories
+
+
+def test_a_retrieve_reports_the_services_own_time(service, client):
+    """A retrieve answers with Server-Timing; the client reads it as last_server_ms."""
+    assert client.last_server_ms is None
+    client.retrieve("cryptography", "ada", MESSAGE)
+    assert client.last_server_ms is not None and client.last_server_ms > 0
+    request = urllib.request.Request(
+        service.url + "/v1/retrieve",
+        data=json.dumps(
+            {"topic_id": "cryptography", "learner_id": "ada", "message": MESSAGE}
+        ).encode(),
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.headers["Server-Timing"].startswith("retrieve;dur=")
+    client.health()
+    assert client.last_server_ms is None  # the application's endpoints send none
+
+
+def test_a_retrieve_without_the_token_is_refused_by_the_application(service):
+    """The retrieve's own path hands a missing or wrong token to the app: 401, challenged."""
+    body = b'{"topic_id": "cryptography", "learner_id": "ada", "message": "hi"}'
+    assert raw(service, "POST", "/v1/retrieve", body, token="wrong") == (
+        401,
+        {"detail": "a valid bearer token is required"},
+    )
+    request = urllib.request.Request(service.url + "/v1/retrieve", data=body, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=30)
+    with caught.value as refused:
+        assert refused.code == 401 and refused.headers["WWW-Authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("encoder", ["orjson", "stdlib"])
+def test_the_retrieve_answer_is_the_librarys_as_dict(service, monkeypatch, encoder):
+    """result_json, with orjson or the standard library, encodes exactly as_dict's values."""
+    from hag.service import fast
+
+    if encoder == "stdlib":
+        monkeypatch.setattr(fast, "orjson", None)
+    elif fast.orjson is None:
+        pytest.skip("orjson is not installed")
+    result = retrieval.retrieve(
+        "cryptography", "ada", MESSAGE, recent_concepts=[["rsa"]], expected_concepts=["rsa"]
+    )
+    assert result.topic_advisories and result.edges and result.passes
+    assert json.loads(fast.result_json(result)) == result.as_dict()
+
+
+def test_the_client_reads_the_duration_of_server_timing():
+    """The first metric's dur is the figure; none, or a malformed one, is None."""
+    from hag.client import _duration
+
+    assert _duration("retrieve;dur=4.25") == 4.25
+    assert _duration('retrieve;desc="x";dur=1, db;dur=9') == 1.0
+    assert _duration("retrieve") is None and _duration("retrieve;dur=soon") is None
+
+
+def test_a_token_that_cannot_travel_in_a_header_is_refused_by_the_client():
+    """A token with a line break (header injection) or a URL path with a space: one line."""
+    with pytest.raises(ValidationError, match="printable ASCII"):
+        HagClient("http://127.0.0.1:1", "abc\r\nX-Evil: 1")
+    with pytest.raises(ValidationError, match="space or control"):
+        HagClient("http://127.0.0.1:1/a b", TOKEN)
 
 
 def test_an_unknown_topic_is_a_404_naming_it(client):
@@ -293,10 +359,11 @@ def test_a_database_that_does_not_answer_is_a_503_in_one_line(service, monkeypat
 
 
 def test_the_thread_pool_is_sized_by_its_dial(db, dials):
-    """service_threads is what the running service sets its thread limiter to."""
+    """service_threads sizes the running service's thread limiter and its retrieve pool."""
     dials(service_threads=3)
     with Running() as running:
         assert running.app.state.threads == 3
+        assert running.app.state.retrieve_pool._max_workers == 3
 
 
 def test_the_published_openapi_schema_is_current():

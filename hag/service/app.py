@@ -2,20 +2,22 @@
 
 Every endpoint that touches the database is a plain `def` (or hands its work to
 `run_in_threadpool`), so concurrent requests run in the thread pool, whose size is the
-`service_threads` dial, while the event loop only moves bytes. Errors are one line in an
-`ErrorBody`: the request's own shape 422 (the field named), the library's refusals
-400/404/409, a database or embedder the process cannot use 503; no exception type or
-driver text of psycopg or openai reaches a client.
+`service_threads` dial, while the event loop only moves bytes; a retrieve is answered in
+front of all this, on a pool of its own of the same size (hag/service/fast.py). Errors are
+one line in an `ErrorBody`: the request's own shape 422 (the field named), the library's
+refusals 400/404/409, a database or embedder the process cannot use 503; no exception type
+or driver text of psycopg or openai reaches a client.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -34,6 +36,7 @@ from hag.errors import (
     SettingsError,
     ValidationError,
 )
+from hag.service.fast import RetrieveFastPath, answer
 from hag.service_models import (
     API_PREFIX,
     EdgeExplanation,
@@ -85,7 +88,7 @@ def create_app(token: str) -> FastAPI:
         if creds is None or not hmac.compare_digest(given, expected):
             raise Refused(401, ErrorBody(detail="a valid bearer token is required"))
 
-    app = FastAPI(
+    app = Service(
         title="HAG memory service",
         version="1",
         summary="An AI tutor's long-term memory over HTTP (docs/service.md).",
@@ -95,18 +98,41 @@ def create_app(token: str) -> FastAPI:
     )
     _handlers(app)
     _routes(app)
+    app.fast_path = RetrieveFastPath(
+        partial(FastAPI.__call__, app),
+        token=token,
+        pool=lambda: app.state.retrieve_pool,
+        reply_for=_error_reply,
+    )
     return app
+
+
+class Service(FastAPI):
+    """The FastAPI application with the retrieve endpoint's own path in front of it.
+
+    A retrieve, every turn of every tutor, skips FastAPI's middleware, dependencies and
+    response machinery (hag/service/fast.py); whatever that path would refuse, and every
+    other request, reaches the routes and handlers of this application.
+    """
+
+    fast_path: RetrieveFastPath
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.fast_path(scope, receive, send)
 
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Size the thread pool from the dials; at shutdown close both pools (nothing left open)."""
+    """Size the thread pools from the dials; at shutdown close them and the database pools
+    (nothing left open)."""
     threads = await run_in_threadpool(lambda: settings.current().service_threads)
     anyio.to_thread.current_default_thread_limiter().total_tokens = threads
     app.state.threads = threads
+    app.state.retrieve_pool = ThreadPoolExecutor(threads, thread_name_prefix="hag-service")
     try:
         yield
     finally:
+        app.state.retrieve_pool.shutdown(wait=True)
         await run_in_threadpool(db.close_all)
 
 
@@ -114,20 +140,10 @@ def _routes(app: FastAPI) -> None:
     @app.post(f"{API_PREFIX}/retrieve", response_model=RetrieveResult, tags=["memory"])
     def retrieve(body: RetrieveRequest) -> Any:
         """The memory for one turn: ranked advisories, edge trees and the prompt text."""
-        from hag.retrieval import retrieve as run
-
-        result = run(
-            body.topic_id,
-            body.learner_id,
-            body.message,
-            level=body.level,
-            focus=body.focus,
-            recent_concepts=body.recent_concepts,
-            expected_concepts=body.expected_concepts,
-        )
-        # Sent as it is: the library's result is already the response model's shape, and
-        # validating it again on the way out cost a millisecond a turn (docs/service.md).
-        return Response(json.dumps(result.as_dict()), media_type="application/json")
+        # The retrieve's own path (hag/service/fast.py) answers every request this route
+        # would; the route is its schema, and what it answers with is the same call.
+        payload, headers = answer(body)
+        return Response(payload, media_type="application/json", headers=headers)
 
     @app.post(
         f"{API_PREFIX}/sessions",
@@ -286,14 +302,30 @@ _STATUS: tuple[tuple[type[HagError], int], ...] = (
 )
 
 
-def _handlers(app: FastAPI) -> None:
-    def reply(status: int, body: ErrorBody, **headers: str) -> JSONResponse:
-        return JSONResponse(body.model_dump(mode="json", exclude_none=True), status, headers)
+def _error(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
+    """The status, one-line body and headers the service answers an exception with."""
+    if isinstance(exc, Refused):
+        return exc.status, exc.body, {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+    if isinstance(exc, HagError):
+        status = next(code for kind, code in _STATUS if isinstance(exc, kind))
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return status, ErrorBody(detail=detail), {}
+    line = _database_line(exc)
+    if line:
+        return 503, ErrorBody(detail=line), {}
+    log.error("unforeseen error", exc_info=exc)
+    return 500, ErrorBody(detail="internal error (logged by the service)"), {}
 
-    @app.exception_handler(Refused)
-    async def refused(request: Request, exc: Refused) -> JSONResponse:
-        extra = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
-        return reply(exc.status, exc.body, **extra)
+
+def _error_reply(exc: BaseException) -> tuple[int, bytes, dict[str, str]]:
+    """`_error` as the bytes of its JSON body (the retrieve path's form)."""
+    status, body, headers = _error(exc)
+    return status, body.model_dump_json(exclude_none=True).encode(), headers
+
+
+def _handlers(app: FastAPI) -> None:
+    def reply(status: int, body: ErrorBody, headers: dict[str, str]) -> JSONResponse:
+        return JSONResponse(body.model_dump(mode="json", exclude_none=True), status, headers)
 
     @app.exception_handler(RequestValidationError)
     async def malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -306,19 +338,10 @@ def _handlers(app: FastAPI) -> None:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         message = str(first.get("msg", "invalid")).splitlines()[0]
         detail = f"{field}: {message}{more}" if field else f"{message}{more}"
-        return reply(422, ErrorBody(detail=detail, field=field))
+        return reply(422, ErrorBody(detail=detail, field=field), {})
 
+    @app.exception_handler(Refused)
     @app.exception_handler(HagError)
-    async def library(request: Request, exc: HagError) -> JSONResponse:
-        status = next(code for kind, code in _STATUS if isinstance(exc, kind))
-        return reply(
-            status, ErrorBody(detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        )
-
     @app.exception_handler(Exception)
-    async def unforeseen(request: Request, exc: Exception) -> JSONResponse:
-        line = _database_line(exc)
-        if line:
-            return reply(503, ErrorBody(detail=line))
-        log.exception("unforeseen error on %s %s", request.method, request.url.path)
-        return reply(500, ErrorBody(detail="internal error (logged by the service)"))
+    async def refused(request: Request, exc: Exception) -> JSONResponse:
+        return reply(*_error(exc))
