@@ -88,6 +88,11 @@ _DIALS: tuple[Dial, ...] = (
     _f("concept_match_bonus", 1.30, 1, 5, "seed: ranking bonus when the slug is in the expected set", R),
     _i("recent_concept_turns", 3, 1, 50, "seed: turns whose concept slugs feed the by-concept pass", R),
     _i("query_message_max_chars", 500, 1, 100000, "seed: student message characters in the query context", R),
+    # the relevance ranking (issue 30, docs/retrieval.md "Relevance"): one setting away from the seed's
+    Dial("retrieval_ranking", "str", "seed", "ours: seed = the seed's context string, by-concept pass from the recent turns and score similarity x confidence x maturity x bonus; relevance = the message alone is embedded, the topic's nearest catalogue concepts feed a catalogue pass, the score blends entry and concept similarity with confidence as a bounded tie-break", R, choices=("seed", "relevance")),
+    _i("relevance_catalogue_concepts", 5, 1, 100, "ours (measured, docs/retrieval.md): under relevance, the topic's catalogue concepts nearest the message whose entries the catalogue pass reads", R),
+    _f("relevance_concept_weight", 0.5, 0, 1, "ours (measured): under relevance, the share of the concept's similarity in an entry's relevance (the rest: the entry's own)", R),
+    _f("relevance_confidence_weight", 0.02, 0, 1, "ours (measured): under relevance, confidence x maturity boost times this is added to the relevance: a tie-break, bounded by this x the largest boost", R),
     _i("embed_max_chars", 2000, 1, 100000, "seed: every embedded text is cut to this many characters", "hag/embeddings"),
     _i("advisory_max_chars", 400, 20, 100000, "seed: advisory text clipped at a sentence boundary", R),
     Dial("topic_scopes", "list", ["public"], "ours: visibility scopes the topic passes read", "hag/visibility.py", pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"), min_items=1),
@@ -515,6 +520,10 @@ class Settings(Mapping[str, Any]):
     concept_match_bonus: float
     recent_concept_turns: int
     query_message_max_chars: int
+    retrieval_ranking: str
+    relevance_catalogue_concepts: int
+    relevance_concept_weight: float
+    relevance_confidence_weight: float
     embed_max_chars: int
     advisory_max_chars: int
     topic_scopes: tuple[str, ...]
