@@ -16,7 +16,8 @@ shown by either ranking; how many they are is printed): the right concept first,
 top 3, the mean reciprocal rank (0 past the topic block's 5), the largest share of a
 topic's messages with the same first advisory (and its concept), and p50/p99 of
 `retrieve` with the query vector already cached (the passes, merge, walk and render; the
-result cache off), with the load average: the machine is shared.
+result cache off; the two rankings timed in turns, block by block), with the load
+average: the machine is shared.
 
     python -m bench relevance
     HAG_BENCH_RELEVANCE_EMBEDDERS=offline,local python -m bench relevance
@@ -40,6 +41,8 @@ import numpy as np
 
 DATA = Path(__file__).parent / "data" / "relevance.jsonl"
 RANKINGS = ("seed", "relevance")
+BLOCK = 25  # messages timed under one ranking before the other takes its turn
+ROUNDS = 2
 LEARNER = "bench-learner"
 
 
@@ -124,40 +127,79 @@ def rank_of_right(concepts: list[str], right: tuple[str, ...]) -> int | None:
     return next((i for i, slug in enumerate(concepts) if slug in right), None)
 
 
+def turn(m: Message, titles: dict[tuple[str, str], str], focused: bool) -> dict[str, Any]:
+    """The retrieve arguments of one message: none, or its focus given as the simulator's
+    tutor gives it (focus, recent concept and expected concept)."""
+    if not focused:
+        return {}
+    return {
+        "focus": titles[(m.topic_id, m.focus)],
+        "recent_concepts": [m.focus],
+        "expected_concepts": [m.focus],
+    }
+
+
 def measure(
     asked: list[Message], titles: dict[tuple[str, str], str], focused: bool
-) -> tuple[list[int | None], list[Any], list[float]]:
-    """Each message's right-concept place, first advisory and retrieve milliseconds.
-
-    Every message is asked twice: the first call embeds it (the vector is cached), the
-    second, timed, runs the passes, merge, walk and render.
-    """
+) -> tuple[list[int | None], list[Any]]:
+    """Each message's right-concept place and first advisory (entry id, concept)."""
     from hag.retrieval import retrieve
 
     places: list[int | None] = []
     firsts: list[Any] = []
-    took: list[float] = []
     for m in asked:
-        kwargs: dict[str, Any] = {}
-        if focused:
-            kwargs = {
-                "focus": titles[(m.topic_id, m.focus)],
-                "recent_concepts": [m.focus],
-                "expected_concepts": [m.focus],
-            }
-        retrieve(m.topic_id, LEARNER, m.message, **kwargs)
-        started = time.perf_counter()
-        result = retrieve(m.topic_id, LEARNER, m.message, **kwargs)
-        took.append((time.perf_counter() - started) * 1000)
-        block = result.topic_advisories
+        block = retrieve(
+            m.topic_id, LEARNER, m.message, **turn(m, titles, focused)
+        ).topic_advisories
         places.append(rank_of_right([a.concept_slug for a in block], m.concepts))
         firsts.append((block[0].entry_id, block[0].concept_slug) if block else None)
-    return places, firsts, took
+    return places, firsts
+
+
+def use_ranking(ranking: str) -> None:
+    """Set `retrieval_ranking` in the database and drop this process's copy of the dials."""
+    from hag import db, settings
+
+    with db.connect() as conn:
+        settings.set_value(conn, "retrieval_ranking", ranking, by="bench")
+        conn.commit()
+    settings.invalidate()
+
+
+def latencies(
+    asked: list[Message], titles: dict[tuple[str, str], str]
+) -> dict[tuple[str, bool], list[float]]:
+    """Milliseconds of `retrieve` per (ranking, focus given), with the query vector cached.
+
+    The rankings take turns in blocks of BLOCK messages, the order swapped every block and
+    every round, so that the machine's changing load falls on both alike. Each message is
+    asked once untimed (its vector is embedded and cached), then timed: the passes, merge,
+    walk and render (the result cache is off).
+    """
+    from hag.retrieval import retrieve
+
+    took: dict[tuple[str, bool], list[float]] = {}
+    for round_ in range(ROUNDS):
+        for start in range(0, len(asked), BLOCK):
+            flip = (start // BLOCK + round_) % 2
+            for ranking in RANKINGS[::-1] if flip else RANKINGS:
+                use_ranking(ranking)
+                for focused in (False, True):
+                    for m in asked[start : start + BLOCK]:
+                        kwargs = turn(m, titles, focused)
+                        retrieve(m.topic_id, LEARNER, m.message, **kwargs)
+                        started = time.perf_counter()
+                        retrieve(m.topic_id, LEARNER, m.message, **kwargs)
+                        ms = (time.perf_counter() - started) * 1000
+                        took.setdefault((ranking, focused), []).append(ms)
+    return took
 
 
 def figures(
     asked: list[Message], places: list[int | None], firsts: list[Any], took: list[float]
 ) -> Figures:
+    """The figures of one (embedder, ranking, case) from each message's place, first
+    advisory, and the case's retrieve milliseconds (none: 0)."""
     n = len(asked)
     share, share_concept = 0.0, ""
     for topic in sorted({m.topic_id for m in asked}):
@@ -173,8 +215,8 @@ def figures(
         sum(1 / (p + 1) for p in places if p is not None) / n,
         share,
         share_concept,
-        float(np.percentile(took, 50)),
-        float(np.percentile(took, 99)),
+        float(np.percentile(took, 50)) if took else 0.0,
+        float(np.percentile(took, 99)) if took else 0.0,
     )
 
 
@@ -217,14 +259,12 @@ def run_embedder(name: str, env: dict[str, str], asked: list[Message]) -> list[s
             f"{name}: {len(kept)} of {len(asked)} messages answerable (the rest name concepts "
             "whose only entry is below its confidence floor)"
         )
+        took = latencies(kept, titles)
         for ranking in RANKINGS:
-            with db.connect() as conn:
-                settings.set_value(conn, "retrieval_ranking", ranking, by="bench")
-                conn.commit()
-            settings.invalidate()
+            use_ranking(ranking)
             clear_caches()
             for focused in (False, True):
-                f = figures(kept, *measure(kept, titles, focused))
+                f = figures(kept, *measure(kept, titles, focused), took[(ranking, focused)])
                 case = "focus given" if focused else "no focus"
                 lines.append(
                     f"| {name} | {ranking} | {case} | {f.first:.0%} | {f.top3:.0%} | "
