@@ -190,6 +190,20 @@ def test_a_recent_concept_counts_as_similar_by_fiat_under_relevance(db, dials):
     assert top[0].rank_score == pytest.approx(0.77002, abs=1e-5)
 
 
+def test_a_recent_concept_without_a_catalogue_vector_is_still_read(db, dials):
+    """A recent slug the catalogue holds no vector for (or no row at all) still brings its
+    entries, at concept similarity 1.0 by fiat: 0.5 x 0.30 + 0.5 x 1.0 + 0.02 x 0.8 x 1.05."""
+    _confident_and_relevant(db)
+    lesson = f.entry(db, concept_slug="uncatalogued", embedding=f.vec(0.30, axis=12))
+    db.commit()
+    dials(retrieval_ranking="relevance", relevance_catalogue_concepts=1, match_count=1)
+    top = retrieval.retrieve_with_vector(
+        "cryptography", "ada", f.QUERY, recent_concepts=["uncatalogued", "_unanchored_"]
+    ).topic_advisories
+    assert (top[0].entry_id, top[0].source) == (lesson, "catalogue")
+    assert top[0].rank_score == pytest.approx(0.6668, abs=1e-5)
+
+
 def test_retrieve_under_relevance_embeds_the_message_alone(db, dials):
     """The context a relevance turn embeds (and reports) is the message, not the seed's
     prefixed string; the seed's ranking keeps its string."""

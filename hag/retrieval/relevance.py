@@ -54,8 +54,9 @@ def concept_similarities(
     """Each concept's similarity to the query from the catalogue pass (1.0 by fiat for the
     recent turns' concepts), and the lowest among the nearest concepts (None when the
     catalogue gave none): a concept beyond the nearest is at most that similar."""
-    similar = {r["concept_slug"]: _number(r["concept_similarity"]) for r in catalogue}
-    near = [_number(r["concept_similarity"]) for r in catalogue if r["near"]]
+    known = [r for r in catalogue if r["concept_similarity"] is not None]
+    similar = {r["concept_slug"]: _number(r["concept_similarity"]) for r in known}
+    near = [_number(r["concept_similarity"]) for r in known if r["near"]]
     similar.update(dict.fromkeys(recent, 1.0))
     return similar, (min(near) if near else None)
 

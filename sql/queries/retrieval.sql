@@ -187,7 +187,8 @@ FROM match_hag_entries_by_concept(
 -- name: catalogue_pass
 -- The relevance ranking's concept pass (retrieval_ranking = relevance, docs/retrieval.md):
 -- the topic's `concept_count` catalogue concepts nearest the query (`near`), and the recent
--- turns' `slugs` beside them; for each, its cosine to the query (`concept_similarity`) and
+-- turns' `slugs` beside them (catalogued or not); for each, its cosine to the query
+-- (`concept_similarity`, NULL for a recent slug without a catalogue vector) and
 -- its eligible entries in the topic scopes, each with its own cosine (`similarity`, computed
 -- as match_hag_entries computes it, never 1.0 by fiat). A concept with no eligible entry
 -- still gives one row (its entry columns NULL): its similarity bounds the concepts beyond
@@ -202,10 +203,10 @@ WITH near AS (
 ), wanted AS (
     SELECT slug, distance, true AS near FROM near
     UNION ALL
-    SELECT c.slug, c.embedding <=> %(query)b, false
-    FROM hag_concepts c
-    WHERE c.topic_id = %(topic_id)s AND c.slug = ANY (%(slugs)s::text[])
-      AND c.embedding IS NOT NULL AND c.slug NOT IN (SELECT slug FROM near)
+    SELECT s.slug, c.embedding <=> %(query)b, false
+    FROM unnest(%(slugs)s::text[]) AS s (slug)
+    LEFT JOIN hag_concepts c ON c.topic_id = %(topic_id)s AND c.slug = s.slug
+    WHERE s.slug <> '_unanchored_' AND s.slug NOT IN (SELECT slug FROM near)
 )
 SELECT e.id, e.topic_id, w.slug AS concept_slug, e.visibility_scope, e.maturity,
        e.confidence, e.instruction, 1 - (e.embedding <=> %(query)b) AS similarity,
@@ -216,7 +217,7 @@ LEFT JOIN hag_entries e
       AND hag_entry_visible(e.maturity, e.confidence, %(min_confidence)s, %(floor_proven)s,
                             %(floor_pattern)s, %(floor_candidate)s)
       AND e.visibility_scope = ANY (%(scopes)s::text[])
-ORDER BY w.distance, w.slug, e.id
+ORDER BY w.distance NULLS LAST, w.slug, e.id
 LIMIT %(row_limit)s
 
 -- name: edge_walk
