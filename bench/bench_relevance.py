@@ -236,6 +236,16 @@ def answerable(asked: list[Message], conn: Any) -> list[Message]:
     return [m for m in asked if any((m.topic_id, c) in shown for c in m.concepts)]
 
 
+def one_thread_for_torch() -> None:
+    """Hold torch (the local model) to one thread: on a shared 2-core machine its default of
+    one spinning worker per core slowed one short embedding by orders of magnitude; a
+    single turn's text gains nothing from more."""
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        torch.set_num_threads(1)
+
+
 def run_embedder(name: str, env: dict[str, str], asked: list[Message]) -> list[str]:
     from hag import DEMO_CORPUS, db, settings
     from hag.corpus import load_file
@@ -243,6 +253,7 @@ def run_embedder(name: str, env: dict[str, str], asked: list[Message]) -> list[s
     from hag.simulate.sandbox import private_database
 
     lines: list[str] = []
+    one_thread_for_torch()
     with (
         environment(env),
         tempfile.TemporaryDirectory(prefix="hag-bench-relevance-") as tmp,

@@ -30,11 +30,13 @@ def local_memory(database_url: str) -> Iterator[str]:
     import psycopg
     from psycopg.conninfo import make_conninfo
 
+    from bench.bench_relevance import one_thread_for_torch
     from hag import DEMO_CORPUS
     from hag.corpus import load_file
     from hag.migrate import migrate_database
     from tests.embedder_memory import forget_process_state
 
+    one_thread_for_torch()  # a loaded CI machine: see there
     name = "hag_local_model"
     with psycopg.connect(database_url, autocommit=True) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {name}")
