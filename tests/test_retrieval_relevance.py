@@ -13,6 +13,8 @@ from hag.retrieval import relevance
 from hag.settings import defaults
 from tests import factories as f
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 RELEVANT = defaults().with_overrides(retrieval_ranking="relevance")
 
 
