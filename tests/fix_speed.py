@@ -26,6 +26,7 @@ SLOW_MODULES = frozenset(
         "test_report",  # simulations behind the report
         "test_require_database",  # a deployment run of every flow
         "test_retrieval_identity",  # two databases swapped behind one URL
+        "test_retrieval_local_model",  # a 384-dimension database embedded by the local model
         "test_service",  # uvicorn servers and a SIGTERM
         "test_session_flow",  # the Prefect harness
         "test_session_load",  # four workers, a nightly and a restore at once

@@ -13,6 +13,11 @@
 4. the edge walk from the top `edge_walk_top_k` topic advisories, in one query;
 5. the three labelled blocks and the decision-tree lines (hag.retrieval.render).
 
+That is the seed's ranking (`retrieval_ranking` = seed, the default). The relevance ranking,
+one setting away (hag.retrieval.relevance), embeds the message alone, reads a catalogue pass
+(the topic's concepts nearest the message, and the recent turns') in place of the by-concept
+pass, and ranks by entry and concept similarity with confidence as a bounded tie-break.
+
 With the embedding endpoint down or slower than `embedding_timeout_seconds` (retries
 included), the turn is answered from the passes that need no query vector, the by-concept
 pass and the edge walk, and the result says so (`degraded`); such a result is not cached.
@@ -40,7 +45,7 @@ import numpy as np
 from hag import db, settings, visibility
 from hag.db import Conn
 from hag.errors import EmbedderError, NotFoundError, ValidationError
-from hag.retrieval import ranking, render, resident, store
+from hag.retrieval import ranking, relevance, render, resident, store
 from hag.retrieval.cache import TTLCache
 from hag.retrieval.model import Advisory, PassReport, RenderedEdge, RetrievalResult, Visual
 from hag.settings import Settings
@@ -115,8 +120,9 @@ def retrieve(
     embedder = checked_embedder(
         lambda: store.reader(conn), db.database_url() if conn else db.read_database_url()
     )
+    contexts = relevance if dials.retrieval_ranking == "relevance" else ranking
     context = cut(
-        ranking.query_context(title, level, focus, student_message, dials),
+        contexts.query_context(title, level, focus, student_message, dials),
         dials.embed_max_chars,
     )
     # Everything that changes the answer: the embedded text (topic title, level, focus,
@@ -294,12 +300,18 @@ def _retrieve_uncached(
             name, vector, topic, where, count, dials, ann_label in ann, shared=conn is None
         )
 
+    # The relevance ranking (hag.retrieval.relevance) reads the catalogue pass in place of the
+    # by-concept pass; with no query vector both rankings have only the by-concept pass.
+    relevant = dials.retrieval_ranking == "relevance" and vector is not None
     jobs: dict[str, Pass] = {}
     if vector is not None:
         jobs["topic-semantic"] = semantic(
             "topic-semantic", topic_id, scopes, dials.match_count, f"topic:{topic_id}"
         )
-    if slugs:
+    if relevant:
+        assert vector is not None
+        jobs["topic-catalogue"] = CataloguePass(vector, tuple(slugs), topic_id, scopes, dials)
+    elif slugs:
         jobs["topic-concept"] = ConceptPass(tuple(slugs), topic_id, scopes, dials)
     if vector is not None and dials.tutor_match_count > 0:
         jobs["tutor"] = semantic("tutor", None, ("tutor",), dials.tutor_match_count, "scope:tutor")
@@ -312,8 +324,12 @@ def _retrieve_uncached(
     # soon as they are merged and runs while the tutor and student passes may still run.
     running = {name: _start(conn, job.run) for name, job in jobs.items()}
     semantic_rows = running["topic-semantic"].result()[0] if "topic-semantic" in running else []
-    concept_rows = running["topic-concept"].result()[0] if "topic-concept" in running else []
-    ranked = ranking.merge_topic(semantic_rows, concept_rows, expected, dials)
+    if relevant:
+        catalogue_rows = running["topic-catalogue"].result()[0]
+        ranked = relevance.merge_topic(semantic_rows, catalogue_rows, slugs, expected, dials)
+    else:
+        concept_rows = running["topic-concept"].result()[0] if "topic-concept" in running else []
+        ranked = ranking.merge_topic(semantic_rows, concept_rows, expected, dials)
     topic = tuple(_advisory(r.row, dials, r.source, r.score) for r in ranked)
     walked = [a.entry_id for a in topic[: dials.edge_walk_top_k]]
     # Only targets this learner may read in this topic are walked (hag_entry_readable, the
@@ -400,7 +416,23 @@ class ConceptPass:
         return store.concept_pass(conn, self.slugs, self.topic_id, self.scopes, self.dials)
 
 
-Pass = SemanticPass | ConceptPass
+@dataclass(frozen=True, eq=False)
+class CataloguePass:
+    """The relevance ranking's catalogue pass (store.catalogue_pass), ready to run."""
+
+    vector: np.ndarray
+    slugs: tuple[str, ...]
+    topic_id: str
+    scopes: tuple[str, ...]
+    dials: Settings
+
+    def run(self, conn: Conn) -> PassResult:
+        return store.catalogue_pass(
+            conn, self.vector, self.slugs, self.topic_id, self.scopes, self.dials
+        )
+
+
+Pass = SemanticPass | ConceptPass | CataloguePass
 T = TypeVar("T")
 
 

@@ -21,7 +21,7 @@ class Advisory:
     band: str  # high | medium | low: a label on the line, never a filter
     instruction: str  # clipped to advisory_max_chars at a sentence boundary
     topic_id: str = ""
-    source: str = "semantic"  # semantic | concept: which pass supplied it
+    source: str = "semantic"  # semantic | concept | catalogue: which pass supplied it
     rank_score: float = 0.0  # the merge's composite score (topic advisories only)
 
 

@@ -105,7 +105,7 @@ def rerank_compact(candidates: Sequence[Row], k: int, requested: int, dials: Set
 @dataclass(frozen=True)
 class Ranked:
     row: Row
-    source: str  # semantic | concept
+    source: str  # semantic | concept | catalogue (the relevance ranking's concept pass)
     score: float  # seed: similarity x confidence x maturity weight x concept bonus
 
 

@@ -251,6 +251,35 @@ def concept_pass(
     return rows, _report("topic-concept", "exact", rows, started)
 
 
+def catalogue_pass(
+    conn: Conn,
+    vector: np.ndarray,
+    slugs: Sequence[str],
+    topic_id: str,
+    scopes: Sequence[str],
+    dials: Settings,
+) -> tuple[list[Row], PassReport]:
+    """The relevance ranking's concept pass: the catalogue concepts nearest the query and the
+    recent slugs, each with its similarity and its eligible entries (sql: catalogue_pass)."""
+    started = time.perf_counter()
+    concepts = dials.relevance_catalogue_concepts + len(slugs)
+    rows = conn.execute(
+        query("retrieval", "catalogue_pass"),
+        {
+            **filters(dials),
+            "query": vector,
+            "slugs": list(slugs),
+            "topic_id": topic_id,
+            "scopes": list(scopes),
+            "concept_count": dials.relevance_catalogue_concepts,
+            # each concept gives one row per eligible entry, at most one per topic scope
+            # (the identity index), or one row without an entry
+            "row_limit": concepts * max(1, len(scopes)),
+        },
+    ).fetchall()
+    return rows, _report("topic-catalogue", "exact", rows, started)
+
+
 def edge_walk(
     conn: Conn,
     entry_ids: Sequence[Any],

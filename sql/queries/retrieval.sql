@@ -193,6 +193,42 @@ FROM match_hag_entries_by_concept(
     p_match_count => %(concept_match_count)s, p_boost_proven => %(boost_proven)s,
     p_boost_pattern => %(boost_pattern)s, p_boost_candidate => %(boost_candidate)s)
 
+-- name: catalogue_pass
+-- The relevance ranking's concept pass (retrieval_ranking = relevance, docs/retrieval.md):
+-- the topic's `concept_count` catalogue concepts nearest the query (`near`), and the recent
+-- turns' `slugs` beside them (catalogued or not); for each, its cosine to the query
+-- (`concept_similarity`, NULL for a recent slug without a catalogue vector) and
+-- its eligible entries in the topic scopes, each with its own cosine (`similarity`, computed
+-- as match_hag_entries computes it, never 1.0 by fiat). A concept with no eligible entry
+-- still gives one row (its entry columns NULL): its similarity bounds the concepts beyond
+-- the nearest. The catalogue of a topic is narrowed by its primary key; `_unanchored_` has
+-- no catalogue row and is never read here. At most `row_limit` rows, nearest concepts first.
+WITH near AS (
+    SELECT c.slug, c.embedding <=> %(query)b AS distance
+    FROM hag_concepts c
+    WHERE c.topic_id = %(topic_id)s AND c.embedding IS NOT NULL
+    ORDER BY c.embedding <=> %(query)b, c.slug
+    LIMIT %(concept_count)s
+), wanted AS (
+    SELECT slug, distance, true AS near FROM near
+    UNION ALL
+    SELECT s.slug, c.embedding <=> %(query)b, false
+    FROM unnest(%(slugs)s::text[]) AS s (slug)
+    LEFT JOIN hag_concepts c ON c.topic_id = %(topic_id)s AND c.slug = s.slug
+    WHERE s.slug <> '_unanchored_' AND s.slug NOT IN (SELECT slug FROM near)
+)
+SELECT e.id, e.topic_id, w.slug AS concept_slug, e.visibility_scope, e.maturity,
+       e.confidence, e.instruction, 1 - (e.embedding <=> %(query)b) AS similarity,
+       1 - w.distance AS concept_similarity, w.near
+FROM wanted w
+LEFT JOIN hag_entries e
+       ON e.topic_id = %(topic_id)s AND e.concept_slug = w.slug
+      AND hag_entry_visible(e.maturity, e.confidence, %(min_confidence)s, %(floor_proven)s,
+                            %(floor_pattern)s, %(floor_candidate)s)
+      AND e.visibility_scope = ANY (%(scopes)s::text[])
+ORDER BY w.distance NULLS LAST, w.slug, e.id
+LIMIT %(row_limit)s
+
 -- name: edge_walk
 -- The seed's edge walk (hag_edge_walk, which alone holds its filter and order; traverse_hag_edges
 -- reads it too) for several entries in one round trip, each entry's edges in the walk's
