@@ -229,7 +229,7 @@ def answerable(asked: list[Message], conn: Any) -> list[Message]:
     rows = conn.execute(
         "SELECT DISTINCT topic_id, concept_slug FROM hag_entries "
         "WHERE visibility_scope = ANY(%(scopes)s) AND hag_entry_visible(maturity, confidence, "
-        "%(min_confidence)s, %(floor_proven)s, %(floor_pattern)s, %(floor_candidate)s)",
+        "%(retrieval_min_confidence)s, %(floor_proven)s, %(floor_pattern)s, %(floor_candidate)s)",
         {**store.filters(dials), "scopes": list(dials.topic_scopes)},
     ).fetchall()
     shown = {(r["topic_id"], r["concept_slug"]) for r in rows}

@@ -223,7 +223,7 @@ SELECT e.id, e.topic_id, w.slug AS concept_slug, e.visibility_scope, e.maturity,
 FROM wanted w
 LEFT JOIN hag_entries e
        ON e.topic_id = %(topic_id)s AND e.concept_slug = w.slug
-      AND hag_entry_visible(e.maturity, e.confidence, %(min_confidence)s, %(floor_proven)s,
+      AND hag_entry_visible(e.maturity, e.confidence, %(retrieval_min_confidence)s, %(floor_proven)s,
                             %(floor_pattern)s, %(floor_candidate)s)
       AND e.visibility_scope = ANY (%(scopes)s::text[])
 ORDER BY w.distance NULLS LAST, w.slug, e.id
