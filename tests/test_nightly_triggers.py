@@ -42,6 +42,14 @@ def test_deleting_edges_deletes_their_reports_and_only_theirs(db):
     assert audited == 2
 
 
+def test_truncating_the_edges_empties_their_reports(db):
+    """TRUNCATE hag_edges takes the reports too, as TRUNCATE ... CASCADE did with the key."""
+    a, b = f.entry(db), f.entry(db)
+    db.execute(REPORT, (f.edge(db, a, b), "s1"))
+    db.execute("TRUNCATE hag_edges, hag_edge_audit")
+    assert _reports(db) == set()
+
+
 def test_a_report_must_name_an_edge_that_exists(db):
     """A report of a missing edge is refused as a foreign key violation, naming the edge."""
     missing = uuid.uuid4()

@@ -120,7 +120,11 @@ ALTER TABLE hag_edge_learner_reports DROP CONSTRAINT hag_edge_learner_reports_ed
 CREATE FUNCTION hag_edge_reports_cascade() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM hag_edge_learner_reports r USING old_edges o WHERE r.edge_id = o.id;
+    IF TG_OP = 'TRUNCATE' THEN  -- as TRUNCATE ... CASCADE followed the foreign key
+        TRUNCATE hag_edge_learner_reports;
+    ELSE
+        DELETE FROM hag_edge_learner_reports r USING old_edges o WHERE r.edge_id = o.id;
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -128,6 +132,9 @@ $$;
 CREATE TRIGGER hag_edges_reports_cascade
     AFTER DELETE ON hag_edges
     REFERENCING OLD TABLE AS old_edges
+    FOR EACH STATEMENT EXECUTE FUNCTION hag_edge_reports_cascade();
+CREATE TRIGGER hag_edges_reports_truncate
+    AFTER TRUNCATE ON hag_edges
     FOR EACH STATEMENT EXECUTE FUNCTION hag_edge_reports_cascade();
 
 CREATE FUNCTION hag_edge_report_names_edge() RETURNS trigger
