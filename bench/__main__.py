@@ -1,4 +1,6 @@
-"""`make bench`: run every benchmark module in turn (each prints its own figures)."""
+"""`make bench`: run every benchmark module in turn (each prints its own figures), then
+compare the figures they recorded with bench/recorded.json (bench/figures.py): the exit
+status is 1 when one moved by more than the recorded tolerance."""
 
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ def main(argv: list[str]) -> int:
             continue
         print(f"\n===== {name} =====", flush=True)
         importlib.import_module(f"bench.{name}").main()
-    return 0
+    from bench import figures
+
+    return 1 if figures.report(figures.measured()) else 0
 
 
 if __name__ == "__main__":

@@ -140,6 +140,7 @@ def test_audit_rows_equal_deleted_rows_field_for_field(db):
         assert a["rule_values"]["cull_min_age_days"] == 90
         assert a["rule_values"]["cull_source_types"] == ["learned", "enriched"]
         assert a["rule_values"]["as_of"] == AS_OF.isoformat()
+        assert sorted(a["rule_values"]) == sorted(sweeps.CULL_RULE_KEYS)  # the cull's, not all
 
 
 def test_run_is_recorded_with_its_counts(db):

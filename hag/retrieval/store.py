@@ -398,10 +398,13 @@ class Catalog:
             return None
 
         def read() -> np.ndarray | None:
-            found = conn.execute(
-                query("retrieval", "contrast_sample"),
-                {"topic_id": topic_id, "scopes": list(scopes), "rows": rows},
-            ).fetchall()
+            # binary: pgvector's text loader parses each float in Python, which at 1,536
+            # dimensions held the GIL for seconds under eight clients (issue 26, bench mixed)
+            with conn.cursor(binary=True) as cursor:
+                found = cursor.execute(
+                    query("retrieval", "contrast_sample"),
+                    {"topic_id": topic_id, "scopes": list(scopes), "rows": rows},
+                ).fetchall()
             if not found:
                 return None
             return np.vstack([r["vector"].to_numpy() for r in found]).astype(np.float32)
