@@ -64,7 +64,7 @@ from hag.cli._common import echo_json, json_option, note
     "reports it again on every later failed turn of the session.",
 )
 @click.option(
-    "--misconceptions",
+    "--misconception-share",
     default=0.0,
     show_default=True,
     type=click.FloatRange(0, 1),
@@ -167,7 +167,7 @@ def simulate(
     p_false: float | None,
     noise_kind: str,
     repeat_sessions: float,
-    misconceptions: float,
+    misconception_share: float,
     error_kinds: str | None,
     jobs: int,
     seed: int,
@@ -229,7 +229,7 @@ def simulate(
         p_false=noise if p_false is None else p_false,
         noise_kind=noise_kind,
         p_repeat_session=repeat_sessions,
-        misconception_share=misconceptions,
+        misconception_share=misconception_share,
         seed=seed_list[0],
         profile=profile,
         enrich_every_days=enrich_every,
