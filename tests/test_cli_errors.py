@@ -99,7 +99,13 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
         (["service", "--port", "0"], 1, "--port"),
     ],
     "reembed": [(["reembed", "--batch-size", "0"], 1, "--batch-size")],
-    "simulate": [(["simulate", "--learners", "0"], 1, "--learners")],
+    "simulate": [
+        (["simulate", "--learners", "0"], 1, "--learners"),
+        (["simulate", "--error-kinds", "sloppy"], 1, "--error-kinds"),
+        (["simulate", "--world", "random:99"], 1, "--world"),
+        (["simulate", "--world", "cryptography,random:30"], 1, "several only with --error-kinds"),
+        (["simulate", "--misconception-share", "2"], 1, "--misconception-share"),
+    ],
 }
 
 

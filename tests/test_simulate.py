@@ -296,3 +296,79 @@ def test_the_same_seed_plays_the_same_session(db):
         return json.dumps(play(db, world, learner, rng).payload, sort_keys=True)
 
     assert once() == once()
+
+
+def repeated_play(db, extractor, seed=4):
+    """A reckless learner on the chain world, eight turns, the extractor as given."""
+    return play(
+        db,
+        chain_world(),
+        Learner("sim-0006", TRAITS[0], set()),
+        np.random.default_rng(seed),
+        extractor=extractor,
+        policy=TutorPolicy(min_turns=8, max_turns=8, p_notice_struggle=0.0),
+        model=OutcomeModel(p_overreach=1.0),
+    )
+
+
+def test_a_repeating_extractor_names_one_misread_pair_on_every_later_failed_turn(db):
+    """p_repeat_session 1: from the first failed turn on, every failed turn's payload names
+    the same pair, which is no prerequisite; successful turns never do."""
+    world = chain_world()
+    load_world(db, world)
+    record = repeated_play(db, Extractor(kind="structured", p_repeat_session=1.0))
+    turns = record.payload["turns"]
+    first = next(i for i, t in enumerate(turns) if t["outcome"] == "failure")
+    pair = (turns[first]["concept_slugs"][0], record.error_reports[0][1])
+    assert record.repeating and pair not in world.prerequisites
+    named = [
+        i
+        for i, t in enumerate(turns)
+        if any((s["concept_slug"], s["missing_slug"]) == pair for s in t["struggles"])
+    ]
+    failed_after = [i for i, t in enumerate(turns[first:], first) if t["outcome"] == "failure"]
+    assert len(failed_after) >= 2 and named == failed_after
+    assert record.error_reports == [(*pair, "repeated")] * len(failed_after)
+
+
+def test_a_repeating_extractor_replays_with_its_seed_and_is_absent_at_zero(db):
+    """The same seed gives the same repeated misreading; at share 0 the payload is the one
+    of an extractor without the option (nothing extra is drawn)."""
+    load_world(db, chain_world())
+
+    def payload(extractor):
+        return json.dumps(repeated_play(db, extractor).payload, sort_keys=True)
+
+    repeating = Extractor(kind="structured", p_repeat_session=1.0)
+    assert payload(repeating) == payload(repeating)
+    assert payload(Extractor(kind="structured", p_repeat_session=0.0)) == payload(
+        Extractor(kind="structured")
+    )
+    assert payload(repeating) != payload(Extractor(kind="structured"))
+
+
+def test_a_learner_names_their_misconception_on_every_failed_turn_there(db):
+    """A learner holding gamma <- alpha: every failed turn on gamma reports that pair, no
+    other turn does, and it is reported at least once over three sessions."""
+    world = chain_world()
+    load_world(db, world)
+    named = 0
+    for seed in (1, 2, 3):
+        learner = Learner("sim-0007", TRAITS[0], set(), misconception=("gamma", "alpha"))
+        record = play(
+            db,
+            world,
+            learner,
+            np.random.default_rng(seed),
+            policy=TutorPolicy(min_turns=8, max_turns=8, p_notice_struggle=0.0),
+            model=OutcomeModel(p_overreach=1.0),
+            session_id=f"s-{seed}",
+        )
+        for t in record.payload["turns"]:
+            says = ("gamma", "alpha") in {
+                (s["concept_slug"], s["missing_slug"]) for s in t["struggles"]
+            }
+            assert says == (t["outcome"] == "failure" and t["concept_slugs"] == ["gamma"])
+            named += says
+        assert all(kind == "misconception" for _, _, kind in record.error_reports)
+    assert named > 0

@@ -113,3 +113,31 @@ def test_simulate_refuses_a_bad_profile_list(tmp_path):
         check=False,
     )
     assert result.returncode != 0 and "--compare" in result.stderr
+
+
+def test_simulate_error_kinds_runs_each_kind_on_each_world_and_prints_one_table(tmp_path):
+    """--error-kinds on the random topic, two seeds, two jobs: one table row per kind, each
+    seed's report run with the kind's options, and the repeated misreading in every session
+    at share 1."""
+    out = tmp_path / "kinds"
+    args = [sys.executable, "-m", "hag.cli", "simulate", "--world", "random:30"]
+    args += ["--learners", "3", "--sessions", "6", "--days", "2", "--enrich-every", "0"]
+    args += ["--error-kinds", "independent:0.3,repeated:1", "--profile", "evidence"]
+    args += ["--seeds", "3,4", "--jobs", "2", "--out", str(out)]
+    result = subprocess.run(
+        args, capture_output=True, text=True, timeout=900, cwd=PROJECT_ROOT, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| random:30 |")]
+    assert [r.split("|")[2].strip() for r in rows] == ["independent:0.3", "repeated:1"]
+    kinds = json.loads((out / "kinds.json").read_text())
+    assert kinds["seeds"] == [3, 4] and len(kinds["rows"]) == 2
+    for seed in (3, 4):
+        folder = out / "random-30" / "repeated-1" / "evidence" / f"seed-{seed}"
+        report = json.loads((folder / "report.json").read_text())
+        assert report["config"]["p_repeat_session"] == 1.0 and report["config"]["p_false"] == 0.1
+        assert report["run"]["repeating_sessions"] == 6
+        noisy = out / "random-30" / "independent-0.3" / "evidence" / f"seed-{seed}"
+        config = json.loads((noisy / "report.json").read_text())["config"]
+        assert (config["p_miss"], config["p_repeat_session"]) == (0.3, 0.0)
+    assert (out / "kinds.md").read_text().startswith("seeds 3, 4;")

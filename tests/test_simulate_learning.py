@@ -120,3 +120,17 @@ def test_the_same_seed_gives_the_same_figures(db, tmp_path, noise):
         reports.append(json.dumps({**figures, "struggles": run.struggle_table()}, sort_keys=True))
         assert (tmp_path / f"r{i}" / "report.md").exists()
     assert reports[0] == reports[1]
+
+
+def test_both_persistent_errors_reach_the_memory_and_the_report(db, tmp_path):
+    """A run with repeated misreadings and misconceptions ingests their reports and the
+    report counts them (sessions, learners, reports), with leads_to/fallback recall."""
+    run = play(db, small(p_repeat_session=0.5, misconception_share=0.5))
+    report = build.write_report(run, tmp_path / "r")
+    r = report["run"]
+    assert r["repeating_sessions"] > 0 and r["reported_repeated"] > 0
+    assert r["misconception_learners"] == 4 and r["reported_misconception"] > 0
+    assert r["reported_false"] >= r["reported_repeated"] + r["reported_misconception"]
+    assert report["config"]["p_repeat_session"] == 0.5
+    assert {"leads_to_recall_at_0.6", "fallback_recall_at_0.6"} <= set(report["headline"])
+    assert "repeated it" in (tmp_path / "r" / "report.md").read_text()

@@ -56,6 +56,37 @@ from hag.cli._common import echo_json, json_option, note
     "concept of the taught one; uniform = any non-prerequisite (the earlier simulator).",
 )
 @click.option(
+    "--repeat-sessions",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Share of sessions whose extractor misreads one pair at the first failed turn and "
+    "reports it again on every later failed turn of the session.",
+)
+@click.option(
+    "--misconception-share",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Share of learners holding one persistent misconception (a wrong prerequisite of "
+    "one concept) that the extractor reports whenever they fail at that concept.",
+)
+@click.option(
+    "--error-kinds",
+    help="Run each extractor error kind (comma-separated: independent[:NOISE], "
+    "repeated[:SHARE], misconception[:SHARE]; or all) on each --world, each profile and "
+    "each seed (default seeds 43,47,53,59,61; profiles --compare, --profile, else seed and "
+    "evidence); the kinds set the noise options. Prints one table, writes OUT/kinds.md.",
+)
+@click.option(
+    "--jobs",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="With --error-kinds: runs at once, each in its own process and private database "
+    "(about 0.5 GB each).",
+)
+@click.option(
     "--seed",
     default=7,
     show_default=True,
@@ -65,11 +96,12 @@ from hag.cli._common import echo_json, json_option, note
 @click.option(
     "--world",
     "world_name",
-    type=click.Choice(["cryptography", "random"]),
     default="cryptography",
     show_default=True,
-    help="The demo corpus's Cryptography topic with its hidden graph, "
-    "or a random hidden graph over made-up concepts.",
+    help="cryptography: the demo corpus's Cryptography topic with its hidden graph; "
+    "random: a random hidden graph over --concepts made-up concepts, no authored edges; "
+    "random:N: a random topic of N concepts (30-60) with authored prerequisites, three of "
+    "them wrong. Drawn from --seed. With --error-kinds, a comma-separated list.",
 )
 @click.option(
     "--concepts",
@@ -134,6 +166,10 @@ def simulate(
     p_miss: float | None,
     p_false: float | None,
     noise_kind: str,
+    repeat_sessions: float,
+    misconception_share: float,
+    error_kinds: str | None,
+    jobs: int,
     seed: int,
     world_name: str,
     concepts: int,
@@ -153,27 +189,38 @@ def simulate(
     run as the simulated days pass. The report scores the learned graph against the hidden
     one and the confidences against the outcomes.
     """
-    import json
-
-    import numpy as np
-
     from hag import extras
 
     extras.require("lab", "hag simulate")  # the report's plots
     if database == "private":  # a fresh embedded database of its own
         extras.require("embedded", "hag simulate --database private")
-    from hag.corpus import DEMO_CORPUS
     from hag.embeddings import announce
+    from hag.errors import HagError
     from hag.report.build import summary_lines
     from hag.simulate.experiment import Experiment, run_experiment
+    from hag.simulate.kinds import error_kinds as parse_kinds
+    from hag.simulate.kinds import make_world
     from hag.simulate.run import SimulationConfig
     from hag.simulate.sandbox import claim_folder, private_database
-    from hag.simulate.world import cryptography_world, random_world
 
     seed_list = _int_list(seeds, "--seeds") if seeds else [seed]
     profiles = _profile_list(compare) if compare else []
-    if (len(seed_list) > 1 or profiles) and database != "private":
-        raise click.UsageError("--seeds and --compare run on private databases only")
+    if (len(seed_list) > 1 or profiles or error_kinds) and database != "private":
+        raise click.UsageError("--seeds, --compare and --error-kinds run on private databases only")
+    world_specs = [part.strip() for part in world_name.split(",") if part.strip()]
+    try:
+        kinds = parse_kinds(error_kinds) if error_kinds else []
+    except HagError as exc:
+        raise click.BadParameter(str(exc), param_hint="--error-kinds") from None
+    if len(world_specs) != 1 and not kinds:
+        raise click.BadParameter(
+            f"takes one world (several only with --error-kinds), not {world_name!r}",
+            param_hint="--world",
+        )
+    try:
+        worlds = [(spec, *make_world(spec, seed=seed, concepts=concepts)) for spec in world_specs]
+    except HagError as exc:
+        raise click.BadParameter(str(exc), param_hint="--world") from None
     config = SimulationConfig(
         learners=learners,
         sessions=sessions,
@@ -181,19 +228,36 @@ def simulate(
         p_miss=noise if p_miss is None else p_miss,
         p_false=noise if p_false is None else p_false,
         noise_kind=noise_kind,
+        p_repeat_session=repeat_sessions,
+        misconception_share=misconception_share,
         seed=seed_list[0],
         profile=profile,
         enrich_every_days=enrich_every,
         use_flows=use_flows,
     )
-    if world_name == "cryptography":
-        corpus = json.loads(DEMO_CORPUS.read_text())
-        world = cryptography_world(corpus)
-    else:
-        corpus = None
-        world = random_world(np.random.default_rng(seed), concepts)
+    _, world, corpus = worlds[0]
     claim_folder(out, "--out")  # before anything is written or cleared under it
     announce()
+    if kinds:
+        from hag.simulate.seeds import DEFAULT_KIND_SEEDS, kinds_table, run_kinds
+
+        result = run_kinds(
+            worlds,
+            kinds,
+            profiles or ([profile] if profile else ["seed", "evidence"]),
+            config,
+            seed_list if seeds else DEFAULT_KIND_SEEDS,
+            out,
+            jobs=jobs,
+            note=note,
+        )
+        if as_json:
+            echo_json(result["rows"])
+        else:
+            for line in kinds_table(result):
+                click.echo(line)
+            click.echo(f"reports: {out / 'kinds.md'}, {out}/<world>/<kind>/<profile>/")
+        return
     if profiles or len(seed_list) > 1:
         from hag.simulate.seeds import compare_table, run_compare, run_seeds
 

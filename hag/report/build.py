@@ -304,6 +304,8 @@ def headline(
         "fallback_precision_at_0.6": _at(rec["fallback"]["memory"], HEADLINE_THRESHOLD)[
             "precision"
         ],
+        "leads_to_recall_at_0.6": _at(rec["leads_to"]["memory"], HEADLINE_THRESHOLD)["recall"],
+        "fallback_recall_at_0.6": _at(rec["fallback"]["memory"], HEADLINE_THRESHOLD)["recall"],
         "decision_log_loss": cal["decision"]["log_loss"],
         "decision_baseline_log_loss": cal["decision"]["baseline_log_loss"],
         "decision_binned_rmse": cal["decision"]["binned_rmse"],
@@ -426,6 +428,11 @@ def write_report(
             "true_struggles": sum(s["true"] for s in struggles),
             "reported_true": sum(s["reported_true"] for s in struggles),
             "reported_false": sum(s["reported_false"] for s in struggles),
+            # the persistent error kinds (counted in reported_false too)
+            "repeating_sessions": run.repeating_sessions,
+            "reported_repeated": run.error_reports["repeated"],
+            "misconception_learners": sum(1 for lr in run.learners if lr.misconception),
+            "reported_misconception": run.error_reports["misconception"],
         },
         "profile": run.config.profile,
         "headline": headline(rec, cal, lifecycle, baseline, by_hits, truth),

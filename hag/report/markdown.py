@@ -91,6 +91,20 @@ def _truth_section(report: Mapping[str, Any]) -> list[str]:
     return out + [""]
 
 
+def _persistent_errors(c: Mapping[str, Any], r: Mapping[str, Any]) -> list[str]:
+    """The paragraph on the persistent error kinds (issue 29), when the run had any."""
+    if not (c.get("p_repeat_session") or c.get("misconception_share")):
+        return []
+    return [
+        f"Persistent extractor errors (counted among the invented ones): in "
+        f"{r['repeating_sessions']} sessions (share {c['p_repeat_session']} asked) the "
+        f"extractor misread one pair and repeated it, {r['reported_repeated']} reports; "
+        f"{r['misconception_learners']} learners (share {c['misconception_share']} asked) "
+        f"held a misconception and named it {r['reported_misconception']} times.",
+        "",
+    ]
+
+
 def render(
     report: Mapping[str, Any], audit: Sequence[Mapping[str, Any]], days: Sequence[Mapping[str, Any]]
 ) -> str:
@@ -108,6 +122,7 @@ def render(
         f"which {r['reported_true']} reported; {r['reported_false']} invented; "
         f"{r['quarantined']} payloads quarantined.",
         "",
+        *_persistent_errors(c, r),
         "## Headline",
         "",
     ]

@@ -119,6 +119,8 @@ class Learner:
     learner_id: str
     trait: Trait
     mastered: set[str] = field(default_factory=set)
+    # (concept, wrong concept): named as missing on every failed turn on that concept
+    misconception: tuple[str, str] | None = None
 
     def missing_prerequisites(self, concept: str, world: World) -> tuple[str, ...]:
         """True prerequisites of `concept` this learner has not mastered (sorted)."""

@@ -26,7 +26,14 @@ import numpy as np
 from hag.db import Conn, one
 from hag.orchestration import flow
 from hag.simulate.learners import Learner, OutcomeModel, make_learners
-from hag.simulate.tutor import CRYPTO_DRIFT, Extractor, TutorPolicy, Use, run_session
+from hag.simulate.tutor import (
+    CRYPTO_DRIFT,
+    Extractor,
+    TutorPolicy,
+    Use,
+    give_misconceptions,
+    run_session,
+)
 from hag.simulate.world import CRYPTOGRAPHY, World
 from hag.sqlfiles import query
 
@@ -41,6 +48,9 @@ class SimulationConfig:
     p_miss: float = 0.1
     p_false: float = 0.05
     noise_kind: str = "uniform"  # where invented reports point (hag/simulate/tutor.py Extractor)
+    # the persistent error kinds (issue 29), drawn from their own stream (`error_stream`):
+    p_repeat_session: float = 0.0  # sessions whose extractor repeats one misread pair
+    misconception_share: float = 0.0  # learners who name one wrong prerequisite every failure
     profile: str | None = None  # rule profile set on the memory before the run (None: as is)
     seed: int = 7
     start: datetime = DEFAULT_START
@@ -84,6 +94,9 @@ class SimulationRun:
     days: list[DaySnapshot] = field(default_factory=list)
     uses: list[Use] = field(default_factory=list)
     struggles: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (c, m, kind)
+    # the persistent error kinds: reports per kind, sessions that repeated a misreading
+    error_reports: Counter[str] = field(default_factory=Counter)
+    repeating_sessions: int = 0
     sessions: int = 0
     turns: int = 0
     successes: int = 0
@@ -274,6 +287,12 @@ class _Memory:
         clear_caches()
 
 
+def error_stream(seed: int) -> np.random.Generator:
+    """The persistent error kinds' own random stream: turning them on leaves the learners,
+    the schedule and every other draw of the main stream as they were."""
+    return np.random.default_rng([seed, 29])
+
+
 def simulate(
     world: World,
     config: SimulationConfig,
@@ -287,7 +306,9 @@ def simulate(
     learners = make_learners(world, config.learners, rng, config.model)
     schedule = _schedule(config, rng)
     memory = _Memory(config.use_flows)
-    extractor = Extractor(config.p_miss, config.p_false, config.noise_kind)
+    extractor = Extractor(config.p_miss, config.p_false, config.noise_kind, config.p_repeat_session)
+    errors = error_stream(config.seed)
+    give_misconceptions(learners, world, config.misconception_share, extractor, errors)
     drift = CRYPTO_DRIFT if world.topic_id == CRYPTOGRAPHY else ()
 
     with db.connect() as conn:
@@ -341,6 +362,7 @@ def simulate(
                     entry_concepts=entry_concepts,
                     edge_info=edge_info,
                     drift=drift,
+                    error_rng=errors,
                 )
                 result = memory.ingest_payload(conn, record.payload, source="simulator")
                 conn.commit()
@@ -354,6 +376,9 @@ def simulate(
                     run.struggles[(c, m, "true")] += 1
                 for c, m, is_true in record.reported_struggles:
                     run.struggles[(c, m, "reported_true" if is_true else "reported_false")] += 1
+                for _, _, kind in record.error_reports:
+                    run.error_reports[kind] += 1
+                run.repeating_sessions += int(record.repeating)
                 run.sessions += 1
                 run.turns += record.turns
                 run.successes += record.successes

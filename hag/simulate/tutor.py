@@ -43,6 +43,11 @@ FALSE_EVIDENCE = (
     "Is this like {missing}? I'm not sure about {missing}.",
     "Hmm, {missing} always confused me too.",
 )
+# A learner's persistent misconception, in their words (every failed turn on its concept).
+MISCONCEPTION_EVIDENCE = (
+    "This only works if you get {missing} first, and I never did.",
+    "I'm stuck on {concept} again, it's the {missing} part I don't get.",
+)
 # Things learners bring up that the catalogue does not have: drift for the ladder to mint,
 # and orphans for enrichment to wire in (crypto only; other worlds have none).
 CRYPTO_DRIFT = (
@@ -96,6 +101,9 @@ class Extractor:
     # per failed turn: the failure is (also) blamed on a concept that is not a prerequisite
     p_false: float = 0.0
     kind: str = "uniform"
+    # per session: the extractor misreads one pair at the session's first failed turn and
+    # reports it again on every later failed turn of that session (`run_session`)
+    p_repeat_session: float = 0.0
 
     def wrong_candidates(self, world: World, taught: str) -> list[str]:
         """The concepts an invented report on `taught` may name, sorted (a stable stream)."""
@@ -119,6 +127,39 @@ def confusable(world: World, slug: str) -> set[str]:
         frontier = below
     siblings = {s for s, t in world.prerequisites if t in direct and s != slug}
     return reversed_ | (transitive - direct) | siblings
+
+
+def give_misconceptions(
+    learners: Sequence[Learner],
+    world: World,
+    share: float,
+    extractor: Extractor,
+    rng: np.random.Generator,
+) -> list[Learner]:
+    """`round(share * len(learners))` learners, drawn with `rng`, each given one persistent
+    misconception: a concept they have not mastered and that rests on something (so they
+    can fail there), paired with a concept the extractor could wrongly name for it
+    (`Extractor.wrong_candidates`). Nothing is drawn when no learner gets one."""
+    count = round(share * len(learners))
+    if count == 0:
+        return []
+    chosen = sorted(int(i) for i in rng.choice(len(learners), size=count, replace=False))
+    given = []
+    for i in chosen:
+        learner = learners[i]
+        open_ = [
+            c
+            for c in world.slugs
+            if c not in learner.mastered
+            and world.prerequisites_of(c)
+            and extractor.wrong_candidates(world, c)
+        ]
+        if not open_:
+            continue
+        concept = _pick(rng, open_)
+        learner.misconception = (concept, _pick(rng, extractor.wrong_candidates(world, concept)))
+        given.append(learner)
+    return given
 
 
 @dataclass(frozen=True)
@@ -152,6 +193,9 @@ class SessionRecord:
     uses: list[Use] = field(default_factory=list)
     true_struggles: list[tuple[str, str]] = field(default_factory=list)  # before the extractor
     reported_struggles: list[tuple[str, str, bool]] = field(default_factory=list)  # (c, m, true?)
+    # the false reports of the two persistent error kinds: (c, m, "repeated" | "misconception")
+    error_reports: list[tuple[str, str, str]] = field(default_factory=list)
+    repeating: bool = False  # the extractor misread one pair and repeated it this session
     turns: int = 0
     successes: int = 0
 
@@ -181,13 +225,17 @@ def run_session(
     entry_concepts: Mapping[str, str],
     edge_info: Callable[[Sequence[str]], Mapping[str, tuple[float, str]]],
     drift: Sequence[tuple[str, str]] = (),
+    error_rng: np.random.Generator | None = None,
 ) -> SessionRecord:
     """Play one session and return its ingest payload and what the report needs from it.
 
     `entry_concepts` maps entry ids of the topic to concept slugs (to follow an edge);
     `edge_info` gives (confidence, source_type) of edge ids the retrieval result did not
-    describe fully (a read).
+    describe fully (a read). `error_rng` draws the repeated misreading (default: `rng`);
+    nothing is drawn from it when `extractor.p_repeat_session` is 0, so the main stream of
+    a run without that error is the same as before it existed.
     """
+    error_rng = rng if error_rng is None else error_rng
     n_turns = int(rng.integers(policy.min_turns, policy.max_turns + 1))
     student_turn = int(rng.integers(n_turns)) if rng.random() < policy.p_student_observation else -1
     topic_turn = (
@@ -196,6 +244,10 @@ def run_session(
     tutor_turn = int(rng.integers(n_turns)) if rng.random() < policy.p_tutor_observation else -1
 
     record = SessionRecord(payload={})
+    record.repeating = bool(
+        extractor.p_repeat_session > 0 and error_rng.random() < extractor.p_repeat_session
+    )
+    misread: tuple[str, str] | None = None
     plan = [learner.pick_goal(world, rng, model.p_overreach)]
     recent: list[list[str]] = []
     turns: list[dict[str, Any]] = []
@@ -263,6 +315,27 @@ def run_session(
                     {"concept_slug": taught, "missing_slug": named, "evidence": evidence}
                 )
                 record.reported_struggles.append((taught, named, False))
+        if not success:
+            if record.repeating and misread is None:
+                wrong = extractor.wrong_candidates(world, taught)
+                misread = (taught, _pick(error_rng, wrong)) if wrong else None
+            persistent = [("repeated", misread)]
+            if learner.misconception is not None and learner.misconception[0] == taught:
+                persistent.append(("misconception", learner.misconception))
+            for kind, pair in persistent:
+                if pair is None or any(
+                    (s["concept_slug"], s["missing_slug"]) == pair for s in struggles
+                ):
+                    continue
+                phrasings = FALSE_EVIDENCE if kind == "repeated" else MISCONCEPTION_EVIDENCE
+                evidence = phrasings[(t + len(struggles)) % len(phrasings)].format(
+                    missing=world.concepts[pair[1]].title, concept=world.concepts[pair[0]].title
+                )
+                struggles.append(
+                    {"concept_slug": pair[0], "missing_slug": pair[1], "evidence": evidence}
+                )
+                record.reported_struggles.append((pair[0], pair[1], False))
+                record.error_reports.append((pair[0], pair[1], kind))
 
         observations: list[dict[str, str]] = []
         if t == student_turn:

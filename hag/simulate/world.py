@@ -281,3 +281,64 @@ def world_corpus(
             for s, t, kind in edges
         ],
     }
+
+
+# The sizes a random topic may have (`random_topic`): large enough that recall is measured
+# on about as many true pairs as the Cryptography world's, small enough for a demo-size run.
+RANDOM_TOPIC_SIZES = range(30, 61)
+RANDOM_TOPIC = "randomtopic"
+
+
+def random_topic(
+    seed: int,
+    n_concepts: int,
+    *,
+    authored_share: float = 0.7,
+    wrong_authored: int = 3,
+) -> tuple[World, dict[str, Any]]:
+    """A random world shaped like the Cryptography one, and its starting corpus.
+
+    A few roots, then each concept rests on one to three earlier ones (one plus a binomial
+    draw of two at 0.25: about 1.4 per concept, Cryptography's density); the corpus authors
+    `authored_share` of the true prerequisites (Cryptography: 27 of 38) and `wrong_authored`
+    false ones, each naming a transitive prerequisite or a sibling (never the reverse of a
+    true edge, so the authored graph has no two-edge cycle), as Cryptography's three
+    mistakes do. The same seed and size give the same world and corpus.
+    """
+    if n_concepts not in RANDOM_TOPIC_SIZES:
+        raise HagError(
+            f"a random topic has {RANDOM_TOPIC_SIZES.start}-{RANDOM_TOPIC_SIZES.stop - 1} "
+            f"concepts, not {n_concepts}"
+        )
+    rng = np.random.default_rng([seed, n_concepts])
+    slugs = [f"topic-concept-{i:02d}" for i in range(n_concepts)]
+    roots = 3
+    pairs: set[tuple[str, str]] = set()
+    for i in range(roots, n_concepts):
+        k = min(i, 1 + int(rng.binomial(2, 0.25)))
+        for j in rng.choice(i, size=k, replace=False):
+            pairs.add((slugs[i], slugs[int(j)]))
+    concepts = {
+        s: Concept(s, f"Topic concept {i}", f"Made-up concept number {i} of a random topic.")
+        for i, s in enumerate(slugs)
+    }
+    world = World(RANDOM_TOPIC, concepts, frozenset(pairs))
+    truth = sorted(pairs)
+    kept = np.sort(rng.permutation(len(truth))[: round(authored_share * len(truth))])
+    authored = [truth[int(i)] for i in kept]
+    wrong: list[tuple[str, str]] = []
+    from hag.simulate.tutor import confusable  # the extractor's own notion of "near"
+
+    reversed_truth = {(t, s) for s, t in pairs}
+    for source in rng.permutation(slugs):
+        near = sorted(
+            t
+            for t in confusable(world, str(source))
+            if (str(source), t) not in pairs
+            and (str(source), t) not in reversed_truth
+            and (t, str(source)) not in wrong
+        )
+        if near and len(wrong) < wrong_authored:
+            wrong.append((str(source), near[int(rng.integers(len(near)))]))
+    edges = [(s, t, "prerequisite") for s, t in sorted(authored + wrong)]
+    return world, world_corpus(world, edges=edges)
