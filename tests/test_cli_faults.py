@@ -204,11 +204,11 @@ def _walk(fault: str, tmp: Path, capsys, *names: str) -> None:
 def _sandbox(monkeypatch, tmp: Path) -> None:
     """Whatever a command would start or write (the embedded servers, the demo's database
     and reports) goes under `tmp`, never into the checkout."""
-    import hag.demo
+    import hag_lab.demo
 
     monkeypatch.setenv("HAG_DATA_DIR", str(tmp / "data"))
     monkeypatch.setenv("HAG_SERVICE_TOKEN", "walk")  # so `service` meets the fault, not its token
-    monkeypatch.setattr(hag.demo, "work_dir", lambda: tmp)
+    monkeypatch.setattr(hag_lab.demo, "work_dir", lambda: tmp)
 
 
 def _closed_port() -> int:

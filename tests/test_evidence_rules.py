@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from hag import settings
 from hag.errors import SettingsError
-from hag.report import metrics
 from hag.session import rules
-from hag.simulate.tutor import Extractor, confusable
-from hag.simulate.world import Concept, World
+from hag_lab.report import metrics
+from hag_lab.simulate.tutor import Extractor, confusable
+from hag_lab.simulate.world import Concept, World
 from tests import session_builders as builders
 
 # The evidence rules' mechanisms as the earlier rounds measured them: the evidence profile's

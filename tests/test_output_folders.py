@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hag.errors import FolderError
-from hag.simulate.sandbox import MARKER, claim_folder, private_database
+from hag_lab.simulate.sandbox import MARKER, claim_folder, private_database
 from tests.test_cli import _hag
 
 

@@ -164,11 +164,11 @@ def simulate(
         extras.require("embedded", "hag simulate --database private")
     from hag.corpus import DEMO_CORPUS
     from hag.embeddings import announce
-    from hag.report.build import summary_lines
-    from hag.simulate.experiment import Experiment, run_experiment
-    from hag.simulate.run import SimulationConfig
-    from hag.simulate.sandbox import claim_folder, private_database
-    from hag.simulate.world import cryptography_world, random_world
+    from hag_lab.report.build import summary_lines
+    from hag_lab.simulate.experiment import Experiment, run_experiment
+    from hag_lab.simulate.run import SimulationConfig
+    from hag_lab.simulate.sandbox import claim_folder, private_database
+    from hag_lab.simulate.world import cryptography_world, random_world
 
     seed_list = _int_list(seeds, "--seeds") if seeds else [seed]
     profiles = _profile_list(compare) if compare else []
@@ -195,7 +195,7 @@ def simulate(
     claim_folder(out, "--out")  # before anything is written or cleared under it
     announce()
     if profiles or len(seed_list) > 1:
-        from hag.simulate.seeds import compare_table, run_compare, run_seeds
+        from hag_lab.simulate.seeds import compare_table, run_compare, run_seeds
 
         if profiles:
             comparison = run_compare(

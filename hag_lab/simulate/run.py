@@ -25,10 +25,10 @@ import numpy as np
 
 from hag.db import Conn, one
 from hag.orchestration import flow
-from hag.simulate.learners import Learner, OutcomeModel, make_learners
-from hag.simulate.tutor import CRYPTO_DRIFT, Extractor, TutorPolicy, Use, run_session
-from hag.simulate.world import CRYPTOGRAPHY, World
 from hag.sqlfiles import query
+from hag_lab.simulate.learners import Learner, OutcomeModel, make_learners
+from hag_lab.simulate.tutor import CRYPTO_DRIFT, Extractor, TutorPolicy, Use, run_session
+from hag_lab.simulate.world import CRYPTOGRAPHY, World
 
 DEFAULT_START = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -40,7 +40,7 @@ class SimulationConfig:
     days: int = 42
     p_miss: float = 0.1
     p_false: float = 0.05
-    noise_kind: str = "uniform"  # where invented reports point (hag/simulate/tutor.py Extractor)
+    noise_kind: str = "uniform"  # where invented reports point (tutor.py's Extractor)
     profile: str | None = None  # rule profile set on the memory before the run (None: as is)
     seed: int = 7
     start: datetime = DEFAULT_START

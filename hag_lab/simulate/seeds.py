@@ -14,12 +14,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hag.report.build import CULL_NOTE, write_json
-from hag.report.markdown import fmt
-from hag.report.metrics import spread
-from hag.simulate.experiment import Experiment, run_experiment
-from hag.simulate.run import SimulationConfig
-from hag.simulate.world import World
+from hag_lab.report.build import CULL_NOTE, write_json
+from hag_lab.report.markdown import fmt
+from hag_lab.report.metrics import spread
+from hag_lab.simulate.experiment import Experiment, run_experiment
+from hag_lab.simulate.run import SimulationConfig
+from hag_lab.simulate.world import World
 
 
 def run_seeds(
@@ -33,7 +33,7 @@ def run_seeds(
     progress: bool = True,
 ) -> dict[str, Any]:
     """One profile over `seeds`; writes `OUT/report.json` with the aggregate and returns it."""
-    from hag.simulate.sandbox import private_database
+    from hag_lab.simulate.sandbox import private_database
 
     reports = []
     for seed in seeds:
