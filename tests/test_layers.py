@@ -4,6 +4,7 @@ layers above it, and inside the product and the lab no library module imports a 
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import tomllib
 from importlib.metadata import EntryPoint
@@ -52,6 +53,7 @@ def _imported_roots(tree: ast.AST) -> set[str]:
     return {name.split(".")[0] for name in _imported_modules(tree)}
 
 
+@functools.cache
 def _sources(package: str) -> list[tuple[str, ast.AST]]:
     """Each module of a top-level package of the checkout, as (dotted name, parsed tree)."""
     found = []
