@@ -17,11 +17,9 @@ from psycopg.conninfo import make_conninfo
 
 from hag import corpus, migrate
 from hag.cli import main
-from tests.embedder_memory import forget_process_state, own_memory, use_stub
+from tests.fix_cli import leaf_commands
+from tests.fix_embedder import forget_process_state, use_stub
 from tests.session_builders import ingest, payload, turn
-from tests.test_cli_errors import leaf_commands
-
-__all__ = ["own_memory"]
 
 DEMO = "hag/data/demo_corpus.json"
 SOME_ID = "00000000-0000-4000-8000-000000000000"

@@ -19,12 +19,12 @@ from hag.cli import cli
 from hag.enrichment import enrich
 from hag.enrichment.report import cost_table
 from tests import factories as f
-from tests.test_enrichment import MODEL, crypto_graph, llm, reply  # noqa: F401 - the fixture
+from tests.fix_enrichment import MODEL, crypto_graph, reply
 
 PRICED = f"{MODEL}:2.5:10"  # USD per million prompt / completion tokens
 
 
-def test_the_cost_ledger_prices_each_call_at_its_models_dial_price(db, dials, llm):  # noqa: F811
+def test_the_cost_ledger_prices_each_call_at_its_models_dial_price(db, dials, llm):
     """cost_usd = prompt x prompt price + completion x completion price, per call and in total;
     latencies are whole milliseconds; an unpriced model's cost is unknown, not zero."""
     crypto_graph(db)
