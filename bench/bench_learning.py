@@ -38,10 +38,10 @@ def _f(x: float | None) -> str:
 def main() -> None:
     """Run the seeded simulation on a throwaway database and print its figures."""
     from hag.corpus import DEMO_CORPUS
-    from hag.simulate.experiment import Experiment, run_experiment
-    from hag.simulate.run import SimulationConfig
-    from hag.simulate.sandbox import private_database
-    from hag.simulate.world import cryptography_world
+    from hag_lab.simulate.experiment import Experiment, run_experiment
+    from hag_lab.simulate.run import SimulationConfig
+    from hag_lab.simulate.sandbox import private_database
+    from hag_lab.simulate.world import cryptography_world
 
     corpus = json.loads(DEMO_CORPUS.read_text())
     world = cryptography_world(corpus)

@@ -92,7 +92,7 @@ def build(conn: Any) -> float:
 
 def main() -> None:
     from hag import db, privacy
-    from hag.simulate.sandbox import private_database
+    from hag_lab.simulate.sandbox import private_database
 
     folder = Path(tempfile.mkdtemp(prefix="hag-bench-privacy-"))
     try:

@@ -250,7 +250,7 @@ def run_embedder(name: str, env: dict[str, str], asked: list[Message]) -> list[s
     from hag import DEMO_CORPUS, db, settings
     from hag.corpus import load_file
     from hag.retrieval import clear_caches
-    from hag.simulate.sandbox import private_database
+    from hag_lab.simulate.sandbox import private_database
 
     lines: list[str] = []
     one_thread_for_torch()

@@ -253,3 +253,20 @@ def scratch_db(database_url: str, request: pytest.FixtureRequest) -> Iterator[An
     conn.close()
     with psycopg.connect(database_url, autocommit=True) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {name}")
+
+
+@pytest.fixture
+def fresh(database_url: str) -> Iterator[Any]:
+    """An empty database on the test server, dropped afterwards."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    name = "hag_migrate_test"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.execute(f"CREATE DATABASE {name}")
+    conn = psycopg.connect(make_conninfo(database_url, dbname=name))
+    yield conn
+    conn.close()
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")

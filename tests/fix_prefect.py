@@ -1,4 +1,5 @@
-"""Pytest plugin (``-p tests.fix_prefect``): one temporary Prefect server per test session.
+"""Pytest plugin (``-p tests.fix_prefect``): one temporary Prefect server per test session,
+and how a test reads a flow run and its artifacts back from it.
 
 Tests that run flows ask for `prefect_harness`; the rules themselves are tested without
 Prefect. The harness (SQLite in a temporary PREFECT_HOME) starts on first use only, so a
@@ -8,7 +9,9 @@ test session that runs no flow never pays for it.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -24,3 +27,41 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=90):
         yield
+
+
+def prefect_client():
+    from prefect.client.orchestration import get_client
+
+    return get_client(sync_client=True)
+
+
+def read_flow_run(flow_run_id):
+    with prefect_client() as client:
+        return client.read_flow_run(flow_run_id)
+
+
+def flow_run_artifacts(flow_run_id) -> dict[str, Any]:
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with prefect_client() as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
+    return {a.key: a for a in found}
+
+
+async def flow_run_artifacts_async(flow_run_id):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    async with get_client() as client:
+        found = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
+    return {a.key: a for a in found}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -18,7 +18,7 @@ import hag
 from hag import PROJECT_ROOT, api, config, corpus
 from hag import db as hdb
 from hag.errors import DatabaseError, DatabaseUnavailable, EmbedderError, EmbedderUnavailable
-from tests.embedder_memory import use_offline, use_stub
+from tests.fix_embedder import use_offline, use_stub
 
 TOPIC, LEARNER = "cryptography", "api-learner"
 

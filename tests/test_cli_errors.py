@@ -6,10 +6,10 @@ value, unknown topic, dial, file, session or id), exit 2 for a malformed command
 
 from __future__ import annotations
 
-import click
 import pytest
 
-from hag.cli import COMMANDS, cli, main
+from hag.cli import main
+from tests.fix_cli import leaf_commands
 
 NOT_AN_ID = "not-an-id"
 MISSING = "00000000-0000-4000-8000-000000000000"
@@ -107,18 +107,6 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
         (["simulate", "--misconception-share", "2"], 1, "--misconception-share"),
     ],
 }
-
-
-def leaf_commands() -> list[str]:
-    """Every command an operator can run, sub-commands of groups included."""
-    leaves = []
-    for name in sorted(COMMANDS):
-        cmd = cli.get_command(click.Context(cli), name)
-        if isinstance(cmd, click.Group):
-            leaves.extend(f"{name} {sub}" for sub in sorted(cmd.commands))
-        else:
-            leaves.append(name)
-    return leaves
 
 
 def _run(args: list[str], capsys) -> tuple[int, str]:

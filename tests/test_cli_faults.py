@@ -17,11 +17,9 @@ from psycopg.conninfo import make_conninfo
 
 from hag import corpus, migrate
 from hag.cli import main
-from tests.embedder_memory import forget_process_state, own_memory, use_stub
+from tests.fix_cli import leaf_commands
+from tests.fix_embedder import forget_process_state, use_stub
 from tests.session_builders import ingest, payload, turn
-from tests.test_cli_errors import leaf_commands
-
-__all__ = ["own_memory"]
 
 DEMO = "hag/data/demo_corpus.json"
 SOME_ID = "00000000-0000-4000-8000-000000000000"
@@ -204,11 +202,11 @@ def _walk(fault: str, tmp: Path, capsys, *names: str) -> None:
 def _sandbox(monkeypatch, tmp: Path) -> None:
     """Whatever a command would start or write (the embedded servers, the demo's database
     and reports) goes under `tmp`, never into the checkout."""
-    import hag.demo
+    import hag_lab.demo
 
     monkeypatch.setenv("HAG_DATA_DIR", str(tmp / "data"))
     monkeypatch.setenv("HAG_SERVICE_TOKEN", "walk")  # so `service` meets the fault, not its token
-    monkeypatch.setattr(hag.demo, "work_dir", lambda: tmp)
+    monkeypatch.setattr(hag_lab.demo, "work_dir", lambda: tmp)
 
 
 def _closed_port() -> int:

@@ -19,12 +19,12 @@ from hag.cli import cli
 from hag.enrichment import enrich
 from hag.enrichment.report import cost_table
 from tests import factories as f
-from tests.test_enrichment import MODEL, crypto_graph, llm, reply  # noqa: F401 - the fixture
+from tests.fix_enrichment import MODEL, crypto_graph, reply
 
 PRICED = f"{MODEL}:2.5:10"  # USD per million prompt / completion tokens
 
 
-def test_the_cost_ledger_prices_each_call_at_its_models_dial_price(db, dials, llm):  # noqa: F811
+def test_the_cost_ledger_prices_each_call_at_its_models_dial_price(db, dials, llm):
     """cost_usd = prompt x prompt price + completion x completion price, per call and in total;
     latencies are whole milliseconds; an unpriced model's cost is unknown, not zero."""
     crypto_graph(db)
@@ -58,7 +58,7 @@ def test_a_malformed_price_is_refused_by_name(db):
 
 def test_the_demo_summary_and_enrich_count_orphans_alike(db):
     """`_unanchored_` is no orphan in the demo's topic summary, as in `hag enrich --dry-run`."""
-    from hag.demo import graph_summary
+    from hag_lab.demo import graph_summary
 
     corpus.load_file(corpus.DEMO_CORPUS)
     db.commit()
@@ -78,7 +78,7 @@ def test_the_demo_summary_and_enrich_count_orphans_alike(db):
 
 def test_progress_off_a_terminal_is_plain_lines(capsys):
     """Off a terminal the progress is a few whole lines, never a carriage return."""
-    from hag.simulate.run import Progress
+    from hag_lab.simulate.run import Progress
 
     bar = Progress("simulating", 700)
     for done in range(1, 701):
@@ -93,7 +93,7 @@ def test_progress_off_a_terminal_is_plain_lines(capsys):
 
 def test_the_reports_extra_table_prints_seconds_as_words_not_json():
     """report.md's "seconds" row reads `load 1.5, simulate 20.0`, not a JSON object."""
-    from hag.report.markdown import _cell
+    from hag_lab.report.markdown import _cell
 
     cell = _cell({"load": 1.54, "simulate": 20.0})
     assert cell == "load 1.5, simulate 20.0"
@@ -102,9 +102,9 @@ def test_the_reports_extra_table_prints_seconds_as_words_not_json():
 
 def test_graph_labels_never_overlap():
     """Every node label of the three graph panels has a box that meets no other label's."""
-    from hag.report.metrics import EdgeFact
-    from hag.report.plots import graph_figure
-    from hag.simulate.world import cryptography_world
+    from hag_lab.report.metrics import EdgeFact
+    from hag_lab.report.plots import graph_figure
+    from hag_lab.simulate.world import cryptography_world
 
     world = cryptography_world(json.loads(corpus.DEMO_CORPUS.read_text()))
     facts = [EdgeFact(s, t, "prerequisite", "seed", 0.9) for s, t in sorted(world.prerequisites)]
@@ -125,7 +125,7 @@ def test_graph_labels_never_overlap():
 
 def test_keep_running_prints_a_runnable_command_and_how_to_stop(tmp_path):
     """The printed command runs from any shell (no bare `hag`) and names `hag db stop`."""
-    from hag.demo import keep_running_lines
+    from hag_lab.demo import keep_running_lines
 
     url = f"postgresql://postgres:@/postgres?host={tmp_path}"
     lines = keep_running_lines(url, tmp_path)

@@ -168,7 +168,7 @@ def test_a_module_of_a_missing_extra_met_later_is_the_same_one_line(core, tmp_pa
     hag.cli.main, naming the command and the extra."""
     probe = (
         "from hag.cli import COMMANDS, main; "
-        "COMMANDS['plots'] = 'hag.report.plots:plot_graph'; main(['plots'])"
+        "COMMANDS['plots'] = 'hag_lab.report.plots:plot_graph'; main(['plots'])"
     )
     done = _run(core, tmp_path, str(core.python), "-c", probe)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr

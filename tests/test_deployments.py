@@ -22,14 +22,9 @@ import yaml
 from hag import PROJECT_ROOT
 from hag.cli import serve_cmd
 from tests import factories as f
+from tests.fix_prefect import free_port
 
 AS_OF = f.NOW
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _deployments() -> list[dict]:
@@ -127,7 +122,7 @@ def test_recipe_registers_schedules_and_runs_a_parameterised_deployment(db, data
     )
     db.commit()
 
-    port = _free_port()
+    port = free_port()
     env = serve_cmd.prefect_env(tmp_path / "prefect-home", port)
     for name in ("DATABASE_URL", "HAG_DATABASE_URL"):
         env.pop(name, None)  # the worker's environment names no database: the Secret does
@@ -219,7 +214,7 @@ def test_hag_serve_starts_everything_and_stops_on_ctrl_c(db, database_url, tmp_p
     import subprocess
     import sys
 
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url, "PREFECT_UI_ENABLED": "false"}
     proc = subprocess.Popen(
         [
@@ -317,7 +312,7 @@ def test_hag_serve_stopped_with_sigterm_cancels_a_paused_big_night(
         )
     db.commit()
     dials(cull_guard_max_edges=2, cull_guard_timeout_seconds=3600)
-    port = _free_port()
+    port = free_port()
     home = tmp_path / "home"
     env = {
         **os.environ,

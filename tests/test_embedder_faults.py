@@ -17,22 +17,17 @@ from hag.cli import main
 from hag.errors import ConfigError, CorpusError, EmbedderError, EmbedderUnavailable
 from hag.retrieval import clear_caches, retrieve
 from tests import factories
-from tests.embedder_memory import (
+from tests.fix_cli import leaf_commands
+from tests.fix_embedder import (
+    DEMO,
     error_lines,
     hag,
     hag_retrieve,
     one_entry_corpus,
-    own_memory,
-    use_offline,
     use_stub,
 )
 from tests.openai_stub import OpenAIStub
 from tests.session_builders import payload, run, turn
-from tests.test_cli_errors import leaf_commands
-
-__all__ = ["own_memory"]
-
-DEMO = "hag/data/demo_corpus.json"
 
 
 def _set(conn, **values):
@@ -40,22 +35,6 @@ def _set(conn, **values):
         settings.set_value(conn, key, value, by="test")
     conn.commit()
     settings.invalidate()
-
-
-@pytest.fixture
-def demo_memory(own_memory, private_db, monkeypatch):
-    """The demo corpus in a memory of the test's own (loaded offline, no embedder recorded),
-    and the concept slugs of its cryptography topic."""
-    use_offline(monkeypatch)
-    corpus.load(private_db, corpus.read(DEMO), 1536)
-    private_db.commit()
-    slugs = [
-        r["slug"]
-        for r in private_db.execute(
-            "SELECT slug FROM hag_concepts WHERE topic_id = 'cryptography' ORDER BY slug"
-        )
-    ]
-    return slugs
 
 
 def _turn(slugs):

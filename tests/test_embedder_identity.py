@@ -16,10 +16,8 @@ from hag.errors import EmbedderMismatch
 from hag.retrieval import retrieve
 from hag.session.process import process_pending
 from tests import factories
-from tests.embedder_memory import error_lines, hag, hag_retrieve, own_memory, use_offline, use_stub
+from tests.fix_embedder import error_lines, hag, hag_retrieve, use_offline, use_stub
 from tests.session_builders import ingest, payload, turn
-
-__all__ = ["own_memory"]
 
 DEMO = "hag/data/demo_corpus.json"
 MISMATCH = (

@@ -13,30 +13,13 @@ from hypothesis import strategies as st
 
 from hag import settings
 from hag.errors import SettingsError
-from hag.report import metrics
 from hag.session import rules
-from hag.simulate.tutor import Extractor, confusable
-from hag.simulate.world import Concept, World
+from hag_lab.report import metrics
+from hag_lab.simulate.tutor import Extractor, confusable
+from hag_lab.simulate.world import Concept, World
 from tests import session_builders as builders
+from tests.fix_session import EARLIER_ROUNDS
 
-# The evidence rules' mechanisms as the earlier rounds measured them: the evidence profile's
-# lift values before the sixth round scaled the chance by a concept's reversal share (k 2,
-# spread 8, repeat weights 0.2 / 0.2 / 5, no noise weight) and its negative evidence before the
-# seventh (from 5 reports, lowered at 5% support or less), with a report from a learner who had
-# shown its concept counted like any other (before the eighth). The arithmetic of each mechanism is
-# pinned with these; the profile's own values are measured in docs/learning-report.md and
-# pinned by the tests named for the round that adopted them.
-EARLIER_ROUNDS = {
-    "prerequisite_lift_k": 2.0,
-    "prerequisite_lift_chance_spread": 8.0,
-    "prerequisite_repeat_first_weight": 0.2,
-    "prerequisite_repeat_session_weight": 0.2,
-    "prerequisite_repeat_turn_weight": 5.0,
-    "prerequisite_lift_noise_weight": 0.0,
-    "prerequisite_unlearn_min_reports": 5,
-    "prerequisite_unlearn_max_share": 0.05,
-    "prerequisite_repeat_shown_weight": 1.0,
-}
 EVIDENCE = settings.defaults().with_overrides(**{**settings.PROFILES["evidence"], **EARLIER_ROUNDS})
 PROFILE = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
 SEED = settings.defaults()

@@ -18,9 +18,8 @@ from hag.session.steps import Caches
 from hag.session.summary import ProcessSummary
 from tests import factories as f
 from tests.fix_db import reset_database
+from tests.fix_session import EARLIER_ROUNDS, memory
 from tests.session_builders import T0, edge_row, entry_row, ingest, payload, run, turn
-from tests.test_evidence_rules import EARLIER_ROUNDS
-from tests.test_session_properties import memory
 
 pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
 

@@ -19,31 +19,11 @@ from hag import PROJECT_ROOT, corpus, settings, sweeps
 from hag.errors import CorpusError, SettingsError, ValidationError
 from hag.session.ingest import ingest_payload, read_payloads
 from hag.session.process import process_pending
-from hag.sqlfiles import query
 from tests import factories as f
+from tests.fix_session import LONG_CONCEPT, queue_unchecked
 from tests.session_builders import payload, turn
 
 pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
-
-# About 18 KB of words that do not compress (an index row holds about 2.7 KB, compressed).
-LONG_CONCEPT = " ".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(280))
-
-
-def _queue_unchecked(db, body):
-    """Queue a payload the way an older ingest did, with none of today's checks."""
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    db.execute(
-        query("session", "queue_session"),
-        {
-            "session_id": body["session_id"],
-            "learner_id": body["learner_id"],
-            "topic_id": body["topic_id"],
-            "ended_at": body["ended_at"],
-            "payload": text,
-            "payload_sha256": hashlib.sha256(text.encode()).hexdigest(),
-        },
-    )
-    db.commit()
 
 
 def _status(db):
@@ -91,8 +71,8 @@ def test_an_unreadable_ended_at_in_the_queue_is_rejected_and_the_rest_applied(
     a, _, e = entries
     hostile = _good("hostile", a, e)
     hostile["ended_at"] = ended_at
-    _queue_unchecked(db, hostile)
-    _queue_unchecked(db, _good("after", a, e, day=1))
+    queue_unchecked(db, hostile)
+    queue_unchecked(db, _good("after", a, e, day=1))
     summary = process_pending()
     assert (summary.sessions, summary.rejects) == (1, 1)
     assert _status(db) == {"after": "processed", "hostile": "rejected"}
@@ -109,8 +89,8 @@ def test_an_18kb_concept_in_the_queue_is_rejected_and_the_rest_applied(db, entri
         "hostile",
         [turn(0, observations=[{"graph": "topic", "concept": LONG_CONCEPT, "text": "Words."}])],
     )
-    _queue_unchecked(db, hostile)
-    _queue_unchecked(db, _good("after", a, e, day=1))
+    queue_unchecked(db, hostile)
+    queue_unchecked(db, _good("after", a, e, day=1))
     summary = process_pending()
     assert (summary.sessions, summary.rejects) == (1, 1)
     assert _status(db) == {"after": "processed", "hostile": "rejected"}
@@ -440,7 +420,7 @@ def test_processing_refuses_a_queued_session_that_names_an_unreadable_entry(db, 
     """Processing applies the same rule: no leads_to edge into other learners' patterns."""
     a, _, _ = entries
     # Queued unchecked (as an older ingest would have): iso acts on ada's pattern after a success.
-    _queue_unchecked(
+    queue_unchecked(
         db,
         payload(
             "iso",

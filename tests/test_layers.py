@@ -1,14 +1,18 @@
-"""The layers point one way (flows -> tasks -> hag): hag never imports the layers above it."""
+"""The layers point one way (flows -> tasks -> hag, hag_lab -> hag): hag never imports the
+layers above it, and inside the product and the lab no library module imports a command."""
 
 from __future__ import annotations
 
 import ast
+import functools
+import sys
 import tomllib
 from importlib.metadata import EntryPoint
 
 import pytest
 
 from hag import PROJECT_ROOT, orchestration
+from hag.cli import COMMANDS, added_commands
 from hag.errors import ConfigError
 
 # Top-level packages nothing under hag/ may import, and why. One line per banned name.
@@ -16,17 +20,22 @@ BANNED = {
     "flows": "Prefect runs the flows; hag looks one up by name (hag.orchestration)",
     "tasks": "tasks wrap hag, never the reverse",
     "expectations": "the suites' runner is hag.quality; expectations/ holds only the JSON suites",
+    "hag_lab": "the lab studies the product from outside; its commands come by entry point",
+    "bench": "the benchmarks measure the product and the lab from outside",
 }
+# The command lines: a library module below them never imports one (the lab's commands reach
+# `hag` through the entry-point group hag.commands, not an import).
+COMMAND_PACKAGES = ("hag.cli", "hag_lab.cli")
 
 
-def _imported_roots(tree: ast.AST) -> set[str]:
-    """Every absolute top-level module name an import statement or import_module call names."""
-    roots: set[str] = set()
+def _imported_modules(tree: ast.AST) -> set[str]:
+    """Every absolute module an import statement or import_module call names, in full."""
+    modules: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            roots |= {alias.name.split(".")[0] for alias in node.names}
+            modules |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.add(node.module.split(".")[0])
+            modules.add(node.module)
         elif (
             isinstance(node, ast.Call)
             and getattr(node.func, "attr", getattr(node.func, "id", None))
@@ -35,12 +44,28 @@ def _imported_roots(tree: ast.AST) -> set[str]:
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)
         ):
-            roots.add(node.args[0].value.split(".")[0])
-    return roots
+            modules.add(node.args[0].value)
+    return modules
+
+
+def _imported_roots(tree: ast.AST) -> set[str]:
+    """Every absolute top-level module name an import statement or import_module call names."""
+    return {name.split(".")[0] for name in _imported_modules(tree)}
+
+
+@functools.cache
+def _sources(package: str) -> list[tuple[str, ast.AST]]:
+    """Each module of a top-level package of the checkout, as (dotted name, parsed tree)."""
+    found = []
+    for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
+        name = ".".join(path.relative_to(PROJECT_ROOT).with_suffix("").parts)
+        found.append((name.removesuffix(".__init__"), ast.parse(path.read_text(), str(path))))
+    return found
 
 
 def test_nothing_under_hag_imports_a_layer_above_it():
-    """No module of hag/ imports flows, tasks or expectations, lazily or not (the BANNED list)."""
+    """No module of hag/ imports flows, tasks, expectations, the lab or bench, lazily or not
+    (the BANNED list)."""
     offenders = []
     for path in sorted((PROJECT_ROOT / "hag").rglob("*.py")):
         roots = _imported_roots(ast.parse(path.read_text(), filename=str(path)))
@@ -49,6 +74,66 @@ def test_nothing_under_hag_imports_a_layer_above_it():
             for name in sorted(roots & BANNED.keys())
         ]
     assert offenders == []
+
+
+def test_no_library_module_imports_a_command_line():
+    """Below hag/cli and hag_lab/cli, nothing imports either command line (the demo and the
+    report once borrowed cli helpers); the product's command table names only hag.cli."""
+    offenders = [
+        f"{name} imports {module}"
+        for package in ("hag", "hag_lab")
+        for name, tree in _sources(package)
+        if not name.startswith(COMMAND_PACKAGES)
+        for module in sorted(_imported_modules(tree))
+        if module.startswith(COMMAND_PACKAGES)
+    ]
+    assert offenders == []
+    assert all(target.startswith("hag.cli.") for target in COMMANDS.values())
+
+
+def test_the_lab_imports_the_product_and_never_a_layer_above_it():
+    """hag_lab imports hag (its subject), never flows, tasks, expectations or bench: the
+    lab drives the jobs through hag, as the command line does."""
+    offenders = [
+        f"{name}: {root}"
+        for name, tree in _sources("hag_lab")
+        for root in sorted(_imported_roots(tree) & (BANNED.keys() - {"hag_lab"}))
+    ]
+    assert offenders == []
+    assert any("hag" in _imported_roots(tree) for _, tree in _sources("hag_lab"))
+
+
+def test_the_lab_adds_its_commands_by_entry_point_with_their_extras():
+    """`hag demo` and `hag simulate` come from the lab's entry points, each naming the extras
+    it needs, and load to the lab's click commands."""
+    added = added_commands()
+    assert {name: ep.module for name, ep in added.items()} == {
+        "demo": "hag_lab.cli.demo_cmd",
+        "simulate": "hag_lab.cli.simulate_cmd",
+    }
+    assert added["demo"].extras == ["embedded", "lab"] and added["simulate"].extras == ["lab"]
+    assert {name: ep.load().name for name, ep in added.items()} == {
+        "demo": "demo",
+        "simulate": "simulate",
+    }
+
+
+def test_an_added_command_whose_extra_is_missing_refuses_in_one_line(monkeypatch, capsys):
+    """Without the lab extra, `hag simulate` (any arguments) is still listed and refuses in
+    one line naming the extra, before the lab's module is imported."""
+    from hag import extras
+    from hag.cli import cli, main
+
+    monkeypatch.setattr(extras, "installed", lambda extra: extra != "lab")
+    monkeypatch.delitem(sys.modules, "hag_lab.cli.simulate_cmd", raising=False)
+    with pytest.raises(SystemExit) as done:
+        main(["simulate", "--seeds", "1,2", "--out", "x"])
+    assert done.value.code == 1
+    assert capsys.readouterr().err == (
+        "hag: hag simulate needs the lab extra: pip install 'hag-memory[lab]'\n"
+    )
+    assert "hag_lab.cli.simulate_cmd" not in sys.modules
+    assert "simulate" in cli.list_commands(None)  # type: ignore[arg-type]
 
 
 def test_the_import_scan_sees_lazy_and_dynamic_imports():

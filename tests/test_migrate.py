@@ -6,29 +6,13 @@ import json
 import re
 import shutil
 
-import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 
 from hag import SQL_DIR, migrate
 from hag.errors import MigrationError
 from tests.fix_db import migrate_up_to
 
 pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
-
-
-@pytest.fixture
-def fresh(database_url):
-    """An empty database on the test server, dropped afterwards."""
-    name = "hag_migrate_test"
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.execute(f"CREATE DATABASE {name}")
-    conn = psycopg.connect(make_conninfo(database_url, dbname=name))
-    yield conn
-    conn.close()
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name}")
 
 
 def test_migrate_is_idempotent(fresh):

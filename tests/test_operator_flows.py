@@ -16,37 +16,17 @@ import pytest
 
 from hag import audit
 from tests import factories as f
+from tests.fix_prefect import flow_run_artifacts, prefect_client, read_flow_run
 
 AS_OF = f.NOW
 DAY = timedelta(days=1)
-
-
-def _client():
-    from prefect.client.orchestration import get_client
-
-    return get_client(sync_client=True)
-
-
-def _flow_run(flow_run_id):
-    with _client() as client:
-        return client.read_flow_run(flow_run_id)
-
-
-def _artifacts(flow_run_id) -> dict[str, Any]:
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-
-    with _client() as client:
-        found = client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
-        )
-    return {a.key: a for a in found}
 
 
 def _latest(key: str):
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from prefect.client.schemas.sorting import ArtifactSort
 
-    with _client() as client:
+    with prefect_client() as client:
         found = client.read_artifacts(
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
             sort=ArtifactSort.CREATED_DESC,
@@ -62,7 +42,7 @@ def _logs(flow_run_id, wait_for: str, timeout: float = 30.0, also: str = "") -> 
 
     deadline = time.monotonic() + timeout
     while True:
-        with _client() as client:
+        with prefect_client() as client:
             lines = [
                 log.message
                 for log in client.read_logs(
@@ -101,7 +81,7 @@ def test_nightly_runs_are_named_linked_tagged_logged_and_keyed_apart(db, prefect
     assert real.is_completed(), real.message
     dry_id, real_id = dry.state_details.flow_run_id, real.state_details.flow_run_id
 
-    dry_run, real_run = _flow_run(dry_id), _flow_run(real_id)
+    dry_run, real_run = read_flow_run(dry_id), read_flow_run(real_id)
     assert dry_run.name == "nightly dry-run 2026-11-30"
     assert real_run.name == "nightly 2026-11-30"
     assert "dry-run" in dry_run.tags and "dry-run" not in real_run.tags
@@ -110,8 +90,8 @@ def test_nightly_runs_are_named_linked_tagged_logged_and_keyed_apart(db, prefect
         "nightly-dry-run-counts",
         "nightly-dry-run-culled-edges",
         "nightly-dry-run-summary",
-    } <= set(_artifacts(dry_id))
-    real_keys = set(_artifacts(real_id))
+    } <= set(flow_run_artifacts(dry_id))
+    real_keys = set(flow_run_artifacts(real_id))
     assert {"nightly-counts", "nightly-culled-edges", "nightly-summary"} <= real_keys
     assert not any(k.startswith("nightly-dry-run") for k in real_keys)
     # A dry run after the real one does not become the latest under a real key.
@@ -124,7 +104,7 @@ def test_nightly_runs_are_named_linked_tagged_logged_and_keyed_apart(db, prefect
     assert len(audit.culled(run_id=str(real_id))) == 2
     assert len(audit.culled(run_id=str(real_id)[:8])) == 2
 
-    table = _artifacts(real_id)["nightly-culled-edges"].data
+    table = flow_run_artifacts(real_id)["nightly-culled-edges"].data
     for column in ("source", "target", "type", "provenance", "confidence", "age (days)", "restore"):
         assert f'"{column}"' in table
     assert "hag audit restore " in table and "edge_id" not in table
@@ -134,7 +114,7 @@ def test_nightly_runs_are_named_linked_tagged_logged_and_keyed_apart(db, prefect
     assert any(line.startswith("promotion: 1 candidate → pattern") for line in lines), lines
     assert sum(line.startswith("culled c-") for line in lines) == 2, lines
     assert any(line.startswith("promoted cryptography/primes to pattern, entry ") for line in lines)
-    summary = _artifacts(real_id)["nightly-summary"].data
+    summary = flow_run_artifacts(real_id)["nightly-summary"].data
     assert f"Run id: `{real_id}`" in summary and "flow run" not in summary
 
 
@@ -166,7 +146,7 @@ def test_parameter_bounds_refuse_a_bad_value_before_a_run_exists(prefect_harness
 
     from hag import PROJECT_ROOT
 
-    with _client() as client:
+    with prefect_client() as client:
         for flow_name, entrypoint, bad, good in (
             ("enrichment", "flows/enrichment.py:enrichment_flow", {"limit": -3}, {"limit": 3}),
             (
@@ -231,7 +211,7 @@ def _paused_nightly(db, dials, timeout_seconds: int = 600):
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and "state" not in box:
-        with _client() as client:
+        with prefect_client() as client:
             found = [
                 r
                 for r in client.read_flow_runs(flow_run_filter=paused)
@@ -259,7 +239,7 @@ def test_a_big_night_pauses_with_its_forecast_and_obeys_the_answer(
     from prefect.flow_runs import resume_flow_run
 
     thread, box, run, ids = _paused_nightly(db, dials)
-    forecast = _artifacts(run.id)["nightly-cull-forecast"]
+    forecast = flow_run_artifacts(run.id)["nightly-cull-forecast"]
     assert forecast.data.count('"source"') == 3 and "restore" not in forecast.data
     assert forecast.description.startswith("Awaiting an operator")
     promoted = db.execute(
@@ -282,7 +262,7 @@ def test_a_big_night_pauses_with_its_forecast_and_obeys_the_answer(
         assert (result["culled"], left, audited) == (3, set(), set(ids))
     else:
         assert (result["culled"], left, audited) == (0, set(ids), set())
-        assert "were not culled" in _artifacts(run.id)["nightly-summary"].data
+        assert "were not culled" in flow_run_artifacts(run.id)["nightly-summary"].data
 
 
 def test_a_big_night_left_unanswered_culls_nothing_and_says_so(db, dials, prefect_harness):
@@ -292,7 +272,7 @@ def test_a_big_night_left_unanswered_culls_nothing_and_says_so(db, dials, prefec
     assert result["culled"] == 0 and result["guard"]["decision"] == "timed out"
     assert {r["id"] for r in db.execute("SELECT id FROM hag_edges").fetchall()} == set(ids)
     db.rollback()
-    assert "Decision: timed out" in _artifacts(run.id)["nightly-summary"].data
+    assert "Decision: timed out" in flow_run_artifacts(run.id)["nightly-summary"].data
     assert _latest("nightly-cull-forecast").description.startswith("Timed out: none of these 3")
     assert any("culling nothing tonight" in line for line in _logs(run.id, "culling nothing"))
 
@@ -313,10 +293,12 @@ def test_the_restore_flow_dry_runs_then_restores_exactly(db, prefect_harness):
     dry = restore_flow(run=night_id[:8], return_state=True)
     assert dry.is_completed(), dry.message
     assert len(dry.result()["restored"]) == 2 and _edges_digest(db) == after_cull
-    dry_run = _flow_run(dry.state_details.flow_run_id)
+    dry_run = read_flow_run(dry.state_details.flow_run_id)
     assert dry_run.name == f"restore dry-run run {night_id[:8]}" and "dry-run" in dry_run.tags
     assert (
-        _artifacts(dry.state_details.flow_run_id)["restore-dry-run"].data.count("would come back")
+        flow_run_artifacts(dry.state_details.flow_run_id)["restore-dry-run"].data.count(
+            "would come back"
+        )
         == 2
     )
 
@@ -324,7 +306,7 @@ def test_the_restore_flow_dry_runs_then_restores_exactly(db, prefect_harness):
     assert real.is_completed(), real.message
     assert _edges_digest(db) == before
     restore_id = real.state_details.flow_run_id
-    assert "restore" in _artifacts(restore_id)
+    assert "restore" in flow_run_artifacts(restore_id)
     row = db.execute("SELECT run_id, kind, status FROM hag_runs WHERE kind = 'restore'").fetchone()
     db.rollback()
     assert (row["run_id"], row["status"]) == (restore_id, "done")  # its flow run's id
@@ -389,15 +371,15 @@ def test_an_idle_session_end_run_is_quick_and_publishes_nothing(db, prefect_harn
         f"an idle run took {seconds:.1f} s"
     )  # about 1 s; generous on a busy machine
     flow_run_id = state.state_details.flow_run_id
-    assert _artifacts(flow_run_id) == {}
-    with _client() as client:
+    assert flow_run_artifacts(flow_run_id) == {}
+    with prefect_client() as client:
         tasks = client.read_task_runs(
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
         )
     assert tasks == []
     assert db.execute("SELECT count(*) AS n FROM hag_runs").fetchone()["n"] == 0
     db.rollback()
-    assert _flow_run(flow_run_id).name.startswith("session-end ")
+    assert read_flow_run(flow_run_id).name.startswith("session-end ")
     assert "0 session(s) pending" in _logs(flow_run_id, "pending")
 
 

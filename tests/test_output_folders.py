@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from hag.errors import FolderError
-from hag.simulate.sandbox import MARKER, claim_folder, private_database
-from tests.test_cli import _hag
+from hag_lab.simulate.sandbox import MARKER, claim_folder, private_database
+from tests.fix_cli import run_hag
 
 
 def operators_folder(root):
@@ -25,7 +25,7 @@ def test_simulate_refuses_an_out_folder_it_did_not_make(database_url, tmp_path):
     and every file left where it was (the old code deleted OUT/db recursively)."""
     out = tmp_path / "operator"
     before = operators_folder(out)
-    result = _hag(database_url, "simulate", "--sessions", "1", "--days", "1", "--out", str(out))
+    result = run_hag(database_url, "simulate", "--sessions", "1", "--days", "1", "--out", str(out))
     errors = [line for line in result.stderr.splitlines() if line.startswith("hag:")]
     assert result.returncode == 1
     assert errors == [

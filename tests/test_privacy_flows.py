@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+from tests.fix_prefect import flow_run_artifacts, prefect_client, read_flow_run
 from tests.session_builders import payload, run, turn
-from tests.test_operator_flows import _artifacts, _client, _flow_run
 
 
 def test_export_then_erase_run_as_flow_runs(db, prefect_harness, tmp_path):
@@ -26,14 +26,14 @@ def test_export_then_erase_run_as_flow_runs(db, prefect_harness, tmp_path):
     lines = out.read_text().splitlines()
     assert json.loads(lines[-1])["manifest"]["counts"]["hag_sessions"] == 1
     export_run = state.state_details.flow_run_id
-    assert _flow_run(export_run).name == "learner-export gr…"
-    assert "grace" not in str(_artifacts(export_run)["learner-export"].data)
+    assert read_flow_run(export_run).name == "learner-export gr…"
+    assert "grace" not in str(flow_run_artifacts(export_run)["learner-export"].data)
 
     dry = learner_erase_flow(learner_id="grace.h", return_state=True)
     assert dry.is_completed(), dry.message
-    dry_run = _flow_run(dry.state_details.flow_run_id)
+    dry_run = read_flow_run(dry.state_details.flow_run_id)
     assert dry_run.name == "learner-erase dry-run gr…" and "dry-run" in dry_run.tags
-    assert "learner-erasure-dry-run" in _artifacts(dry.state_details.flow_run_id)
+    assert "learner-erasure-dry-run" in flow_run_artifacts(dry.state_details.flow_run_id)
     assert db.execute("SELECT count(*) AS n FROM hag_sessions").fetchone()["n"] == 1
     db.rollback()
 
@@ -44,7 +44,7 @@ def test_export_then_erase_run_as_flow_runs(db, prefect_harness, tmp_path):
     assert db.execute("SELECT count(*) AS n FROM hag_sessions").fetchone()["n"] == 0
     record = db.execute("SELECT erased_by FROM hag_erasures").fetchone()
     assert record["erased_by"] == f"prefect flow run {real.state_details.flow_run_id} for dpo"
-    report = _artifacts(real.state_details.flow_run_id)["learner-erasure"]
+    report = flow_run_artifacts(real.state_details.flow_run_id)["learner-erasure"]
     assert "hag_sessions" in str(report.data) and "grace" not in str(report.data)
 
 
@@ -73,7 +73,7 @@ def test_a_bad_learner_id_is_refused_before_a_run_exists(prefect_harness):
 
     from hag import PROJECT_ROOT
 
-    with _client() as client:
+    with prefect_client() as client:
         for flow_name, entrypoint in (
             ("learner-export", "flows/learner_export.py:learner_export_flow"),
             ("learner-erase", "flows/learner_erase.py:learner_erase_flow"),

@@ -22,9 +22,9 @@ import pytest
 
 from hag import config, retrieval
 from hag import db as hdb
+from tests.fix_retrieval import put
+from tests.fix_retrieval import run as retrieve
 from tests.session_builders import payload, run, turn
-from tests.test_retrieval import put
-from tests.test_retrieval import run as retrieve
 
 STANDBY_NAME = "hag_test_standby"
 REPLAY_TIMEOUT_SECONDS = 30

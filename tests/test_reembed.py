@@ -18,7 +18,7 @@ from hag.errors import EmbedderMismatch
 from hag.reembed import reembed
 from hag.retrieval import ann, ranking, retrieve
 from tests import factories
-from tests.embedder_memory import error_lines, hag_retrieve, own_memory, use_offline, use_stub
+from tests.fix_embedder import error_lines, hag_retrieve, own_memory, use_offline, use_stub
 
 __all__ = ["own_memory"]
 

@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from hag.report import build
-from hag.simulate.experiment import load_starting_memory
-from hag.simulate.run import SimulationConfig, simulate
-from hag.simulate.world import random_world
+from hag_lab.report import build
+from hag_lab.simulate.experiment import load_starting_memory
+from hag_lab.simulate.run import SimulationConfig, simulate
+from hag_lab.simulate.world import random_world
 
 WORLD = random_world(np.random.default_rng(33), 10, edge_probability=0.35)
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from hag.report import metrics as m
-from hag.report.metrics import EdgeFact
+from hag_lab.report import metrics as m
+from hag_lab.report.metrics import EdgeFact
 
 TRUTH = frozenset({("b", "a"), ("c", "b"), ("d", "b")})
 CONCEPTS = ("a", "b", "c", "d", "e")
@@ -135,8 +135,8 @@ def test_calibration_of_nothing_is_empty():
 
 def test_plots_are_written(tmp_path):
     """The four plots render to non-empty PNG files from small inputs (Agg backend)."""
-    from hag.report import plots
-    from hag.simulate.world import Concept, World
+    from hag_lab.report import plots
+    from hag_lab.simulate.world import Concept, World
 
     world = World("t", {s: Concept(s, s) for s in CONCEPTS}, TRUTH)
     curve = m.recovery_curve(FACTS, TRUTH, CONCEPTS, "prerequisite")
@@ -173,8 +173,8 @@ def test_uses_csv_keeps_each_confidence_exactly(tmp_path):
     """uses.csv round-trips confidences bit for bit, so a recount bins them as the report did."""
     import csv
 
-    from hag.report.build import write_uses
-    from hag.simulate.tutor import Use
+    from hag_lab.report.build import write_uses
+    from hag_lab.simulate.tutor import Use
 
     near_edge = 0.3 - 1e-16 * 3  # just below a bin edge: rounding would move it to [0.3, 0.4)
     assert int(near_edge * 10) == 2

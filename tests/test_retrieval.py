@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -12,11 +11,9 @@ from hag import retrieval, settings
 from hag.errors import NotFoundError, ValidationError
 from hag.retrieval import ann, ranking, store
 from tests import factories as f
+from tests.fix_retrieval import MESSAGE, put, query_vector, run
 
 pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
-
-MESSAGE = "how does RSA use prime numbers"
-CONTEXT = f"topic:Cryptography level:none focus:none student:{MESSAGE}"
 
 
 @pytest.fixture(autouse=True)
@@ -25,31 +22,6 @@ def fresh_caches():
     retrieval.clear_caches()
     yield
     retrieval.clear_caches()
-
-
-def query_vector(context: str = CONTEXT) -> np.ndarray:
-    from hag.embeddings import get_embedder
-
-    return get_embedder().embed([context])[0].astype(np.float64)
-
-
-def at(cos: float, axis: int, q: np.ndarray | None = None) -> np.ndarray:
-    """A unit vector whose cosine with the turn's query vector is exactly `cos`."""
-    q = query_vector() if q is None else q
-    u = np.zeros_like(q)
-    u[axis] = 1.0
-    u -= u.dot(q) * q
-    u /= np.linalg.norm(u)
-    return (cos * q + math.sqrt(1 - cos * cos) * u).astype(np.float32)
-
-
-def put(db: Any, cos: float, axis: int, **kw: Any):
-    return f.entry(db, embedding=at(cos, axis), **kw)
-
-
-def run(**kw: Any) -> retrieval.RetrievalResult:
-    args = {"topic_id": "cryptography", "learner_id": "ada", "student_message": MESSAGE, **kw}
-    return retrieval.retrieve(**args)
 
 
 def test_maturity_boost_changes_the_winner_on_the_database(db, dials):

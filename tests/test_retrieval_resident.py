@@ -19,7 +19,7 @@ from hag import settings
 from hag.retrieval import ann, store
 from hag.retrieval.resident import Residents, filter_key, residents
 from tests import factories as f
-from tests.test_retrieval_search_copy import clustered_memory, tutor_rows_near_and_far
+from tests.fix_retrieval import clustered_memory, tutor_rows_near_and_far
 
 pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
 

@@ -14,6 +14,7 @@ from hag import migrate, retrieval, settings
 from hag.retrieval import store
 from tests import factories as f
 from tests.fix_db import migrate_up_to
+from tests.fix_retrieval import clustered_memory, tutor_rows_near_and_far
 
 pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
 
@@ -151,25 +152,6 @@ def test_half_precision_cosine_stays_within_the_dial(db):
     assert worst <= settings.defaults()["compact_similarity_error"], worst
 
 
-def clustered_memory(db: Any, rng: np.random.Generator) -> np.ndarray:
-    """300 topic rows and 200 tutor rows around 6 centres: many near-equal similarities."""
-    centres = rng.standard_normal((6, f.DIM))
-    maturities = ["candidate", "pattern", "proven", "archived"]
-    for scope, count in (("public", 300), ("tutor", 200)):
-        for i in range(count):
-            v = centres[i % 6] + rng.standard_normal(f.DIM) * 0.8
-            f.entry(
-                db,
-                topic_id="cryptography" if i % 3 else "linux-basics",
-                scope=scope,
-                maturity=maturities[i % 4],
-                confidence=float(rng.uniform(0.3, 1.0)),
-                embedding=(v / np.linalg.norm(v)).astype(np.float32),
-            )
-    db.commit()
-    return centres
-
-
 def test_passes_through_the_copy_equal_the_seeds_query(db, dials):
     """Topic and tutor passes: the same rows in the same order as match_hag_entries.
 
@@ -267,20 +249,6 @@ def test_retrieve_reports_the_copy_path(db, dials):
         "Then the modulus.",
     ]
     assert next(p.path for p in result.passes if p.name == "topic-semantic") == "compact"
-
-
-def tutor_rows_near_and_far(db: Any) -> np.ndarray:
-    """8 tutor rows near f.QUERY and 32 near nothing, analysed; a unit vector near no row."""
-    for i in range(8):
-        f.entry(db, scope="tutor", embedding=f.vec(0.9 - 0.01 * i, 10 + i), confidence=0.8)
-    for i in range(32):
-        f.entry(db, scope="tutor", embedding=f.vec(0.05, 30 + i))
-    db.commit()
-    db.execute("ANALYZE hag_entries")
-    db.commit()
-    flat = np.zeros(f.DIM, dtype=np.float32)
-    flat[200:600] = 1.0
-    return flat / np.linalg.norm(flat)
 
 
 def test_a_query_the_sample_finds_near_nothing_skips_the_walk(db, dials):

@@ -29,11 +29,7 @@ from hag.client import (
     ServiceValidationError,
 )
 from hag.errors import ValidationError
-from tests.embedder_memory import own_memory
 from tests.session_builders import payload, turn
-from tests.test_embedder_faults import demo_memory
-
-__all__ = ["demo_memory", "own_memory"]  # fixtures of the degraded-turn test
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "test-token-" + uuid.uuid4().hex
@@ -455,7 +451,7 @@ def test_only_the_service_imports_the_web_stack():
 def test_a_degraded_turn_says_so_over_http(demo_memory, private_db, openai_stub, monkeypatch):
     """The embedding endpoint refusing: 200 from the concept pass, `degraded` naming why."""
     from hag import settings
-    from tests.embedder_memory import use_stub
+    from tests.fix_embedder import use_stub
 
     settings.set_value(private_db, "embedding_retries", 0, by="test")
     private_db.commit()

@@ -126,7 +126,7 @@ def test_a_queued_session_over_a_lowered_dial_is_rejected_when_applied(db, topic
 def test_the_simulators_and_the_benchmarks_sessions_fit_the_default_dials():
     """The defaults admit the payload sizes the simulator and the benchmark send, many times."""
     from bench.bench_sessions import TURNS
-    from hag.simulate.tutor import TutorPolicy
+    from hag_lab.simulate.tutor import TutorPolicy
 
     dials = settings.defaults()
     policy = TutorPolicy()

@@ -302,7 +302,7 @@ def test_the_flow_run_ends_failed_after_publishing_its_summary(db, prefect_harne
     """A flow run leaving a failed session ends Failed (the UI shows it), summary published;
     retry_failed=True applies the session and the run completes."""
     from flows.session_end import session_end_flow
-    from tests.test_session_flow import _artifacts
+    from tests.fix_prefect import flow_run_artifacts_async
 
     a, _, e = _world(db)
     ingest(db, _exploding("big", a, e), _graded("after", a, e, day=1))
@@ -310,7 +310,7 @@ def test_the_flow_run_ends_failed_after_publishing_its_summary(db, prefect_harne
         state = session_end_flow(check=False, return_state=True)
     assert state.is_failed()
     assert "1 session(s) failed" in state.message and "--retry-failed" in state.message
-    artifacts = asyncio.run(_artifacts(state.state_details.flow_run_id))
+    artifacts = asyncio.run(flow_run_artifacts_async(state.state_details.flow_run_id))
     markdown = artifacts["session-end-summary"].data
     assert "1 failed" in markdown and "Left in the queue: 0 pending, 1 failed." in markdown
     assert "`big`" in markdown

@@ -8,6 +8,7 @@ import json
 from click.testing import CliRunner
 
 from tests import factories as f
+from tests.fix_prefect import flow_run_artifacts_async
 from tests.session_builders import ingest, payload, sequence, turn
 
 
@@ -17,17 +18,6 @@ def _world(db):
     e = f.edge(db, a, b, "prerequisite", confidence=0.5)
     db.commit()
     return a, b, e
-
-
-async def _artifacts(flow_run_id):
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-
-    async with get_client() as client:
-        found = await client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
-        )
-    return {a.key: a for a in found}
 
 
 def test_the_flow_applies_pending_sessions_in_batches_and_publishes_a_summary(db, prefect_harness):
@@ -60,7 +50,7 @@ def test_the_flow_applies_pending_sessions_in_batches_and_publishes_a_summary(db
         ).fetchone()["n"]
         == 5
     )
-    artifacts = asyncio.run(_artifacts(state.state_details.flow_run_id))
+    artifacts = asyncio.run(flow_run_artifacts_async(state.state_details.flow_run_id))
     assert {"session-end-summary", "session-end-counts"} <= set(artifacts)
     assert "| edges created | 1 |" in artifacts["session-end-summary"].data
 

@@ -13,9 +13,8 @@ from hag import audit, sweeps
 from hag.session.ingest import ingest_payload
 from hag.session.process import process_pending
 from tests import factories as f
+from tests.fix_session import LONG_CONCEPT, SLUGS, build_world, entry_id, queue_unchecked, sessions
 from tests.session_builders import T0, payload, turn
-from tests.test_hostile_input import LONG_CONCEPT, _queue_unchecked
-from tests.test_session_concurrency import SLUGS, build_world, entry_id, sessions
 
 VALID = 80
 CULL_AS_OF = f.NOW
@@ -145,7 +144,7 @@ def test_four_workers_a_nightly_and_a_restore_under_hostile_load(db):
     db.commit()
     assert {n: r.status for n, r in refused.items()} == dict.fromkeys(refused, "quarantined")
     for body in _queued_hostile():
-        _queue_unchecked(db, body)
+        queue_unchecked(db, body)
 
     results: dict[str, Any] = {}
     errors: list[BaseException] = []

@@ -13,6 +13,7 @@ from hag import settings as hag_settings
 from hag.session import rules
 from tests.factories import vec
 from tests.fix_db import reset_database
+from tests.fix_session import memory
 from tests.session_builders import T0, ingest, payload, turn
 
 DIALS = hag_settings.defaults()
@@ -202,45 +203,6 @@ def session_of(group: int, n: int, spec, day: int):
         learner=f"learner-{group}",
         day=day,
     )
-
-
-def memory(db):
-    """Entries and edges by natural keys (new rows get random ids)."""
-    keys = {
-        r["id"]: (r["concept_slug"], r["visibility_scope"], r["instruction"], r["created_at"])
-        for r in db.execute("SELECT * FROM hag_entries").fetchall()
-    }
-    entries = sorted(
-        (
-            keys[r["id"]],
-            r["maturity"],
-            round(r["confidence"], 12),
-            r["concept_match_quality"],
-            r["success_count"],
-            r["failure_count"],
-            r["last_matched_at"],
-            r["updated_at"],
-        )
-        for r in db.execute("SELECT * FROM hag_entries").fetchall()
-    )
-    edges = sorted(
-        (
-            keys[r["source_entry_id"]],
-            keys[r["target_entry_id"]],
-            r["edge_type"],
-            r["condition"],
-            round(r["confidence"], 12),
-            r["hit_count"],
-            r["source_type"],
-            r["source_session_id"],
-            r["traversal_count"],
-            r["last_traversed_at"],
-            r["created_at"],
-            r["updated_at"],
-        )
-        for r in db.execute("SELECT * FROM hag_edges").fetchall()
-    )
-    return entries, edges
 
 
 def process():

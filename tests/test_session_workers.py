@@ -29,10 +29,9 @@ from hag.cli import serve_cmd
 from hag.session.queue import apply_pending_session
 from hag.session.steps import Caches
 from hag.session.summary import ProcessSummary
+from tests.fix_prefect import free_port
+from tests.fix_session import build_world, memory, sessions
 from tests.session_builders import ingest
-from tests.test_deployments import _free_port
-from tests.test_session_concurrency import build_world, sessions
-from tests.test_session_properties import memory
 
 POOL = "hag-scale-out"
 HOSTS = ("host-a", "host-b")
@@ -106,7 +105,7 @@ def test_two_workers_on_one_pool_apply_every_session_exactly_once(db, database_u
     build_world(db)
     assert all(r.accepted for r in ingest(db, *batch))
 
-    port = _free_port()
+    port = free_port()
     env = serve_cmd.prefect_env(tmp_path / "server-home", port)
     env.update(
         {

@@ -15,7 +15,7 @@ from hag import db as hdb
 from hag import settings
 from hag.errors import SettingsError
 from hag.settings import ORDERED, REGISTRY
-from tests.test_cli import _hag
+from tests.fix_cli import run_hag
 
 FUZZ_SEED = 24
 FUZZ_TRIES = 40  # races of two writers whose values are each valid and together invalid
@@ -118,7 +118,7 @@ def test_an_invalid_stored_value_stops_readers_with_its_repair(db, database_url)
         ("retrieve", "--topic", "cryptography", "--learner", "ada", "--message", "hi"),
         ("process-sessions",),
     ):
-        result = _hag(database_url, *args)
+        result = run_hag(database_url, *args)
         errors = [line for line in result.stderr.splitlines() if line.startswith("hag:")]
         assert (result.returncode, errors) == (1, [BANANA]), result.stderr
 
@@ -127,21 +127,23 @@ def test_settings_get_list_set_and_reset_work_whatever_is_stored(db, database_ur
     """`settings get` and `list` show the invalid value marked; `set` of another dial works;
     `reset` repairs it, after which every reader runs again."""
     store_raw(db, "floor_candidate", '"banana"')
-    got = _hag(database_url, "settings", "get", "floor_candidate")
+    got = run_hag(database_url, "settings", "get", "floor_candidate")
     assert got.returncode == 0 and got.stdout.startswith('"banana" (invalid: ')
     assert "hag settings reset floor_candidate" in got.stdout
-    as_json = json.loads(_hag(database_url, "settings", "get", "floor_candidate", "--json").stdout)
+    as_json = json.loads(
+        run_hag(database_url, "settings", "get", "floor_candidate", "--json").stdout
+    )
     assert as_json["value"] == "banana" and "takes a number" in as_json["invalid"]
-    listed = _hag(database_url, "settings", "list").stdout.splitlines()
+    listed = run_hag(database_url, "settings", "list").stdout.splitlines()
     assert any(line.split()[:2] == ["floor_candidate", '"banana"'] for line in listed)
     assert any("(invalid)" in line for line in listed if line.startswith("floor_candidate"))
-    assert _hag(database_url, "settings", "set", "floor_pattern", "0.45").returncode == 0
-    reset = _hag(database_url, "settings", "reset", "floor_candidate")
+    assert run_hag(database_url, "settings", "set", "floor_pattern", "0.45").returncode == 0
+    reset = run_hag(database_url, "settings", "reset", "floor_candidate")
     assert reset.returncode == 0, reset.stderr
     db.rollback()
     assert settings.load(db).floor_candidate == REGISTRY["floor_candidate"].default
     store_raw(db, "floor_candidate", '"banana"')
-    assert _hag(database_url, "settings", "set", "floor_candidate", "0.65").returncode == 0
+    assert run_hag(database_url, "settings", "set", "floor_candidate", "0.65").returncode == 0
     db.rollback()
     assert settings.load(db).floor_candidate == 0.65
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from hag.corpus import DEMO_CORPUS
-from hag.simulate import world as w
-from hag.simulate.learners import TRAITS, Learner, OutcomeModel, make_learners
-from hag.simulate.tutor import Extractor, TutorPolicy, run_session
+from hag_lab.simulate import world as w
+from hag_lab.simulate.learners import TRAITS, Learner, OutcomeModel, make_learners
+from hag_lab.simulate.tutor import Extractor, TutorPolicy, run_session
 
 ENDED = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

@@ -10,9 +10,9 @@ import sys
 import numpy as np
 
 from hag import PROJECT_ROOT
-from hag.simulate.experiment import load_starting_memory
-from hag.simulate.run import SimulationConfig, simulate
-from hag.simulate.world import random_world
+from hag_lab.simulate.experiment import load_starting_memory
+from hag_lab.simulate.run import SimulationConfig, simulate
+from hag_lab.simulate.world import random_world
 
 
 def test_simulate_command_writes_a_report_and_prints_the_headline(database_url, db, tmp_path):
@@ -115,9 +115,9 @@ def test_demo_json_prints_one_json_document(db, database_url, tmp_path, monkeypa
 
     from click.testing import CliRunner
 
-    import hag.demo
-    from hag.cli.demo_cmd import demo
-    from hag.simulate import sandbox
+    import hag_lab.demo
+    from hag_lab.cli.demo_cmd import demo
+    from hag_lab.simulate import sandbox
 
     @contextmanager
     def configured_database(folder, *, keep_running=False):
@@ -125,7 +125,7 @@ def test_demo_json_prints_one_json_document(db, database_url, tmp_path, monkeypa
 
     monkeypatch.setattr(sandbox, "private_database", configured_database)
     small = partial(
-        hag.demo.run_demo,
+        hag_lab.demo.run_demo,
         learners=2,
         sessions=4,
         days=1,
@@ -134,7 +134,7 @@ def test_demo_json_prints_one_json_document(db, database_url, tmp_path, monkeypa
         out=tmp_path / "demo",
         folder=tmp_path / "db",
     )
-    monkeypatch.setattr(hag.demo, "run_demo", small)
+    monkeypatch.setattr(hag_lab.demo, "run_demo", small)
     result = CliRunner().invoke(demo, ["--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from hag import PROJECT_ROOT
-from hag.simulate.seeds import TABLE_ROWS, aggregate_reports, compare_table
+from hag_lab.simulate.seeds import TABLE_ROWS, aggregate_reports, compare_table
 
 OLD_HEADLINE_KEYS = {
     "learned_prereq_precision_at_0.6",

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from hag.errors import HagError
-from hag.simulate import world as w
-from hag.simulate.kinds import ALL_KINDS, error_kinds, folder_name, make_world
-from hag.simulate.learners import OutcomeModel, make_learners
-from hag.simulate.run import SimulationConfig, error_stream
-from hag.simulate.seeds import KIND_COLUMNS, kinds_table
-from hag.simulate.tutor import Extractor, give_misconceptions
+from hag_lab.simulate import world as w
+from hag_lab.simulate.kinds import ALL_KINDS, error_kinds, folder_name, make_world
+from hag_lab.simulate.learners import OutcomeModel, make_learners
+from hag_lab.simulate.run import SimulationConfig, error_stream
+from hag_lab.simulate.seeds import KIND_COLUMNS, kinds_table
+from hag_lab.simulate.tutor import Extractor, give_misconceptions
 
 
 def test_all_names_the_four_kinds_each_over_the_independent_noise():

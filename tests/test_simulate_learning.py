@@ -11,10 +11,10 @@ import json
 import numpy as np
 import pytest
 
-from hag.report import build, metrics
-from hag.simulate.experiment import load_starting_memory
-from hag.simulate.run import SimulationConfig, simulate
-from hag.simulate.world import random_world
+from hag_lab.report import build, metrics
+from hag_lab.simulate.experiment import load_starting_memory
+from hag_lab.simulate.run import SimulationConfig, simulate
+from hag_lab.simulate.world import random_world
 
 WORLD = random_world(np.random.default_rng(21), 10, edge_probability=0.35)
 

@@ -10,7 +10,6 @@ import pytest
 from hag import PROJECT_ROOT, migrate
 from hag.errors import MigrationError
 from hag.schema import EDGE_TYPES
-from tests.test_migrate import fresh  # noqa: F401 - the fixture
 
 
 def _tracked_text_files() -> list[str]:
@@ -76,7 +75,7 @@ def test_the_readme_links_the_projects_own_contract():
         assert words in contract
 
 
-def test_a_ledger_from_before_a_comment_rewording_still_migrates(fresh):  # noqa: F811
+def test_a_ledger_from_before_a_comment_rewording_still_migrates(fresh):
     """010's comment was reworded: a ledger holding its old checksum is accepted; any other
     checksum is still refused."""
     migrate.migrate(fresh, 8)

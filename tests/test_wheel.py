@@ -1,4 +1,4 @@
-"""The built wheel installs one top-level name, carries its SQL, and runs outside a checkout."""
+"""The built wheel installs the product and its lab, carries its SQL, and runs outside a checkout."""
 
 from __future__ import annotations
 
@@ -33,10 +33,11 @@ def _hag(inst: Installed, cwd: Path, *args: str, **extra: str) -> subprocess.Com
 
 
 def test_the_wheel_installs_only_hag_with_its_sql_and_suites(installed):
-    """Top-level names: `hag` and its dist-info only (no generic flows/tasks/expectations),
-    and every file of the checkout's sql/ tree and suites is inside the package."""
+    """Top-level names: `hag`, its lab `hag_lab` and the dist-info only (no generic
+    flows/tasks/expectations), and every file of the checkout's sql/ tree and suites is
+    inside the package."""
     names = zipfile.ZipFile(installed.wheel).namelist()
-    assert {n.split("/")[0] for n in names} == {"hag", "hag_memory-0.1.0.dist-info"}
+    assert {n.split("/")[0] for n in names} == {"hag", "hag_lab", "hag_memory-0.1.0.dist-info"}
     sql = {str(p.relative_to(PROJECT_ROOT / "sql")) for p in (PROJECT_ROOT / "sql").rglob("*.sql")}
     assert {n.removeprefix("hag/_sql/") for n in names if n.startswith("hag/_sql/")} == sql
     suites = {p.name for p in (PROJECT_ROOT / "expectations" / "suites").glob("*.json")}

@@ -1,7 +1,10 @@
 """`hag`: the operator's command line.
 
 Sub-commands are imported only when called (a lazy click group), so `hag retrieve` never
-pays for Prefect or Great Expectations.
+pays for Prefect or Great Expectations. The lab's commands (`hag demo`, `hag simulate`, in
+hag_lab) are not the product's: the lab declares them in pyproject.toml as the entry-point
+group `hag.commands`, each with the extras it needs, and this group loads one only when it
+is called and its extras are installed (hag never imports the lab; tests/test_layers.py).
 
 The error convention (README, "The command line"), held by tests/test_cli_errors.py over
 every command: every failure is one line on stderr starting `hag: `, and no traceback.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, NoReturn
 
 import click
@@ -26,7 +30,6 @@ COMMANDS: dict[str, str] = {
     "load-corpus": "hag.cli.corpus_cmd:load_corpus",
     "export": "hag.cli.corpus_cmd:export",
     "settings": "hag.cli.settings_cmd:settings",
-    "demo": "hag.cli.demo_cmd:demo",
     "retrieve": "hag.cli.retrieve_cmd:retrieve",
     "ingest": "hag.cli.session_cmd:ingest",
     "process-sessions": "hag.cli.session_cmd:process_sessions",
@@ -39,21 +42,61 @@ COMMANDS: dict[str, str] = {
     "enrich": "hag.cli.enrich_cmd:enrich",
     "serve": "hag.cli.serve_cmd:serve",
     "service": "hag.cli.service_cmd:service",
-    "simulate": "hag.cli.simulate_cmd:simulate",
     "reembed": "hag.cli.reembed_cmd:reembed",
 }
+
+# Commands another package adds, by entry point: `demo = "hag_lab.cli.demo_cmd:demo [lab]"`.
+COMMAND_GROUP = "hag.commands"
+
+
+def added_commands() -> dict[str, EntryPoint]:
+    """The commands the installed distributions add, by name (the product's own win)."""
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=COMMAND_GROUP):
+        if ep.name not in COMMANDS:
+            found.setdefault(ep.name, ep)
+    return found
+
+
+def _needs_extra(name: str, extra: str) -> click.Command:
+    """A stand-in for an added command whose extra is missing: listed in `hag --help`, and
+    called (with any arguments) it refuses in one line naming the extra."""
+    from hag import extras
+
+    def refuse(args: tuple[str, ...]) -> None:
+        extras.require(extra, f"hag {name}")
+
+    return click.Command(
+        name,
+        callback=refuse,
+        params=[click.Argument(["args"], nargs=-1, type=click.UNPROCESSED)],
+        context_settings={"ignore_unknown_options": True},
+        add_help_option=False,
+        help=f"(needs the {extra} extra: {extras.install_hint(extra)})",
+    )
 
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return sorted(COMMANDS.keys() | added_commands().keys())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
         if target is None:
-            return None
+            return self._added(cmd_name)
         module, attr = target.split(":")
         return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+    def _added(self, cmd_name: str) -> click.Command | None:
+        from hag import extras
+
+        ep = added_commands().get(cmd_name)
+        if ep is None:
+            return None
+        missing = [e for e in ep.extras if not extras.installed(e)]
+        if missing:  # checked before loading: the command's module may import the extra
+            return _needs_extra(cmd_name, missing[0])
+        return ep.load()  # type: ignore[no-any-return]
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

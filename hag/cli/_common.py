@@ -6,31 +6,17 @@ import json
 import os
 import tomllib
 from collections.abc import Callable
-from datetime import UTC, date, datetime
-from decimal import Decimal
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import click
+
+from hag.jsonkeys import to_jsonable
 
 # Data printed as JSON: any shape a command returns (rows, summaries, lists of them). The
 # only Any of this module's boundary; everything else here has a type.
 JSON = Any
-
-
-def to_jsonable(value: object) -> JSON:
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, UUID):
-        return str(value)
-    if isinstance(value, Decimal):
-        return float(value)
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if hasattr(value, "to_list"):
-        return value.to_list()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 def echo_json(data: JSON) -> None:

@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from hag.cli._common import echo_json, json_option, note, ready, to_jsonable
+from hag.cli._common import echo_json, json_option, note, ready
+from hag.jsonkeys import to_jsonable
 
 
 @click.command("load-corpus")

@@ -25,8 +25,8 @@ import numpy as np
 
 from hag.db import Conn, one
 from hag.orchestration import flow
-from hag.simulate.learners import Learner, OutcomeModel, make_learners
-from hag.simulate.tutor import (
+from hag_lab.simulate.learners import Learner, OutcomeModel, make_learners
+from hag_lab.simulate.tutor import (
     CRYPTO_DRIFT,
     Extractor,
     TutorPolicy,
@@ -34,7 +34,7 @@ from hag.simulate.tutor import (
     give_misconceptions,
     run_session,
 )
-from hag.simulate.world import CRYPTOGRAPHY, World
+from hag_lab.simulate.world import CRYPTOGRAPHY, World
 from hag.sqlfiles import query
 
 DEFAULT_START = datetime(2026, 12, 1, tzinfo=UTC)
@@ -47,7 +47,7 @@ class SimulationConfig:
     days: int = 42
     p_miss: float = 0.1
     p_false: float = 0.05
-    noise_kind: str = "uniform"  # where invented reports point (hag/simulate/tutor.py Extractor)
+    noise_kind: str = "uniform"  # where invented reports point (tutor.py's Extractor)
     # the persistent error kinds (issue 29), drawn from their own stream (`error_stream`):
     p_repeat_session: float = 0.0  # sessions whose extractor repeats one misread pair
     misconception_share: float = 0.0  # learners who name one wrong prerequisite every failure

@@ -1,4 +1,4 @@
-"""Helpers of the embedder tests: a memory of the test's own that the whole process (and
+"""Pytest plugin (``-p tests.fix_embedder``): a memory of the test's own that the whole process (and
 its `hag` subprocesses) uses, and switching the configured embedder."""
 
 from __future__ import annotations
@@ -105,3 +105,24 @@ def one_entry_corpus(instruction: str, **extra: object) -> dict[str, object]:
         **extra,
     }
     return {"topics": [{"topic_id": "t1", "title": "T"}], "entries": [entry]}
+
+
+DEMO = "hag/data/demo_corpus.json"
+
+
+@pytest.fixture
+def demo_memory(own_memory, private_db, monkeypatch):
+    """The demo corpus in a memory of the test's own (loaded offline, no embedder recorded),
+    and the concept slugs of its cryptography topic."""
+    from hag import corpus
+
+    use_offline(monkeypatch)
+    corpus.load(private_db, corpus.read(DEMO), 1536)
+    private_db.commit()
+    slugs = [
+        r["slug"]
+        for r in private_db.execute(
+            "SELECT slug FROM hag_concepts WHERE topic_id = 'cryptography' ORDER BY slug"
+        )
+    ]
+    return slugs

@@ -13,16 +13,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hag.cli._common import to_jsonable
 from hag.corpus import export_rows
 from hag.db import Conn
-from hag.report import metrics, plots
-from hag.report.markdown import fmt
-from hag.report.metrics import EdgeFact
+from hag.jsonkeys import to_jsonable
 from hag.settings import REGISTRY
-from hag.simulate.run import SimulationRun
-from hag.simulate.world import World
 from hag.sqlfiles import query
+from hag_lab.report import metrics, plots
+from hag_lab.report.markdown import fmt
+from hag_lab.report.metrics import EdgeFact
+from hag_lab.simulate.run import SimulationRun
+from hag_lab.simulate.world import World
 
 # The registry's defaults, not the live dials: the report's keys ("..._at_0.6") stay put.
 # the seed's "three independent observations" confidence
@@ -473,7 +473,7 @@ def write_report(
         plots.lifecycle_plot(days, out_dir / "lifecycle.png")
     plots.graph_plot(world, before, after, out_dir / "graph.png", threshold=HEADLINE_THRESHOLD)
     write_json(out_dir / "report.json", report)
-    from hag.report.markdown import render
+    from hag_lab.report.markdown import render
 
     (out_dir / "report.md").write_text(render(report, exported["audit"], days))
     return report

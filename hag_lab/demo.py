@@ -89,19 +89,20 @@ def run_demo(
     progress: bool = True,
     keep_running: bool = False,
     quiet: bool = False,
+    note: Callable[[str], None],
 ) -> dict[str, Any]:
     """Run the whole story and return the summary (graphs before/after and the headline).
 
-    `quiet`: the human summary goes to stderr, leaving stdout to the caller (`--json`).
+    `note`: where progress lines go (the command line's stderr). `quiet`: the human summary
+    goes there too, leaving stdout to the caller (`--json`).
     """
-    from hag.cli._common import note
     from hag.corpus import DEMO_CORPUS
     from hag.embeddings import announce
-    from hag.report.build import summary_lines
-    from hag.simulate.experiment import Experiment, run_experiment
-    from hag.simulate.run import SimulationConfig
-    from hag.simulate.sandbox import private_database
-    from hag.simulate.world import cryptography_world
+    from hag_lab.report.build import summary_lines
+    from hag_lab.simulate.experiment import Experiment, run_experiment
+    from hag_lab.simulate.run import SimulationConfig
+    from hag_lab.simulate.sandbox import private_database
+    from hag_lab.simulate.world import cryptography_world
 
     say = note if quiet else click.echo
 

@@ -19,8 +19,8 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
 
-from hag.report.metrics import SCORED_TYPES, EdgeFact
-from hag.simulate.world import World
+from hag_lab.report.metrics import SCORED_TYPES, EdgeFact
+from hag_lab.simulate.world import World
 
 PROVENANCE_COLOURS = {"seed": "#4C72B0", "learned": "#DD8452", "enriched": "#55A868"}
 OTHER_COLOUR = "#8172B3"

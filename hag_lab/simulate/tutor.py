@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from hag import settings
-from hag.simulate.learners import Learner, OutcomeModel
-from hag.simulate.world import World
+from hag_lab.simulate.learners import Learner, OutcomeModel
+from hag_lab.simulate.world import World
 
 Retrieve = Callable[..., Any]
 

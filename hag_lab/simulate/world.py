@@ -327,7 +327,7 @@ def random_topic(
     kept = np.sort(rng.permutation(len(truth))[: round(authored_share * len(truth))])
     authored = [truth[int(i)] for i in kept]
     wrong: list[tuple[str, str]] = []
-    from hag.simulate.tutor import confusable  # the extractor's own notion of "near"
+    from hag_lab.simulate.tutor import confusable  # the extractor's own notion of "near"
 
     reversed_truth = {(t, s) for s, t in pairs}
     for source in rng.permutation(slugs):

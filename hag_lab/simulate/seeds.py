@@ -14,13 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hag.report.build import CULL_NOTE, write_json
-from hag.report.markdown import fmt
-from hag.report.metrics import spread
-from hag.simulate.experiment import Experiment, run_experiment
-from hag.simulate.kinds import ErrorKind, folder_name
-from hag.simulate.run import SimulationConfig
-from hag.simulate.world import World
+from hag_lab.report.build import CULL_NOTE, write_json
+from hag_lab.report.markdown import fmt
+from hag_lab.report.metrics import spread
+from hag_lab.simulate.experiment import Experiment, run_experiment
+from hag_lab.simulate.kinds import ErrorKind, folder_name
+from hag_lab.simulate.run import SimulationConfig
+from hag_lab.simulate.world import World
 
 
 def _quiet(message: str) -> None:
@@ -58,7 +58,7 @@ def seed_report(
     progress: bool,
 ) -> dict[str, Any]:
     """One seed's whole experiment on its own private database, reported in `OUT/seed-<seed>/`."""
-    from hag.simulate.sandbox import private_database
+    from hag_lab.simulate.sandbox import private_database
 
     folder = out / f"seed-{seed}"
     note(f"profile {config.profile or 'as configured'}, seed {seed}: {folder}")

@@ -196,12 +196,12 @@ def simulate(
         extras.require("embedded", "hag simulate --database private")
     from hag.embeddings import announce
     from hag.errors import HagError
-    from hag.report.build import summary_lines
-    from hag.simulate.experiment import Experiment, run_experiment
-    from hag.simulate.kinds import error_kinds as parse_kinds
-    from hag.simulate.kinds import make_world
-    from hag.simulate.run import SimulationConfig
-    from hag.simulate.sandbox import claim_folder, private_database
+    from hag_lab.report.build import summary_lines
+    from hag_lab.simulate.experiment import Experiment, run_experiment
+    from hag_lab.simulate.kinds import error_kinds as parse_kinds
+    from hag_lab.simulate.kinds import make_world
+    from hag_lab.simulate.run import SimulationConfig
+    from hag_lab.simulate.sandbox import claim_folder, private_database
 
     seed_list = _int_list(seeds, "--seeds") if seeds else [seed]
     profiles = _profile_list(compare) if compare else []
@@ -239,7 +239,7 @@ def simulate(
     claim_folder(out, "--out")  # before anything is written or cleared under it
     announce()
     if kinds:
-        from hag.simulate.seeds import DEFAULT_KIND_SEEDS, kinds_table, run_kinds
+        from hag_lab.simulate.seeds import DEFAULT_KIND_SEEDS, kinds_table, run_kinds
 
         result = run_kinds(
             worlds,
@@ -259,7 +259,7 @@ def simulate(
             click.echo(f"reports: {out / 'kinds.md'}, {out}/<world>/<kind>/<profile>/")
         return
     if profiles or len(seed_list) > 1:
-        from hag.simulate.seeds import compare_table, run_compare, run_seeds
+        from hag_lab.simulate.seeds import compare_table, run_compare, run_seeds
 
         if profiles:
             comparison = run_compare(

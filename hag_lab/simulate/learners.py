@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hag.simulate.world import World
+from hag_lab.simulate.world import World
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hag.simulate.run import SimulationConfig, SimulationRun, simulate
-from hag.simulate.world import World, world_corpus
+from hag_lab.simulate.run import SimulationConfig, SimulationRun, simulate
+from hag_lab.simulate.world import World, world_corpus
 
 if TYPE_CHECKING:
     from hag.quality import CheckResult
@@ -101,7 +101,7 @@ def run_experiment(exp: Experiment) -> Outcome:
         )
     report = None
     if exp.out_dir is not None:
-        from hag.report.build import write_report
+        from hag_lab.report.build import write_report
 
         t0 = time.monotonic()
         extra["seconds"] = {k: round(v, 1) for k, v in {**seconds, **run.seconds}.items()}

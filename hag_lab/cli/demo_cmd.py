@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from hag.cli._common import echo_json, json_option
+from hag.cli._common import echo_json, json_option, note
 
 
 @click.command()
@@ -35,14 +35,13 @@ def demo(keep_running: bool, sessions: int | None, days: int | None, as_json: bo
     sweeps as the simulated days pass, enrichment of orphans, the expectation suites, and
     the report on whether the memory learned (reports/demo/).
     """
-    from hag import extras
-    from hag.demo import run_demo
+    # The extras it needs (its own embedded database, the report's plots) are checked before
+    # this module is loaded: pyproject's `hag.commands` entry point names them.
+    from hag_lab.demo import run_demo
 
-    for extra in ("embedded", "lab"):  # its own embedded database, and the report's plots
-        extras.require(extra, "hag demo")
-    # Only what was asked for: the demo's own defaults stay in one place (hag.demo).
+    # Only what was asked for: the demo's own defaults stay in one place (hag_lab.demo).
     smaller: dict[str, Any] = {"sessions": sessions, "days": days}
     smaller = {k: v for k, v in smaller.items() if v is not None}
-    summary = run_demo(keep_running=keep_running, quiet=as_json, **smaller)
+    summary = run_demo(keep_running=keep_running, quiet=as_json, note=note, **smaller)
     if as_json:
         echo_json(summary)

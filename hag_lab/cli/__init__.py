@@ -1,0 +1,1 @@
+"""The lab's commands, added to `hag` by entry point (`hag demo`, `hag simulate`)."""
