@@ -34,7 +34,7 @@ def local_memory(database_url: str) -> Iterator[str]:
     from hag import DEMO_CORPUS
     from hag.corpus import load_file
     from hag.migrate import migrate_database
-    from tests.embedder_memory import forget_process_state
+    from tests.fix_embedder import forget_process_state
 
     one_thread_for_torch()  # a loaded CI machine: see there
     name = "hag_local_model"
