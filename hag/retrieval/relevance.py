@@ -31,7 +31,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from hag.retrieval.ranking import Ranked, Row, maturity_boost
+from hag.retrieval.ranking import Ranked, Row
+from hag.retrieval.tiers import maturity_boost
 from hag.settings import Settings
 
 UNANCHORED = "_unanchored_"

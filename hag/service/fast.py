@@ -164,7 +164,7 @@ def answer(request: RetrieveRequest) -> tuple[bytes, dict[str, str]]:
 
 
 async def _body(receive: Receive) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         message = await receive()
         if message["type"] != "http.request":  # the client went away

@@ -34,7 +34,7 @@ class ErrorKind:
     p_repeat_session: float = 0.0
     misconception_share: float = 0.0
 
-    def options(self) -> dict[str, float]:
+    def options(self) -> dict[str, Any]:
         """The `SimulationConfig` fields this kind sets."""
         return {
             "p_miss": self.p_miss,

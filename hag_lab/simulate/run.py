@@ -25,6 +25,7 @@ import numpy as np
 
 from hag.db import Conn, one
 from hag.orchestration import flow
+from hag.sqlfiles import query
 from hag_lab.simulate.learners import Learner, OutcomeModel, make_learners
 from hag_lab.simulate.tutor import (
     CRYPTO_DRIFT,
@@ -35,7 +36,6 @@ from hag_lab.simulate.tutor import (
     run_session,
 )
 from hag_lab.simulate.world import CRYPTOGRAPHY, World
-from hag.sqlfiles import query
 
 DEFAULT_START = datetime(2026, 12, 1, tzinfo=UTC)
 
