@@ -23,8 +23,7 @@ The embedder is the offline one; the embedding is part of both figures alike.
     python -m bench.bench_service               # demo size (the demo corpus, 65 entries)
     python -m bench.bench_service 1m1536        # also 1M x 1,536 (bench_retrieval's loader:
                                                 # 4 minutes idle, 25 on a busy machine;
-                                                # about 15 GB of RAM: run it under
-                                                # `flock /work/bigmem.lock`)
+                                                # about 15 GB of RAM: run it alone)
 Environment: HAG_BENCH_SERVICE_CALLS (default 600 per mode and concurrency),
 HAG_BENCH_SERVICE_ROUNDS (default 3), HAG_BENCH_SERVICE_THREADS (the service_threads dial;
 default: the dial's), HAG_BENCH_KEEP_DIR as in bench_retrieval (the 1M database kept
