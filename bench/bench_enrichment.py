@@ -46,8 +46,8 @@ def _topic(conn, n: int) -> None:
 
 
 def main() -> None:
-    from hag import db
     from hag.enrichment import enrich
+    from hag.storage import db
     from hag_lab.simulate.sandbox import private_database
 
     figures = {}

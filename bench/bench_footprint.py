@@ -53,7 +53,9 @@ SELECT pg_relation_size(%(t)s::regclass) AS heap,
 
 
 def measure(dim: int) -> None:
-    from hag import config, db, embeddings, migrate
+    from hag import config
+    from hag.storage import db, migrate
+    from hag.vectors import embeddings
 
     folder = Path(tempfile.mkdtemp(prefix="hag-bench-footprint-"))
     server = db.embedded_server(folder / "pgdata")

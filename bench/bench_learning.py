@@ -37,7 +37,7 @@ def _f(x: float | None) -> str:
 
 def main() -> None:
     """Run the seeded simulation on a throwaway database and print its figures."""
-    from hag.corpus import DEMO_CORPUS
+    from hag.operations.corpus import DEMO_CORPUS
     from hag_lab.simulate.experiment import Experiment, run_experiment
     from hag_lab.simulate.run import SimulationConfig
     from hag_lab.simulate.sandbox import private_database

@@ -99,8 +99,10 @@ def fill_edges(conn: Any, count: int) -> None:
 def main() -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
     from bench.bench_sessions import build_world
-    from hag import config, db, embeddings, migrate
+    from hag import config
     from hag.session.process import pending_count
+    from hag.storage import db, migrate
+    from hag.vectors import embeddings
 
     folder = tempfile.mkdtemp(prefix="hag-bench-memory-")
     server = db.embedded_server(Path(folder) / "pgdata")

@@ -97,11 +97,12 @@ def _payload(c: br.Corpus, by_topic: dict[int, np.ndarray], i: int, rng: random.
 
 def _writer(c, by_topic, rate: float, stop: threading.Event, counts: dict, start: int) -> None:
     """Ingest and apply one session every 1/rate seconds (behind schedule: at once)."""
-    from hag import db, settings
+    from hag import settings
     from hag.session.ingest import ingest_payload
     from hag.session.queue import apply_pending_session
     from hag.session.steps import Caches
     from hag.session.summary import ProcessSummary
+    from hag.storage import db
 
     rng = random.Random(start)
     dials = settings.current()
@@ -124,8 +125,9 @@ def _writer(c, by_topic, rate: float, stop: threading.Event, counts: dict, start
 
 
 def _client(samples, reads: Reads, stop: threading.Event, seed: int, dials: Any) -> None:
-    from hag import db, retrieval
+    from hag import retrieval
     from hag.retrieval import ranking, store
+    from hag.storage import db
 
     rng = random.Random(seed)
     n = 0
@@ -195,7 +197,9 @@ def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int)
 
 
 def main() -> None:
-    from hag import config, db, embeddings, retrieval, settings
+    from hag import config, retrieval, settings
+    from hag.storage import db
+    from hag.vectors import embeddings
 
     folder = tempfile.mkdtemp(prefix="hag-bench-mixed-")
     os.chmod(folder, 0o755)

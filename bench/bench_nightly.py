@@ -92,7 +92,7 @@ JOIN numbered t ON t.n = (n.i + 1 + (n.i %% 1000)) %% %(n)s + 1
 """
 
 # The cull rule written out as a bare DELETE (no audit, no report), its values bound from the
-# same dials the sweep reads (hag.sweeps.sweep_parameters).
+# same dials the sweep reads (hag.nightly.sweeps.sweep_parameters).
 BARE_DELETE = """
 DELETE FROM hag_edges
 WHERE source_type = ANY (%(cull_source_types)s) AND confidence < %(cull_max_confidence)s
@@ -102,7 +102,7 @@ WHERE source_type = ANY (%(cull_source_types)s) AND confidence < %(cull_max_conf
 
 
 def _start_server(folder: Path) -> tuple[object, str]:
-    from hag import db
+    from hag.storage import db
 
     server = db.embedded_server(folder / "pgdata")
     return server, str(server.get_uri())
@@ -142,7 +142,8 @@ def _backend_cpu(conn) -> float:
 
 def _bare_delete(conn) -> tuple[float, int]:
     conn.execute("SET LOCAL session_replication_role = replica")  # no audit trigger: bare
-    from hag import settings, sweeps  # after DATABASE_URL is set
+    from hag import settings  # after DATABASE_URL is set
+    from hag.nightly import sweeps
 
     params = sweeps.sweep_parameters(settings.load(conn), AS_OF, uuid.uuid4())
     t = time.perf_counter()
@@ -216,7 +217,9 @@ def main() -> None:
     try:
         server, url = _start_server(folder)
         os.environ["DATABASE_URL"] = url
-        from hag import config, db, migrate, sweeps
+        from hag import config
+        from hag.nightly import sweeps
+        from hag.storage import db, migrate
 
         config.reset_config()
         db.close_all()
@@ -275,7 +278,7 @@ def main() -> None:
             floor_seconds = _view_pass(conn)
         _print_suites(_suites(), floor_seconds)
     finally:
-        from hag import db
+        from hag.storage import db
 
         db.close_all()
         if previous is None:

@@ -66,7 +66,7 @@ def _payload(rng: random.Random, n: int, learner: str, concepts: list[tuple[str,
 
 def build(conn: Any) -> float:
     """The demo corpus and every session, applied; the seconds it took."""
-    from hag.corpus import DEMO_CORPUS, load_file
+    from hag.operations.corpus import DEMO_CORPUS, load_file
     from hag.session.ingest import ingest_payload
     from hag.session.process import process_pending
 
@@ -91,7 +91,8 @@ def build(conn: Any) -> float:
 
 
 def main() -> None:
-    from hag import db, privacy
+    from hag.operations import privacy
+    from hag.storage import db
     from hag_lab.simulate.sandbox import private_database
 
     folder = Path(tempfile.mkdtemp(prefix="hag-bench-privacy-"))

@@ -100,8 +100,8 @@ def embedders() -> list[tuple[str, dict[str, str]]]:
 def environment(values: dict[str, str]) -> Iterator[None]:
     """The process configured for one embedder for the block, as it was afterwards."""
     from hag.config import reset_config
-    from hag.embedder_identity import forget_checks
-    from hag.embeddings import reset_embedder
+    from hag.vectors.embedder_identity import forget_checks
+    from hag.vectors.embeddings import reset_embedder
 
     saved = {k: os.environ.get(k) for k in ("HAG_EMBEDDING_PROVIDER", "HAG_EMBEDDING_DIM")}
 
@@ -158,7 +158,8 @@ def measure(
 
 def use_ranking(ranking: str) -> None:
     """Set `retrieval_ranking` in the database and drop this process's copy of the dials."""
-    from hag import db, settings
+    from hag import settings
+    from hag.storage import db
 
     with db.connect() as conn:
         settings.set_value(conn, "retrieval_ranking", ranking, by="bench")
@@ -247,9 +248,10 @@ def one_thread_for_torch() -> None:
 
 
 def run_embedder(name: str, env: dict[str, str], asked: list[Message]) -> list[str]:
-    from hag import DEMO_CORPUS, db, settings
-    from hag.corpus import load_file
+    from hag import DEMO_CORPUS, settings
+    from hag.operations.corpus import load_file
     from hag.retrieval import clear_caches
+    from hag.storage import db
     from hag_lab.simulate.sandbox import private_database
 
     lines: list[str] = []

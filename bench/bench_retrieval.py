@@ -211,7 +211,7 @@ def pct(values: list[float], p: float) -> float:
 def start_server(folder: str) -> Any:
     from pathlib import Path
 
-    from hag import db
+    from hag.storage import db
 
     server = db.embedded_server(Path(folder))
     import psycopg
@@ -234,8 +234,9 @@ def start_server(folder: str) -> Any:
 
 def load(corpus: Corpus, scale: Scale, made: float) -> None:
     """Migrate, load the rows by binary COPY, fill the search copy, build the tutor index."""
-    from hag import db, migrate, settings
-    from hag.sqlfiles import query
+    from hag import settings
+    from hag.storage import db, migrate
+    from hag.storage.sqlfiles import query
 
     with db.connect() as conn:
         migrate.migrate(conn, scale.dim)
@@ -317,7 +318,7 @@ WRITES = {
 def write_cost(rounds: int = 3) -> None:
     """What the search copy's triggers add to writes: each statement with them on and off,
     interleaved, every run rolled back; medians."""
-    from hag import db
+    from hag.storage import db
 
     took: dict[tuple[str, bool], list[float]] = {}
     with db.connect() as conn:
@@ -343,9 +344,11 @@ def write_cost(rounds: int = 3) -> None:
 
 
 def run_scale(scale: Scale, queries: int) -> None:
-    from hag import config, db, embeddings, retrieval, settings
+    from hag import config, retrieval, settings
     from hag.retrieval import ann
-    from hag.sqlfiles import query
+    from hag.storage import db
+    from hag.storage.sqlfiles import query
+    from hag.vectors import embeddings
 
     keep = os.environ.get("HAG_BENCH_KEEP_DIR")
     if keep:
@@ -379,7 +382,7 @@ def run_scale(scale: Scale, queries: int) -> None:
         if not loaded:
             load(corpus, scale, made)
         else:  # a database kept from an earlier run: brought up to this checkout's schema
-            from hag import migrate
+            from hag.storage import migrate
 
             with db.connect() as conn:
                 migrate.migrate(conn, scale.dim)
@@ -557,8 +560,9 @@ def tutor_paths(tally: Tally) -> str:
 def measure(
     c: Corpus, dials: Mapping[str, Any], queries: int, rng: np.random.Generator, scale: Scale
 ) -> None:
-    from hag import db, retrieval
+    from hag import retrieval
     from hag.retrieval import resident
+    from hag.storage import db
 
     floor = Floor(c, dials)
     # The issue's set: half related to their topic, half unrelated to it (another topic's
@@ -647,7 +651,7 @@ def paired(
     resident set when one is held, interleaved, so that all meet the same moment of a shared
     machine: the topic pass on the issue's set, the tutor pass on the stress set."""
     from hag.retrieval import resident, store
-    from hag.sqlfiles import query
+    from hag.storage.sqlfiles import query
 
     base = store.filters(dials)
     took: dict[str, list[float]] = {}
@@ -693,7 +697,7 @@ def explain(
     conn: Any, related: tuple[Any, ...], unrelated: tuple[Any, ...], dials: Mapping[str, Any]
 ) -> None:
     from hag.retrieval import store
-    from hag.sqlfiles import query
+    from hag.storage.sqlfiles import query
 
     store.use_ef_search(conn, dials.hnsw_ef_search)
     base = store.filters(dials)

@@ -2,7 +2,7 @@
 
 The baseline is measured in the same run, on the same database and the same queries: for
 each number of concurrent clients (threads: 1, 8, 32), in-process calls
-(`hag.retrieval.retrieve` on this process's pools) and HTTP calls (`hag.client`, one
+(`hag.retrieval.retrieve` on this process's pools) and HTTP calls (`hag.service.client`, one
 `hag service` subprocess on a loopback port, so clients and server are separate processes)
 take turns in rounds, the first of each round alternating, so a load change on this shared
 machine falls on both. Each round has queries of its own, sent once to each side: both
@@ -65,7 +65,7 @@ def demo_queries(count: int) -> list[Query]:
     """Distinct turns over the demo's topics and concepts (no two embed the same text)."""
     import json
 
-    from hag.corpus import DEMO_CORPUS
+    from hag.operations.corpus import DEMO_CORPUS
 
     concepts = json.loads(DEMO_CORPUS.read_text())["concepts"]
     return [
@@ -96,7 +96,7 @@ def free_port() -> int:
 def service(url: str) -> Iterator[tuple[str, int]]:
     """`hag service` on a free loopback port against `url`: (base URL, pid); stopped by
     SIGTERM at the end."""
-    from hag.client import HagClient
+    from hag.service.client import HagClient
 
     port = free_port()
     env = {**os.environ, "DATABASE_URL": url, "HAG_SERVICE_TOKEN": TOKEN}
@@ -215,7 +215,7 @@ def postmaster_pid(url: str) -> int:
 
 def measure(label: str, url: str, make_queries: Callable[[int], list[Query]]) -> None:
     from hag import retrieval
-    from hag.client import HagClient
+    from hag.service.client import HagClient
 
     calls = int(os.environ.get("HAG_BENCH_SERVICE_CALLS", "600"))
     rounds = int(os.environ.get("HAG_BENCH_SERVICE_ROUNDS", "3"))
@@ -289,7 +289,10 @@ def measure(label: str, url: str, make_queries: Callable[[int], list[Query]]) ->
 @contextmanager
 def demo_database() -> Iterator[str]:
     """An embedded server of its own with the demo corpus loaded, the result cache off."""
-    from hag import config, corpus, db, embeddings, migrate, retrieval, settings
+    from hag import config, retrieval, settings
+    from hag.operations import corpus
+    from hag.storage import db, migrate
+    from hag.vectors import embeddings
 
     folder = tempfile.mkdtemp(prefix="hag-bench-service-")
     server = db.embedded_server(Path(folder) / "pgdata")
@@ -325,7 +328,9 @@ def demo_database() -> Iterator[str]:
 def big_database() -> Iterator[str]:
     """1M x 1,536 rows by bench_retrieval's own loader (HAG_BENCH_KEEP_DIR keeps them)."""
     from bench import bench_retrieval as br
-    from hag import config, db, embeddings, retrieval, settings
+    from hag import config, retrieval, settings
+    from hag.storage import db
+    from hag.vectors import embeddings
 
     scale = br.Scale("1m", 1_000_000, 1536)
     keep = os.environ.get("HAG_BENCH_KEEP_DIR")
@@ -348,8 +353,9 @@ def big_database() -> Iterator[str]:
             br.load(corpus, scale, time.perf_counter() - started)
             if keep:
                 open(os.path.join(folder, "loaded"), "w").close()
-        from hag import embedder_identity, migrate
-        from hag.embeddings import get_embedder
+        from hag.storage import migrate
+        from hag.vectors import embedder_identity
+        from hag.vectors.embeddings import get_embedder
 
         with db.connect() as conn:
             migrate.migrate(conn, scale.dim)

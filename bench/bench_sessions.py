@@ -75,7 +75,7 @@ def build_world(conn: Any, groups: int = 1) -> None:
     """The topic, its concepts and entries, and the seed edges; `groups` disjoint copies."""
     from pgvector import Vector
 
-    from hag.embeddings import embed_texts
+    from hag.vectors.embeddings import embed_texts
 
     conn.execute(
         "TRUNCATE hag_edge_audit, hag_confidence_history, hag_session_quarantine, hag_sessions, "
@@ -311,8 +311,9 @@ def worker_process() -> None:
     import resource
     import sys
 
-    from hag import db, settings
+    from hag import settings
     from hag.session.process import process_pending
+    from hag.storage import db
 
     with db.pool().connection() as conn:
         conn.execute("SELECT 1")
@@ -384,8 +385,8 @@ def drain_with_processes(workers: int) -> tuple[float, int, int, float]:
 
 def scale_out(server: Any) -> None:
     """Sessions per minute at 1, 2 and 4 workers (threads, processes), hot and spread worlds."""
-    from hag import db
     from hag.session.process import process_pending
+    from hag.storage import db
 
     url = db.database_url()
     print(
@@ -460,11 +461,13 @@ def scale_out(server: Any) -> None:
 
 def flow_and_baseline() -> None:
     """Bare SQL, process_pending and the session-end flow over the same sessions."""
-    from hag import db, embeddings, settings
+    from hag import settings
     from hag.session.process import process_pending
     from hag.session.queue import apply_pending_session
     from hag.session.steps import Caches
     from hag.session.summary import ProcessSummary
+    from hag.storage import db
+    from hag.vectors import embeddings
 
     payloads = sessions()
     print(
@@ -537,7 +540,9 @@ def main() -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
-    from hag import config, db, embeddings, migrate
+    from hag import config
+    from hag.storage import db, migrate
+    from hag.vectors import embeddings
 
     folder = tempfile.mkdtemp(prefix="hag-bench-sessions-")
     os.environ.setdefault("PREFECT_HOME", os.path.join(folder, "prefect"))

@@ -43,7 +43,8 @@ def mark(name, t0, c0):
     marks.append((name, time.perf_counter() - t0, time.process_time() - c0))
     return time.perf_counter(), time.process_time()
 t, c = time.perf_counter(), time.process_time()
-from hag import db, quality, settings
+from hag import quality, settings
+from hag.storage import db
 from hag.cli._common import ready
 t, c = mark("hag import", t, c)
 ready()
@@ -98,7 +99,10 @@ def _median(runs: list[tuple[float, float, str]]) -> tuple[float, float]:
 
 
 def _build() -> None:
-    from hag import config, corpus, db, migrate, sweeps
+    from hag import config
+    from hag.nightly import sweeps
+    from hag.operations import corpus
+    from hag.storage import db, migrate
 
     config.reset_config()
     db.close_all()
@@ -119,7 +123,7 @@ def _build() -> None:
 
 
 def main() -> None:
-    from hag import db
+    from hag.storage import db
 
     folder = Path(tempfile.mkdtemp(prefix="hag-bench-suites-"))
     previous = os.environ.get("DATABASE_URL")

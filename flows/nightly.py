@@ -6,7 +6,7 @@ from typing import Any
 
 from prefect import flow
 
-from hag import sweeps
+from hag.nightly import sweeps
 from tasks.checks import run_expectations
 from tasks.runtime import Moment, nightly_run_name, tag_dry_run, use_deployment_database
 from tasks.sweeps import build_topic_indexes, nightly_sweep, publish_nightly_report
@@ -22,7 +22,7 @@ def nightly_flow(
     """Run the sweeps (one transaction, audited cull; a big night pauses for an operator's
     decision), then the search copy's upkeep (per-topic indexes, clustering, change rows
     folded), publish the report, run the suites (not after a dry run, which changed
-    nothing). The steps and their order are `hag.sweeps.nightly`'s, as for `hag nightly`.
+    nothing). The steps and their order are `hag.nightly.sweeps.nightly`'s, as for `hag nightly`.
 
     A dry run changes nothing and does no upkeep (`topic_indexes` is then None; otherwise
     the topics that have an index).

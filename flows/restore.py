@@ -8,8 +8,9 @@ from prefect import flow, get_run_logger
 from prefect.states import Failed
 from pydantic import Field
 
-from hag import audit, runs
 from hag.errors import HagError, ValidationError
+from hag.nightly import audit
+from hag.storage import runs
 from tasks.audit import publish_restore_report, restore_culled_edges
 from tasks.runtime import restore_run_name, tag_dry_run, use_deployment_database
 

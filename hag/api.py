@@ -7,7 +7,7 @@ psycopg's and openai's exceptions never cross this boundary: a database failure 
 failure an `EmbedderError` (`EmbedderUnavailable` when the endpoint cannot be reached); the
 original stays in `__cause__`. docs/api.md lists the names and shows the per-turn loop.
 
-The pools are process-wide (hag.db), so a process holds one memory at a time: opening a
+The pools are process-wide (hag.storage.db), so a process holds one memory at a time: opening a
 `Memory` with a URL points the process at it (its `DATABASE_URL`), closing it closes the
 pools. Nothing here imports Prefect, Great Expectations, pandas or matplotlib: the default
 install (no extras) runs all of it, `nightly` included.
@@ -37,10 +37,10 @@ from hag.errors import (
     NotFoundError,
     ValidationError,
 )
+from hag.nightly.sweeps import NightlyResult, NightlySummary
 from hag.retrieval.model import Advisory, RenderedEdge, RetrievalResult
 from hag.session.ingest import IngestResult
 from hag.session.summary import ProcessSummary
-from hag.sweeps import NightlyResult, NightlySummary
 
 __all__ = [
     "Memory",
@@ -104,8 +104,9 @@ class Memory:
     """
 
     def __init__(self, url: str | None = None) -> None:
-        from hag import config, db, settings
+        from hag import config, settings
         from hag.retrieval import clear_caches
+        from hag.storage import db
 
         if url is not None and url != config.get_config().database_url:
             db.close_all()
@@ -127,7 +128,7 @@ class Memory:
 
     def close(self) -> None:
         """Close the process's connection pools (the next operation opens them again)."""
-        from hag import db
+        from hag.storage import db
 
         with _boundary():
             db.close_all()
@@ -135,7 +136,7 @@ class Memory:
     @property
     def url(self) -> str:
         """The libpq URL of the database this memory is on (starts the embedded one if so)."""
-        from hag import db
+        from hag.storage import db
 
         with _boundary():
             return db.database_url()
@@ -143,7 +144,7 @@ class Memory:
     def migrate(self) -> None:
         """Bring the schema up to this version and record the embedder (what `hag migrate`
         does); a no-op when it is up to date. For operator scripts: a tutor never migrates."""
-        from hag.migrate import ensure_migrated
+        from hag.storage.migrate import ensure_migrated
 
         with _boundary():
             ensure_migrated()
@@ -196,8 +197,8 @@ class Memory:
         `quarantined` with the reason, the field and the turn (nothing of it is applied).
         Queued sessions are applied by `process_pending()` (or the session-end job).
         """
-        from hag import db
         from hag.session.ingest import ingest_payload
+        from hag.storage import db
 
         with _boundary(), db.connect() as conn:
             result = ingest_payload(conn, payload, source=source)
@@ -229,8 +230,9 @@ class Memory:
         `edge_id`: the id whole, a unique prefix, or the ending listings print. Raises
         NotFoundError when no edge or entry has that id.
         """
-        from hag import db, settings
-        from hag.history import explain_edge
+        from hag import settings
+        from hag.storage import db
+        from hag.storage.history import explain_edge
 
         with _boundary(), db.connect() as conn:
             shown = limit or settings.load(conn).history_default_limit
@@ -264,7 +266,7 @@ class Memory:
         audited cull in one transaction, then the read path's upkeep; a dry run changes
         nothing. Never pauses for an operator (as `hag nightly`). The data-quality suites
         are not run here (`hag check`, the jobs extra)."""
-        from hag import sweeps
+        from hag.nightly import sweeps
 
         with _boundary():
             return sweeps.nightly(as_of, dry_run)

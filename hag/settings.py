@@ -21,12 +21,12 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, get_type_hints
 
 from hag.errors import SettingsError
-from hag.schema import EDGE_TYPES
+from hag.storage.schema import EDGE_TYPES
 
-if TYPE_CHECKING:  # annotations only: `current()` imports hag.db when it first connects
+if TYPE_CHECKING:  # annotations only: `current()` imports hag.storage.db when it first connects
     import psycopg
 
-    from hag.db import Conn
+    from hag.storage.db import Conn
 
 # A topic scope as the schema admits it (migration 001): a lower-case slug not naming another graph.
 # Patterns are matched whole (`re.fullmatch`): `$` would also match before a trailing newline.
@@ -81,10 +81,10 @@ def _dial(default: JSON, description: str, consumer: str, **rules: Any) -> Any:
 R, S, W, E, C, B = (
     "hag/retrieval",
     "hag/session",
-    "hag/sweeps",
+    "hag/nightly",
     "hag/enrichment",
     "hag/settings.py",
-    "hag/bounds.py",
+    "hag/support/bounds.py",
 )
 
 
@@ -126,9 +126,9 @@ class Settings(Mapping[str, Any]):
     relevance_catalogue_concepts: int = _num(5, 1, 100, "ours (measured, docs/retrieval.md): under relevance, the topic's catalogue concepts nearest the message whose entries the catalogue pass reads", R)
     relevance_concept_weight: float = _num(0.5, 0, 1, "ours (measured): under relevance, the share of the concept's similarity in an entry's relevance (the rest: the entry's own)", R)
     relevance_confidence_weight: float = _num(0.02, 0, 1, "ours (measured): under relevance, confidence x maturity boost times this is added to the relevance: a tie-break, bounded by this x the largest boost", R)
-    embed_max_chars: int = _num(2000, 1, 100000, "seed: every embedded text is cut to this many characters", "hag/embeddings")
+    embed_max_chars: int = _num(2000, 1, 100000, "seed: every embedded text is cut to this many characters", "hag/vectors/embeddings")
     advisory_max_chars: int = _num(400, 20, 100000, "seed: advisory text clipped at a sentence boundary", R)
-    topic_scopes: tuple[str, ...] = _dial(["public"], "ours: visibility scopes the topic passes read", "hag/visibility.py", pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"), min_items=1)
+    topic_scopes: tuple[str, ...] = _dial(["public"], "ours: visibility scopes the topic passes read", "hag/storage/visibility.py", pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"), min_items=1)
     band_high_min: float = _num(0.75, 0, 1, "ours: confidence at or above which the band label is 'high'", R)
     band_medium_min: float = _num(0.5, 0, 1, "ours: confidence at or above which the band label is 'medium'", R)
     edge_walk_top_k: int = _num(2, 0, 20, "seed: top entries that get a decision tree", R)
@@ -141,7 +141,7 @@ class Settings(Mapping[str, Any]):
     embedding_cache_size: int = _num(4096, 0, 1000000, "ours: cached query embeddings by context string", R)
     embedding_timeout_seconds: float = _num(3.0, 0.1, 600.0, "ours: a turn's query embedding gives up after this long, its retries included; retrieve then answers from the passes that need no query vector and says so", R)
     embedding_retries: int = _num(1, 0, 10, "ours: further tries of a turn's query embedding after a failure, within embedding_timeout_seconds", R)
-    reembed_batch_size: int = _num(64, 1, 10000, "ours: texts `hag reembed` embeds and stages per committed batch (a kill loses at most one batch)", "hag/reembed.py")
+    reembed_batch_size: int = _num(64, 1, 10000, "ours: texts `hag reembed` embeds and stages per committed batch (a kill loses at most one batch)", "hag/operations/reembed.py")
     ann_candidates: int = _num(20, 5, 10000, "ours (measured, docs/retrieval.md): nearest rows fetched before the maturity re-rank", R)
     hnsw_ef_search: int = _num(80, 1, 1000, "ours (measured, docs/retrieval.md): hnsw.ef_search on the approximate path; the contrast test sends the queries it would miss to the exact query", R)
     ann_min_contrast: float = _num(1.5, 1.0, 100.0, "ours (measured, docs/retrieval.md): below this relative contrast (mean distance over the nearest candidate's) the exact query answers instead of the approximate one", R)
@@ -172,11 +172,11 @@ class Settings(Mapping[str, Any]):
     ladder_quality_unanchored: float = _num(0.25, 0, 1, "ours: ladder step 4 (_unanchored_) quality", S)
     ladder_near_similarity: float = _num(0.85, 0, 1, "ours: embedding cosine for a step-2 near match", S)
     ladder_mint_min_chars: int = _num(3, 1, 100, "ours: shorter names are not minted but left _unanchored_", S)
-    edge_new_confidence: float = _num(0.3, 0.05, 1, "seed: confidence of a newly learned edge", "hag/edges.py")
-    edge_new_hit_count: int = _num(1, 0, 100, "seed: hit_count of a newly learned edge", "hag/edges.py")
-    edge_reinforce_min_hits: int = _num(3, 1, 1000, "seed: hit_count at which re-observation lifts to the high floor", "hag/edges.py")
-    edge_reinforce_confidence_high: float = _num(0.6, 0.05, 1, "seed: floor after edge_reinforce_min_hits observations", "hag/edges.py")
-    edge_reinforce_confidence_low: float = _num(0.3, 0.05, 1, "seed: floor of a re-observed edge below that", "hag/edges.py")
+    edge_new_confidence: float = _num(0.3, 0.05, 1, "seed: confidence of a newly learned edge", "hag/storage/edges.py")
+    edge_new_hit_count: int = _num(1, 0, 100, "seed: hit_count of a newly learned edge", "hag/storage/edges.py")
+    edge_reinforce_min_hits: int = _num(3, 1, 1000, "seed: hit_count at which re-observation lifts to the high floor", "hag/storage/edges.py")
+    edge_reinforce_confidence_high: float = _num(0.6, 0.05, 1, "seed: floor after edge_reinforce_min_hits observations", "hag/storage/edges.py")
+    edge_reinforce_confidence_low: float = _num(0.3, 0.05, 1, "seed: floor of a re-observed edge below that", "hag/storage/edges.py")
     edge_grade_step_success: float = _num(0.05, 0, 1, "seed: edge confidence added when its turn succeeded", S)
     edge_grade_step_failure: float = _num(0.05, 0, 1, "seed: edge confidence removed when its turn failed", S)
     edge_confidence_floor: float = _num(0.05, 0.001, 1, "seed: edges never grade below this", S)
@@ -272,14 +272,14 @@ class Settings(Mapping[str, Any]):
     )
     enrichment_offline_min_similarity: float = _num(0.25, -1, 1, "ours: the offline proposer also proposes candidates at or above this cosine", E)
     # --- corpus and export ---
-    export_batch_rows: int = _num(2000, 1, 1_000_000, "ours: rows `hag export` fetches per round trip from its server-side cursor (memory stays flat)", "hag/corpus.py")
+    export_batch_rows: int = _num(2000, 1, 1_000_000, "ours: rows `hag export` fetches per round trip from its server-side cursor (memory stays flat)", "hag/operations/corpus.py")
     # --- a learner's own data (issue 25, docs/privacy.md) ---
-    message_retention_days: int = _num(0, 0, 36500, "ours: the nightly strips the student's words from processed payloads whose session ended this many days ago (0: keep them)", "hag/privacy.py")
-    quarantine_retention_days: int = _num(0, 0, 36500, "ours: the nightly strips the received text from quarantined payloads this many days old; reason, size and SHA-256 stay (0: keep it)", "hag/privacy.py")
+    message_retention_days: int = _num(0, 0, 36500, "ours: the nightly strips the student's words from processed payloads whose session ended this many days ago (0: keep them)", "hag/operations/privacy.py")
+    quarantine_retention_days: int = _num(0, 0, 36500, "ours: the nightly strips the received text from quarantined payloads this many days old; reason, size and SHA-256 stay (0: keep it)", "hag/operations/privacy.py")
     # --- the operator's command line ---
     history_default_limit: int = _num(50, 1, 100000, "ours: events `hag history ID` shows when no --limit is given (the newest)", "hag/cli/history_cmd.py")
     runs_default_limit: int = _num(20, 1, 100000, "ours: runs `hag runs` lists when no --limit is given (the newest)", "hag/cli/runs_cmd.py")
-    nightly_log_max_promotions: int = _num(20, 0, 100000, "ours: promoted entries a nightly run names in its log (id and concept), then 'and K more'; 0 names none", "hag/sweeps.py")
+    nightly_log_max_promotions: int = _num(20, 0, 100000, "ours: promoted entries a nightly run names in its log (id and concept), then 'and K more'; 0 names none", "hag/nightly/sweeps.py")
     # --- the HTTP service (docs/service.md) ---
     service_threads: int = _num(16, 1, 1000, "ours (measured, docs/service.md): requests the service runs at once in each of its two thread pools (retrieves; ingests and explains); more wait their turn, so the read pool's connections are not oversubscribed", "hag/service")
     # --- data-quality suites (SPEC §8) ---
@@ -591,7 +591,7 @@ def load(conn: Conn) -> Settings:
 def stored(conn: Conn) -> tuple[dict[str, Any], dict[str, tuple[JSON, str]]]:
     """Every dial's validated stored value, and the stored values their dial refuses
     (key: (value, reason)), whose defaults stand in among the values."""
-    from hag.sqlfiles import query
+    from hag.storage.sqlfiles import query
 
     values = {d.key: d.default for d in REGISTRY.values()}
     invalid: dict[str, tuple[JSON, str]] = {}
@@ -622,7 +622,7 @@ def current() -> Settings:
             loaded_at, cached = _cache
             if now - loaded_at < cached.settings_cache_ttl_seconds:
                 return cached
-    from hag import db
+    from hag.storage import db
 
     with db.pool().connection() as conn:
         cached = load(conn)
@@ -640,7 +640,7 @@ def invalidate() -> None:
 
 def lock_dials(conn: Conn) -> None:
     """Serialise the writers of the dials until `conn` commits (sql/queries/settings.sql)."""
-    from hag.sqlfiles import query
+    from hag.storage.sqlfiles import query
 
     conn.execute(query("settings", "lock_dials"))
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import click
 
-from hag import db, work_dir
-from hag.sqlfiles import query
+from hag import work_dir
+from hag.storage import db
+from hag.storage.sqlfiles import query
 
 DEMO_SEED = 7
 DEMO_LEARNERS = 60
@@ -96,8 +97,8 @@ def run_demo(
     `note`: where progress lines go (the command line's stderr). `quiet`: the human summary
     goes there too, leaving stdout to the caller (`--json`).
     """
-    from hag.corpus import DEMO_CORPUS
-    from hag.embeddings import announce
+    from hag.operations.corpus import DEMO_CORPUS
+    from hag.vectors.embeddings import announce
     from hag_lab.report.build import summary_lines
     from hag_lab.simulate.experiment import Experiment, run_experiment
     from hag_lab.simulate.run import SimulationConfig

@@ -1,4 +1,4 @@
-"""Thin Prefect tasks around `hag.audit`: restore culled edges, and say what came back."""
+"""Thin Prefect tasks around `hag.nightly.audit`: restore culled edges, and say what came back."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from hag import audit, runs
-from hag.audit import RestoreResult
+from hag.nightly import audit
+from hag.nightly.audit import RestoreResult
+from hag.storage import runs
 
 
 @task(name="restore-culled-edges", cache_policy=NO_CACHE)

@@ -1,4 +1,4 @@
-"""Thin Prefect tasks around `hag.privacy`: a learner's export and erasure, and their reports.
+"""Thin Prefect tasks around `hag.operations.privacy`: a learner's export and erasure, and their reports.
 
 The artifacts say how many rows of which table were written or erased; they never name the
 learner (an artifact lives in Prefect's own database, which an erasure does not reach).
@@ -13,9 +13,9 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from hag import privacy
 from hag.config import get_config
-from hag.privacy import ErasureResult, ExportResult
+from hag.operations import privacy
+from hag.operations.privacy import ErasureResult, ExportResult
 
 
 def default_export_path() -> Path:

@@ -101,7 +101,8 @@ def use_deployment_database() -> None:
         return
     require_database_in_deployment()  # whatever the source, never a new embedded memory
 
-    from hag import config, db
+    from hag import config
+    from hag.storage import db
 
     name = config.get_config().database_secret_block
     logger = get_run_logger()
@@ -119,7 +120,7 @@ def use_deployment_database() -> None:
 
 
 def require_database_in_deployment() -> None:
-    """In a flow run of a deployment, refuse to start an embedded database (hag.db).
+    """In a flow run of a deployment, refuse to start an embedded database (hag.storage.db).
 
     A worker without DATABASE_URL would otherwise start, migrate and process an empty
     memory of its own and report success. Called by use_deployment_database, first in every
@@ -128,6 +129,6 @@ def require_database_in_deployment() -> None:
     """
     if deployment.id is None:
         return
-    from hag import db
+    from hag.storage import db
 
     db.refuse_embedded(f"a flow run of deployment {deployment.name or deployment.id}")

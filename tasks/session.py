@@ -9,11 +9,11 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from hag import db
 from hag.session.process import pending_count, process_pending, requeue_failed
 from hag.session.queue import process_batch
 from hag.session.report import render_markdown, summary_table
 from hag.session.summary import ProcessSummary
+from hag.storage import db
 
 
 def count_pending() -> int:

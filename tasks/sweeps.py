@@ -1,4 +1,4 @@
-"""Thin Prefect tasks around `hag.sweeps`: the run, the operator's decision on a big night,
+"""Thin Prefect tasks around `hag.nightly.sweeps`: the run, the operator's decision on a big night,
 and the report it publishes.
 
 Dry runs publish under their own artifact keys (`nightly-dry-run-…`), so the latest
@@ -21,7 +21,7 @@ from prefect.runtime import flow_run
 from pydantic import Field
 
 from hag import settings
-from hag.sweeps import (
+from hag.nightly.sweeps import (
     Decision,
     NightlySummary,
     counts_table,

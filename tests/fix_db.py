@@ -89,7 +89,9 @@ def _embedded_version() -> str:
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a migrated embedded server private to this test session."""
-    from hag import config, db, embeddings, migrate
+    from hag import config
+    from hag.storage import db, migrate
+    from hag.vectors import embeddings
 
     for name in (
         "OPENAI_API_KEY",
@@ -138,7 +140,7 @@ def reset_database(conn: Any) -> None:
 @pytest.fixture
 def db(database_url: str) -> Iterator[Any]:
     """A connection (dict rows, pgvector types) to a freshly emptied, migrated database."""
-    from hag import db as hdb
+    from hag.storage import db as hdb
 
     with hdb.connect() as conn:
         reset_database(conn)
@@ -170,7 +172,7 @@ def dials(db: Any) -> Any:
 def migrate_up_to(conn: Any, tmp_path: Path, version: int) -> None:
     """Migrate `conn` to the schema as it stood before migration `version` (the migrations
     below it only), to put a memory in place that a later migration must carry over."""
-    from hag import migrate
+    from hag.storage import migrate
 
     before = tmp_path / "migrations"
     before.mkdir()
@@ -186,8 +188,9 @@ def private_template(database_url: str) -> Iterator[str]:
     import psycopg
     from psycopg.conninfo import make_conninfo
 
-    from hag import db as hdb
-    from hag import embeddings, migrate
+    from hag.storage import db as hdb
+    from hag.storage import migrate
+    from hag.vectors import embeddings
 
     name = "hag_private_template"
     with psycopg.connect(database_url, autocommit=True) as admin:
@@ -214,8 +217,8 @@ def private_db(database_url: str, private_template: str) -> Iterator[Any]:
     from psycopg.conninfo import make_conninfo
     from psycopg.rows import dict_row
 
-    from hag import db as hdb
     from hag import settings
+    from hag.storage import db as hdb
 
     name = f"hag_private_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(database_url, autocommit=True) as admin:

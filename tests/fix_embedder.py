@@ -16,8 +16,10 @@ from hag import PROJECT_ROOT
 
 def forget_process_state() -> None:
     """Drop every per-process cache that depends on the database or the embedder."""
-    from hag import config, db, embedder_identity, embeddings, settings
+    from hag import config, settings
     from hag.retrieval import clear_caches, resident
+    from hag.storage import db
+    from hag.vectors import embedder_identity, embeddings
 
     resident.residents.wait()
     db.close_all()
@@ -114,7 +116,7 @@ DEMO = "hag/data/demo_corpus.json"
 def demo_memory(own_memory, private_db, monkeypatch):
     """The demo corpus in a memory of the test's own (loaded offline, no embedder recorded),
     and the concept slugs of its cryptography topic."""
-    from hag import corpus
+    from hag.operations import corpus
 
     use_offline(monkeypatch)
     corpus.load(private_db, corpus.read(DEMO), 1536)

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from hag import config, embeddings
+from hag import config
+from hag.vectors import embeddings
 from tests import factories as f
 
 MODEL = "gpt-test-mini"

@@ -71,6 +71,6 @@ CONTEXT = f"topic:Cryptography level:none focus:none student:{MESSAGE}"
 
 
 def query_vector(context: str = CONTEXT) -> np.ndarray:
-    from hag.embeddings import get_embedder
+    from hag.vectors.embeddings import get_embedder
 
     return get_embedder().embed([context])[0].astype(np.float64)

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from pgvector import Vector
 
-from hag.sqlfiles import query
+from hag.storage.sqlfiles import query
 from tests.factories import vec
 from tests.fix_db import reset_database
 from tests.session_builders import T0, payload, turn

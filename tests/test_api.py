@@ -15,9 +15,10 @@ import psycopg
 import pytest
 
 import hag
-from hag import PROJECT_ROOT, api, config, corpus
-from hag import db as hdb
+from hag import PROJECT_ROOT, api, config
 from hag.errors import DatabaseError, DatabaseUnavailable, EmbedderError, EmbedderUnavailable
+from hag.operations import corpus
+from hag.storage import db as hdb
 from tests.fix_embedder import use_offline, use_stub
 
 TOPIC, LEARNER = "cryptography", "api-learner"

@@ -1,4 +1,4 @@
-"""Review and restore of culled edges from the audit (hag.audit)."""
+"""Review and restore of culled edges from the audit (hag.nightly.audit)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from hag import audit, sweeps
 from hag.errors import NotFoundError
+from hag.nightly import audit, sweeps
 from tests import factories as f
 
 AS_OF = f.NOW

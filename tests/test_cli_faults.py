@@ -15,8 +15,9 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from hag import corpus, migrate
 from hag.cli import main
+from hag.operations import corpus
+from hag.storage import migrate
 from tests.fix_cli import leaf_commands
 from tests.fix_embedder import forget_process_state, use_stub
 from tests.session_builders import ingest, payload, turn
@@ -268,7 +269,7 @@ def test_an_unreachable_embedder(
     own_memory, private_db, openai_stub, monkeypatch, tmp_path, capsys
 ):
     """A memory built with the openai embedder, its endpoint down: one line naming it."""
-    from hag.embeddings import get_embedder
+    from hag.vectors.embeddings import get_embedder
 
     use_stub(monkeypatch, openai_stub.base_url)
     migrate.record_embedder(private_db, get_embedder())
@@ -281,7 +282,7 @@ def test_an_unreachable_embedder(
 
 def test_a_wrong_embedder(own_memory, private_db, openai_stub, monkeypatch, tmp_path, capsys):
     """A memory built offline, the openai embedder configured: one line naming both."""
-    from hag.embeddings import get_embedder
+    from hag.vectors.embeddings import get_embedder
 
     migrate.record_embedder(private_db, get_embedder())
     _demo_with_a_pending_session(private_db)
@@ -311,7 +312,7 @@ def test_a_hung_database_is_one_line_after_the_connect_timeout(
 ):
     """A server that never answers: HAG_DATABASE_CONNECT_TIMEOUT_SECONDS bounds the wait,
     then the one `cannot connect` line (a connect_timeout in the URL wins over it)."""
-    from hag import db
+    from hag.storage import db
 
     _sandbox(monkeypatch, tmp_path)
     monkeypatch.setenv("DATABASE_URL", hung_server)
@@ -330,7 +331,8 @@ def test_an_online_read_waits_for_a_connection_no_longer_than_one_takes_to_make(
 ):
     """The read pool's wait is the connect timeout (URL, then PGCONNECT_TIMEOUT, then
     the HAG setting), not psycopg_pool's 30 s: a refusing server is a quick 503."""
-    from hag import config, db
+    from hag import config
+    from hag.storage import db
 
     _sandbox(monkeypatch, tmp_path)
     monkeypatch.setenv("HAG_DATABASE_CONNECT_TIMEOUT_SECONDS", "7")

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hag import PROJECT_ROOT, corpus
-from hag import db as hdb
+from hag import PROJECT_ROOT
 from hag.cli import cli
 from hag.enrichment import enrich
 from hag.enrichment.report import cost_table
+from hag.operations import corpus
+from hag.storage import db as hdb
 from tests import factories as f
 from tests.fix_enrichment import MODEL, crypto_graph, reply
 

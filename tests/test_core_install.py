@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hag import DEMO_CORPUS, PROJECT_ROOT, corpus
+from hag import DEMO_CORPUS, PROJECT_ROOT
+from hag.operations import corpus
 from tests.wheels import Installed, build_wheel, clean_env, install, own_folder
 
 # What the extras bring, and the core must do without.

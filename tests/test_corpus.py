@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
-from hag import corpus
-from hag.corpus import DEMO_CORPUS
 from hag.errors import CorpusError
+from hag.operations import corpus
+from hag.operations.corpus import DEMO_CORPUS
 
 DIM = 1536
 

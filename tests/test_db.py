@@ -1,4 +1,4 @@
-"""The one pool module: hag/db.py makes both pools, and closing them forgets what was read."""
+"""The one pool module: hag/storage/db.py makes both pools, and closing them forgets what was read."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ import psycopg
 import pytest
 
 from hag import PROJECT_ROOT
-from hag import db as hdb
+from hag.storage import db as hdb
 
 
 def test_only_hag_db_makes_connection_pools():
-    """No module but hag/db.py constructs a psycopg pool (connections are made in one place)."""
+    """No module but hag/storage/db.py constructs a psycopg pool (connections are made in one place)."""
     makers = [
         str(path.relative_to(PROJECT_ROOT))
         for folder in ("hag", "tasks", "flows", "expectations")
         for path in (PROJECT_ROOT / folder).rglob("*.py")
         if re.search(r"\bConnectionPool\(", path.read_text())
     ]
-    assert makers == ["hag/db.py"]
+    assert makers == ["hag/storage/db.py"]
 
 
 def test_both_pools_hand_out_dict_rows_and_the_read_pool_refuses_writes(db: Any):

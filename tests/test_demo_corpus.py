@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hag import DEMO_CORPUS, sweeps
+from hag import DEMO_CORPUS
+from hag.nightly import sweeps
 from hag.settings import defaults
 
 DIALS = defaults()  # the rules the corpus is built to exercise, as the registry states them
@@ -260,8 +261,8 @@ def test_rules_near_the_lines_have_neighbours_on_both_sides(corpus):
 def test_at_the_demo_now_the_sweep_rules_cull_and_promote_what_the_corpus_was_built_for(db):
     """Loaded, the corpus gives the SQL rules (sql/functions/060) exactly CULLABLE to cull and
     PROMOTABLE to promote as of 2026-11-30."""
-    from hag.corpus import load, read
-    from hag.embeddings import get_embedder
+    from hag.operations.corpus import load, read
+    from hag.vectors.embeddings import get_embedder
 
     load(db, read(DEMO_CORPUS), get_embedder().dim)
     params = sweeps.sweep_parameters(sweeps.settings.load(db), DEMO_NOW, uuid.uuid4())

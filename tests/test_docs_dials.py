@@ -38,7 +38,7 @@ def test_the_dials_page_lists_every_dial_of_the_registry():
 def test_a_changed_default_makes_the_page_stale_until_regenerated(tmp_path, monkeypatch):
     """A default edited in the registry makes a page's table stale; the command rewrites it."""
     page = tmp_path / "page.md"
-    page.write_text(docs.regenerate(PAGE.format(selector="hag/sweeps")), encoding="utf-8")
+    page.write_text(docs.regenerate(PAGE.format(selector="hag/nightly")), encoding="utf-8")
     assert docs.stale_pages([page]) == []
     moved = dataclasses.replace(settings.REGISTRY["cull_min_age_days"], default=91)
     monkeypatch.setitem(settings.REGISTRY, "cull_min_age_days", moved)

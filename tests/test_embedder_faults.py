@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hag import corpus, embeddings, settings
+from hag import settings
 from hag.cli import main
 from hag.errors import ConfigError, CorpusError, EmbedderError, EmbedderUnavailable
+from hag.operations import corpus
 from hag.retrieval import clear_caches, retrieve
+from hag.vectors import embeddings
 from tests import factories
 from tests.fix_cli import leaf_commands
 from tests.fix_embedder import (

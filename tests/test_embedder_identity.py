@@ -11,10 +11,12 @@ import sys
 import numpy as np
 import pytest
 
-from hag import corpus, db, embedder_identity, embeddings, migrate
 from hag.errors import EmbedderMismatch
+from hag.operations import corpus
 from hag.retrieval import retrieve
 from hag.session.process import process_pending
+from hag.storage import db, migrate
+from hag.vectors import embedder_identity, embeddings
 from tests import factories
 from tests.fix_embedder import error_lines, hag, hag_retrieve, use_offline, use_stub
 from tests.session_builders import ingest, payload, turn

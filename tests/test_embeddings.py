@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hag import config, embeddings
+from hag import config
+from hag.vectors import embeddings
 
 
 def test_offline_embedder_is_deterministic_unit_length_and_lexical():

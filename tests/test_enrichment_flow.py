@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hag import config, corpus
+from hag import config
 from hag.enrichment import enrich
+from hag.operations import corpus
 
 DRIFT_RESIDUE = ("buffer-overflow", "rsa", "steganography", "hashing-for-integrity", "cryptography")
 

@@ -11,7 +11,8 @@ from datetime import timedelta
 
 import pytest
 
-from hag import settings, sweeps
+from hag import settings
+from hag.nightly import sweeps
 from hag.session.process import process_pending
 from hag.session.queue import apply_pending_session
 from hag.session.steps import Caches
@@ -583,7 +584,7 @@ def test_four_workers_reweighing_siblings_end_in_the_state_of_serial_processing(
     assert all(r.accepted for r in ingest(db, *batch))
     summary = ProcessSummary()
     dials = settings.current()
-    from hag import db as hdb
+    from hag.storage import db as hdb
 
     with hdb.pool().connection() as conn:
         for session_id in order:

@@ -13,7 +13,8 @@ from datetime import timedelta
 
 import pytest
 
-from hag import quality, sweeps
+from hag import quality
+from hag.nightly import sweeps
 from hag.quality import SUITES_DIR
 from tests import factories as f
 
@@ -59,7 +60,7 @@ def test_sound_memory_passes_every_suite(db):
 
 def test_demo_corpus_passes_every_suite(db):
     """The shipped demo corpus is a sound memory."""
-    from hag import corpus
+    from hag.operations import corpus
 
     corpus.load_file(corpus.DEMO_CORPUS)
     result = quality.run_all(db, suites=("entries", "edges"))

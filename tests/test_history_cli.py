@@ -7,9 +7,9 @@ from datetime import timedelta
 
 from click.testing import CliRunner
 
-from hag import audit
 from hag.cli import cli
-from hag.sweeps import run_nightly
+from hag.nightly import audit
+from hag.nightly.sweeps import run_nightly
 from tests import factories as f
 from tests import session_builders as sb
 
@@ -82,8 +82,8 @@ def test_history_takes_the_short_ids_other_commands_print(db):
     prefix or ending name it; a prefix two ids share is refused in one line naming both endings."""
     import uuid
 
-    from hag import runs
     from hag.cli import main
+    from hag.storage import runs
 
     a = f.entry(db, concept_slug="rsa")
     b = f.entry(db, concept_slug="modular-arithmetic")

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from hag import PROJECT_ROOT, corpus, settings, sweeps
+from hag import PROJECT_ROOT, settings
 from hag.errors import CorpusError, SettingsError, ValidationError
+from hag.nightly import sweeps
+from hag.operations import corpus
 from hag.session.ingest import ingest_payload, read_payloads
 from hag.session.process import process_pending
 from tests import factories as f
@@ -551,7 +553,7 @@ def test_enrich_as_of_far_from_now_is_refused(db):
 
 def test_a_read_that_meets_an_unreadable_timestamp_names_the_row(database_url, db):
     """A stored year-10000 timestamp makes `hag export entries` fail naming table, row, column."""
-    from hag import bounds
+    from hag.support import bounds
 
     bad = f.entry(db, concept_slug="rsa")
     db.execute("UPDATE hag_entries SET created_at = '10000-01-02T00:00:00Z' WHERE id = %s", (bad,))

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from hag import corpus
-from hag.corpus import DEMO_CORPUS
 from hag.errors import CorpusError
-from hag.jsonkeys import DuplicateKeyError, unique_keys
+from hag.operations import corpus
+from hag.operations.corpus import DEMO_CORPUS
 from hag.session.ingest import ingest_payload
+from hag.support.jsonkeys import DuplicateKeyError, unique_keys
 
 
 @pytest.mark.parametrize(

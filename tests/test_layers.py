@@ -11,13 +11,14 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from hag import PROJECT_ROOT, orchestration
+from hag import PROJECT_ROOT
 from hag.cli import COMMANDS, added_commands
 from hag.errors import ConfigError
+from hag.support import orchestration
 
 # Top-level packages nothing under hag/ may import, and why. One line per banned name.
 BANNED = {
-    "flows": "Prefect runs the flows; hag looks one up by name (hag.orchestration)",
+    "flows": "Prefect runs the flows; hag looks one up by name (hag.support.orchestration)",
     "tasks": "tasks wrap hag, never the reverse",
     "expectations": "the suites' runner is hag.quality; expectations/ holds only the JSON suites",
     "hag_lab": "the lab studies the product from outside; its commands come by entry point",
@@ -26,6 +27,18 @@ BANNED = {
 # The command lines: a library module below them never imports one (the lab's commands reach
 # `hag` through the entry-point group hag.commands, not an import).
 COMMAND_PACKAGES = ("hag.cli", "hag_lab.cli")
+
+# Inside hag, the rooms (a folder, or a module at the top) stand on floors: a room imports
+# rooms of its own floor or below, never above. docs/architecture.md draws the same picture.
+FLOORS = {
+    # the foundations: exceptions, configuration, the dials, storage, vectors, small helpers
+    "errors": 0, "config": 0, "settings": 0, "storage": 0, "vectors": 0, "support": 0,
+    "retrieval": 1,  # the read path
+    "operations": 2,  # operator doors: corpus, a learner's data, re-embedding
+    "session": 3, "nightly": 3, "enrichment": 3, "quality": 3,  # the jobs
+    "api": 4, "service": 4,  # the public surface: the library's API and the HTTP service
+    "cli": 5, "docs": 5,  # the command line and the shipped pages
+}  # fmt: skip
 
 
 def _imported_modules(tree: ast.AST) -> set[str]:
@@ -91,6 +104,56 @@ def test_no_library_module_imports_a_command_line():
     assert all(target.startswith("hag.cli.") for target in COMMANDS.values())
 
 
+def _room(module: str) -> str | None:
+    """The room of hag a dotted module name lies in (`hag.storage.db` -> storage), or None for
+    `hag` itself and for modules outside the product."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "hag" and len(parts) > 1 else None
+
+
+def test_every_room_of_hag_has_a_floor():
+    """Each folder and top-level module of hag/ is on exactly one floor, so a new room must
+    say where it stands."""
+    rooms = {
+        p.stem if p.suffix == ".py" else p.name
+        for p in (PROJECT_ROOT / "hag").iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__")
+        or (p.is_dir() and (p / "__init__.py").exists())
+    }
+    assert rooms == set(FLOORS)
+
+
+def test_no_room_of_hag_imports_a_room_on_a_higher_floor():
+    """The folders show the architecture: storage and the embedders below the read path,
+    the read path below the operator doors and the jobs, the API and service above them, the
+    command line on top; no import (lazy or not) points up a floor."""
+    offenders = []
+    for name, tree in _sources("hag"):
+        room = _room(name)
+        if room is None:
+            continue
+        imported = set(_imported_modules(tree))
+        imported |= {  # `from hag import db` names the module db
+            f"hag.{alias.name}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "hag" and node.level == 0
+            for alias in node.names
+        }
+        offenders += [
+            f"{name} (floor {FLOORS[room]}) imports {module} (floor {FLOORS[other]})"
+            for module in sorted(imported)
+            if (other := _room(module)) in FLOORS and FLOORS[other] > FLOORS[room]
+        ]
+    assert offenders == []
+
+
+def test_the_floor_check_sees_an_upward_import():
+    """The floor rule would catch storage importing the read path, lazily or not."""
+    tree = ast.parse("def f():\n    from hag.retrieval import ann\n")
+    assert {_room(m) for m in _imported_modules(tree)} == {"retrieval"}
+    assert FLOORS["retrieval"] > FLOORS["storage"]
+
+
 def test_the_lab_imports_the_product_and_never_a_layer_above_it():
     """hag_lab imports hag (its subject), never flows, tasks, expectations or bench: the
     lab drives the jobs through hag, as the command line does."""
@@ -121,8 +184,8 @@ def test_the_lab_adds_its_commands_by_entry_point_with_their_extras():
 def test_an_added_command_whose_extra_is_missing_refuses_in_one_line(monkeypatch, capsys):
     """Without the lab extra, `hag simulate` (any arguments) is still listed and refuses in
     one line naming the extra, before the lab's module is imported."""
-    from hag import extras
     from hag.cli import cli, main
+    from hag.support import extras
 
     monkeypatch.setattr(extras, "installed", lambda extra: extra != "lab")
     monkeypatch.delitem(sys.modules, "hag_lab.cli.simulate_cmd", raising=False)

@@ -8,8 +8,9 @@ import shutil
 
 import pytest
 
-from hag import SQL_DIR, migrate
+from hag import SQL_DIR
 from hag.errors import MigrationError
+from hag.storage import migrate
 from tests.fix_db import migrate_up_to
 
 pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
@@ -154,7 +155,7 @@ def test_learner_successes_are_read_from_the_kept_payloads_across_097(fresh, tmp
     (session, concept) of a turn with outcome success, none for a failed or unjudged turn,
     each with its session's topic, learner and end; a session queued after it writes its own
     rows in the same statement."""
-    from hag.sqlfiles import query
+    from hag.storage.sqlfiles import query
 
     migrate_up_to(fresh, tmp_path, 97)
 

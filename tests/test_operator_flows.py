@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hag import audit
+from hag.nightly import audit
 from tests import factories as f
 from tests.fix_prefect import flow_run_artifacts, prefect_client, read_flow_run
 
@@ -316,7 +316,7 @@ def test_the_restore_flow_refuses_an_ambiguous_prefix_in_one_log_line(db, prefec
     """Two runs sharing their first 8 digits (a scheduled batch): the prefix fails the flow
     run with one error line naming both endings, and no traceback in its log."""
     from flows.restore import restore_flow
-    from hag import runs
+    from hag.storage import runs
 
     batch = [uuid.UUID(f"01a233a7-{n:04x}-7000-8000-{n:012x}") for n in (0x1B2C, 0x1B2D)]
     for run_id in batch:
@@ -399,7 +399,8 @@ def test_the_enrichment_flow_logs_what_it_proposed_and_accepted(db, prefect_harn
     import re
 
     from flows.enrichment import enrichment_flow
-    from hag import config, corpus
+    from hag import config
+    from hag.operations import corpus
 
     config.reset_config()
     corpus.load_file(corpus.DEMO_CORPUS)  # offline proposer: no API key in tests

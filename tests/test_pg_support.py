@@ -14,9 +14,11 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from hag import PROJECT_ROOT, embeddings, migrate, pg_support
+from hag import PROJECT_ROOT
 from hag.errors import MigrationError
-from hag.pg_support import ServerVersions, UnsupportedServerError, unsupported
+from hag.storage import migrate, pg_support
+from hag.storage.pg_support import ServerVersions, UnsupportedServerError, unsupported
+from hag.vectors import embeddings
 
 pytestmark = pytest.mark.pg_versions
 

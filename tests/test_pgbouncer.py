@@ -24,13 +24,14 @@ from typing import Any
 import psycopg
 import pytest
 
-from hag import config, corpus, quality, retrieval, settings
-from hag import db as hdb
+from hag import config, quality, retrieval, settings
+from hag.nightly.sweeps import run_nightly
+from hag.operations import corpus
 from hag.quality import _gx as suites_gx
 from hag.retrieval import ann
 from hag.session.ingest import ingest_payload
 from hag.session.process import process_pending
-from hag.sweeps import run_nightly
+from hag.storage import db as hdb
 from tests.session_builders import T0, payload, turn
 
 SESSIONS = 50
@@ -259,7 +260,8 @@ def test_a_killed_run_behind_pgbouncer_is_marked_abandoned(db, through_pgbouncer
     import sys
     import uuid
 
-    from hag import PROJECT_ROOT, runs
+    from hag import PROJECT_ROOT
+    from hag.storage import runs
 
     run_id = uuid.uuid4()
     db.execute("INSERT INTO hag_runs (run_id, kind) VALUES (%s, 'nightly')", (run_id,))

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from hag import config, embeddings, migrate, retrieval, settings
-from hag import db as hdb
+from hag import config, retrieval, settings
 from hag.errors import ConfigError
 from hag.retrieval import ann
+from hag.storage import db as hdb
+from hag.storage import migrate
+from hag.vectors import embeddings
 from tests import factories as f
 
 

@@ -10,8 +10,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from hag import audit, privacy, sweeps
 from hag.errors import NotFoundError, ValidationError
+from hag.nightly import audit, sweeps
+from hag.operations import privacy
 from hag.session.process import process_pending
 from tests import factories as f
 from tests.session_builders import T0, ingest, payload, run, turn
@@ -452,7 +453,7 @@ def test_an_erasure_waits_for_a_session_being_applied(db, memory, database_url):
     import threading
     import time
 
-    from hag import db as hdb
+    from hag.storage import db as hdb
 
     edge = db.execute("SELECT id FROM hag_edges LIMIT 1").fetchone()["id"]
     db.rollback()

@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from hag import config, retrieval
-from hag import db as hdb
+from hag.storage import db as hdb
 from tests.fix_retrieval import put
 from tests.fix_retrieval import run as retrieve
 from tests.session_builders import payload, run, turn

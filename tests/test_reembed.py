@@ -13,10 +13,13 @@ import threading
 import numpy as np
 import pytest
 
-from hag import PROJECT_ROOT, corpus, db, embedder_identity, embeddings, migrate, settings
+from hag import PROJECT_ROOT, settings
 from hag.errors import EmbedderMismatch
-from hag.reembed import reembed
+from hag.operations import corpus
+from hag.operations.reembed import reembed
 from hag.retrieval import ann, ranking, retrieve
+from hag.storage import db, migrate
+from hag.vectors import embedder_identity, embeddings
 from tests import factories
 from tests.fix_embedder import error_lines, hag_retrieve, own_memory, use_offline, use_stub
 

@@ -20,7 +20,7 @@ WORLD = random_world(np.random.default_rng(33), 10, edge_probability=0.35)
 @pytest.fixture(scope="module")
 def folder(database_url, tmp_path_factory):
     """A small noisy simulation's report folder (one per module: the tests only read it)."""
-    from hag import db as hdb
+    from hag.storage import db as hdb
     from tests.fix_db import reset_database
 
     with hdb.connect() as conn:

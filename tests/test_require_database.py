@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from hag import PROJECT_ROOT, config
-from hag import db as hdb
+from hag.storage import db as hdb
 
 REFUSED = "hag: DATABASE_URL is not set and an embedded database is refused"
 

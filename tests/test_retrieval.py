@@ -245,7 +245,7 @@ def test_the_read_path_writes_nothing(db):
     assert (db.execute(entries).fetchone()["h"], db.execute(edges).fetchone()["h"]) == before
     import psycopg
 
-    from hag import db as hag_db
+    from hag.storage import db as hag_db
 
     with (
         hag_db.read_pool().connection() as reader,
@@ -256,8 +256,8 @@ def test_the_read_path_writes_nothing(db):
 
 def test_approximate_path_returns_the_exact_top_five_on_the_demo_corpus(db, dials):
     """With per-topic HNSW indexes, every demo query's top 5 equals the seed's exact query."""
-    from hag.corpus import DEMO_CORPUS, load, read
-    from hag.embeddings import get_embedder
+    from hag.operations.corpus import DEMO_CORPUS, load, read
+    from hag.vectors.embeddings import get_embedder
 
     load(db, read(DEMO_CORPUS), get_embedder().dim)
     db.commit()
@@ -408,7 +408,7 @@ def test_the_mean_vector_is_kept_for_its_ttl_and_not_kept_from_a_callers_connect
 
 def test_the_approximate_path_sets_the_ef_search_dial_on_its_connection(db, dials):
     """hnsw.ef_search on the pass's connection is the dial's value."""
-    from hag import db as hag_db
+    from hag.storage import db as hag_db
 
     f.topic(db, "cryptography")
     f.entry(db, scope="tutor", embedding=f.vec(0.9, 10))

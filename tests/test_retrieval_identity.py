@@ -21,9 +21,10 @@ from pgvector import Vector
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from hag import config, migrate, settings
-from hag import db as hdb
+from hag import config, settings
 from hag.retrieval import resident, store
+from hag.storage import db as hdb
+from hag.storage import migrate
 from tests.fix_db import migrate_up_to
 
 DIM = 8  # migrate_up_to's dimension

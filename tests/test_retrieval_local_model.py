@@ -32,8 +32,8 @@ def local_memory(database_url: str) -> Iterator[str]:
 
     from bench.bench_relevance import one_thread_for_torch
     from hag import DEMO_CORPUS
-    from hag.corpus import load_file
-    from hag.migrate import migrate_database
+    from hag.operations.corpus import load_file
+    from hag.storage.migrate import migrate_database
     from tests.fix_embedder import forget_process_state
 
     one_thread_for_torch()  # a loaded CI machine: see there
@@ -68,7 +68,7 @@ def use_ranking(ranking: str) -> None:
 
 def test_the_local_model_embeds_the_demo_corpus_at_384_dimensions(local_memory: str):
     """The memory records the local model, and its entries hold unit 384-dimension vectors."""
-    from hag import db
+    from hag.storage import db
 
     with db.connect() as conn:
         row = conn.execute(
@@ -91,7 +91,7 @@ def test_relevance_answers_the_issues_key_exchange_question(local_memory: str):
 
 def _figures(ranking: str) -> Any:
     from bench import bench_relevance as bench
-    from hag import db
+    from hag.storage import db
 
     use_ranking(ranking)
     with db.connect() as conn:

@@ -14,10 +14,10 @@ import psycopg
 import pytest
 from pgvector import Vector
 
-from hag import db as hdb
 from hag import settings
 from hag.retrieval import ann, store
 from hag.retrieval.resident import Residents, filter_key, residents
+from hag.storage import db as hdb
 from tests import factories as f
 from tests.fix_retrieval import clustered_memory, tutor_rows_near_and_far
 
@@ -414,7 +414,7 @@ def test_an_empty_set_is_held_and_its_first_row_is_seen(db, dials, held):
 def test_migration_095_carries_a_populated_memory_over(scratch_db, tmp_path):
     """A memory (with its search copy) populated before 095 keeps its copy; after 095 a set
     read into memory answers as the seed's query does, and the next write to it is seen."""
-    from hag import migrate
+    from hag.storage import migrate
     from tests.fix_db import migrate_up_to
 
     migrate_up_to(scratch_db, tmp_path, 95)

@@ -9,9 +9,10 @@ import psycopg
 import pytest
 from pgvector import Vector
 
-from hag import db as hdb
-from hag import migrate, retrieval, settings
+from hag import retrieval, settings
 from hag.retrieval import store
+from hag.storage import db as hdb
+from hag.storage import migrate
 from tests import factories as f
 from tests.fix_db import migrate_up_to
 from tests.fix_retrieval import clustered_memory, tutor_rows_near_and_far

@@ -11,8 +11,9 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from hag import audit, runs, sweeps
 from hag.errors import NotFoundError, ValidationError
+from hag.nightly import audit, sweeps
+from hag.storage import runs
 from tests import factories as f
 
 AS_OF = f.NOW

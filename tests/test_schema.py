@@ -309,10 +309,10 @@ def test_every_check_constraint_has_a_refusal_test(db):
 
 
 def test_the_python_vocabulary_is_the_schemas(db):
-    """hag.schema.EDGE_TYPES names exactly the edge types hag_edges' CHECK admits."""
+    """hag.storage.schema.EDGE_TYPES names exactly the edge types hag_edges' CHECK admits."""
     import re
 
-    from hag.schema import EDGE_TYPES
+    from hag.storage.schema import EDGE_TYPES
 
     checks = db.execute(
         "SELECT pg_get_constraintdef(oid) AS d FROM pg_constraint "

@@ -20,15 +20,16 @@ from typing import Any
 
 import pytest
 
-from hag import corpus, retrieval
-from hag.client import (
+from hag import retrieval
+from hag.errors import ValidationError
+from hag.operations import corpus
+from hag.service.client import (
     HagClient,
     ServiceError,
     ServiceNotFound,
     ServiceUnavailable,
     ServiceValidationError,
 )
-from hag.errors import ValidationError
 from tests.session_builders import payload, turn
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -168,7 +169,7 @@ def test_the_retrieve_answer_is_the_librarys_as_dict(service, monkeypatch, encod
 
 def test_the_client_reads_the_duration_of_server_timing():
     """The first metric's dur is the figure; none, or a malformed one, is None."""
-    from hag.client import _duration
+    from hag.service.client import _duration
 
     assert _duration("retrieve;dur=4.25") == 4.25
     assert _duration('retrieve;desc="x";dur=1, db;dur=9') == 1.0
@@ -329,7 +330,8 @@ def test_a_malformed_body_is_a_4xx_naming_what_is_wrong(service, path, body, nam
 
 def test_a_database_that_does_not_answer_is_a_503_in_one_line(service, monkeypatch):
     """The database gone: 503 with one line naming no driver type; health says so too."""
-    from hag import config, db
+    from hag import config
+    from hag.storage import db
 
     dead = f"postgresql://nobody@127.0.0.1:{free_port()}/nothing?connect_timeout=2"
     monkeypatch.setenv("DATABASE_URL", dead)
@@ -373,9 +375,9 @@ def test_the_published_openapi_schema_is_current():
 
 
 def test_the_core_client_imports_no_web_framework():
-    """hag.client and hag.retrieval load without fastapi, starlette or uvicorn."""
+    """hag.service.client and hag.retrieval load without fastapi, starlette or uvicorn."""
     code = (
-        "import sys, hag.client, hag.retrieval; "
+        "import sys, hag.service.client, hag.retrieval; "
         "print(sorted(m for m in ('fastapi', 'starlette', 'uvicorn', 'httpx') if m in sys.modules))"
     )
     done = subprocess.run(

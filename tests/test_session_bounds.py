@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from hag import db as hdb
 from hag import settings
 from hag.session.contract import SessionPayload
 from hag.session.ingest import ingest_payload
 from hag.session.process import process_pending
 from hag.session.steps import apply_session
+from hag.storage import db as hdb
 from tests import factories as f
 from tests.session_builders import ingest, payload, turn
 

@@ -47,7 +47,7 @@ def test_four_workers_end_in_the_state_of_serial_processing(db):
     summary = ProcessSummary()
     caches = Caches()
     dials = settings.current()
-    from hag import db as hdb
+    from hag.storage import db as hdb
 
     with hdb.pool().connection() as conn:
         for session_id in order:

@@ -19,7 +19,7 @@ from hag import PROJECT_ROOT
 from hag.session import queue
 from hag.session.outcome import Outcome, SessionRefused, classify, error_class
 from hag.session.process import process_pending
-from hag.sqlfiles import query
+from hag.storage.sqlfiles import query
 from tests import factories as f
 from tests.session_builders import ingest, payload, turn
 

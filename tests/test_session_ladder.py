@@ -87,7 +87,7 @@ def test_a_near_match_by_alias_scales_by_the_near_quality(db):
 
 def test_a_near_match_by_embedding_needs_the_similarity_dial(db, dials):
     """A name whose embedding is within ladder_near_similarity of a concept's anchors there."""
-    from hag.embeddings import embed_text
+    from hag.vectors.embeddings import embed_text
 
     f.concept(
         db,
@@ -182,7 +182,7 @@ def _at_cosine(base: np.ndarray, cos: float) -> np.ndarray:
 @pytest.mark.parametrize(("cos", "merged"), [(0.73, True), (0.71, False)])
 def test_student_patterns_merge_at_cosine_073_and_not_at_071(db, cos, merged):
     """A new student pattern within 0.72 cosine of the learner's existing one reinforces it."""
-    from hag.embeddings import embed_text
+    from hag.vectors.embeddings import embed_text
 
     text = "Builds a physical model before the abstract one."
     base = embed_text(text).astype(np.float64)
@@ -247,7 +247,7 @@ def test_resolve_all_embeds_only_names_that_need_it():
 
 def test_an_unanchored_student_observation_never_merges_by_cosine(db):
     """`_unanchored_` has no identity: a nameless trait identical to a pattern is its own row."""
-    from hag.embeddings import embed_text
+    from hag.vectors.embeddings import embed_text
 
     text = "Builds a physical model before the abstract one."
     f.entry(
@@ -271,7 +271,7 @@ def test_an_unanchored_student_observation_never_merges_by_cosine(db):
 
 def test_a_named_student_observation_never_merges_into_an_unanchored_pattern(db):
     """A trait at cosine 1.0 to a learner's `_unanchored_` pattern gets its own named row."""
-    from hag.embeddings import embed_text
+    from hag.vectors.embeddings import embed_text
 
     text = "Builds a physical model before the abstract one."
     f.entry(

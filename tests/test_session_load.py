@@ -9,7 +9,7 @@ import threading
 from datetime import timedelta
 from typing import Any
 
-from hag import audit, sweeps
+from hag.nightly import audit, sweeps
 from hag.session.ingest import ingest_payload
 from hag.session.process import process_pending
 from tests import factories as f

@@ -65,7 +65,7 @@ def test_composed_entry_grading_equals_turn_by_turn_and_stays_in_bounds(c, steps
 @example(0.75, 5).via("a graded-up edge is never lowered")
 def test_reinforcement_never_lowers_and_counts_one_hit(db, c, hits):
     """The one edge upsert re-observing an edge: hit + 1, max(c, 0.6 | 0.3), as the pure rule says."""
-    from hag.edges import EdgeObservation, upsert_edges
+    from hag.storage.edges import EdgeObservation, upsert_edges
 
     reset_database(db)
     db.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('cryptography', 'Cryptography')")

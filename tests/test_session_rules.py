@@ -14,11 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hag import db, settings
-from hag.edges import EdgeObservation
+from hag import settings
 from hag.session import ladder, rules
 from hag.session.contract import Observation, Struggle, Turn
 from hag.session.ladder import Catalogue, Resolution
+from hag.storage import db
+from hag.storage.edges import EdgeObservation
 from tests import factories as f
 from tests.session_builders import edge_row, entry_row, payload, run, sequence, turn
 

@@ -24,11 +24,11 @@ import psutil
 import pytest
 
 from hag import PROJECT_ROOT, settings
-from hag import db as hdb
 from hag.cli import serve_cmd
 from hag.session.queue import apply_pending_session
 from hag.session.steps import Caches
 from hag.session.summary import ProcessSummary
+from hag.storage import db as hdb
 from tests.fix_prefect import free_port
 from tests.fix_session import build_world, memory, sessions
 from tests.session_builders import ingest

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from hag import db as hdb
 from hag import settings
 from hag.errors import SettingsError
 from hag.settings import ORDERED, REGISTRY
+from hag.storage import db as hdb
 from tests.fix_cli import run_hag
 
 FUZZ_SEED = 24

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from hag.corpus import DEMO_CORPUS
+from hag.operations.corpus import DEMO_CORPUS
 from hag_lab.simulate import world as w
 from hag_lab.simulate.learners import TRAITS, Learner, OutcomeModel, make_learners
 from hag_lab.simulate.tutor import Extractor, TutorPolicy, run_session
@@ -18,8 +18,8 @@ ENDED = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 def load_world(db, world, **kw):
     """Load a world's corpus (one public entry per concept) into the test database."""
-    from hag.corpus import load, parse
-    from hag.embeddings import get_embedder
+    from hag.operations.corpus import load, parse
+    from hag.vectors.embeddings import get_embedder
 
     load(db, parse(w.world_corpus(world, **kw)), get_embedder().dim)
     db.commit()

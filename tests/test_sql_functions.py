@@ -296,7 +296,7 @@ def test_the_read_paths_edge_walk_is_traverse_hag_edges(db, walk):
     target here is readable), cut to edge_walk_max_edges_per_entry."""
     from hag import settings
     from hag.retrieval import store
-    from hag.visibility import reader
+    from hag.storage.visibility import reader
 
     dials = settings.load(db).with_overrides(edge_walk_max_edges_per_entry=50)
     who = reader("nobody", "cryptography", dials)
@@ -318,7 +318,9 @@ def test_visual_read_returns_the_drawing(db):
 
 def test_a_memory_with_the_old_boost_parameter_name_is_carried_over(private_db):
     """migrate replaces a match function still taking p_boost_other by one taking p_boost_candidate."""
-    from hag import SQL_DIR, embeddings, migrate
+    from hag import SQL_DIR
+    from hag.storage import migrate
+    from hag.vectors import embeddings
 
     names = "SELECT proargnames FROM pg_proc WHERE proname = %s"
     for fn, path in (

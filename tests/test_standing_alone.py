@@ -7,9 +7,10 @@ import subprocess
 
 import pytest
 
-from hag import PROJECT_ROOT, migrate
+from hag import PROJECT_ROOT
 from hag.errors import MigrationError
-from hag.schema import EDGE_TYPES
+from hag.storage import migrate
+from hag.storage.schema import EDGE_TYPES
 
 
 def _tracked_text_files() -> list[str]:

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from hag import sweeps
-from hag.sqlfiles import query
+from hag.nightly import sweeps
+from hag.storage.sqlfiles import query
 from tests import factories as f
 
 pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)

@@ -18,7 +18,7 @@ from tests import factories as f
 AS_OF = f.NOW
 APP = "hag-kill-test"
 RUN = (
-    "from datetime import datetime; from hag.sweeps import run_nightly; "
+    "from datetime import datetime; from hag.nightly.sweeps import run_nightly; "
     f"run_nightly(as_of=datetime.fromisoformat('{AS_OF.isoformat()}'))"
 )
 

@@ -61,7 +61,7 @@ def added_commands() -> dict[str, EntryPoint]:
 def _needs_extra(name: str, extra: str) -> click.Command:
     """A stand-in for an added command whose extra is missing: listed in `hag --help`, and
     called (with any arguments) it refuses in one line naming the extra."""
-    from hag import extras
+    from hag.support import extras
 
     def refuse(args: tuple[str, ...]) -> None:
         extras.require(extra, f"hag {name}")
@@ -88,7 +88,7 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
     def _added(self, cmd_name: str) -> click.Command | None:
-        from hag import extras
+        from hag.support import extras
 
         ep = added_commands().get(cmd_name)
         if ep is None:
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(1)
     except ModuleNotFoundError as exc:
         # A path no command checks up front met an extra that is not installed.
-        from hag import extras
+        from hag.support import extras
 
         extra = extras.extra_for(exc.name)
         if extra is None:
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> Any:
         )
         sys.exit(1)
     finally:
-        from hag import db
+        from hag.storage import db
 
         db.close_all()
 
@@ -197,7 +197,8 @@ def _unreadable_rows(exc: Exception) -> str:
     """For a read that met a timestamp the client cannot hold, which rows hold one."""
     if "timestamp too" not in str(exc) and "year" not in str(exc):
         return ""
-    from hag import bounds, db
+    from hag.storage import db
+    from hag.support import bounds
 
     try:
         with db.connect() as conn:

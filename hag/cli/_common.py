@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from hag.jsonkeys import to_jsonable
+from hag.support.jsonkeys import to_jsonable
 
 # Data printed as JSON: any shape a command returns (rows, summaries, lists of them). The
 # only Any of this module's boundary; everything else here has a type.
@@ -28,7 +28,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print machin
 
 def ready() -> None:
     """Make sure the database runs and is migrated (every data command calls this first)."""
-    from hag.migrate import ensure_migrated
+    from hag.storage.migrate import ensure_migrated
 
     ensure_migrated()
 
@@ -66,7 +66,7 @@ def dispatch(
     url = None if force_direct else prefect_api_url()
     if url is None:
         return direct()
-    from hag import extras
+    from hag.support import extras
 
     extras.require("jobs", f"a {job} flow run (PREFECT_API_URL is set)")
     note(f"{job}: a flow run on the Prefect server at {url}")

@@ -20,7 +20,7 @@ def check(as_json: bool) -> None:
 
     A line per suite goes to stderr as it finishes; the report (or JSON) goes to stdout.
     """
-    from hag import extras
+    from hag.support import extras
 
     extras.require("jobs", "hag check")
     preload_suites()  # Great Expectations loads while the database is made ready

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from hag.cli._common import echo_json, json_option, note, ready
-from hag.jsonkeys import to_jsonable
+from hag.support.jsonkeys import to_jsonable
 
 
 @click.command("load-corpus")
@@ -18,8 +18,8 @@ from hag.jsonkeys import to_jsonable
 @json_option
 def load_corpus(file: Path, as_json: bool) -> None:
     """Load topics, concepts, entries and edges from a JSON corpus (all or nothing)."""
-    from hag.corpus import load_file
-    from hag.embeddings import announce
+    from hag.operations.corpus import load_file
+    from hag.vectors.embeddings import announce
 
     announce()
     report = load_file(file)
@@ -38,8 +38,8 @@ def load_corpus(file: Path, as_json: bool) -> None:
 @click.option("--with-embeddings", is_flag=True, help="Include the embedding column (entries).")
 def export(what: str, topic: str | None, with_embeddings: bool) -> None:
     """Print a table as a JSON array of objects keyed by column name."""
-    from hag import db
-    from hag.corpus import iter_export_rows
+    from hag.operations.corpus import iter_export_rows
+    from hag.storage import db
 
     ready()
     with db.connect() as conn:

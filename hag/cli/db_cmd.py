@@ -18,7 +18,7 @@ def start() -> None:
 
     With DATABASE_URL set there is nothing to start: the command checks that server answers.
     """
-    from hag import db as hdb
+    from hag.storage import db as hdb
 
     if not hdb.is_embedded():
         hdb.connect().close()  # a server that does not answer is said, never "started"
@@ -41,8 +41,8 @@ def stop(every: bool) -> None:
     A DATABASE_URL that points at an embedded server's socket folder (as `hag demo
     --keep-running` prints it) stops that server; any other DATABASE_URL is not ours to stop.
     """
-    from hag import db as hdb
     from hag.config import get_config
+    from hag.storage import db as hdb
 
     if every:
         folders = hdb.embedded_data_folders(get_config().data_dir)
@@ -67,9 +67,9 @@ def stop(every: bool) -> None:
 @json_option
 def status(as_json: bool) -> None:
     """Say whether the database runs, where, and how far it is migrated."""
-    from hag import db as hdb
-    from hag import embedder_identity
-    from hag.migrate import applied, migrations, stored_dimension
+    from hag.storage import db as hdb
+    from hag.storage.migrate import applied, migrations, stored_dimension
+    from hag.vectors import embedder_identity
 
     st = hdb.status()
     info: dict[str, object] = {
@@ -96,7 +96,7 @@ def status(as_json: bool) -> None:
 @db.command()
 def url() -> None:
     """Print the database URL (starting the embedded server if needed)."""
-    from hag import db as hdb
+    from hag.storage import db as hdb
 
     click.echo(hdb.database_url())
 
@@ -104,8 +104,8 @@ def url() -> None:
 @click.command()
 def migrate() -> None:
     """Apply pending migrations, refresh the SQL functions and the settings registry."""
-    from hag.embeddings import announce
-    from hag.migrate import migrate_database
+    from hag.storage.migrate import migrate_database
+    from hag.vectors.embeddings import announce
 
     announce()
     done = migrate_database(verify_embedder=True)

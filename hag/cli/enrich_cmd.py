@@ -58,7 +58,7 @@ def enrich(
         ).as_dict()
 
     def through_flow() -> dict[str, Any]:
-        from hag.orchestration import run_summary
+        from hag.support.orchestration import run_summary
 
         return run_summary(
             "enrichment", topic=topic, limit=limit, dry_run=dry_run, model=model, as_of=as_of

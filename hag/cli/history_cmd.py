@@ -28,9 +28,9 @@ def history(
     With --after-session: every entry's and edge's confidence, by concept, as it stood right
     after that session was applied.
     """
-    from hag import db, runs
     from hag import settings as s
-    from hag.history import confidence_history, memory_after_session
+    from hag.storage import db, runs
+    from hag.storage.history import confidence_history, memory_after_session
 
     if (entity_id is None) == (session_id is None):
         raise click.UsageError("give exactly one of: an entry/edge id, or --after-session SESSION")

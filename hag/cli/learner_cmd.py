@@ -29,7 +29,7 @@ def export(learner_id: str, out: Path, as_json: bool) -> None:
     kept), private entries with their history and edges, prerequisite reports, successes and
     quarantined payloads, one row per line, then a manifest of the rows per table. An unknown
     learner is refused."""
-    from hag import privacy
+    from hag.operations import privacy
 
     ready()
     result = privacy.export_learner(learner_id, out)
@@ -54,7 +54,7 @@ def erase(learner_id: str, dry_run: bool, operator: str | None, as_json: bool) -
     report, in one transaction, audited by an erasure record (a salted hash of the id, who,
     when, the counts). What the shared graph learned from them stays, under a random
     pseudonym; no confidence moves. An unknown learner is refused."""
-    from hag import privacy
+    from hag.operations import privacy
 
     ready()
     result = privacy.erase_learner(learner_id, dry_run=dry_run, operator=operator)

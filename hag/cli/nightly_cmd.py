@@ -43,8 +43,8 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
     With PREFECT_API_URL set, this is a run of the nightly flow on that server (recorded
     there with its report; the flow runs the suites); without it, no Prefect at all.
     """
-    from hag import extras
     from hag.cli.check_cmd import preload_suites, run_suites
+    from hag.support import extras
 
     check = not (no_check or dry_run) and prefect_api_url() is None  # a flow run checks itself
     if check:
@@ -54,12 +54,12 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
     ready()
 
     def direct() -> dict[str, Any]:
-        from hag import sweeps
+        from hag.nightly import sweeps
 
         return sweeps.nightly(as_of, dry_run).as_dict()  # the flow's steps, in its order
 
     def through_flow() -> dict[str, Any]:
-        from hag.orchestration import run_summary
+        from hag.support.orchestration import run_summary
 
         # The command line never pauses (a big night culls as without Prefect), and its
         # --no-check holds for the flow run too.
@@ -84,7 +84,7 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    from hag import runs
+    from hag.storage import runs
 
     dry_run = summary["dry_run"]
     # A dry run records nothing, so it has no id to show (there would be nothing to look up).
@@ -141,7 +141,7 @@ def culled(
     since: datetime | None, run_id: Any, limit: int | None, as_json: bool, as_csv: bool
 ) -> None:
     """Culled edges, newest first: when, which run, source -> target, type, provenance, confidence."""
-    from hag import audit as hag_audit
+    from hag.nightly import audit as hag_audit
 
     if as_json and as_csv:
         raise click.UsageError("choose one of --json and --csv")
@@ -160,7 +160,7 @@ def culled(
 
 
 def _table(rows: list[dict[str, Any]]) -> None:
-    from hag import runs
+    from hag.storage import runs
 
     if not rows:
         click.echo("no culled edges")
@@ -178,7 +178,7 @@ def _table(rows: list[dict[str, Any]]) -> None:
     body = [
         (
             r["deleted_at"].strftime("%Y-%m-%d %H:%M"),
-            runs.short(r["run_id"]),  # accepted back by --run (hag/runs.py)
+            runs.short(r["run_id"]),  # accepted back by --run (hag/storage/runs.py)
             str(r["edge_id"]),
             f"{r['source_concept'] or '?'} -> {r['target_concept'] or '?'}",
             r["edge_type"],
@@ -210,7 +210,7 @@ def restore(edge_ids: tuple[str, ...], run_id: str | None, dry_run: bool, as_jso
     has since been recreated, is refused with the reason; the others are restored. Exits 1
     when anything was refused. A restored edge is never culled again by the rule.
     """
-    from hag import audit as hag_audit
+    from hag.nightly import audit as hag_audit
 
     if bool(edge_ids) == (run_id is not None):
         raise click.UsageError("give exactly one of EDGE_ID... or --run RUN_ID")

@@ -21,8 +21,8 @@ def reembed(batch_size: int | None, as_json: bool) -> None:
     Resumable: a killed run keeps its finished batches and the next run goes on from there.
     Reads use the old vectors until the switch, which is one transaction.
     """
-    from hag.embeddings import announce
-    from hag.reembed import reembed as run
+    from hag.operations.reembed import reembed as run
+    from hag.vectors.embeddings import announce
 
     announce()
     report = run(batch_size=batch_size, progress=note)

@@ -38,9 +38,9 @@ def retrieve(
 ) -> None:
     """Print the rendered memory blocks for one turn (--json: the whole result)."""
     ready()
-    from hag import db
-    from hag.embeddings import announce
     from hag.retrieval import retrieve as run_retrieval
+    from hag.storage import db
+    from hag.vectors.embeddings import announce
 
     announce()
     turns = [[s.strip() for s in item.split(",") if s.strip()] for item in recent]

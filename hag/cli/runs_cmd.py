@@ -38,8 +38,9 @@ def runs(kind: str | None, limit: int | None, as_json: bool) -> None:
     apart); every command that takes a run id accepts it back, or any unique prefix. A run
     that Prefect ran has its flow run's id.
     """
-    from hag import db, settings
-    from hag import runs as ledger
+    from hag import settings
+    from hag.storage import db
+    from hag.storage import runs as ledger
 
     ready()
     with db.connect() as conn:

@@ -290,7 +290,7 @@ def end_flow_runs(
     from prefect.settings import PREFECT_API_URL, temporary_settings
     from prefect.states import Cancelled
 
-    from hag import runs
+    from hag.storage import runs
 
     since = time.time()
     flow_runs = active_flow_runs(env)
@@ -333,16 +333,16 @@ def end_flow_runs(
 def serve(port: int, home: Path | None, no_worker: bool) -> None:
     """Prefect server + work pool + every deployment + a worker, until Ctrl-C."""
     from hag import checkout
-    from hag import db as hdb
     from hag.cli._common import note, ready
     from hag.config import get_config
+    from hag.storage import db as hdb
 
     if checkout() is None:
         raise HagError(
             "hag serve deploys prefect.yaml's flows, which only a checkout of the repository "
             "has (the wheel carries the library only)"
         )
-    from hag import extras
+    from hag.support import extras
 
     extras.require("jobs", "hag serve")
     ready()  # the flows need a migrated memory

@@ -33,8 +33,8 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
     and kept in the quarantine with the reason, the field and the turn; the rest are queued
     as pending for `hag process-sessions`. Exits 1 when any payload was quarantined.
     """
-    from hag import db
     from hag.session.ingest import ingest_payload, list_quarantined, read_payloads
+    from hag.storage import db
 
     ready()
     if quarantined:
@@ -153,8 +153,8 @@ def process_sessions(
     as failed, and the run exits 1 naming how many: fix the cause, then run again with
     --retry-failed. Exits 1 when an expectation fails.
     """
-    from hag import extras
-    from hag.embeddings import announce
+    from hag.support import extras
+    from hag.vectors.embeddings import announce
 
     if check and (no_prefect or prefect_api_url() is None):  # refused before any work
         extras.require("jobs", "hag process-sessions --check")
@@ -175,7 +175,7 @@ def process_sessions(
         ).as_dict()
 
     def through_flow() -> dict[str, Any]:
-        from hag.orchestration import run_summary
+        from hag.support.orchestration import run_summary
 
         return run_summary(
             "session-end",

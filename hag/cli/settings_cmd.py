@@ -19,8 +19,8 @@ def settings() -> None:
 @json_option
 def list_(as_json: bool) -> None:
     """Every dial with its value, default, bounds and reader."""
-    from hag import db
     from hag import settings as s
+    from hag.storage import db
 
     ready()
     with db.connect() as conn:
@@ -73,8 +73,8 @@ def listing_lines(rows: list[dict[str, Any]]) -> list[str]:
 @json_option
 def get(key: str, as_json: bool) -> None:
     """One dial's value."""
-    from hag import db
     from hag import settings as s
+    from hag.storage import db
 
     s.dial(key)
     ready()
@@ -99,8 +99,8 @@ def get(key: str, as_json: bool) -> None:
 @click.argument("value")
 def set_(key: str, value: str) -> None:
     """Change a dial after checking its type and range (a VALUE may start with `-`)."""
-    from hag import db
     from hag import settings as s
+    from hag.storage import db
 
     s.validate(key, value)
     ready()
@@ -114,8 +114,8 @@ def set_(key: str, value: str) -> None:
 @click.argument("key")
 def reset(key: str) -> None:
     """Put a dial back to its registry default."""
-    from hag import db
     from hag import settings as s
+    from hag.storage import db
 
     s.dial(key)
     ready()
@@ -133,8 +133,8 @@ def profile(name: str, as_json: bool) -> None:
 
     Prints every dial it changed, with the old and new value (nothing when already set).
     """
-    from hag import db
     from hag import settings as s
+    from hag.storage import db
 
     ready()
     with db.connect() as conn:

@@ -2,7 +2,7 @@
 
 Reads: the orphans, each orphan's candidates, and the facts the validation needs. Writes:
 the enrichment ledger (entry, model), the cost ledger (one row per model call) and the run
-row. The edges themselves go through `hag.edges.upsert_edges`, like every other edge.
+row. The edges themselves go through `hag.storage.edges.upsert_edges`, like every other edge.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from hag.db import Conn, one
 from hag.enrichment.prompt import Candidate, Orphan
 from hag.enrichment.validate import Accepted, GraphFacts, SlugFacts
-from hag.sqlfiles import query
+from hag.storage.db import Conn, one
+from hag.storage.sqlfiles import query
 
 
 def topic_exists(conn: Conn, topic_id: str) -> bool:

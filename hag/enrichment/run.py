@@ -18,9 +18,7 @@ from uuid import UUID
 
 import psycopg
 
-from hag import bounds, db, runs, settings
-from hag.db import Conn
-from hag.edges import EdgeObservation, upsert_edges
+from hag import settings
 from hag.enrichment import graph
 from hag.enrichment.prompt import Orphan, Prompt, build_prompt
 from hag.enrichment.proposers import Proposer, ProposerError, choose_proposer
@@ -36,6 +34,10 @@ from hag.enrichment.validate import (
 )
 from hag.errors import NotFoundError, ValidationError
 from hag.settings import Settings
+from hag.storage import db, runs
+from hag.storage.db import Conn
+from hag.storage.edges import EdgeObservation, upsert_edges
+from hag.support import bounds
 
 
 @dataclass(frozen=True)
@@ -350,7 +352,7 @@ def enrich(
     `as_of` is the moment the accepted edges are created at (default: now), so a backfill or
     a simulation stamps them with its own time, as sessions do with their `ended_at`. It
     lies within `timestamp_window_years` of now, like every moment that enters (docs/bounds.md).
-    Under a Prefect flow run (`flow_run_id`) the run takes the flow run's id (hag/runs.py).
+    Under a Prefect flow run (`flow_run_id`) the run takes the flow run's id (hag/storage/runs.py).
     """
     problem = as_of is not None and bounds.timestamp_problem(as_of, settings.current())
     if problem:
@@ -369,7 +371,7 @@ def _enrich(
     flow_run_id: UUID | str | None = None,
 ) -> EnrichmentSummary:
     run_started = False
-    liveness = ExitStack()  # the run's liveness lock, from its row on (hag/runs.py)
+    liveness = ExitStack()  # the run's liveness lock, from its row on (hag/storage/runs.py)
     try:
         dials = settings.load(conn)
         if topic is not None and not graph.topic_exists(conn, topic):
@@ -396,7 +398,9 @@ def _enrich(
         else:
             conn.commit()
             runs.reap(conn)
-            liveness.enter_context(runs.alive(summary.run_id))  # until it ends (hag/runs.py)
+            liveness.enter_context(
+                runs.alive(summary.run_id)
+            )  # until it ends (hag/storage/runs.py)
             graph.start_run(
                 conn,
                 summary.run_id,

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from hag.corpus import UNANCHORED
 from hag.enrichment.prompt import Orphan
+from hag.operations.corpus import UNANCHORED
 
 # Reject reason codes, in the order the checks run.
 REJECT_REASONS = (

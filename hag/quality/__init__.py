@@ -22,7 +22,7 @@ from hag.quality import _gx
 from hag.quality._gx import Failure, SuiteResult, import_gx, preload
 
 if TYPE_CHECKING:
-    from hag.db import Conn
+    from hag.storage.db import Conn
 
 SUITES = ("entries", "edges", "cull_runs", "culled_edges")
 # SUITES_DIR (from hag): where the suites are kept, one JSON file per suite, named after it.
@@ -88,7 +88,7 @@ def run_all(
     has loaded and a line per suite, in the suites' order, as soon as it and those before it
     have finished, with its seconds.
     """
-    from hag import db
+    from hag.storage import db
 
     seconds = import_gx()
     if progress is not None and seconds >= 0.05:  # a second call finds it loaded

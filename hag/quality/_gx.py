@@ -33,8 +33,8 @@ from hag.quality._deferred import (
 )
 
 if TYPE_CHECKING:
-    from hag.db import Conn
     from hag.settings import Settings
+    from hag.storage.db import Conn
 
 _lock = threading.Lock()
 _context: Any = None
@@ -177,7 +177,7 @@ def _batch_definition(url: str, view: str) -> Any:
             _source = (url, {})
         views = _source[1]
         if view not in views:
-            from hag import db
+            from hag.storage import db
 
             # Behind a transaction-mode pooler its connections prepare nothing either (db.py).
             connect_args = {"prepare_threshold": None} if db.transaction_pooling() else {}
@@ -244,7 +244,7 @@ def prepare(conn: Conn, dials: Settings) -> tuple[str, dict[str, Any]]:
     suites read through `HAG_DIRECT_DATABASE_URL` when it is set, else through the pooler
     at the server's own settings.
     """
-    from hag import db
+    from hag.storage import db
 
     session = {
         "work_mem_mb": dials.suite_work_mem_mb,

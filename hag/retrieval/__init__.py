@@ -42,18 +42,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from hag import db, settings, visibility
-from hag.db import Conn
+from hag import settings
 from hag.errors import EmbedderError, NotFoundError, ValidationError
 from hag.retrieval import ranking, relevance, render, resident, store
 from hag.retrieval.cache import TTLCache
 from hag.retrieval.model import Advisory, PassReport, RenderedEdge, RetrievalResult, Visual
 from hag.settings import Settings
-from hag.sqlfiles import query
-from hag.visibility import topic_scopes
+from hag.storage import db, visibility
+from hag.storage.db import Conn
+from hag.storage.sqlfiles import query
+from hag.storage.visibility import topic_scopes
 
 if TYPE_CHECKING:  # imported lazily at run time: keeps the model client off import
-    from hag.embeddings import Embedder
+    from hag.vectors.embeddings import Embedder
 
 __all__ = [
     "Advisory",
@@ -113,8 +114,8 @@ def retrieve(
         topic_id, learner_id, recent_concepts, expected_concepts, conn
     )
 
-    from hag.embedder_identity import checked_embedder
-    from hag.embeddings import cut  # keeps the model clients off import
+    from hag.vectors.embedder_identity import checked_embedder
+    from hag.vectors.embeddings import cut  # keeps the model clients off import
 
     # The memory's embedder, checked once per process: one row read, nothing embedded.
     embedder = checked_embedder(
@@ -264,7 +265,7 @@ def _fingerprint(dials: Settings) -> str:
 def _embed(embedder: Embedder, context: str, dials: Settings) -> np.ndarray:
     """The turn's query vector: within `embedding_timeout_seconds`, at most
     `embedding_retries` further tries (EmbedderUnavailable after), never a zero row."""
-    from hag.embeddings import require_fit
+    from hag.vectors.embeddings import require_fit
 
     key = (embedder.name, context)
     vector = _embeddings.get(key, None)

@@ -22,10 +22,11 @@ import logging
 import psycopg
 from psycopg import sql
 
-from hag import db, settings
-from hag.db import Conn
+from hag import settings
 from hag.settings import Settings
-from hag.sqlfiles import query
+from hag.storage import db
+from hag.storage.db import Conn
+from hag.storage.sqlfiles import query
 
 log = logging.getLogger("hag.retrieval.ann")
 

@@ -16,7 +16,7 @@ import numpy as np
 from hag.retrieval.tiers import maturity_boost, tier_boosts
 from hag.settings import Settings
 
-Row = dict[str, Any]  # a result row as the pools return it (hag.db.Row)
+Row = dict[str, Any]  # a result row as the pools return it (hag.storage.db.Row)
 
 
 def query_context(

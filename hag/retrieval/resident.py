@@ -50,12 +50,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hag import db
-from hag.db import Conn
 from hag.retrieval.ranking import Row, products, rerank_compact
 from hag.retrieval.tiers import tier_boosts
 from hag.settings import Settings
-from hag.sqlfiles import query
+from hag.storage import db
+from hag.storage.db import Conn
+from hag.storage.sqlfiles import query
 
 log = logging.getLogger("hag.retrieval.resident")
 

@@ -21,8 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from hag import db
-from hag.db import Conn
 from hag.retrieval.model import PassReport
 from hag.retrieval.ranking import (
     Row,
@@ -33,8 +31,10 @@ from hag.retrieval.ranking import (
 )
 from hag.retrieval.resident import filter_key, residents
 from hag.settings import Settings
-from hag.sqlfiles import query
-from hag.visibility import Reader
+from hag.storage import db
+from hag.storage.db import Conn
+from hag.storage.sqlfiles import query
+from hag.storage.visibility import Reader
 
 _PASSES = db.READ_CONNECTIONS  # one per concurrent pass, and the edge walk
 

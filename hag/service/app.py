@@ -27,7 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from hag import db, settings
+from hag import settings
 from hag.errors import (
     ConfigError,
     EmbedderError,
@@ -37,7 +37,7 @@ from hag.errors import (
     ValidationError,
 )
 from hag.service.fast import RetrieveFastPath, answer
-from hag.service_models import (
+from hag.service.models import (
     API_PREFIX,
     EdgeExplanation,
     ErrorBody,
@@ -46,6 +46,7 @@ from hag.service_models import (
     RetrieveResult,
     SessionState,
 )
+from hag.storage import db
 
 log = logging.getLogger("hag.service")
 
@@ -227,7 +228,7 @@ def _ingest(raw: Any) -> SessionState:
 
 
 def _explain(text: str, limit: int | None) -> EdgeExplanation:
-    from hag.history import explain_edge
+    from hag.storage.history import explain_edge
 
     with db.connect() as conn:
         shown = limit or settings.load(conn).history_default_limit
@@ -245,8 +246,9 @@ def _explain(text: str, limit: int | None) -> EdgeExplanation:
 
 
 def _health() -> Health:
-    from hag import embedder_identity, migrate
-    from hag.embeddings import get_embedder
+    from hag.storage import migrate
+    from hag.vectors import embedder_identity
+    from hag.vectors.embeddings import get_embedder
 
     database = migrated = matches = False
     detail = ""

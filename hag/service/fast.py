@@ -39,7 +39,7 @@ from uuid import UUID
 
 from pydantic import ValidationError as PydanticError
 
-from hag.service_models import API_PREFIX, RetrieveRequest
+from hag.service.models import API_PREFIX, RetrieveRequest
 
 try:  # pragma: no cover - which branch runs depends on the install
     import orjson

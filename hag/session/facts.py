@@ -14,7 +14,6 @@ from uuid import UUID
 
 from psycopg.rows import DictRow
 
-from hag.db import Conn
 from hag.session.contract import SessionPayload
 from hag.session.ladder import as_array
 from hag.session.rules import (
@@ -24,9 +23,10 @@ from hag.session.rules import (
     PrerequisiteEvidence,
     unit,
 )
-from hag.sqlfiles import query
+from hag.storage.db import Conn
+from hag.storage.sqlfiles import query
 
-Connection: TypeAlias = Conn  # the project's connection type: dict rows (hag.db)
+Connection: TypeAlias = Conn  # the project's connection type: dict rows (hag.storage.db)
 
 
 def _one(conn: Connection, name: str, params: dict[str, Any] | None = None) -> DictRow | None:

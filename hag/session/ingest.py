@@ -28,12 +28,13 @@ from uuid import UUID
 import psycopg
 from pydantic import ValidationError
 
-from hag import bounds, visibility
-from hag.db import Conn, one
-from hag.jsonkeys import unique_keys
 from hag.session.contract import SessionPayload
 from hag.settings import Settings
-from hag.sqlfiles import query
+from hag.storage import visibility
+from hag.storage.db import Conn, one
+from hag.storage.sqlfiles import query
+from hag.support import bounds
+from hag.support.jsonkeys import unique_keys
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hag.corpus import UNANCHORED  # one spelling of the seed's no-identity slug
-from hag.embeddings import normalise_rows
+from hag.operations.corpus import UNANCHORED  # one spelling of the seed's no-identity slug
 from hag.settings import Settings
+from hag.vectors.embeddings import normalise_rows
 
 if TYPE_CHECKING:  # annotations only: this module opens no connection itself
-    from hag.db import Conn
+    from hag.storage.db import Conn
 
 STEPS = ("exact", "near", "minted", "unanchored")
 _QUALITY_DIAL: dict[str, Callable[[Settings], float]] = {
@@ -76,7 +76,7 @@ class Catalogue:
 
     @classmethod
     def load(cls, conn: Conn, topic_id: str) -> Catalogue:
-        from hag.sqlfiles import query
+        from hag.storage.sqlfiles import query
 
         rows = conn.execute(query("session", "catalogue"), {"topic_id": topic_id}).fetchall()
         return cls.from_rows(topic_id, rows)

@@ -21,7 +21,7 @@ from hag.session.queue import process_batch
 from hag.session.steps import Caches
 from hag.session.summary import ProcessSummary
 from hag.settings import Settings
-from hag.sqlfiles import query
+from hag.storage.sqlfiles import query
 
 __all__ = [
     "RUN_KIND",
@@ -57,10 +57,11 @@ def process_pending(
     its own run id. A single worker applies sessions in `ended_at` order. `run_batch(run_id,
     size)` applies one batch (the flow passes its Prefect task); by default `process_batch`.
     A run of its own holds its liveness lock while it works, and marks runs left `running`
-    by a dead process `abandoned` first (hag/runs.py); under a Prefect flow run
+    by a dead process `abandoned` first (hag/storage/runs.py); under a Prefect flow run
     (`flow_run_id`) the run takes the flow run's id.
     """
-    from hag import runs, settings
+    from hag import settings
+    from hag.storage import runs
 
     dials = settings.current()
     size = int(batch_size or dials.session_batch_size)
@@ -68,7 +69,7 @@ def process_pending(
         requeue_failed()
     if run_id is not None:
         return _process_pending(run_id, False, size, limit, workers, dials, on_batch, run_batch)
-    run = runs.new_id(flow_run_id)  # a flow run's run has its id (hag/runs.py)
+    run = runs.new_id(flow_run_id)  # a flow run's run has its id (hag/storage/runs.py)
     with runs.alive(run):  # held before the row exists: no reaper ever sees it unheld
         params = {"batch_size": size, "limit": limit, "workers": workers}
         if retry_failed:
@@ -131,7 +132,7 @@ def open_run(
     params: Mapping[str, Any], run_id: UUID | None = None, flow_run_id: UUID | str | None = None
 ) -> UUID:
     """A new `hag_runs` row of kind 'session_end' (after marking dead runs abandoned)."""
-    from hag import db, runs
+    from hag.storage import db, runs
 
     with db.pool().connection() as conn:
         runs.reap(conn, keep=(run_id,) if run_id else ())
@@ -152,7 +153,7 @@ def open_run(
 
 def close_run(run_id: UUID | None, summary: ProcessSummary, status: str = "done") -> None:
     """Record a run's summary and end."""
-    from hag import db
+    from hag.storage import db
 
     if run_id is None:
         return
@@ -165,7 +166,7 @@ def close_run(run_id: UUID | None, summary: ProcessSummary, status: str = "done"
 
 def requeue_failed() -> list[str]:
     """Put every failed session back to pending (committed); their ids."""
-    from hag import db
+    from hag.storage import db
 
     with db.pool().connection() as conn:
         rows = conn.execute(query("session", "retry_failed")).fetchall()
@@ -174,7 +175,7 @@ def requeue_failed() -> list[str]:
 
 def count_left(summary: ProcessSummary) -> None:
     """Fill in what a run left behind: sessions still pending and sessions failed."""
-    from hag import db
+    from hag.storage import db
 
     with db.pool().connection() as conn:
         row = conn.execute(query("session", "count_left")).fetchone()

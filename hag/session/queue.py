@@ -24,7 +24,6 @@ from uuid import UUID
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from hag import bounds, embedder_identity
 from hag.errors import EmbedderMismatch, EmbedderUnavailable
 from hag.session import facts, write
 from hag.session.contract import SessionPayload
@@ -33,7 +32,9 @@ from hag.session.outcome import Outcome, SessionRefused, classify, error_class
 from hag.session.steps import Caches, apply_session
 from hag.session.summary import ProcessSummary
 from hag.settings import Settings
-from hag.sqlfiles import query
+from hag.storage.sqlfiles import query
+from hag.support import bounds
+from hag.vectors import embedder_identity
 
 __all__ = [
     "SessionRefused",
@@ -174,7 +175,7 @@ def _record(
 def _fail_elsewhere(session_id: str, exc: BaseException, run_id: UUID | None) -> None:
     """Mark a session failed on a fresh connection after its own connection was lost; when
     none can be had either, the session stays pending (its claim died with the connection)."""
-    from hag import db
+    from hag.storage import db
 
     with contextlib.suppress(psycopg.Error), db.pool().connection() as other:
         fail_session(other, session_id, f"failed: {_one_line(exc)}", error_class(exc), run_id)
@@ -251,7 +252,8 @@ def process_batch(
     caches: Caches | None = None,
 ) -> ProcessSummary:
     """Apply up to `size` pending sessions, each in its own transaction, with N workers."""
-    from hag import db, settings
+    from hag import settings
+    from hag.storage import db
 
     dials = dials or settings.current()
     caches = caches or Caches()

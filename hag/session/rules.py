@@ -24,11 +24,11 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from hag.corpus import UNANCHORED
-from hag.edges import EdgeObservation
+from hag.operations.corpus import UNANCHORED
 from hag.session.contract import Observation, Turn
 from hag.session.ladder import Catalogue, Resolution, candidate_slug
 from hag.settings import Settings
+from hag.storage.edges import EdgeObservation
 
 SUCCESS, FAILURE = "success", "failure"
 
@@ -422,7 +422,7 @@ def reinforced_confidence(confidence: float, hit_count: int, dials: Settings) ->
     """A re-observed edge's confidence: raised to its floor, never lowered (seed).
 
     The set-based statement that applies it is sql/queries/edges.sql `upsert_edges`
-    (through `hag.edges.upsert_edges`, the one edge write); the database tests pin it to
+    (through `hag.storage.edges.upsert_edges`, the one edge write); the database tests pin it to
     the same worked numbers.
     """
     return max(confidence, reinforcement_floor(hit_count, dials))

@@ -3,7 +3,7 @@
 1. observations -> entries (the concept ladder; student-pattern dedup at cosine 0.72);
 2. discovery (sequence -> `leads_to`, recovery -> `fallback` with a condition);
 3. prerequisite proposals (only from struggles with evidence);
-4. reinforcement: every edge observed by 2 and 3 goes through `hag.edges.upsert_edges`,
+4. reinforcement: every edge observed by 2 and 3 goes through `hag.storage.edges.upsert_edges`,
    once per session, before anything is graded;
 5. outcome grading of the edges and entries that reached the prompt, with the counters.
 
@@ -31,7 +31,6 @@ from uuid import UUID
 
 import numpy as np
 
-from hag.edges import EdgeObservation
 from hag.session import facts, rules, write
 from hag.session.contract import SessionPayload, Turn
 from hag.session.facts import Connection
@@ -39,7 +38,8 @@ from hag.session.ladder import Catalogue, resolve_all
 from hag.session.rules import Embedding, ResolvedObservation, StrugglePair, graph_scope
 from hag.session.summary import SessionCounts
 from hag.settings import Settings
-from hag.timing import timed
+from hag.storage.edges import EdgeObservation
+from hag.support.timing import timed
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -64,7 +64,7 @@ class Caches:
 
 
 def _embed(texts: list[str]) -> np.ndarray:
-    from hag.embeddings import embed_texts
+    from hag.vectors.embeddings import embed_texts
 
     return embed_texts(texts)
 
@@ -100,7 +100,7 @@ def plan_session(
     resolutions = resolve_all([o.concept for _, o in items], catalogue, dials, embed)
     vectors = embed([o.text for _, o in items]) if items else np.zeros((0, 0), dtype=np.float32)
     if items:  # a zero or non-finite row would be a NaN in every similarity: refused
-        from hag.embeddings import require_fit
+        from hag.vectors.embeddings import require_fit
 
         require_fit(vectors, [o.text for _, o in items], _observation_fields(turns))
     pairs = rules.struggle_pairs(turns, catalogue)

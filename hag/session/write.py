@@ -2,7 +2,7 @@
 
 The write step of session-end: the decisions of `hag.session.rules` go to the memory here,
 each step's rows in one statement inside the session's transaction, timed at the session's
-`ended_at`; every edge observation goes through the one edge upsert (`hag.edges`). Before
+`ended_at`; every edge observation goes through the one edge upsert (`hag.storage.edges`). Before
 anything is written, the rows and identities a session will read and write are locked in one
 sorted pass each, so concurrent sessions sharing rows queue rather than deadlock.
 """
@@ -17,12 +17,12 @@ from uuid import UUID
 
 from pgvector import Vector
 
-from hag.edges import EdgeObservation, UpsertResult, say_why, upsert_edges
 from hag.session.contract import SessionPayload
 from hag.session.facts import Connection
 from hag.session.rules import ClampedShift, EntryDecision, EntryGrading, MintedConcept, NewEntry
 from hag.settings import Settings
-from hag.sqlfiles import query
+from hag.storage.edges import EdgeObservation, UpsertResult, say_why, upsert_edges
+from hag.storage.sqlfiles import query
 
 # The first key of the two-key advisory locks on session identities (the nightly, the run
 # ledger and migrate use other keys; the one-key and two-key forms never collide).

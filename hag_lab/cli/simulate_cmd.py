@@ -189,13 +189,13 @@ def simulate(
     run as the simulated days pass. The report scores the learned graph against the hidden
     one and the confidences against the outcomes.
     """
-    from hag import extras
+    from hag.support import extras
 
     extras.require("lab", "hag simulate")  # the report's plots
     if database == "private":  # a fresh embedded database of its own
         extras.require("embedded", "hag simulate --database private")
-    from hag.embeddings import announce
     from hag.errors import HagError
+    from hag.vectors.embeddings import announce
     from hag_lab.report.build import summary_lines
     from hag_lab.simulate.experiment import Experiment, run_experiment
     from hag_lab.simulate.kinds import error_kinds as parse_kinds

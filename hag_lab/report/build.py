@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hag.corpus import export_rows
-from hag.db import Conn
-from hag.jsonkeys import to_jsonable
+from hag.operations.corpus import export_rows
 from hag.settings import REGISTRY
-from hag.sqlfiles import query
+from hag.storage.db import Conn
+from hag.storage.sqlfiles import query
+from hag.support.jsonkeys import to_jsonable
 from hag_lab.report import metrics, plots
 from hag_lab.report.markdown import fmt
 from hag_lab.report.metrics import EdgeFact
@@ -385,7 +385,7 @@ def write_report(
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the whole folder and return report.json's content."""
-    from hag import db
+    from hag.storage import db
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

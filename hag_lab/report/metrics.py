@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hag.schema import KNOWN_SOURCE_TYPES
+from hag.storage.schema import KNOWN_SOURCE_TYPES
 
 THRESHOLDS: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 SCORED_TYPES: tuple[str, ...] = ("prerequisite", "leads_to", "fallback")

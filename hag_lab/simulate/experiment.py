@@ -41,9 +41,9 @@ class Outcome:
 
 def load_starting_memory(world: World, corpus: Mapping[str, Any] | None) -> dict[str, int]:
     """Write the starting corpus through the corpus loader (the only write outside ingest)."""
-    from hag import db
-    from hag.corpus import load, parse
-    from hag.embeddings import get_embedder
+    from hag.operations.corpus import load, parse
+    from hag.storage import db
+    from hag.vectors.embeddings import get_embedder
 
     data = dict(corpus) if corpus is not None else world_corpus(world)
     with db.connect() as conn:
@@ -55,7 +55,8 @@ def set_profile(name: str | None) -> list[tuple[str, Any, Any]]:
     """Set a rule profile on the configured database before a run (None: leave the dials)."""
     if name is None:
         return []
-    from hag import db, settings
+    from hag import settings
+    from hag.storage import db
 
     with db.connect() as conn:
         changed = settings.apply_profile(conn, name, by="simulate")

@@ -86,7 +86,7 @@ def make_world(spec: str, *, seed: int, concepts: int) -> tuple[World, Mapping[s
 
     name, _, size = spec.strip().partition(":")
     if name == "cryptography" and not size:
-        from hag.corpus import DEMO_CORPUS
+        from hag.operations.corpus import DEMO_CORPUS
 
         corpus = json.loads(DEMO_CORPUS.read_text())
         return cryptography_world(corpus), corpus

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from hag.db import Conn, one
-from hag.orchestration import flow
-from hag.sqlfiles import query
+from hag.storage.db import Conn, one
+from hag.storage.sqlfiles import query
+from hag.support.orchestration import flow
 from hag_lab.simulate.learners import Learner, OutcomeModel, make_learners
 from hag_lab.simulate.tutor import (
     CRYPTO_DRIFT,
@@ -269,7 +269,7 @@ class _Memory:
         if self.use_flows:
             # a simulation never pauses; the suites run once at the end, as for session-end
             return flow("nightly")(as_of=as_of, ask_operator=False, check=False)
-        from hag.sweeps import nightly
+        from hag.nightly.sweeps import nightly
 
         return nightly(as_of)  # the flow's steps, upkeep included
 
@@ -300,7 +300,7 @@ def simulate(
     progress: bool = True,
 ) -> SimulationRun:
     """Run the whole simulation against the configured database and return what happened."""
-    from hag import db
+    from hag.storage import db
 
     rng = np.random.default_rng(config.seed)
     learners = make_learners(world, config.learners, rng, config.model)

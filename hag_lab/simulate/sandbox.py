@@ -39,7 +39,7 @@ def claim_folder(folder: Path, what: str) -> Path:
 
 
 def _stop_server_in(pgdata: Path) -> None:
-    from hag import db
+    from hag.storage import db
 
     if db.running_postmaster(pgdata) is not None:
         db.embedded_server(pgdata).stop()
@@ -47,7 +47,8 @@ def _stop_server_in(pgdata: Path) -> None:
 
 def _switch(url: str | None) -> None:
     """Point the process (config, pools, caches) at `url` (None: back to the configured one)."""
-    from hag import config, db, settings
+    from hag import config, settings
+    from hag.storage import db
 
     if url is None:
         os.environ.pop("DATABASE_URL", None)
@@ -74,8 +75,8 @@ def private_database(folder: Path, *, keep_running: bool = False) -> Iterator[st
     The environment's DATABASE_URL is put back afterwards; the server is stopped unless
     `keep_running` (then `DATABASE_URL=<printed url>` reaches it later).
     """
-    from hag import db
-    from hag.migrate import migrate_database
+    from hag.storage import db
+    from hag.storage.migrate import migrate_database
 
     folder = claim_folder(folder, "database folder")
     pgdata = folder / "pgdata"

@@ -200,7 +200,7 @@ def concepts_from_corpus(corpus: Mapping[str, Any], topic_id: str) -> dict[str, 
 def cryptography_world(corpus: Mapping[str, Any] | None = None) -> World:
     """The demo corpus's Cryptography topic with its hidden prerequisite DAG."""
     if corpus is None:
-        from hag.corpus import DEMO_CORPUS
+        from hag.operations.corpus import DEMO_CORPUS
 
         corpus = json.loads(DEMO_CORPUS.read_text())
     concepts = concepts_from_corpus(corpus, CRYPTOGRAPHY)
@@ -242,7 +242,7 @@ def world_corpus(
 ) -> dict[str, Any]:
     """A corpus (SPEC §9 shape) with one public entry per concept of `world` and no edges
     unless given as (source slug, target slug, edge_type); what tests and benchmarks load."""
-    from hag.corpus import Entry, derived_entry_id
+    from hag.operations.corpus import Entry, derived_entry_id
 
     entries = []
     ids: dict[str, str] = {}

@@ -1,7 +1,7 @@
 -- The nightly sweeps' rules (SPEC §5), each written once: the real run, the dry run and the
 -- big-night forecast (sql/queries/sweeps.sql) all ask these functions. They were first
 -- created by migrations 030 and 075 (which stay as history: a migration is never edited);
--- this file is their living definition, re-applied by every migrate (hag/migrate.py), so a
+-- this file is their living definition, re-applied by every migrate (hag/storage/migrate.py), so a
 -- rule changes here and nowhere else.
 --
 -- Each rule is an SQL predicate over one row, which the planner inlines into the statement

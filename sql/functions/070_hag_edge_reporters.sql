@@ -1,5 +1,5 @@
 -- Who reported a prerequisite (the evidence profile's repeat weighting, rules.repeat_weighted_hits):
--- its living definition, re-applied by every migrate (hag/migrate.py). Per learner, the
+-- its living definition, re-applied by every migrate (hag/storage/migrate.py). Per learner, the
 -- sessions and turns of hag_edge_learner_reports (migration 091) that reported the edge, split
 -- by whether the learner had succeeded on the edge's target in an earlier session of the
 -- topic (shown = 1, hag_learner_successes, migration 097; a session's own successes do not

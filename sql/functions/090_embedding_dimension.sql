@@ -1,4 +1,4 @@
--- Why: `hag reembed` (hag.reembed) may move a memory to an embedder of another dimension,
+-- Why: `hag reembed` (hag.operations.reembed) may move a memory to an embedder of another dimension,
 -- inside the one transaction of its switch. The vector columns are first relaxed to any
 -- dimension (`hag_relax_embedding_dim`), the new vectors written, then the columns fixed
 -- at the new dimension and the tutor scope's HNSW index built again as migration 010 does

@@ -1,5 +1,5 @@
--- What the retention sweep strips (hag/privacy.py strip_expired, dial message_retention_days):
--- its living definition, re-applied by every migrate (hag/migrate.py).
+-- What the retention sweep strips (hag/operations/privacy.py strip_expired, dial message_retention_days):
+-- its living definition, re-applied by every migrate (hag/storage/migrate.py).
 -- A payload with the student's words taken out: every turn's student_message and every
 -- struggle's quoted evidence become empty strings (the contract's shapes stay valid); the
 -- concepts, outcomes and observations, which the memory learned from, stay.

@@ -4,7 +4,7 @@
 -- it (NULL for a run from the command line without Prefect). And a run killed mid-way left
 -- its row `running` forever: a later run now marks it `abandoned`, with when (finished_at)
 -- and why (status_note), once it can tell the run's process is gone (it no longer holds the
--- run's advisory lock, hag/runs.py). Existing rows keep their status; a row left `running`
+-- run's advisory lock, hag/storage/runs.py). Existing rows keep their status; a row left `running`
 -- by a process that is gone is marked by the next run.
 ALTER TABLE hag_runs ADD COLUMN flow_run_id uuid;
 ALTER TABLE hag_runs ADD COLUMN status_note text;

@@ -1,7 +1,7 @@
 -- Why: a learner (or a parent, or a school) may ask what the memory holds about them, ask for
 -- it to be erased, and expects raw transcripts to be kept only as long as they are needed
 -- (issue 25, docs/privacy.md). This migration adds what the erasure and the retention sweep
--- need; the work itself is hag/privacy.py.
+-- need; the work itself is hag/operations/privacy.py.
 --
 -- hag_erasures: one row per erasure, the audit of it: when, by whom, a salted hash of the
 -- learner id and the rows removed or pseudonymised per table, never the data itself. The

@@ -1,5 +1,5 @@
 -- name: held
--- The identity of the embedder the memory's vectors were made with (hag.embedder_identity),
+-- The identity of the embedder the memory's vectors were made with (hag.vectors.embedder_identity),
 -- NULL before it was recorded. One row, read once per process by every process that embeds.
 SELECT (SELECT value FROM hag_meta WHERE key = 'embedder') AS identity,
        (SELECT value FROM hag_meta WHERE key = 'embedder_probe') AS probe

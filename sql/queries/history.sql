@@ -89,7 +89,7 @@ LIMIT 10
 -- One edge as it stands, with its type, provenance and the topic and concepts of its ends,
 -- or, once culled, what its newest audit row kept (the ends and type survive the cull; the
 -- confidence and the concepts do not: `culled` is true). No row: the id is an entry's.
--- Read by hag.history.explain_edge, for the public API and the service alike.
+-- Read by hag.storage.history.explain_edge, for the public API and the service alike.
 SELECT e.id AS edge_id, e.edge_type, e.source_entry_id, e.target_entry_id, e.confidence,
        e.source_type, s.topic_id, s.concept_slug AS source_concept,
        t.concept_slug AS target_concept, false AS culled

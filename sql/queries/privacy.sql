@@ -2,7 +2,7 @@
 -- `hag learner erase` removes or pseudonymises, and the nightly's retention sweep. Every
 -- query takes the learner id as %(learner_id)s, their private scope as %(scope)s
 -- ('student:' || learner id) and, where free text is searched for the id, %(pattern)s: a
--- regular expression matching the id as a whole word (hag/privacy.py builds it), and in
+-- regular expression matching the id as a whole word (hag/operations/privacy.py builds it), and in
 -- session ids %(id_in_session)s, the id between any non-alphanumeric characters (a tutor's
 -- session ids often embed the learner id: `ada.lovelace-s20`).
 

@@ -20,7 +20,7 @@ LIMIT %(limit)s
 
 -- name: concepts_to_embed
 -- Concepts with a vector and none staged (or a changed text). The text each was embedded
--- from: a catalogue concept's "title: description" (hag.corpus), a minted one's description
+-- from: a catalogue concept's "title: description" (hag.operations.corpus), a minted one's description
 -- (the observation text, hag.session.rules).
 SELECT c.topic_id, c.slug, t.text
 FROM hag_concepts c

@@ -11,7 +11,7 @@
 
 Every text is cut to the `embed_max_chars` dial (seed: 2,000) before it is embedded.
 `embed_texts` checks the configured embedder against the memory's once per process
-(hag.embedder_identity) and refuses a zero or non-finite row (`require_fit`): a text the
+(hag.vectors.embedder_identity) and refuses a zero or non-finite row (`require_fit`): a text the
 offline embedder's `[a-z0-9]` words miss is hashed by its words in any script instead, so
 only an empty text has no vector. Failures are the library's own errors (hag.errors:
 EmbedderUnavailable, EmbedderMismatch, EmbedderError), never the model client's.
@@ -298,11 +298,11 @@ def announce(embedder: Embedder | None = None) -> None:
 def embed_texts(texts: list[str], labels: Sequence[str] | None = None) -> np.ndarray:
     """Embed texts with the configured provider, each cut to `embed_max_chars` first.
 
-    The provider is checked against the memory's once per process (hag.embedder_identity:
+    The provider is checked against the memory's once per process (hag.vectors.embedder_identity:
     EmbedderMismatch); a zero or non-finite row is refused (EmbedderError naming the text's
     field from `labels`, or its place).
     """
-    from hag.embedder_identity import checked_embedder
+    from hag.vectors.embedder_identity import checked_embedder
 
     limit = max_chars()
     cut_texts = [cut(t, limit) for t in texts]

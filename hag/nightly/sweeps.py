@@ -15,7 +15,7 @@ held back), `decide` is shown the forecast and answers; approval culls exactly t
 forecast edges (those the rule still allows), a refusal culls nothing, and the summary
 says which (`guard`). Without `decide` (the command line, the simulator) nothing pauses.
 
-While a run works, its connection holds the run's liveness lock (hag/runs.py); a run
+While a run works, its connection holds the run's liveness lock (hag/storage/runs.py); a run
 starting marks `abandoned` any run left `running` by a process that is gone.
 
 `as_of` is the run's "now" for every age rule, and the time the run stamps on what it
@@ -33,15 +33,18 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from hag import bounds, db, privacy, runs, settings
-from hag.db import Conn, one
-from hag.edges import say_why
+from hag import settings
 from hag.errors import ValidationError
+from hag.operations import privacy
 from hag.session.rules import lift_selected
 from hag.session.steps import reweigh_prerequisites
 from hag.settings import Settings
-from hag.sqlfiles import query
-from hag.timing import timed
+from hag.storage import db, runs
+from hag.storage.db import Conn, one
+from hag.storage.edges import say_why
+from hag.storage.sqlfiles import query
+from hag.support import bounds
+from hag.support.timing import timed
 
 # Any constant works; it only has to differ from the other advisory locks of the project.
 NIGHTLY_LOCK = 0x4A47_0030
@@ -124,7 +127,7 @@ class NightlySummary:
     # The big-night guard when it tripped: reason, forecast, decision (None: it did not).
     guard: dict[str, Any] | None = None
     flow_run_id: str | None = None  # the Prefect flow run that made this run, if any
-    # the retention step (hag/privacy.py): rows whose raw messages were (would be) stripped
+    # the retention step (hag/operations/privacy.py): rows whose raw messages were (would be) stripped
     retention: dict[str, int] = field(default_factory=dict)
     # The first `nightly_log_max_promotions` entries promoted, named (entry id, concept, to).
     promoted: list[dict[str, Any]] = field(default_factory=list)
@@ -205,7 +208,7 @@ def run_nightly(
     """Promote, archive and cull as of `as_of` (default: now); a dry run changes nothing.
 
     Run under a Prefect flow run (`flow_run_id`), the run takes that flow run's id (one id
-    everywhere, hag/runs.py); `decide` is asked on a big night (see above).
+    everywhere, hag/storage/runs.py); `decide` is asked on a big night (see above).
     """
     with db.connect() as conn:
         return sweep(conn, as_of=as_of, dry_run=dry_run, flow_run_id=flow_run_id, decide=decide)

@@ -1,4 +1,4 @@
-"""What the HTTP service (hag/service) takes and returns, shared with its client (hag/client.py).
+"""What the HTTP service (hag/service) takes and returns, shared with its client (hag/service/client.py).
 
 Plain pydantic models in the core: the client validates the server's answers with the very
 models the server's OpenAPI schema is made from, and neither side imports the other's stack
@@ -114,7 +114,7 @@ class SessionState(_Response):
 
 
 class HistoryEvent(_Response):
-    """One confidence change, cull or restore of an edge (hag.history), in memory time."""
+    """One confidence change, cull or restore of an edge (hag.storage.history), in memory time."""
 
     at: datetime
     old_value: float | None

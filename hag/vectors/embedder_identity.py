@@ -12,7 +12,7 @@ process and database (`checked_embedder`): provider, model and dimension must be
 held ones, else EmbedderMismatch names both in one line. That check reads one row and
 embeds nothing. The fingerprint (the probe's vector) is compared on every `hag migrate`:
 it catches an endpoint that serves another model under the recorded name.
-`hag reembed` (hag.reembed) is the way to move a memory to another embedder.
+`hag reembed` (hag.operations.reembed) is the way to move a memory to another embedder.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hag.errors import EmbedderMismatch, EmbedderUnavailable
-from hag.sqlfiles import query
+from hag.storage.sqlfiles import query
 
 if TYPE_CHECKING:
-    from hag.embeddings import Embedder
+    from hag.vectors.embeddings import Embedder
 
 PROBE_TEXT = "hag embedder probe: a learner confuses modular inverses with division"
 AGREE = 0.99  # cosine at which two vectors of one text come from one model
@@ -168,7 +168,7 @@ def record(conn: Any, embedder: Embedder, *, verify: bool = False) -> Identity:
 
 def _adoptable(conn: Any, embedder: Embedder) -> None:
     """Refuse to adopt a memory whose sampled vectors this embedder does not reproduce."""
-    from hag.embeddings import cut, max_chars
+    from hag.vectors.embeddings import cut, max_chars
 
     rows = conn.execute(query("embedder", "sample_entries"), {"limit": SAMPLE}).fetchall()
     if not rows:
@@ -204,7 +204,7 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
 def recheck(conn: Any) -> None:
     """In a writer's transaction, before it commits vectors: the record again (a `hag
     reembed` may have switched the memory since this process checked), else refused."""
-    from hag.embeddings import get_embedder
+    from hag.vectors.embeddings import get_embedder
 
     check(conn, get_embedder())
 
@@ -221,8 +221,8 @@ def checked_embedder(
     `connect` gives the connection to read the record on (default: a new one to the
     primary) and `url` names that database (default: the primary's URL).
     """
-    from hag import db
-    from hag.embeddings import get_embedder
+    from hag.storage import db
+    from hag.vectors.embeddings import get_embedder
 
     embedder = get_embedder()
     key = (url or db.database_url(), embedder.name)

@@ -28,10 +28,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hag import db
-from hag.db import Conn, one
 from hag.errors import NotFoundError, ValidationError
-from hag.sqlfiles import query
+from hag.storage import db
+from hag.storage.db import Conn, one
+from hag.storage.sqlfiles import query
 
 # The advisory-lock class of run liveness locks (the run id's hash is the other key); any
 # constant works, it only has to differ from the project's other advisory locks.

@@ -13,12 +13,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from hag.schema import EDGE_TYPES
 from hag.settings import Settings
-from hag.sqlfiles import query
+from hag.storage.schema import EDGE_TYPES
+from hag.storage.sqlfiles import query
 
 if TYPE_CHECKING:  # annotations only: this module opens no connection itself
-    from hag.db import Conn
+    from hag.storage.db import Conn
 
 
 @dataclass(frozen=True)

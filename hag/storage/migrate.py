@@ -7,7 +7,7 @@ functions in `sql/functions/` (all `CREATE OR REPLACE`) are re-applied and the s
 registry is synchronised (new dials get their defaults; edited values are kept).
 
 Before anything is applied, the server and pgvector versions are checked
-(`hag.pg_support`: PostgreSQL 16+, pgvector 0.8+) and the `vector` extension is created if
+(`hag.storage.pg_support`: PostgreSQL 16+, pgvector 0.8+) and the `vector` extension is created if
 missing, or its absence explained to a role that may not create it.
 
 The embedding dimension is fixed at migration time: the runner sets `hag.embedding_dim`
@@ -27,7 +27,7 @@ import psycopg
 
 from hag import SQL_DIR
 from hag.errors import MigrationError
-from hag.pg_support import check_server, create_vector_extension
+from hag.storage.pg_support import check_server, create_vector_extension
 
 # Migrations run over a connection of any row shape (a template database is migrated over a
 # plain psycopg connection with tuple rows), hence the row helpers below.
@@ -194,8 +194,8 @@ def migrate_database(*, verify_embedder: bool = False) -> list[str]:
     `verify_embedder`: an endpoint that cannot answer the probe text is an error even when
     the memory already records this embedder (`hag migrate` says so; a command that migrates
     on its way leaves that check to the next migrate)."""
-    from hag import db
-    from hag.embeddings import get_embedder
+    from hag.storage import db
+    from hag.vectors.embeddings import get_embedder
 
     embedder = get_embedder()
     with db.connect() as conn:
@@ -209,7 +209,7 @@ def migrate_database(*, verify_embedder: bool = False) -> list[str]:
 
 def check_embedder(conn: AnyConn, embedder: Any) -> None:
     """Before migrating: refuse an embedder other than the recorded one, by name."""
-    from hag import embedder_identity
+    from hag.vectors import embedder_identity
 
     embedder_identity.check(conn, embedder)
     conn.rollback()
@@ -217,7 +217,7 @@ def check_embedder(conn: AnyConn, embedder: Any) -> None:
 
 def record_embedder(conn: AnyConn, embedder: Any, *, verify: bool = False) -> None:
     """After migrating: record the embedder (or verify the recorded one's fingerprint)."""
-    from hag import embedder_identity
+    from hag.vectors import embedder_identity
 
     embedder_identity.record(conn, embedder, verify=verify)
     conn.commit()
@@ -228,7 +228,7 @@ def ensure_migrated() -> None:
     global _checked
     if _checked:
         return
-    from hag import db
+    from hag.storage import db
 
     with db.connect() as conn:
         check_server(conn)  # a memory migrated before the check, or a server since replaced

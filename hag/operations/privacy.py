@@ -31,11 +31,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hag import db, settings
-from hag.db import Conn, one
+from hag import settings
 from hag.errors import NotFoundError, ValidationError
 from hag.settings import Settings
-from hag.sqlfiles import query
+from hag.storage import db
+from hag.storage.db import Conn, one
+from hag.storage.sqlfiles import query
 
 __all__ = [
     "ErasureResult",

@@ -25,10 +25,10 @@ import numpy as np
 from pgvector import Vector
 from psycopg import sql
 
-from hag import embedder_identity
-from hag.embedder_identity import Identity
-from hag.embeddings import Embedder, cut, max_chars, require_fit
-from hag.sqlfiles import query
+from hag.storage.sqlfiles import query
+from hag.vectors import embedder_identity
+from hag.vectors.embedder_identity import Identity
+from hag.vectors.embeddings import Embedder, cut, max_chars, require_fit
 
 Progress = Callable[[str], None]
 
@@ -56,8 +56,9 @@ def _stderr(line: str) -> None:
 
 def reembed(*, batch_size: int | None = None, progress: Progress = _stderr) -> ReembedReport:
     """Move the configured database's memory to the configured embedder (see the module)."""
-    from hag import db, migrate, settings
-    from hag.embeddings import get_embedder
+    from hag import settings
+    from hag.storage import db, migrate
+    from hag.vectors.embeddings import get_embedder
 
     started = time.perf_counter()
     embedder = get_embedder()
@@ -161,8 +162,9 @@ def _switch(
 ) -> bool:
     """The one transaction that puts the staged vectors in place; True when the
     dimension changed."""
-    from hag import migrate, settings
+    from hag import settings
     from hag.retrieval import ann
+    from hag.storage import migrate
 
     with conn.transaction():
         conn.execute(query("reembed", "lock_writers"))

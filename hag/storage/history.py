@@ -5,15 +5,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from hag import runs
-from hag.db import Conn
 from hag.errors import NotFoundError
-from hag.sqlfiles import query
+from hag.storage import runs
+from hag.storage.db import Conn
+from hag.storage.sqlfiles import query
 
 
 def resolve_entity(conn: Conn, text: str) -> uuid.UUID:
     """The entry or edge an operator means: its id whole, a unique prefix (>= 4 digits), or
-    the ending listings print (a culled edge's too), as run ids are taken (hag/runs.py)."""
+    the ending listings print (a culled edge's too), as run ids are taken (hag/storage/runs.py)."""
     try:
         return uuid.UUID(str(text).strip())
     except ValueError:

@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from hag.settings import Settings
-from hag.sqlfiles import query
+from hag.storage.sqlfiles import query
 
 if TYPE_CHECKING:  # annotations only: this module opens no connection itself
-    from hag.db import Conn
+    from hag.storage.db import Conn
 
 # The length dials, by what they bound (every caller names one of these).
 SLUG = "slug_max_chars"  # topic ids and concept slugs

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from hag.settings import Settings
-from hag.sqlfiles import query
+from hag.storage.sqlfiles import query
 
 if TYPE_CHECKING:  # annotations only: this module opens no connection itself
-    from hag.db import Conn
+    from hag.storage.db import Conn
 
 
 def topic_scopes(dials: Settings) -> list[str]:

@@ -23,13 +23,14 @@ import psycopg
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hag import DEMO_CORPUS as DEMO_CORPUS  # one resource lookup (hag/__init__); read here too
-from hag import bounds, settings
-from hag.db import Conn, one
+from hag import settings
 from hag.errors import CorpusError, NotFoundError
-from hag.jsonkeys import DuplicateKeyError, unique_keys
-from hag.schema import EDGE_TYPES
 from hag.settings import Settings
-from hag.sqlfiles import query
+from hag.storage.db import Conn, one
+from hag.storage.schema import EDGE_TYPES
+from hag.storage.sqlfiles import query
+from hag.support import bounds
+from hag.support.jsonkeys import DuplicateKeyError, unique_keys
 
 _ID_NAMESPACE = uuid.UUID("7d0a5a52-3c51-4b8e-9a44-8f1d2f6b1f00")
 UNANCHORED = "_unanchored_"
@@ -246,8 +247,8 @@ def _check_bounds(corpus: Corpus, dials: Settings) -> None:
 
 
 def _fill_embeddings(corpus: Corpus, report: LoadReport) -> None:
-    from hag.embedder_identity import checked_embedder
-    from hag.embeddings import embed_texts
+    from hag.vectors.embedder_identity import checked_embedder
+    from hag.vectors.embeddings import embed_texts
 
     checked_embedder()  # a corpus that brings every vector is held to the memory's embedder too
 
@@ -398,9 +399,9 @@ def load(conn: Conn, corpus: Corpus, dim: int) -> LoadReport:
 
 def load_file(path: Path) -> LoadReport:
     """`hag load-corpus FILE`, on the configured database."""
-    from hag import db
-    from hag.embeddings import get_embedder
-    from hag.migrate import ensure_migrated
+    from hag.storage import db
+    from hag.storage.migrate import ensure_migrated
+    from hag.vectors.embeddings import get_embedder
 
     corpus = read(path)
     ensure_migrated()

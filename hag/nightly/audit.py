@@ -5,7 +5,7 @@ puts them back exactly as they were (same id, every column), refusing, with the 
 an edge whose endpoint entry is gone or which has since been recreated. A restored edge is
 never culled again by the rule (the operator's word outranks it; see docs/nightly.md).
 
-Runs are named as everywhere (hag/runs.py: a run id or Prefect flow-run id, or a unique
+Runs are named as everywhere (hag/storage/runs.py: a run id or Prefect flow-run id, or a unique
 prefix of either, or the ending listings print), and culled edges by their id, a unique
 prefix of it, or its printed ending, so what is printed short is accepted back.
 """
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hag import db, runs
-from hag.db import Conn
-from hag.edges import say_why
 from hag.errors import NotFoundError, ValidationError
-from hag.sqlfiles import query
+from hag.storage import db, runs
+from hag.storage.db import Conn
+from hag.storage.edges import say_why
+from hag.storage.sqlfiles import query
 
 # Columns of a culled-edge listing, in the order tables and CSV files show them.
 CULLED_COLUMNS = (

@@ -7,7 +7,7 @@ handshake; the client is safe to share between threads.
     result = client.retrieve("cryptography", "ada", "how does RSA use primes?")
     prompt += result.text
 
-Each method returns the service's own response model (hag/service_models.py) and raises
+Each method returns the service's own response model (hag/service/models.py) and raises
 the library's errors on a refusal: NotFoundError (404), ValidationError (400, 409, 422,
 with the field named), HagError (401), ServiceUnavailable (503, a connection refused or a
 timeout). Keep one client per process.
@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticError
 
 from hag.errors import HagError, NotFoundError, ValidationError
-from hag.service_models import (
+from hag.service.models import (
     API_PREFIX,
     EdgeExplanation,
     ErrorBody,
