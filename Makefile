@@ -31,10 +31,17 @@ test-fast: install  ## the quick loop: pure tests and a smoke test of each job (
 test-pg16: install  ## the pg_versions tests again, on PostgreSQL 16.10 + pgvector 0.8.1
 	UV=$(UV) .ci/test-pg16
 
-lint: install  ## ruff (check and format) and mypy on the package
+# Commit subjects are at most 72 characters since the habit began (25679c8); a shallow
+# checkout without that commit skips the check and says so.
+SUBJECTS_SINCE ?= 25679c8
+lint: install  ## ruff (check and format), mypy, and commit subjects of at most 72 characters
 	$(RUN) ruff check .
 	$(RUN) ruff format --check .
 	$(RUN) mypy
+	@if git cat-file -e $(SUBJECTS_SINCE) 2>/dev/null; then \
+	  long=$$(git log --format='%h %s' $(SUBJECTS_SINCE)^..HEAD | awk 'length($$0) - index($$0, " ") > 72'); \
+	  if [ -n "$$long" ]; then echo "commit subjects over 72 characters:"; echo "$$long"; exit 1; fi; \
+	else echo "lint: commit $(SUBJECTS_SINCE) is not in this checkout; subjects not checked"; fi
 
 format: install  ## apply ruff's formatting and fixes
 	$(RUN) ruff format .

@@ -180,8 +180,10 @@ class Floor:
             dials.retrieval_min_confidence, np.vectorize(floors.get)(c.maturity).astype(float)
         )
         ok = c.confidence >= need
-        boosts = {"proven": dials.boost_proven, "pattern": dials.boost_pattern}
-        boost = np.array([boosts.get(m, dials.boost_candidate) for m in c.maturity], np.float32)
+        from hag.retrieval.tiers import maturity_boost  # the product's boost, once
+
+        by_maturity = {m: maturity_boost(m, dials) for m in set(c.maturity)}
+        boost = np.vectorize(by_maturity.get)(c.maturity).astype(np.float32)
         self.topic = {}
         for t in range(TOPICS):
             rows = np.flatnonzero(ok & (c.topic == t) & (c.scope == 0))

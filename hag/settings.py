@@ -127,6 +127,8 @@ class Settings(Mapping[str, Any]):
     relevance_concept_weight: float = _num(0.5, 0, 1, "ours (measured): under relevance, the share of the concept's similarity in an entry's relevance (the rest: the entry's own)", R)
     relevance_confidence_weight: float = _num(0.02, 0, 1, "ours (measured): under relevance, confidence x maturity boost times this is added to the relevance: a tie-break, bounded by this x the largest boost", R)
     embed_max_chars: int = _num(2000, 1, 100000, "seed: every embedded text is cut to this many characters", "hag/vectors/embeddings")
+    embedder_agree_min_cosine: float = _num(0.99, 0.5, 1, "ours: cosine at or above which two vectors of one text count as one model's (the probe text's at migrate, each adoption sample's)", "hag/vectors/embedder_identity.py")
+    embedder_adopt_sample_entries: int = _num(5, 1, 1000, "ours: stored entries re-embedded to adopt a memory that records no embedder; at least half must agree", "hag/vectors/embedder_identity.py")
     advisory_max_chars: int = _num(400, 20, 100000, "seed: advisory text clipped at a sentence boundary", R)
     topic_scopes: tuple[str, ...] = _dial(["public"], "ours: visibility scopes the topic passes read", "hag/storage/visibility.py", pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"), min_items=1)
     band_high_min: float = _num(0.75, 0, 1, "ours: confidence at or above which the band label is 'high'", R)

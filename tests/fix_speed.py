@@ -40,6 +40,7 @@ PURE_MODULES = frozenset(
         "test_session_rules",
         "test_settings",
         "test_speed_markers",
+        "test_sqlfiles",
     }
 )
 

@@ -65,7 +65,7 @@ def test_selectors_pick_by_reader_by_name_and_both():
     assert set(keys("hag/enrichment")) == {
         k for k, d in settings.REGISTRY.items() if d.consumer == "hag/enrichment"
     }
-    assert keys("hag/sweeps,tasks/sweeps.py key:cull_guard") == [
+    assert keys("hag/nightly,tasks/sweeps.py key:cull_guard") == [
         "cull_guard_max_edges",
         "cull_guard_max_share",
         "cull_guard_min_edges",

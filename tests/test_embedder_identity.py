@@ -100,6 +100,40 @@ def test_a_memory_from_before_the_record_is_refused_by_another_embedder(
     assert _held(private_db) is None
 
 
+def test_the_adoption_sample_and_its_agreement_are_dials(own_memory, private_db):
+    """A memory from before the record whose stored vectors drifted (cosine about 0.95 to
+    what the embedder gives now): `embedder_adopt_sample_entries` entries are re-embedded,
+    and under `embedder_agree_min_cosine` 0.99 none agrees (refused, naming the sample's
+    size); at 0.9 they agree and the memory is adopted."""
+    from pgvector.psycopg import register_vector
+
+    from hag import settings
+
+    corpus.load(private_db, corpus.read(DEMO), 1536)
+    register_vector(private_db)
+    rng = np.random.default_rng(11)
+    for row in private_db.execute("SELECT id, embedding FROM hag_entries").fetchall():
+        v = row["embedding"].to_numpy().astype(np.float64)
+        drift = rng.normal(size=v.size)
+        drift -= (drift @ v) / (v @ v) * v  # orthogonal to v: the cosine is set exactly
+        drift *= np.linalg.norm(v) / np.linalg.norm(drift) * np.tan(np.arccos(0.95))
+        private_db.execute(
+            "UPDATE hag_entries SET embedding = %s WHERE id = %s",
+            ((v + drift).astype(np.float32), row["id"]),
+        )
+    settings.set_value(private_db, "embedder_adopt_sample_entries", 3)
+    private_db.commit()
+    settings.invalidate()
+    with pytest.raises(EmbedderMismatch, match=r"0 of 3 sampled entries agree"):
+        migrate.migrate_database()
+    settings.set_value(private_db, "embedder_agree_min_cosine", 0.9)
+    private_db.commit()
+    settings.invalidate()
+    migrate.migrate_database()
+    with db.connect() as conn:
+        assert _held(conn).provider == "offline"
+
+
 def test_an_endpoint_serving_another_model_under_the_name_is_caught_at_migrate(
     own_memory, private_db, openai_stub, monkeypatch
 ):

@@ -624,7 +624,10 @@ def test_a_concepts_reversal_share_counts_live_and_culled_reports(db, by_session
     run(db, *(reports(f"h{d}", [("rsa", "hashing")], day=3 + d) for d in range(2)))
     learned = edge_row(db, e["rsa"], e["hashing"], "prerequisite")["id"]
     for held_min, expected in ((0.6, (11, 5)), (0.95, (11, 0))):
-        found = {x.edge_id: x for x in facts.prerequisite_evidence(db, [e["rsa"]], 0.3, held_min)}
+        dials = settings.current().with_overrides(
+            edge_min_confidence=0.3, prerequisite_lift_noise_held_min=held_min
+        )
+        found = {x.edge_id: x for x in facts.prerequisite_evidence(db, [e["rsa"]], dials)}
         assert found[learned].reversal_reports == expected
 
 
@@ -678,7 +681,10 @@ def test_who_reported_a_pair_is_split_by_whether_they_had_shown_its_target(db, e
     run(db, report("r2", "learner-2", 1), success("s2", "learner-2", 2))
     run(db, report("r3", "learner-2", 3))
     edge = edge_row(db, e["rsa"], e["hashing"], "prerequisite")
-    found = {x.edge_id: x for x in facts.prerequisite_evidence(db, [e["rsa"]], 0.3, 0.6)}
+    walk = settings.current().with_overrides(
+        edge_min_confidence=0.3, prerequisite_lift_noise_held_min=0.6
+    )
+    found = {x.edge_id: x for x in facts.prerequisite_evidence(db, [e["rsa"]], walk)}
     assert sorted(found[edge["id"]].learner_reports) == [(1, 1, 0), (1, 1, 1), (1, 1, 1)]
     # each group weighed apart: learner-2's unshown session as a first one, the two shown
     # ones as first ones at half weight; the only reports on rsa, so no chance

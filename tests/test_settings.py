@@ -18,21 +18,30 @@ SEARCHED = ("hag", "flows", "tasks", "sql")
 
 
 def _code_files(path: Path) -> list[Path]:
+    """The consumer's own files, and the named-query files (sql/queries) its Python runs:
+    a placeholder named after a dial there is bound from the dials (sqlfiles.with_dials)."""
     if path.is_file():
-        return [path]
-    if path.with_suffix(".py").is_file():
-        return [path.with_suffix(".py")]
-    if path.is_dir():
-        return [p for p in path.rglob("*") if p.suffix in (".py", ".sql")]
-    return []
+        own = [path]
+    elif path.with_suffix(".py").is_file():
+        own = [path.with_suffix(".py")]
+    elif path.is_dir():
+        own = [p for p in path.rglob("*") if p.suffix in (".py", ".sql")]
+    else:
+        return []
+    modules = {m for p in own if p.suffix == ".py" for m in _QUERY.findall(p.read_text())}
+    return own + [PROJECT_ROOT / "sql" / "queries" / f"{m}.sql" for m in sorted(modules)]
+
+
+_QUERY = re.compile(r"""\bquer(?:y|ies)\(\s*["']([a-z_]+)["']""")
 
 
 def _reads(key: str, path: Path) -> bool:
     """Whether a file reads the dial: as an attribute of a snapshot in Python (`dials.key`),
-    by its quoted name in SQL (`hag_setting_float('key')`)."""
+    by its quoted name in SQL (`hag_setting_float('key')`) or as a placeholder of its name
+    in a named query (`%(key)s`)."""
     text = path.read_text()
     if path.suffix == ".sql":
-        return re.search(rf"""["']{re.escape(key)}["']""", text) is not None
+        return re.search(rf"""["']{re.escape(key)}["']|%\({re.escape(key)}\)s""", text) is not None
     return re.search(rf"\.{re.escape(key)}\b", text) is not None
 
 

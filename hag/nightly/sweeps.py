@@ -42,7 +42,7 @@ from hag.settings import Settings
 from hag.storage import db, runs
 from hag.storage.db import Conn, one
 from hag.storage.edges import say_why
-from hag.storage.sqlfiles import query
+from hag.storage.sqlfiles import dial_values, placeholders, queries, query
 from hag.support import bounds
 from hag.support.timing import timed
 
@@ -292,34 +292,11 @@ def _recorded_run(
 
 
 def rule_values(dials: Settings, as_of: datetime) -> dict[str, Any]:
-    """The dials in force for this run, as the audit keeps them (plus the run's as_of).
-
-    Each is bound to the sweep queries under its own key (sql/queries/sweeps.sql).
-    """
-    return {
-        # promotion and archiving
-        "promotion_min_age_days": dials.promotion_min_age_days,
-        "promotion_min_confidence": dials.promotion_min_confidence,
-        "promotion_max_failures": dials.promotion_max_failures,
-        "proven_min_age_days": dials.proven_min_age_days,
-        "proven_min_confidence": dials.proven_min_confidence,
-        "proven_min_successes": dials.proven_min_successes,
-        "proven_max_failure_ratio": dials.proven_max_failure_ratio,
-        "archive_max_confidence": dials.archive_max_confidence,
-        "archive_min_failures": dials.archive_min_failures,
-        # the reprieve (lifts an idle entry back to its retrieval floor)
-        "reprieve_idle_days": dials.reprieve_idle_days,
-        "retrieval_min_confidence": dials.retrieval_min_confidence,
-        "floor_proven": dials.floor_proven,
-        "floor_pattern": dials.floor_pattern,
-        "floor_candidate": dials.floor_candidate,
-        # the cull
-        "cull_max_confidence": dials.cull_max_confidence,
-        "cull_min_age_days": dials.cull_min_age_days,
-        "cull_max_traversals": dials.cull_max_traversals,
-        "cull_source_types": list(dials.cull_source_types),
-        "as_of": as_of.isoformat(),
-    }
+    """The dials in force for this run, as the audit keeps them (plus the run's as_of): every
+    dial a sweep query names as a placeholder (sql/queries/sweeps.sql), by its own key, so
+    a rule's dial reaches its SQL from the registry with nothing between."""
+    named = set().union(*(placeholders(sql) for sql in queries("sweeps").values()))
+    return dial_values(sorted(named), dials) | {"as_of": as_of.isoformat()}
 
 
 def sweep_parameters(dials: Settings, as_of: datetime, run_id: uuid.UUID | None) -> dict[str, Any]:

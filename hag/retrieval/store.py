@@ -33,7 +33,7 @@ from hag.retrieval.resident import filter_key, residents
 from hag.settings import Settings
 from hag.storage import db
 from hag.storage.db import Conn
-from hag.storage.sqlfiles import query
+from hag.storage.sqlfiles import dial_values, placeholders, query, with_dials
 from hag.storage.visibility import Reader
 
 _PASSES = db.READ_CONNECTIONS  # one per concurrent pass, and the edge walk
@@ -77,16 +77,10 @@ def use_ef_search(conn: Conn, ef_search: int) -> None:
 
 
 def filters(dials: Settings) -> dict[str, Any]:
-    """The seed's filter and boost parameters, from the dials."""
-    return {
-        "retrieval_min_confidence": dials.retrieval_min_confidence,
-        "floor_proven": dials.floor_proven,
-        "floor_pattern": dials.floor_pattern,
-        "floor_candidate": dials.floor_candidate,
-        "boost_proven": dials.boost_proven,
-        "boost_pattern": dials.boost_pattern,
-        "boost_candidate": dials.boost_candidate,
-    }
+    """The seed's filter and boost parameters, from the dials: the per-tier floors and boosts
+    and the confidence floor, exactly the dials the search copy's exact pass names
+    (sql/queries/retrieval.sql: compact_candidates). They key the resident sets too."""
+    return dial_values(placeholders(query("retrieval", "compact_candidates")), dials)
 
 
 def semantic_pass(
@@ -238,15 +232,9 @@ def concept_pass(
 ) -> tuple[list[Row], PassReport]:
     """The seed's by-concept pass over the topic scopes."""
     started = time.perf_counter()
+    sql = query("retrieval", "concept_pass")
     rows = conn.execute(
-        query("retrieval", "concept_pass"),
-        {
-            **filters(dials),
-            "slugs": list(slugs),
-            "topic_id": topic_id,
-            "scopes": list(scopes),
-            "concept_match_count": dials.concept_match_count,
-        },
+        sql, with_dials(sql, dials, slugs=list(slugs), topic_id=topic_id, scopes=list(scopes))
     ).fetchall()
     return rows, _report("topic-concept", "exact", rows, started)
 
@@ -290,15 +278,9 @@ def edge_walk(
 
     Only edges into entries the reader may read (hag_entry_readable) are walked.
     """
+    sql = query("retrieval", "edge_walk")
     return conn.execute(
-        query("retrieval", "edge_walk"),
-        {
-            "entry_ids": list(entry_ids),
-            **reader.params(),
-            "edge_min_confidence": dials.edge_min_confidence,
-            "edge_include_candidate_targets": dials.edge_include_candidate_targets,
-            "edge_walk_max_edges_per_entry": dials.edge_walk_max_edges_per_entry,
-        },
+        sql, with_dials(sql, dials, entry_ids=list(entry_ids), **reader.params())
     ).fetchall()
 
 

@@ -23,8 +23,9 @@ from hag.session.rules import (
     PrerequisiteEvidence,
     unit,
 )
+from hag.settings import Settings
 from hag.storage.db import Conn
-from hag.storage.sqlfiles import query
+from hag.storage.sqlfiles import query, with_dials
 
 Connection: TypeAlias = Conn  # the project's connection type: dict rows (hag.storage.db)
 
@@ -87,18 +88,12 @@ def topic_entries(
 
 
 def prerequisite_evidence(
-    conn: Connection, sources: Sequence[UUID], edge_min_confidence: float, noise_held_min: float
+    conn: Connection, sources: Sequence[UUID], dials: Settings
 ) -> list[PrerequisiteEvidence]:
-    """The prerequisites out of and into the reported concepts, with their evidence (lift)."""
-    rows = _all(
-        conn,
-        "prerequisite_evidence",
-        {
-            "sources": list(sources),
-            "edge_min_confidence": edge_min_confidence,
-            "noise_held_min": noise_held_min,
-        },
-    )
+    """The prerequisites out of and into the reported concepts, with their evidence (lift):
+    the query's dial placeholders (the walk floor, the held-noise minimum) bound by name."""
+    sql = query("session", "prerequisite_evidence")
+    rows = conn.execute(sql, with_dials(sql, dials, sources=list(sources))).fetchall()
     return [
         PrerequisiteEvidence(
             edge_id=r["id"],

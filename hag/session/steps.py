@@ -298,9 +298,7 @@ def reweigh_prerequisites(
     """
     if not sources:
         return 0
-    evidence = facts.prerequisite_evidence(
-        conn, sources, dials.edge_min_confidence, dials.prerequisite_lift_noise_held_min
-    )
+    evidence = facts.prerequisite_evidence(conn, sources, dials)
     states = {e.edge_id: rules.evidence_state(e, dials) for e in evidence}
     return write.set_edge_confidences(
         conn, states, at=at, reason=reason, session_id=session_id, run_id=run_id

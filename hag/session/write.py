@@ -22,7 +22,7 @@ from hag.session.facts import Connection
 from hag.session.rules import ClampedShift, EntryDecision, EntryGrading, MintedConcept, NewEntry
 from hag.settings import Settings
 from hag.storage.edges import EdgeObservation, UpsertResult, say_why, upsert_edges
-from hag.storage.sqlfiles import query
+from hag.storage.sqlfiles import query, with_dials
 
 # The first key of the two-key advisory locks on session identities (the nightly, the run
 # ledger and migrate use other keys; the one-key and two-key forms never collide).
@@ -35,13 +35,9 @@ def lock_identities(conn: Connection, keys: Sequence[str], dials: Settings) -> i
     holds at most that many whatever its size. Returns how many it took."""
     if not keys:
         return 0
+    sql = query("session", "lock_identities")
     row = conn.execute(
-        query("session", "lock_identities"),
-        {
-            "keys": list(keys),
-            "session_lock_buckets": dials.session_lock_buckets,
-            "lock_class": IDENTITY_LOCK_CLASS,
-        },
+        sql, with_dials(sql, dials, keys=list(keys), lock_class=IDENTITY_LOCK_CLASS)
     ).fetchone()
     return 0 if row is None else int(row["locked"])
 

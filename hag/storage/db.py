@@ -237,17 +237,23 @@ def connection_kwargs(*, url: str | None = None, **extra: Any) -> dict[str, Any]
     return kwargs
 
 
-def _connect_timeout(url: str) -> dict[str, Any]:
-    """HAG_DATABASE_CONNECT_TIMEOUT_SECONDS unless the URL or PGCONNECT_TIMEOUT set one."""
+def _given_connect_timeout(url: str) -> str | None:
+    """The connect timeout the URL's `connect_timeout` or else PGCONNECT_TIMEOUT sets, or
+    None (a malformed URL is psycopg.connect's to report, not this lookup's)."""
     import os
 
     from psycopg.conninfo import conninfo_to_dict
 
     try:
         given = conninfo_to_dict(url).get("connect_timeout")
-    except psycopg.ProgrammingError:  # a malformed URL is psycopg.connect's to say
-        return {}
-    if given is not None or os.environ.get("PGCONNECT_TIMEOUT"):
+    except psycopg.ProgrammingError:
+        given = None
+    return str(given) if given is not None else os.environ.get("PGCONNECT_TIMEOUT") or None
+
+
+def _connect_timeout(url: str) -> dict[str, Any]:
+    """HAG_DATABASE_CONNECT_TIMEOUT_SECONDS unless the URL or PGCONNECT_TIMEOUT set one."""
+    if _given_connect_timeout(url) is not None:
         return {}
     return {"connect_timeout": get_config().database_connect_timeout_seconds}
 
@@ -255,14 +261,9 @@ def _connect_timeout(url: str) -> dict[str, Any]:
 def connect_wait_seconds(url: str) -> float:
     """How long a connection to `url` may take to be made: the URL's `connect_timeout`,
     else PGCONNECT_TIMEOUT, else HAG_DATABASE_CONNECT_TIMEOUT_SECONDS (libpq's floor of 2)."""
-    import os
-
-    from psycopg.conninfo import conninfo_to_dict
-
     try:
-        given = conninfo_to_dict(url).get("connect_timeout") or os.environ.get("PGCONNECT_TIMEOUT")
-        seconds = float(given) if given else 0.0
-    except (psycopg.ProgrammingError, ValueError):
+        seconds = float(_given_connect_timeout(url) or 0)
+    except ValueError:
         seconds = 0.0
     if seconds <= 0:
         seconds = float(get_config().database_connect_timeout_seconds)

@@ -15,7 +15,7 @@ from uuid import UUID
 
 from hag.settings import Settings
 from hag.storage.schema import EDGE_TYPES
-from hag.storage.sqlfiles import query
+from hag.storage.sqlfiles import query, with_dials
 
 if TYPE_CHECKING:  # annotations only: this module opens no connection itself
     from hag.storage.db import Conn
@@ -90,24 +90,21 @@ def upsert_edges(
     say_why(
         conn, reason or f"{source_type} edge observed", session_id=session_id, run_id=run_id, at=at
     )
+    sql = query("edges", "upsert_edges")
     result = conn.execute(
-        query("edges", "upsert_edges"),
-        {
-            "source_ids": [o.source_entry_id for o in rows],
-            "target_ids": [o.target_entry_id for o in rows],
-            "edge_types": [o.edge_type for o in rows],
-            "conditions": [o.condition for o in rows],
-            "new_confidence": dials.edge_new_confidence
-            if new_confidence is None
-            else new_confidence,
-            "edge_new_hit_count": dials.edge_new_hit_count,
-            "edge_reinforce_min_hits": dials.edge_reinforce_min_hits,
-            "edge_reinforce_confidence_high": dials.edge_reinforce_confidence_high,
-            "edge_reinforce_confidence_low": dials.edge_reinforce_confidence_low,
-            "source_type": source_type,
-            "session_id": session_id,
-            "at": at,
-        },
+        sql,
+        with_dials(
+            sql,
+            dials,
+            source_ids=[o.source_entry_id for o in rows],
+            target_ids=[o.target_entry_id for o in rows],
+            edge_types=[o.edge_type for o in rows],
+            conditions=[o.condition for o in rows],
+            new_confidence=dials.edge_new_confidence if new_confidence is None else new_confidence,
+            source_type=source_type,
+            session_id=session_id,
+            at=at,
+        ),
     ).fetchall()
     return [
         UpsertResult(

@@ -4,7 +4,7 @@
 and the vector of a fixed probe text (`embedder_probe`). The first `hag migrate` records
 them (`record`). A memory that predates the record is adopted by the embedder that migrates
 it only if that embedder reproduces the stored vectors of a few entries (half of the
-sample or more within cosine `AGREE`); otherwise the migrate is refused, since nothing else
+sample or more within cosine `embedder_agree_min_cosine`); otherwise the migrate is refused, since nothing else
 tells which model made them (configure that one, or `hag reembed` with this one).
 
 Every process that embeds checks the configured embedder against the record once per
@@ -31,11 +31,10 @@ from hag.errors import EmbedderMismatch, EmbedderUnavailable
 from hag.storage.sqlfiles import query
 
 if TYPE_CHECKING:
+    from hag.settings import Settings
     from hag.vectors.embeddings import Embedder
 
 PROBE_TEXT = "hag embedder probe: a learner confuses modular inverses with division"
-AGREE = 0.99  # cosine at which two vectors of one text come from one model
-SAMPLE = 5  # stored entries re-embedded to adopt a memory that predates the record
 
 
 @dataclass(frozen=True)
@@ -151,7 +150,7 @@ def record(conn: Any, embedder: Embedder, *, verify: bool = False) -> Identity:
                     "is not verified; run `hag migrate` again once the endpoint answers"
                 ) from None
             return memory
-        if probe is not None and _cosine(probe, now) < AGREE:
+        if probe is not None and _cosine(probe, now) < _dials().embedder_agree_min_cosine:
             raise EmbedderMismatch(
                 f"the configured embedder {configured.label} answers the probe text unlike "
                 f"the one this memory was embedded with (cosine {_cosine(probe, now):.2f}): "
@@ -170,14 +169,19 @@ def _adoptable(conn: Any, embedder: Embedder) -> None:
     """Refuse to adopt a memory whose sampled vectors this embedder does not reproduce."""
     from hag.vectors.embeddings import cut, max_chars
 
-    rows = conn.execute(query("embedder", "sample_entries"), {"limit": SAMPLE}).fetchall()
+    dials = _dials()
+    rows = conn.execute(
+        query("embedder", "sample_entries"), {"limit": dials.embedder_adopt_sample_entries}
+    ).fetchall()
     if not rows:
         return
     limit = max_chars()
     texts = [cut(r["instruction"] if isinstance(r, dict) else r[0], limit) for r in rows]
     stored = [_array(r["embedding"] if isinstance(r, dict) else r[1]) for r in rows]
     again = embedder.embed(texts)
-    agree = sum(_cosine(a, b) >= AGREE for a, b in zip(stored, again, strict=True))
+    agree = sum(
+        _cosine(a, b) >= dials.embedder_agree_min_cosine for a, b in zip(stored, again, strict=True)
+    )
     if 2 * agree < len(rows):
         raise EmbedderMismatch(
             f"this memory's vectors were not made by the configured embedder "
@@ -185,6 +189,17 @@ def _adoptable(conn: Any, embedder: Embedder) -> None:
             "records no embedder: configure the one it was built with, or run `hag reembed` "
             "to re-embed it with this one"
         )
+
+
+def _dials() -> Settings:
+    """The dials in force (the check runs after migrating, so they are there), or their
+    defaults when they cannot be read."""
+    from hag import settings
+
+    try:
+        return settings.current()
+    except Exception:
+        return settings.defaults()
 
 
 def _array(value: Any) -> np.ndarray:

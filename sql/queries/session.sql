@@ -297,7 +297,7 @@ FOR NO KEY UPDATE
 -- (rules.repeat_weighted_hits; read, not locked, like the paths), and the source concept's
 -- reports [all, reversals]: over its prerequisites, live and culled (the audit keeps a culled
 -- edge's reports; a restored one is live again), those naming a concept x with a
--- prerequisite x -> source at `noise_held_min` or more (rules.reversal_share).
+-- prerequisite x -> source at `prerequisite_lift_noise_held_min` or more (rules.reversal_share).
 WITH touched AS (
     SELECT e.id, e.source_entry_id
     FROM hag_edges e
@@ -332,7 +332,7 @@ WITH touched AS (
                       WHERE rv.source_entry_id = o.target_entry_id
                         AND rv.target_entry_id = o.source_entry_id
                         AND rv.edge_type = 'prerequisite'
-                        AND rv.confidence >= %(noise_held_min)s)), 0)]::int[] AS reports
+                        AND rv.confidence >= %(prerequisite_lift_noise_held_min)s)), 0)]::int[] AS reports
     FROM reported o
     GROUP BY o.source_entry_id
 ), concept_reporters AS (
