@@ -123,8 +123,11 @@ class Settings(Mapping[str, Any]):
     query_message_max_chars: int = _num(500, 1, 100000, "seed: student message characters in the query context", R)
     # the relevance ranking (issue 30, docs/retrieval.md "Relevance"): one setting away from the seed's
     retrieval_ranking: str = _dial("seed", "ours: seed = the seed's context string, by-concept pass from the recent turns and score similarity x confidence x maturity x bonus; relevance = the message alone is embedded, the topic's nearest catalogue concepts feed a catalogue pass, the score blends entry and concept similarity with confidence as a bounded tie-break", R, choices=("seed", "relevance"))
-    relevance_catalogue_concepts: int = _num(5, 1, 100, "ours (measured, docs/retrieval.md): under relevance, the topic's catalogue concepts nearest the message whose entries the catalogue pass reads", R)
+    relevance_catalogue_concepts: int = _num(8, 1, 100, "ours (measured on the development half, docs/retrieval.md): under relevance, the topic's catalogue concepts nearest the message whose entries the catalogue pass reads (and the lexical signal's documents)", R)
     relevance_concept_weight: float = _num(0.5, 0, 1, "ours (measured): under relevance, the share of the concept's similarity in an entry's relevance (the rest: the entry's own)", R)
+    relevance_lexical_weight: float = _num(0.03, 0, 1, "ours (measured on the development half): under relevance, the concept's BM25 score for the message's words (over the catalogue pass's concepts) times this is added to an entry's score; 0 = no lexical signal", R)
+    relevance_lexical_k1: float = _num(1.2, 0, 10, "ours (BM25's customary value): under relevance, how fast a repeated word's weight saturates in the lexical signal", R)
+    relevance_lexical_b: float = _num(0.75, 0, 1, "ours (BM25's customary value): under relevance, how much a long concept document's words are discounted in the lexical signal (0 = not at all)", R)
     relevance_confidence_weight: float = _num(0.02, 0, 1, "ours (measured): under relevance, confidence x maturity boost times this is added to the relevance: a tie-break, bounded by this x the largest boost", R)
     embed_max_chars: int = _num(2000, 1, 100000, "seed: every embedded text is cut to this many characters", "hag/embeddings")
     advisory_max_chars: int = _num(400, 20, 100000, "seed: advisory text clipped at a sentence boundary", R)

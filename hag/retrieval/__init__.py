@@ -326,7 +326,10 @@ def _retrieve_uncached(
     semantic_rows = running["topic-semantic"].result()[0] if "topic-semantic" in running else []
     if relevant:
         catalogue_rows = running["topic-catalogue"].result()[0]
-        ranked = relevance.merge_topic(semantic_rows, catalogue_rows, slugs, expected, dials)
+        # under relevance the context is the message alone (relevance.query_context)
+        ranked = relevance.merge_topic(
+            semantic_rows, catalogue_rows, slugs, expected, dials, message=context
+        )
     else:
         concept_rows = running["topic-concept"].result()[0] if "topic-concept" in running else []
         ranked = ranking.merge_topic(semantic_rows, concept_rows, expected, dials)
