@@ -17,7 +17,10 @@ top 3, the mean reciprocal rank (0 past the topic block's 5), the largest share 
 topic's messages with the same first advisory (and its concept), and p50/p99 of
 `retrieve` with the query vector already cached (the passes, merge, walk and render; the
 result cache off; the two rankings timed in turns, block by block), with the load
-average: the machine is shared.
+average: the machine is shared. The relevance figures are printed again for each half of
+the labelled set (`development`: split by a hash of the message's text): the relevance
+ranking's rules and weights are chosen on the development half alone, the held-out half
+shows whether they carry over.
 
     python -m bench relevance
     HAG_BENCH_RELEVANCE_EMBEDDERS=offline,local python -m bench relevance
@@ -25,6 +28,7 @@ average: the machine is shared.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -120,6 +124,15 @@ def environment(values: dict[str, str]) -> Iterator[None]:
         yield
     finally:
         apply(saved)
+
+
+def development(m: Message) -> bool:
+    """The message's half of the labelled set, fixed by a hash of its text: the development
+    half (rules and weights are chosen on it) or the held-out half (only reported)."""
+    return int(hashlib.sha256(m.message.encode()).hexdigest(), 16) % 2 == 0
+
+
+HALVES = (("development half", True), ("held-out half", False))
 
 
 def rank_of_right(concepts: list[str], right: tuple[str, ...]) -> int | None:
@@ -247,6 +260,14 @@ def one_thread_for_torch() -> None:
         torch.set_num_threads(1)
 
 
+def row(name: str, ranking: str, case: str, f: Figures, latency: str) -> str:
+    """One line of the table."""
+    return (
+        f"| {name} | {ranking} | {case} | {f.first:.0%} | {f.top3:.0%} | {f.mrr:.2f} | "
+        f"{f.share:.0%} ({f.share_concept}) | {latency} |"
+    )
+
+
 def run_embedder(name: str, env: dict[str, str], asked: list[Message]) -> list[str]:
     from hag import DEMO_CORPUS, settings
     from hag.operations.corpus import load_file
@@ -277,14 +298,21 @@ def run_embedder(name: str, env: dict[str, str], asked: list[Message]) -> list[s
             use_ranking(ranking)
             clear_caches()
             for focused in (False, True):
-                f = figures(kept, *measure(kept, titles, focused), took[(ranking, focused)])
+                places, firsts = measure(kept, titles, focused)
                 case = "focus given" if focused else "no focus"
-                lines.append(
-                    f"| {name} | {ranking} | {case} | {f.first:.0%} | {f.top3:.0%} | "
-                    f"{f.mrr:.2f} | {f.share:.0%} ({f.share_concept}) | "
-                    f"{f.p50_ms:.1f} / {f.p99_ms:.1f} |"
-                )
+                f = figures(kept, places, firsts, took[(ranking, focused)])
+                lines.append(row(name, ranking, case, f, f"{f.p50_ms:.1f} / {f.p99_ms:.1f}"))
                 print(lines[-1], flush=True)
+                for half, wanted in HALVES:
+                    picked = [i for i, m in enumerate(kept) if development(m) == wanted]
+                    f = figures(
+                        [kept[i] for i in picked],
+                        [places[i] for i in picked],
+                        [firsts[i] for i in picked],
+                        [],
+                    )
+                    lines.append(row(name, ranking, f"{case}, {half}", f, "-"))
+                    print(lines[-1], flush=True)
     return lines
 
 

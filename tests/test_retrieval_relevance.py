@@ -3,13 +3,14 @@ on the database, one setting away from the seed's ranking (which stays the defau
 
 from __future__ import annotations
 
+import math
 from typing import Any
 from uuid import UUID
 
 import pytest
 
-from hag import retrieval
-from hag.retrieval import relevance
+from hag import retrieval, settings
+from hag.retrieval import lexical, relevance, store
 from hag.settings import defaults
 from tests import factories as f
 
@@ -216,3 +217,121 @@ def test_retrieve_under_relevance_embeds_the_message_alone(db, dials):
     dials(retrieval_ranking="relevance")
     result = retrieval.retrieve("cryptography", "ada", "what is a nonce", level="beginner")
     assert result.context == "what is a nonce"
+
+
+def test_lexical_terms_drop_function_words_and_strip_suffixes():
+    """Lower case, hyphens split, stopwords and one-letter words out, the same crude suffix
+    strip on every text: 'Ciphers' and 'cipher' meet, 'why'/'the'/'a' say nothing."""
+    assert lexical.terms("Why do the Ciphers shift a letter?") == ("cipher", "shift", "letter")
+    assert lexical.terms("advanced-encryption-standard") == ("advanc", "encryption", "standard")
+    assert lexical.stem("queries") == "query" and lexical.stem("letters") == "letter"
+    assert lexical.stem("keys") == "keys"  # a short word keeps its ending
+
+
+def test_bm25_on_worked_numbers():
+    """Two documents, 'prime' only in the first (2 of its 4 words), lengths 4 and 2 (average
+    3): idf = ln(1 + 1.5 / 1.5) = ln 2; tf part = 2 x 2.2 / (2 + 1.2 x (0.25 + 0.75 x 4/3))
+    = 4.4 / 3.5; a word in both documents weighs ln(1 + 0.5 / 2.5), far less."""
+    docs = {
+        "rsa": lexical.document(["prime prime modulus exponent"]),
+        "dh": lexical.document(["modulus generator"]),
+    }
+    scores = lexical.bm25("which prime", docs, k1=1.2, b=0.75)
+    assert scores["rsa"] == pytest.approx(math.log(2) * 4.4 / 3.5)
+    assert scores["dh"] == 0.0
+    shared = lexical.bm25("modulus", docs, k1=1.2, b=0.75)
+    assert max(shared.values()) < 0.25 < scores["rsa"]
+    assert lexical.bm25("the and of", docs, k1=1.2, b=0.75) == {"rsa": 0.0, "dh": 0.0}
+
+
+def _neighbours() -> list[dict[str, Any]]:
+    """Two neighbouring concepts the vector puts level (0.50 each, concept 0.60 each), one
+    whose description has the message's words."""
+    texts = {
+        "caesar": ("Caesar cipher", "Shifting every letter by a fixed number of places."),
+        "frequency": (
+            "Frequency analysis",
+            "Counting how often each letter appears, letter by letter",
+        ),
+    }
+    return [
+        {
+            **row(n, 0.50, slug, concept_similarity=0.60),
+            "concept_title": title,
+            "concept_description": description,
+            "concept_aliases": [],
+            "instruction": "Work one example on the board.",
+        }
+        for n, (slug, (title, description)) in enumerate(texts.items(), start=1)
+    ]
+
+
+def test_the_lexical_signal_tells_level_neighbours_apart_and_its_weight_is_a_dial():
+    """Level by vector, the concept whose document has the message's words ('counting',
+    'often', 'appear') comes first, by BM25 x 0.03; at weight 0 the tie stays with the
+    lower id, and without the message no lexical signal is added."""
+    catalogue = _neighbours()
+    message = "counting how often letters appear"
+    ranked = relevance.merge_topic([], catalogue, [], [], RELEVANT, message=message)
+    words = relevance.lexical_scores(message, catalogue, RELEVANT)
+    assert words["caesar"] > 0 and words["frequency"] > words["caesar"]
+    assert ranked[0].row["concept_slug"] == "frequency"
+    base = ranked[1].score
+    assert ranked[0].score - base == pytest.approx(0.03 * (words["frequency"] - words["caesar"]))
+    off = RELEVANT.with_overrides(relevance_lexical_weight=0.0)
+    level = relevance.merge_topic([], catalogue, [], [], off, message=message)
+    assert [r.row["concept_slug"] for r in level] == ["caesar", "frequency"]
+    unsaid = relevance.merge_topic([], catalogue, [], [], RELEVANT)
+    assert [r.row["concept_slug"] for r in unsaid] == ["caesar", "frequency"]
+
+
+def test_the_bm25_constants_are_dials():
+    """k1 and b are read from the dials: a larger k1 lets a repeated word weigh more, b = 0
+    stops discounting the longer document."""
+    catalogue = _neighbours()
+    message = "letter letter counting"
+    scores = relevance.lexical_scores(message, catalogue, RELEVANT)
+    k1 = relevance.lexical_scores(
+        message, catalogue, RELEVANT.with_overrides(relevance_lexical_k1=3.0)
+    )
+    flat = relevance.lexical_scores(
+        message, catalogue, RELEVANT.with_overrides(relevance_lexical_b=0.0)
+    )
+    assert k1 != scores and flat != scores
+
+
+def test_the_catalogue_pass_brings_each_concepts_words(db, dials):
+    """The catalogue pass returns each concept's title, description and aliases beside its
+    entries; with the message's words in Diffie-Hellman's description its entry gains the
+    lexical signal (and without a context it does not)."""
+    confident, relevant = _confident_and_relevant(db)
+    db.execute(
+        "UPDATE hag_concepts SET description = 'Two parties agree on a shared secret key', "
+        "aliases = ARRAY['key-exchange'] WHERE slug = 'diffie-hellman'"
+    )
+    db.commit()
+    dials(retrieval_ranking="relevance")
+    plain = retrieval.retrieve_with_vector("cryptography", "ada", f.QUERY)
+    said = retrieval.retrieve_with_vector(
+        "cryptography", "ada", f.QUERY, context="how do two parties agree on a key"
+    )
+    assert [a.entry_id for a in said.topic_advisories] == [relevant, confident]
+    gain = said.topic_advisories[0].rank_score - plain.topic_advisories[0].rank_score
+    assert gain > 0.01
+    rows, _ = store.catalogue_pass(db, f.QUERY, (), "cryptography", ("public",), settings.load(db))
+    dh = next(r for r in rows if r["concept_slug"] == "diffie-hellman")
+    assert (
+        dh["concept_aliases"] == ["key-exchange"] and "shared secret" in dh["concept_description"]
+    )
+
+
+def test_the_labelled_set_splits_into_fixed_halves_by_the_message_text():
+    """The bench's development half is fixed by a hash of each message's text (137 of the
+    263 messages), so a rule chosen on it is judged on the same held-out half every run."""
+    from bench import bench_relevance as bench
+
+    asked = bench.messages()
+    halves = [bench.development(m) for m in asked]
+    assert sum(halves) == 137 and len(asked) == 263
+    same_text = bench.Message("other-topic", asked[0].message, ("x",), "x", "none")
+    assert bench.development(same_text) == halves[0]

@@ -16,7 +16,8 @@
 That is the seed's ranking (`retrieval_ranking` = seed, the default). The relevance ranking,
 one setting away (hag.retrieval.relevance), embeds the message alone, reads a catalogue pass
 (the topic's concepts nearest the message, and the recent turns') in place of the by-concept
-pass, and ranks by entry and concept similarity with confidence as a bounded tie-break.
+pass, and ranks by entry and concept similarity plus the message's words (BM25 over the
+returned concepts, hag.retrieval.lexical), with confidence as a bounded tie-break.
 
 With the embedding endpoint down or slower than `embedding_timeout_seconds` (retries
 included), the turn is answered from the passes that need no query vector, the by-concept
@@ -327,7 +328,10 @@ def _retrieve_uncached(
     semantic_rows = running["topic-semantic"].result()[0] if "topic-semantic" in running else []
     if relevant:
         catalogue_rows = running["topic-catalogue"].result()[0]
-        ranked = relevance.merge_topic(semantic_rows, catalogue_rows, slugs, expected, dials)
+        # under relevance the context is the message alone (relevance.query_context)
+        ranked = relevance.merge_topic(
+            semantic_rows, catalogue_rows, slugs, expected, dials, message=context
+        )
     else:
         concept_rows = running["topic-concept"].result()[0] if "topic-concept" in running else []
         ranked = ranking.merge_topic(semantic_rows, concept_rows, expected, dials)

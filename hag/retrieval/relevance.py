@@ -18,6 +18,9 @@ Under the relevance ranking a turn's advisories are ranked by what the message i
 - an entry's relevance blends its own similarity with its concept's
   (`relevance_concept_weight`): the concept's title and description say what the advice is
   about, the instruction says how to teach it;
+- the words of the message add a lexical signal (hag.retrieval.lexical): BM25 over the
+  catalogue pass's concepts (title, aliases, description and entries' instructions) times
+  `relevance_lexical_weight`, which tells apart neighbours the vector puts side by side;
 - confidence and maturity enter as a bounded tie-break (`relevance_confidence_weight` x
   confidence x maturity boost), so no confident entry heads every block.
 
@@ -31,6 +34,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from hag.retrieval import lexical
 from hag.retrieval.ranking import Ranked, Row
 from hag.retrieval.tiers import maturity_boost
 from hag.settings import Settings
@@ -81,22 +85,43 @@ def relevance(
     return (1.0 - weight) * own + weight * concept
 
 
+def lexical_scores(message: str, catalogue: Sequence[Row], dials: Settings) -> dict[str, float]:
+    """Each catalogue concept's BM25 score for the message (hag.retrieval.lexical): its
+    document is its title, aliases, description and the instructions of its entries the
+    pass returned."""
+    texts: dict[str, list[str]] = {}
+    for r in catalogue:
+        slug = r["concept_slug"]
+        if slug not in texts:
+            aliases = r.get("concept_aliases") or []
+            named = [r.get("concept_title"), *aliases, r.get("concept_description")]
+            texts[slug] = [t for t in named if t]
+        if r["id"] is not None and r.get("instruction"):
+            texts[slug].append(r["instruction"])
+    documents = {slug: lexical.document(t) for slug, t in texts.items()}
+    return lexical.bm25(message, documents, dials.relevance_lexical_k1, dials.relevance_lexical_b)
+
+
 def score(
     row: Row,
     similar: Mapping[str, float],
     floor: float | None,
     expected: Iterable[str] | set[str],
     dials: Settings,
+    words: Mapping[str, float] | None = None,
 ) -> float:
-    """Relevance (times the seed's bonus for an expected concept), plus the bounded
-    tie-break of confidence times the maturity boost."""
+    """Relevance (times the seed's bonus for an expected concept), plus the lexical signal
+    of its concept (`words`: BM25 per slug, 0 for a concept not among them) times
+    `relevance_lexical_weight`, plus the bounded tie-break of confidence times the
+    maturity boost."""
     bonus = dials.concept_match_bonus if row["concept_slug"] in expected else 1.0
+    lexical_part = dials.relevance_lexical_weight * (words or {}).get(row["concept_slug"], 0.0)
     tie_break = (
         dials.relevance_confidence_weight
         * _number(row["confidence"])
         * maturity_boost(row["maturity"], dials)
     )
-    return relevance(row, similar, floor, dials) * bonus + tie_break
+    return relevance(row, similar, floor, dials) * bonus + lexical_part + tie_break
 
 
 def merge_topic(
@@ -105,18 +130,21 @@ def merge_topic(
     recent: Iterable[str],
     expected: Iterable[str],
     dials: Settings,
+    message: str = "",
 ) -> list[Ranked]:
     """The relevance ranking's merge of the semantic and catalogue passes: dedupe (semantic
-    wins), score, keep the top `topic_top_k`. `recent`: the recent turns' slugs."""
+    wins), score, keep the top `topic_top_k`. `recent`: the recent turns' slugs; `message`:
+    the student's message, whose words the lexical signal reads (none: no lexical signal)."""
     expected_slugs = set(expected)
     similar, floor = concept_similarities(catalogue, recent)
+    words = lexical_scores(message, catalogue, dials) if message else {}
     entries = [r for r in catalogue if r["id"] is not None]
     merged: dict[Any, Ranked] = {}
     for source, rows in (("semantic", semantic), ("catalogue", entries)):
         for row in rows:
             if row["id"] not in merged:
                 merged[row["id"]] = Ranked(
-                    row, source, score(row, similar, floor, expected_slugs, dials)
+                    row, source, score(row, similar, floor, expected_slugs, dials, words)
                 )
     ranked = sorted(merged.values(), key=lambda r: (-r.score, r.source != "semantic", r.row["id"]))
     return ranked[: dials.topic_top_k]

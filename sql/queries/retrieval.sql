@@ -199,7 +199,8 @@ FROM match_hag_entries_by_concept(
 -- turns' `slugs` beside them (catalogued or not); for each, its cosine to the query
 -- (`concept_similarity`, NULL for a recent slug without a catalogue vector) and
 -- its eligible entries in the topic scopes, each with its own cosine (`similarity`, computed
--- as match_hag_entries computes it, never 1.0 by fiat). A concept with no eligible entry
+-- as match_hag_entries computes it, never 1.0 by fiat), and the concept's title, description
+-- and aliases (NULL for a recent slug not in the catalogue): the lexical signal's documents. A concept with no eligible entry
 -- still gives one row (its entry columns NULL): its similarity bounds the concepts beyond
 -- the nearest. The catalogue of a topic is narrowed by its primary key; `_unanchored_` has
 -- no catalogue row and is never read here. At most `row_limit` rows, nearest concepts first.
@@ -219,8 +220,11 @@ WITH near AS (
 )
 SELECT e.id, e.topic_id, w.slug AS concept_slug, e.visibility_scope, e.maturity,
        e.confidence, e.instruction, 1 - (e.embedding <=> %(query)b) AS similarity,
-       1 - w.distance AS concept_similarity, w.near
+       1 - w.distance AS concept_similarity, w.near,
+       c.title AS concept_title, c.description AS concept_description,
+       c.aliases AS concept_aliases
 FROM wanted w
+LEFT JOIN hag_concepts c ON c.topic_id = %(topic_id)s AND c.slug = w.slug
 LEFT JOIN hag_entries e
        ON e.topic_id = %(topic_id)s AND e.concept_slug = w.slug
       AND hag_entry_visible(e.maturity, e.confidence, %(retrieval_min_confidence)s, %(floor_proven)s,
