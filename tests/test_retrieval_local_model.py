@@ -120,7 +120,8 @@ def test_relevance_meets_the_first_place_and_mrr_goals(local_memory: str):
     0.8; without the lexical signal (weight 0) it did not reach 75% first."""
     ranked = _figures("relevance")
     assert ranked.first >= 0.75 and ranked.mrr >= 0.80, ranked
-    from hag import db, settings
+    from hag import settings
+    from hag.storage import db
 
     with db.connect() as conn:
         settings.set_value(conn, "relevance_lexical_weight", 0, by="test")
