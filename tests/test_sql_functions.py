@@ -350,3 +350,42 @@ def test_a_memory_with_the_old_boost_parameter_name_is_carried_over(private_db):
         "ARRAY['x'], 't', ARRAY['public'], p_boost_candidate => 2.0)"
     ).fetchone()
     assert row["n"] == 0
+
+
+def test_a_memory_with_the_old_floor_parameter_name_is_carried_over(private_db):
+    """migrate replaces the tier floor and filter functions still taking p_min_confidence by
+    ones taking their dial's name, p_retrieval_min_confidence, and the filter still works."""
+    from hag.storage import migrate
+    from hag.vectors import embeddings
+
+    names = "SELECT proargnames FROM pg_proc WHERE proname = %s"
+    for fn, returns, args in (
+        ("hag_entry_retrieval_floor", "double precision", "p_maturity text"),
+        ("hag_entry_visible", "boolean", "p_maturity text, p_confidence double precision"),
+    ):
+        signature = private_db.execute(
+            "SELECT oid::regprocedure::text AS s FROM pg_proc WHERE proname = %s", (fn,)
+        ).fetchone()["s"]
+        private_db.execute(f"DROP FUNCTION {signature}")
+        floors = ", ".join(
+            f"{p} double precision"
+            for p in ("p_min_confidence", "p_floor_proven", "p_floor_pattern", "p_floor_candidate")
+        )
+        private_db.execute(
+            f"CREATE FUNCTION {fn}({args}, {floors}) RETURNS {returns} "
+            f"LANGUAGE sql IMMUTABLE AS $$ SELECT NULL::{returns} $$"
+        )
+        assert "p_min_confidence" in private_db.execute(names, (fn,)).fetchone()["proargnames"]
+    private_db.commit()
+
+    migrate.migrate(private_db, embeddings.get_embedder().dim)
+
+    for fn in ("hag_entry_retrieval_floor", "hag_entry_visible"):
+        found = [r["proargnames"] for r in private_db.execute(names, (fn,)).fetchall()]
+        assert len(found) == 1 and "p_retrieval_min_confidence" in found[0], found
+    row = private_db.execute(
+        "SELECT hag_entry_visible('proven', 0.45, p_retrieval_min_confidence => 0.5,"
+        " p_floor_proven => 0.3, p_floor_pattern => 0.5, p_floor_candidate => 0.6) AS below,"
+        " hag_entry_visible('proven', 0.55, 0.5, 0.3, 0.5, 0.6) AS above"
+    ).fetchone()
+    assert (row["below"], row["above"]) == (False, True)
