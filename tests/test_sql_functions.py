@@ -389,3 +389,34 @@ def test_a_memory_with_the_old_floor_parameter_name_is_carried_over(private_db):
         " hag_entry_visible('proven', 0.55, 0.5, 0.3, 0.5, 0.6) AS above"
     ).fetchone()
     assert (row["below"], row["above"]) == (False, True)
+
+
+def test_a_memory_with_the_old_sweep_rule_parameter_names_is_carried_over(private_db):
+    """migrate replaces a sweep rule still taking generic parameter names (p_max_confidence,
+    p_min_failures) by the one taking its dials' names, callable by those names."""
+    from hag.storage import migrate
+    from hag.vectors import embeddings
+
+    names = "SELECT proargnames FROM pg_proc WHERE proname = 'hag_entry_sinks_to_archive'"
+    signature = private_db.execute(
+        "SELECT oid::regprocedure::text AS s FROM pg_proc "
+        "WHERE proname = 'hag_entry_sinks_to_archive'"
+    ).fetchone()["s"]
+    private_db.execute(f"DROP FUNCTION {signature}")
+    private_db.execute(
+        "CREATE FUNCTION hag_entry_sinks_to_archive(e hag_entries, p_max_confidence double "
+        "precision, p_min_failures integer) RETURNS boolean LANGUAGE sql IMMUTABLE AS "
+        "$$ SELECT NULL::boolean $$"
+    )
+    private_db.commit()
+
+    migrate.migrate(private_db, embeddings.get_embedder().dim)
+
+    found = [r["proargnames"] for r in private_db.execute(names).fetchall()]
+    assert found == [["e", "p_archive_max_confidence", "p_archive_min_failures"]]
+    row = private_db.execute(
+        "SELECT hag_entry_sinks_to_archive(e, p_archive_max_confidence => 0.5,"
+        " p_archive_min_failures => 2) AS sinks"
+        " FROM (SELECT (NULL::hag_entries).*) x, LATERAL (SELECT x::hag_entries AS e) y"
+    ).fetchone()
+    assert row["sinks"] is None  # a row of NULLs decides nothing; the named call resolves
