@@ -11,7 +11,8 @@ databases in it, measured in the same run, alternately (`HAG_BENCH_WRITES_ROUNDS
   the pool only has to make the rows as wide as real ones (one 1,536-d row fills a page).
   The world's topic is one of the filler's 50 topics (20,000 rows each at 1M).
 
-Each measurement: the world reset, `HAG_BENCH_WRITES_SESSIONS` sessions of 20 turns
+The server has bench_retrieval's settings with `HAG_BENCH_WRITES_SHARED_BUFFERS` (default
+1GB). Each measurement: the world reset, `HAG_BENCH_WRITES_SESSIONS` sessions of 20 turns
 ingested, a CHECKPOINT, then `process_pending` on one worker. Printed per run: seconds,
 sessions per minute, the server's CPU per session, WAL bytes, records and full-page images
 per session (pg_stat_wal and pg_current_wal_lsn), and per table the updates, how many of them
@@ -35,6 +36,7 @@ from bench.figures import record
 ROWS = int(os.environ.get("HAG_BENCH_WRITES_ROWS", "1000000"))
 SESSIONS = int(os.environ.get("HAG_BENCH_WRITES_SESSIONS", "1000"))
 ROUNDS = int(os.environ.get("HAG_BENCH_WRITES_ROUNDS", "2"))
+SHARED_BUFFERS = os.environ.get("HAG_BENCH_WRITES_SHARED_BUFFERS", "1GB")
 DIM = 1536
 POOL = 4096
 TOPIC = "cryptography"  # the world's topic (bench_sessions), one of the filler's 50
@@ -75,6 +77,19 @@ SELECT coalesce(pg_partition_root(relid)::regclass::text, relname::text) AS t,
        sum(n_tup_ins)::bigint AS ins, sum(n_tup_del)::bigint AS del
 FROM pg_stat_user_tables GROUP BY 1
 """
+
+
+def _shared_buffers(server: Any, url: str) -> None:
+    """bench_retrieval's server settings, with `SHARED_BUFFERS` (below the 3 GB at which a
+    run on the shared machine must hold its big-run lock; the sessions' rows are few)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("SHOW shared_buffers").fetchone()[0] == SHARED_BUFFERS:
+            return
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}'")
+    server.stop()
+    server.start()
 
 
 def _dsn(uri: str, database: str) -> str:
@@ -284,6 +299,7 @@ def main() -> None:
     server = start_server(os.path.join(folder, "pgdata"))
     try:
         big_url = str(server.get_uri())
+        _shared_buffers(server, big_url)
         small_url = _dsn(big_url, "hag_small")
         import psycopg
 
