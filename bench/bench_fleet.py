@@ -44,9 +44,9 @@ def tutor(seed: int) -> None:
     pool /= np.linalg.norm(pool, axis=1, keepdims=True)
     own = np.random.default_rng(seed)
 
-    def query() -> tuple[str, list[float]]:
+    def query() -> tuple[str, np.ndarray]:
         q = pool[own.integers(POOL)] + own.standard_normal(DIM).astype(np.float32) * 0.02
-        return TOPICS[own.integers(len(TOPICS))], (q / np.linalg.norm(q)).tolist()
+        return TOPICS[own.integers(len(TOPICS))], q / np.linalg.norm(q)
 
     me = psutil.Process()
     base = me.memory_info().rss
