@@ -265,16 +265,27 @@ SELECT id FROM hag_entries WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KE
 -- Row locks on the existing edges this session reinforces (by identity) or grades (by
 -- id), and under the lift rule every prerequisite out of a concept it reports a struggle on
 -- (their chance rate changes: sibling edges) or into it (their reverse evidence changes),
--- in one sorted pass, for the same reason.
+-- in one sorted pass, for the same reason. Each of the four ways to name an edge is a
+-- branch of its own, so each is an index probe (id, identity, source, target): written as
+-- one OR over the table, the identity's subquery made the planner scan every edge (700 ms
+-- a session at 1M edges, where the rest of the session costs about 5 ms; issue 26).
 SELECT e.id
 FROM hag_edges e
-WHERE e.id = ANY(%(ids)s::uuid[])
-   OR (e.source_entry_id, e.target_entry_id, e.edge_type) IN (
-        SELECT * FROM unnest(%(sources)s::uuid[], %(targets)s::uuid[], %(types)s::text[]))
-   OR (e.edge_type = 'prerequisite' AND (e.source_entry_id = ANY(%(sibling_sources)s::uuid[])
-                                         OR e.target_entry_id = ANY(%(sibling_sources)s::uuid[])))
+WHERE e.id IN (
+    SELECT unnest(%(ids)s::uuid[])
+    UNION ALL
+    SELECT x.id
+    FROM unnest(%(sources)s::uuid[], %(targets)s::uuid[], %(types)s::text[]) AS k (s, t, kind)
+    JOIN hag_edges x
+      ON x.source_entry_id = k.s AND x.target_entry_id = k.t AND x.edge_type = k.kind
+    UNION ALL
+    SELECT x.id FROM hag_edges x
+    WHERE x.edge_type = 'prerequisite' AND x.source_entry_id = ANY(%(sibling_sources)s::uuid[])
+    UNION ALL
+    SELECT x.id FROM hag_edges x
+    WHERE x.edge_type = 'prerequisite' AND x.target_entry_id = ANY(%(sibling_sources)s::uuid[]))
 ORDER BY e.id
-FOR NO KEY UPDATE
+FOR NO KEY UPDATE OF e
 
 -- name: prerequisite_evidence
 -- Under the lift rule: the prerequisite edges out of or into the given source entries (the

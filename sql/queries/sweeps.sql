@@ -121,6 +121,9 @@ WHERE e.maturity IN ('candidate', 'pattern')
 -- allowlist, never an edge an operator restored; after an operator approved a big night's
 -- forecast, only the forecast edges the rule still allows). The AFTER DELETE statement trigger copies
 -- the deleted rows into hag_edge_audit in this same statement and transaction.
+-- The prerequisite sources come back with repeats (the caller makes them a set): a DISTINCT
+-- inside the aggregate sorted every deleted row, prerequisite or not (217,000 rows at 1M,
+-- spilled to disk), where grouping by provenance alone is a hash of a few groups.
 WITH gone AS (
     DELETE FROM hag_edges e
     WHERE hag_edge_is_cullable(e, %(as_of)s, %(cull_max_confidence)s, %(cull_min_age_days)s,
@@ -130,7 +133,7 @@ WITH gone AS (
     RETURNING e.source_type, e.edge_type, e.source_entry_id
 )
 SELECT source_type, count(*) AS n,
-       COALESCE(array_agg(DISTINCT source_entry_id) FILTER (WHERE edge_type = 'prerequisite'),
+       COALESCE(array_agg(source_entry_id) FILTER (WHERE edge_type = 'prerequisite'),
                 '{}'::uuid[]) AS prerequisite_sources
 FROM gone GROUP BY source_type ORDER BY source_type
 
