@@ -17,6 +17,9 @@ Its own embedded PostgreSQL (bench_retrieval's data: 50 topics, unit vectors aro
 centres). `HAG_BENCH_MIXED_ROWS` (default 100,000), `HAG_BENCH_MIXED_DIM` (1,536),
 `HAG_BENCH_MIXED_SECONDS` per run (20), `HAG_BENCH_MIXED_RATES` (10,50),
 `HAG_BENCH_MIXED_CLIENTS` (1,8,32). At 1M rows it needs the machine's big-run lock.
+HAG_BENCH_KEEP_DIR=DIR keeps the database in DIR/mixed-<rows>-<dim> and measures it again
+on the next run without reloading, after migrating it to this checkout (the sessions an
+earlier run applied stay in it); HAG_BENCH_LOAD_ONLY=1: load, do not measure.
 """
 
 from __future__ import annotations
@@ -197,12 +200,19 @@ def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int)
 def main() -> None:
     from hag import config, db, embeddings, retrieval, settings
 
-    folder = tempfile.mkdtemp(prefix="hag-bench-mixed-")
+    keep = os.environ.get("HAG_BENCH_KEEP_DIR")
+    if keep:
+        folder = os.path.join(keep, f"mixed-{ROWS}-{DIM}")
+        os.makedirs(folder, exist_ok=True)
+    else:
+        folder = tempfile.mkdtemp(prefix="hag-bench-mixed-")
     os.chmod(folder, 0o755)
+    loaded = os.path.exists(os.path.join(folder, "loaded"))
     server = br.start_server(os.path.join(folder, "pgdata"))
     print(
         f"mixed load: {ROWS:,} entries x {DIM} dimensions; {SECONDS:.0f} s per run; "
-        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+        + (f"; data kept from an earlier run in {folder}" if loaded else ""),
         flush=True,
     )
     try:
@@ -216,8 +226,19 @@ def main() -> None:
         retrieval.clear_caches()
         rng = np.random.default_rng(20261130)
         started = time.perf_counter()
-        corpus = br.make_corpus(ROWS, DIM, rng)
-        br.load(corpus, br.Scale("mixed", ROWS, DIM), time.perf_counter() - started)
+        corpus = br.make_corpus(ROWS, DIM, rng)  # the same rows for the same seed
+        if not loaded:
+            br.load(corpus, br.Scale("mixed", ROWS, DIM), time.perf_counter() - started)
+        else:  # kept from an earlier run (its sessions applied too): brought up to this schema
+            from hag import migrate
+
+            with db.connect() as conn:
+                migrate.migrate(conn, DIM)
+                conn.commit()
+        if keep:
+            open(os.path.join(folder, "loaded"), "w").close()
+            if os.environ.get("HAG_BENCH_LOAD_ONLY"):
+                return
         with db.connect() as conn:
             dials = settings.load(conn)
             conn.rollback()
@@ -231,7 +252,8 @@ def main() -> None:
         db.close_all()
         db.close_read_pool()
         server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
         for name in ("DATABASE_URL", "HAG_EMBEDDING_DIM", "HAG_EMBEDDING_PROVIDER"):
             os.environ.pop(name, None)
         config.reset_config()
