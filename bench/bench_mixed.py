@@ -16,7 +16,11 @@ a row, so the figure is a floor); the sessions per second achieved; the load ave
 Its own embedded PostgreSQL (bench_retrieval's data: 50 topics, unit vectors around 200
 centres). `HAG_BENCH_MIXED_ROWS` (default 100,000), `HAG_BENCH_MIXED_DIM` (1,536),
 `HAG_BENCH_MIXED_SECONDS` per run (20), `HAG_BENCH_MIXED_RATES` (10,50),
-`HAG_BENCH_MIXED_CLIENTS` (1,8,32). At 1M rows it needs the machine's big-run lock.
+`HAG_BENCH_MIXED_CLIENTS` (1,8,32), `HAG_BENCH_MIXED_WARM` seconds of reads before each
+run's writes and figures (15), `HAG_BENCH_MIXED_MODES` (reload,follow: each run with the
+resident sets read again after a write, then following it), `HAG_BENCH_MIXED_WRITE_COST`
+sessions for the trigger's write cost (200), `HAG_BENCH_MIXED_RESIDENT_MB` (the dial
+resident_max_mb for the run; default: as set). At 1M rows it needs the machine's big-run lock.
 HAG_BENCH_KEEP_DIR=DIR keeps the database in DIR/mixed-<rows>-<dim> and measures it again
 on the next run without reloading, after migrating it to this checkout (the sessions an
 earlier run applied stay in it); HAG_BENCH_LOAD_ONLY=1: load, do not measure.
@@ -44,6 +48,10 @@ DIM = int(os.environ.get("HAG_BENCH_MIXED_DIM", "1536"))
 SECONDS = float(os.environ.get("HAG_BENCH_MIXED_SECONDS", "20"))
 RATES = [int(x) for x in os.environ.get("HAG_BENCH_MIXED_RATES", "10,50").split(",")]
 CLIENTS = [int(x) for x in os.environ.get("HAG_BENCH_MIXED_CLIENTS", "1,8,32").split(",")]
+MODES = os.environ.get("HAG_BENCH_MIXED_MODES", "reload,follow").split(",")
+WRITE_COST_SESSIONS = int(os.environ.get("HAG_BENCH_MIXED_WRITE_COST", "200"))
+WARM = float(os.environ.get("HAG_BENCH_MIXED_WARM", "15"))
+RESIDENT_MB = os.environ.get("HAG_BENCH_MIXED_RESIDENT_MB")  # default: the dial's
 RECALL_EVERY = 10  # one answer in ten is checked against the seed's exact query
 TURNS = 10
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -58,6 +66,8 @@ class Reads:
     resident: int = 0
     hits: int = 0
     wanted: int = 0
+    followed: int = 0  # of the resident passes, those that applied changed rows first
+    measuring: bool = False  # False during the warm-up: nothing counted
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -119,7 +129,9 @@ def _writer(c, by_topic, rate: float, stop: threading.Event, counts: dict, start
                 time.sleep(wait)
             ingest_payload(conn, _payload(c, by_topic, i, rng), source="bench")
             conn.commit()
+            applied = time.perf_counter()
             apply_pending_session(conn, dials, run_id=None, caches=caches, summary=summary)
+            counts.setdefault("apply_ms", []).append((time.perf_counter() - applied) * 1000)
             i += 1
     counts["sessions"] = i - start
     counts["seconds"] = time.perf_counter() - began
@@ -151,6 +163,9 @@ def _client(samples, reads: Reads, stop: threading.Event, seed: int, dials: Any)
             got = {a.entry_id for a in result.topic_advisories}
             hits, wanted = len(got & set(want)), len(want)
         with reads.lock:
+            if not reads.measuring:
+                continue
+            reads.followed += sum("followed" in p.path for p in topic)
             reads.ms.append(ms)
             reads.topic_passes += len(topic)
             reads.resident += sum("resident" in p.path for p in topic)
@@ -159,22 +174,35 @@ def _client(samples, reads: Reads, stop: threading.Event, seed: int, dials: Any)
     reference.close()
 
 
-def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int) -> int:
-    from hag import retrieval
+def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int, mode: str) -> int:
+    """One run: `clients` readers and one writer at `rate` sessions/s, resident sets
+    following writes (`mode` 'follow') or read again after each ('reload':
+    resident_follow_max_rows 0, as before migration 185)."""
+    from hag import db, retrieval, settings
 
-    by_topic = {
-        t: np.flatnonzero((c.topic == t) & (c.scope == 0) & (c.maturity != "archived"))
-        for t in range(br.TOPICS)
-    }
+    with db.connect() as conn:
+        if mode == "reload":
+            settings.set_value(conn, "resident_follow_max_rows", 0, by="bench")
+        else:
+            settings.reset_value(conn, "resident_follow_max_rows", by="bench")
+        conn.commit()
+    settings.invalidate()
+
+    by_topic = _by_topic(c)
     retrieval.clear_caches()
     reads, stop, counts = Reads(), threading.Event(), {}
     threads = [
         threading.Thread(target=_client, args=(samples, reads, stop, k, dials))
         for k in range(clients)
     ]
-    threads.append(threading.Thread(target=_writer, args=(c, by_topic, rate, stop, counts, start)))
+    writer = threading.Thread(target=_writer, args=(c, by_topic, rate, stop, counts, start))
     for th in threads:
         th.start()
+    time.sleep(WARM)  # the clients read the sets into memory before the writes begin
+    with reads.lock:
+        reads.measuring = True
+    writer.start()
+    threads.append(writer)
     time.sleep(SECONDS)
     stop.set()
     for th in threads:
@@ -184,17 +212,89 @@ def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int)
     share = reads.resident / reads.topic_passes if reads.topic_passes else 0.0
     recall = reads.hits / reads.wanted if reads.wanted else float("nan")
     achieved = counts["sessions"] / counts["seconds"]
+    apply_p50 = br.pct(counts.get("apply_ms", [0.0]), 50)
     print(
-        f"{rate:3d} sessions/s asked, {clients:2d} clients: retrieve p50 {p50:6.1f} ms, "
-        f"p99 {p99:6.1f} ms over {len(reads.ms):,} reads; resident {share:5.1%} of topic "
-        f"passes; recall@5 {recall:.4f}; session-end {achieved:5.1f} sessions/s achieved "
+        f"{mode:>6} {rate:3d} sessions/s asked, {clients:2d} clients: retrieve p50 "
+        f"{p50:6.1f} ms, p99 {p99:6.1f} ms over {len(reads.ms):,} reads; resident "
+        f"{share:5.1%} of topic passes ({reads.followed / max(reads.topic_passes, 1):5.1%} "
+        f"after following writes); recall@5 {recall:.4f}; session-end "
+        f"{achieved:5.1f} sessions/s achieved, apply p50 {apply_p50:.1f} ms "
         f"({counts['rejected']} rejected or failed); load {load}",
         flush=True,
     )
-    label = f"mixed.{ROWS // 1000}k.{rate}ps.{clients}c"
+    label = f"mixed.{ROWS // 1000}k.{rate}ps.{clients}c" + (".reload" if mode == "reload" else "")
     record(f"{label}.p99_ms", p99)
     record(f"{label}.sessions_per_s", achieved)
     return start + counts["sessions"]
+
+
+def _sync_function(migration: str) -> str:
+    """The CREATE OR REPLACE of the search copy's trigger function in one migration file."""
+    from hag import SQL_DIR
+
+    text = (SQL_DIR / "migrations" / migration).read_text()
+    begin = text.index("CREATE OR REPLACE FUNCTION hag_entry_search_sync()")
+    return text[begin : text.index("\n$$;", begin) + 4]
+
+
+def write_cost(c: br.Corpus, dials: Any, sessions: int, start: int = 0) -> int:
+    """Session-end's cost with the copy's trigger of migration 160 (change rows naming sets)
+    and of 185 (naming rows too), in alternating blocks on this memory, no readers: the
+    median ms to apply one session (the simulator's payload) with each."""
+    from hag import db
+    from hag.session.ingest import ingest_payload
+    from hag.session.queue import apply_pending_session
+    from hag.session.steps import Caches
+    from hag.session.summary import ProcessSummary
+
+    if sessions <= 0:
+        return start
+    by_topic = _by_topic(c)
+    bodies = {
+        "160": _sync_function("160_nightly_trigger_costs.sql"),
+        "185": _sync_function("185_search_changes_by_row.sql"),
+    }
+    took: dict[str, list[float]] = {name: [] for name in bodies}
+    rng = random.Random(start)
+    caches, summary = Caches(), ProcessSummary()
+    blocks = 4
+    i = start
+    with db.connect() as conn:
+        try:
+            for block in range(blocks):
+                for name in sorted(bodies, reverse=block % 2 == 1):
+                    conn.execute(bodies[name])
+                    conn.commit()
+                    for _ in range(sessions // (2 * blocks)):
+                        ingest_payload(conn, _payload(c, by_topic, i, rng), source="bench")
+                        conn.commit()
+                        began = time.perf_counter()
+                        apply_pending_session(
+                            conn, dials, run_id=None, caches=caches, summary=summary
+                        )
+                        took[name].append((time.perf_counter() - began) * 1000)
+                        i += 1
+        finally:
+            conn.rollback()
+            conn.execute(bodies["185"])
+            conn.commit()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    old, new = (float(np.median(took[name])) for name in ("160", "185"))
+    print(
+        f"session-end apply, median of {len(took['185'])} each, alternating: change rows "
+        f"naming sets (migration 160) {old:.1f} ms, naming rows too (185) {new:.1f} ms, "
+        f"x{new / old:.2f}; load {load}",
+        flush=True,
+    )
+    record(f"mixed.{ROWS // 1000}k.apply_ms", new)
+    return i
+
+
+def _by_topic(c: br.Corpus) -> dict[int, np.ndarray]:
+    return {
+        t: np.flatnonzero((c.topic == t) & (c.scope == 0) & (c.maturity != "archived"))
+        for t in range(br.TOPICS)
+    }
 
 
 def main() -> None:
@@ -244,10 +344,18 @@ def main() -> None:
             conn.rollback()
         settings.invalidate()
         samples = br.make_samples(corpus, 400, ("related", "other topic"), rng)
-        start = 0
+        corpus.vectors = np.zeros((0, DIM), np.float32)  # 6 GB at 1M x 1,536: not needed now
+        if RESIDENT_MB:
+            with db.connect() as conn:
+                settings.set_value(conn, "resident_max_mb", int(RESIDENT_MB), by="bench")
+                conn.commit()
+            settings.invalidate()
+            print(f"resident_max_mb set to {RESIDENT_MB}", flush=True)
+        start = write_cost(corpus, dials, WRITE_COST_SESSIONS)
         for rate in RATES:
             for clients in CLIENTS:
-                start = run_mixed(corpus, rate, clients, samples, dials, start)
+                for mode in MODES:
+                    start = run_mixed(corpus, rate, clients, samples, dials, start, mode)
     finally:
         db.close_all()
         db.close_read_pool()

@@ -14,9 +14,20 @@ vectors in half precision, widened to float32), and a pass over it becomes:
    id);
 3. when the identity and the stamp are the ones the rows were read at, the set in memory
    is the set in that snapshot, and the re-rank is proven exactly as the copy's
-   (ranking.rerank_compact): the seed's top 5, not an estimate. When the stamp is not, the set is dropped and the pass
-   goes through the copy as before, in the same turn; when the identity is not (another
-   database behind the read URL: a restore, a failover), every held set is.
+   (ranking.rerank_compact): the seed's top 5, not an estimate. When the stamp is not, the
+   set follows the writes since (below) and answers from the result; when it cannot, it is
+   dropped and the pass goes through the copy as before, in the same turn; when the
+   identity is not (another database behind the read URL: a restore, a failover), every
+   held set is.
+
+Following writes (migration 185): each change row lists the ids it changed in its set and
+its transaction's id, and a held set keeps the snapshot its rows are as of. A read that finds
+the stamp moved reads the set's change rows that snapshot does not see, the rows they name
+as the set holds them now, and the new stamp and snapshot (query resident_changes); the set
+applies them (`ResidentSet.followed`, a new set sharing the loaded matrix) and is kept only
+when the old stamp plus the changes read is the new stamp. A change that names no rows (the
+nightly fold, set '*'), more than `resident_follow_max_rows` changed rows, or a sum that
+does not add up drops it, to be read again in full.
 
 Which sets, and how much memory: a set is read in the background after
 `resident_load_after_reads` exact reads through the copy since it was last resident, one load
@@ -27,10 +38,10 @@ dropped, least first, when that makes room (a claim must be `resident_claim_marg
 larger to win, so sets read about as often do not take turns), and otherwise the newcomer
 stays with the copy (its size is remembered, so it is read again only once its claim would
 win). A working set
-larger than the budget keeps the sets read most per byte, without thrashing. A set that
-changed before it served as many reads as it took to earn its load waits twice as many reads
-the next time (and half as many again once it serves them): a topic written between every
-two reads stays with the copy. Only a read-pool connection's passes use them (a caller's
+larger than the budget keeps the sets read most per byte, without thrashing. A set
+dropped (a change it could not follow) before it served as many reads as it took to earn its
+load waits twice as many reads the next time (and half as many again once it serves them).
+Only a read-pool connection's passes use them (a caller's
 connection may see rows it never commits). The eligibility filter's dials and the pass's
 scopes are part of a set's key, the boosts are applied per read, so a changed dial never
 serves rows read under the old one.
