@@ -388,6 +388,10 @@ class Residents:
         if limit <= 0:
             self._drop(key, held, dials)
             return None
+        with self._lock:  # another read may have followed it already: fewer rows since
+            newer = self._sets.get(key)
+        if newer is not None and newer.identity == held.identity:
+            held = newer  # any held version follows exactly; a later one reads fewer rows
         rows = conn.execute(
             query("retrieval", "resident_changes"),
             {**key.params(), "snapshot": held.snapshot, "max_rows": limit},
