@@ -67,6 +67,7 @@ class Reads:
     hits: int = 0
     wanted: int = 0
     followed: int = 0  # of the resident passes, those that applied changed rows first
+    followed_ms: list[float] = field(default_factory=list)  # the reads those passes were in
     measuring: bool = False  # False during the warm-up: nothing counted
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -165,7 +166,9 @@ def _client(samples, reads: Reads, stop: threading.Event, seed: int, dials: Any)
         with reads.lock:
             if not reads.measuring:
                 continue
-            reads.followed += sum("followed" in p.path for p in topic)
+            if any("followed" in p.path for p in topic):
+                reads.followed += 1
+                reads.followed_ms.append(ms)
             reads.ms.append(ms)
             reads.topic_passes += len(topic)
             reads.resident += sum("resident" in p.path for p in topic)
@@ -217,7 +220,8 @@ def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int,
         f"{mode:>6} {rate:3d} sessions/s asked, {clients:2d} clients: retrieve p50 "
         f"{p50:6.1f} ms, p99 {p99:6.1f} ms over {len(reads.ms):,} reads; resident "
         f"{share:5.1%} of topic passes ({reads.followed / max(reads.topic_passes, 1):5.1%} "
-        f"after following writes); recall@5 {recall:.4f}; session-end "
+        f"after following writes, those reads p50 {br.pct(reads.followed_ms or [0.0], 50):.1f} "
+        f"ms); recall@5 {recall:.4f}; session-end "
         f"{achieved:5.1f} sessions/s achieved, apply p50 {apply_p50:.1f} ms "
         f"({counts['rejected']} rejected or failed); load {load}",
         flush=True,
