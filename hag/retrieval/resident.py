@@ -406,6 +406,12 @@ class Residents:
             self._drop(key, held, dials)
             return None
         changes = [(r["id"], r["tier"], r["vector"]) for r in rows if r["id"] is not None]
+        width = held.vectors.shape[1] if len(held.vectors) else None
+        if width is not None and any(
+            v is not None and (len(v) - 4) // 2 != width for _, _, v in changes
+        ):  # vectors of another dimension (a re-embedding): nothing to add them to
+            self._drop(key, held, dials)
+            return None
         followed = held.followed(
             stamp, head["snapshot"], changes, dials.resident_follow_compact_share
         )
