@@ -229,6 +229,7 @@ def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int,
     label = f"mixed.{ROWS // 1000}k.{rate}ps.{clients}c" + (".reload" if mode == "reload" else "")
     record(f"{label}.p99_ms", p99)
     record(f"{label}.sessions_per_s", achieved)
+    record(f"{label}.resident_share", share)
     return start + counts["sessions"]
 
 
