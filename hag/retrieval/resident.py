@@ -125,9 +125,7 @@ class ResidentSet:
     snapshot: str  # the snapshot its rows are as of (pg_current_snapshot), for the changes since
     ids: np.ndarray  # (n, 16) uint8: the uuids' bytes
     tiers: np.ndarray  # (n,) int8: 0 proven, 1 pattern, 2 candidate
-    vectors: (
-        np.ndarray
-    )  # (m, dim) float32, rows 0..m-1, unit as the copy holds them (half precision)
+    vectors: np.ndarray  # (m, dim) float32: rows 0..m-1, unit, half precision widened
     added: np.ndarray | None = None  # (n - m, dim) float32: rows m..n-1, added by changes
     left: np.ndarray = field(default_factory=lambda: _NO_ROWS)  # rows no longer in the set
     served: int = 0
