@@ -54,6 +54,7 @@ WRITE_COST_SESSIONS = int(os.environ.get("HAG_BENCH_MIXED_WRITE_COST", "200"))
 WARM = float(os.environ.get("HAG_BENCH_MIXED_WARM", "15"))
 WARM_SETS = float(os.environ.get("HAG_BENCH_MIXED_WARM_SETS", "180"))
 RESIDENT_MB = os.environ.get("HAG_BENCH_MIXED_RESIDENT_MB")  # default: the dial's
+RUN = int(time.time())  # in each session id
 RECALL_EVERY = 10  # one answer in ten is checked against the seed's exact query
 TURNS = 10
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -103,7 +104,7 @@ def _payload(c: br.Corpus, by_topic: dict[int, np.ndarray], i: int, rng: random.
             }
         )
     return {
-        "session_id": f"mixed-{i:07d}",
+        "session_id": f"mixed-{RUN}-{i:07d}",  # a kept memory holds earlier runs' sessions
         "learner_id": f"learner-{i % 200}",
         "topic_id": f"t{t:02d}",
         "ended_at": (T0 + timedelta(seconds=i)).isoformat(),
@@ -244,7 +245,7 @@ def _sync_function(migration: str) -> str:
 
 
 def warm_sets(samples, dials: Any) -> None:
-    """8 clients read until the resident sets stop growing for 10 s (at most
+    """8 clients read until every sampled topic's set is resident (at most
     `HAG_BENCH_MIXED_WARM_SETS` seconds): the runs then start from the sets a long-running
     tutor holds, and keep them from one run to the next (at 1M x 1,536 a topic's set is
     47 MB, read in the background one at a time)."""
@@ -257,13 +258,12 @@ def warm_sets(samples, dials: Any) -> None:
     ]
     for th in threads:
         th.start()
-    began = last_change = time.perf_counter()
+    began = time.perf_counter()
+    wanted = len({t for t, *_ in samples})  # the topics' sets (the tutor scope's has an index)
     held = 0
-    while time.perf_counter() - began < WARM_SETS and time.perf_counter() - last_change < 10:
+    while time.perf_counter() - began < WARM_SETS and held < wanted:
         time.sleep(1)
-        now = len(residents._sets)
-        if now != held:
-            held, last_change = now, time.perf_counter()
+        held = len(residents._sets)
     stop.set()
     for th in threads:
         th.join()
