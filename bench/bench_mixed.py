@@ -16,7 +16,15 @@ a row, so the figure is a floor); the sessions per second achieved; the load ave
 Its own embedded PostgreSQL (bench_retrieval's data: 50 topics, unit vectors around 200
 centres). `HAG_BENCH_MIXED_ROWS` (default 100,000), `HAG_BENCH_MIXED_DIM` (1,536),
 `HAG_BENCH_MIXED_SECONDS` per run (20), `HAG_BENCH_MIXED_RATES` (10,50),
-`HAG_BENCH_MIXED_CLIENTS` (1,8,32). At 1M rows it needs the machine's big-run lock.
+`HAG_BENCH_MIXED_CLIENTS` (1,8,32), `HAG_BENCH_MIXED_WARM` seconds of reads before each
+run's writes and figures (15), after one warm-up of at most `HAG_BENCH_MIXED_WARM_SETS`
+seconds (180) in which 8 clients read the sets into memory (kept from run to run), `HAG_BENCH_MIXED_MODES` (follow,reload: every run with the
+resident sets following the writes, then every run with them read again after a write), `HAG_BENCH_MIXED_WRITE_COST`
+sessions for the trigger's write cost (200), `HAG_BENCH_MIXED_RESIDENT_MB` (the dial
+resident_max_mb for the run; default: as set). At 1M rows it needs the machine's big-run lock.
+HAG_BENCH_KEEP_DIR=DIR keeps the database in DIR/mixed-<rows>-<dim> and measures it again
+on the next run without reloading, after migrating it to this checkout (the sessions an
+earlier run applied stay in it); HAG_BENCH_LOAD_ONLY=1: load, do not measure.
 """
 
 from __future__ import annotations
@@ -41,6 +49,12 @@ DIM = int(os.environ.get("HAG_BENCH_MIXED_DIM", "1536"))
 SECONDS = float(os.environ.get("HAG_BENCH_MIXED_SECONDS", "20"))
 RATES = [int(x) for x in os.environ.get("HAG_BENCH_MIXED_RATES", "10,50").split(",")]
 CLIENTS = [int(x) for x in os.environ.get("HAG_BENCH_MIXED_CLIENTS", "1,8,32").split(",")]
+MODES = os.environ.get("HAG_BENCH_MIXED_MODES", "follow,reload").split(",")
+WRITE_COST_SESSIONS = int(os.environ.get("HAG_BENCH_MIXED_WRITE_COST", "200"))
+WARM = float(os.environ.get("HAG_BENCH_MIXED_WARM", "15"))
+WARM_SETS = float(os.environ.get("HAG_BENCH_MIXED_WARM_SETS", "180"))
+RESIDENT_MB = os.environ.get("HAG_BENCH_MIXED_RESIDENT_MB")  # default: the dial's
+RUN = int(time.time())  # in each session id
 RECALL_EVERY = 10  # one answer in ten is checked against the seed's exact query
 TURNS = 10
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -55,6 +69,9 @@ class Reads:
     resident: int = 0
     hits: int = 0
     wanted: int = 0
+    followed: int = 0  # of the resident passes, those that applied changed rows first
+    followed_ms: list[float] = field(default_factory=list)  # the reads those passes were in
+    measuring: bool = False  # False during the warm-up: nothing counted
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -87,7 +104,7 @@ def _payload(c: br.Corpus, by_topic: dict[int, np.ndarray], i: int, rng: random.
             }
         )
     return {
-        "session_id": f"mixed-{i:07d}",
+        "session_id": f"mixed-{RUN}-{i:07d}",  # a kept memory holds earlier runs' sessions
         "learner_id": f"learner-{i % 200}",
         "topic_id": f"t{t:02d}",
         "ended_at": (T0 + timedelta(seconds=i)).isoformat(),
@@ -117,7 +134,9 @@ def _writer(c, by_topic, rate: float, stop: threading.Event, counts: dict, start
                 time.sleep(wait)
             ingest_payload(conn, _payload(c, by_topic, i, rng), source="bench")
             conn.commit()
+            applied = time.perf_counter()
             apply_pending_session(conn, dials, run_id=None, caches=caches, summary=summary)
+            counts.setdefault("apply_ms", []).append((time.perf_counter() - applied) * 1000)
             i += 1
     counts["sessions"] = i - start
     counts["seconds"] = time.perf_counter() - began
@@ -150,6 +169,11 @@ def _client(samples, reads: Reads, stop: threading.Event, seed: int, dials: Any)
             got = {a.entry_id for a in result.topic_advisories}
             hits, wanted = len(got & set(want)), len(want)
         with reads.lock:
+            if not reads.measuring:
+                continue
+            if any("followed" in p.path for p in topic):
+                reads.followed += 1
+                reads.followed_ms.append(ms)
             reads.ms.append(ms)
             reads.topic_passes += len(topic)
             reads.resident += sum("resident" in p.path for p in topic)
@@ -158,22 +182,35 @@ def _client(samples, reads: Reads, stop: threading.Event, seed: int, dials: Any)
     reference.close()
 
 
-def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int) -> int:
-    from hag import retrieval
+def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int, mode: str) -> int:
+    """One run: `clients` readers and one writer at `rate` sessions/s, resident sets
+    following writes (`mode` 'follow') or read again after each ('reload':
+    resident_follow_max_rows 0, as before migration 185)."""
+    from hag import settings
+    from hag.storage import db
 
-    by_topic = {
-        t: np.flatnonzero((c.topic == t) & (c.scope == 0) & (c.maturity != "archived"))
-        for t in range(br.TOPICS)
-    }
-    retrieval.clear_caches()
+    with db.connect() as conn:
+        if mode == "reload":
+            settings.set_value(conn, "resident_follow_max_rows", 0, by="bench")
+        else:
+            settings.reset_value(conn, "resident_follow_max_rows", by="bench")
+        conn.commit()
+    settings.invalidate()
+
+    by_topic = _by_topic(c)
     reads, stop, counts = Reads(), threading.Event(), {}
     threads = [
         threading.Thread(target=_client, args=(samples, reads, stop, k, dials))
         for k in range(clients)
     ]
-    threads.append(threading.Thread(target=_writer, args=(c, by_topic, rate, stop, counts, start)))
+    writer = threading.Thread(target=_writer, args=(c, by_topic, rate, stop, counts, start))
     for th in threads:
         th.start()
+    time.sleep(WARM)  # the clients read the sets into memory before the writes begin
+    with reads.lock:
+        reads.measuring = True
+    writer.start()
+    threads.append(writer)
     time.sleep(SECONDS)
     stop.set()
     for th in threads:
@@ -183,17 +220,122 @@ def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int)
     share = reads.resident / reads.topic_passes if reads.topic_passes else 0.0
     recall = reads.hits / reads.wanted if reads.wanted else float("nan")
     achieved = counts["sessions"] / counts["seconds"]
+    apply_p50 = br.pct(counts.get("apply_ms", [0.0]), 50)
     print(
-        f"{rate:3d} sessions/s asked, {clients:2d} clients: retrieve p50 {p50:6.1f} ms, "
-        f"p99 {p99:6.1f} ms over {len(reads.ms):,} reads; resident {share:5.1%} of topic "
-        f"passes; recall@5 {recall:.4f}; session-end {achieved:5.1f} sessions/s achieved "
+        f"{mode:>6} {rate:3d} sessions/s asked, {clients:2d} clients: retrieve p50 "
+        f"{p50:6.1f} ms, p99 {p99:6.1f} ms over {len(reads.ms):,} reads; resident "
+        f"{share:5.1%} of topic passes ({reads.followed / max(reads.topic_passes, 1):5.1%} "
+        f"after following writes, those reads p50 {br.pct(reads.followed_ms or [0.0], 50):.1f} "
+        f"ms); recall@5 {recall:.4f}; session-end "
+        f"{achieved:5.1f} sessions/s achieved, apply p50 {apply_p50:.1f} ms "
         f"({counts['rejected']} rejected or failed); load {load}",
         flush=True,
     )
-    label = f"mixed.{ROWS // 1000}k.{rate}ps.{clients}c"
+    label = f"mixed.{ROWS // 1000}k.{rate}ps.{clients}c" + (".reload" if mode == "reload" else "")
     record(f"{label}.p99_ms", p99)
     record(f"{label}.sessions_per_s", achieved)
+    record(f"{label}.resident_share", share)
     return start + counts["sessions"]
+
+
+def _sync_function(migration: str) -> str:
+    """The CREATE OR REPLACE of the search copy's trigger function in one migration file."""
+    from hag import SQL_DIR
+
+    text = (SQL_DIR / "migrations" / migration).read_text()
+    begin = text.index("CREATE OR REPLACE FUNCTION hag_entry_search_sync()")
+    return text[begin : text.index("\n$$;", begin) + 4]
+
+
+def warm_sets(samples, dials: Any) -> None:
+    """8 clients read until every sampled topic's set is resident (at most
+    `HAG_BENCH_MIXED_WARM_SETS` seconds): the runs then start from the sets a long-running
+    tutor holds, and keep them from one run to the next (at 1M x 1,536 a topic's set is
+    47 MB, read in the background one at a time)."""
+    from hag.retrieval.resident import residents
+
+    reads, stop = Reads(), threading.Event()
+    threads = [
+        threading.Thread(target=_client, args=(samples, reads, stop, 1000 + k, dials))
+        for k in range(8)
+    ]
+    for th in threads:
+        th.start()
+    began = time.perf_counter()
+    wanted = len({t for t, *_ in samples})  # the topics' sets (the tutor scope's has an index)
+    held = 0
+    while time.perf_counter() - began < WARM_SETS and held < wanted:
+        time.sleep(1)
+        held = len(residents._sets)
+    stop.set()
+    for th in threads:
+        th.join()
+    print(
+        f"warm-up: {held} sets resident ({residents.nbytes() / 2**20:,.0f} MB) after "
+        f"{time.perf_counter() - began:.0f} s; load "
+        + " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        flush=True,
+    )
+
+
+def write_cost(c: br.Corpus, dials: Any, sessions: int, start: int = 0) -> int:
+    """Session-end's cost with the copy's trigger of migration 160 (change rows naming sets)
+    and of 185 (naming rows too), in alternating blocks on this memory, no readers: the
+    median ms to apply one session (the simulator's payload) with each."""
+    from hag.session.ingest import ingest_payload
+    from hag.session.queue import apply_pending_session
+    from hag.session.steps import Caches
+    from hag.session.summary import ProcessSummary
+    from hag.storage import db
+
+    if sessions <= 0:
+        return start
+    by_topic = _by_topic(c)
+    bodies = {
+        "160": _sync_function("160_nightly_trigger_costs.sql"),
+        "185": _sync_function("185_search_changes_by_row.sql"),
+    }
+    took: dict[str, list[float]] = {name: [] for name in bodies}
+    rng = random.Random(start)
+    caches, summary = Caches(), ProcessSummary()
+    blocks = 4
+    i = start
+    with db.connect() as conn:
+        try:
+            for block in range(blocks):
+                for name in sorted(bodies, reverse=block % 2 == 1):
+                    conn.execute(bodies[name])
+                    conn.commit()
+                    for _ in range(sessions // (2 * blocks)):
+                        ingest_payload(conn, _payload(c, by_topic, i, rng), source="bench")
+                        conn.commit()
+                        began = time.perf_counter()
+                        apply_pending_session(
+                            conn, dials, run_id=None, caches=caches, summary=summary
+                        )
+                        took[name].append((time.perf_counter() - began) * 1000)
+                        i += 1
+        finally:
+            conn.rollback()
+            conn.execute(bodies["185"])
+            conn.commit()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    old, new = (float(np.median(took[name])) for name in ("160", "185"))
+    print(
+        f"session-end apply, median of {len(took['185'])} each, alternating: change rows "
+        f"naming sets (migration 160) {old:.1f} ms, naming rows too (185) {new:.1f} ms, "
+        f"x{new / old:.2f}; load {load}",
+        flush=True,
+    )
+    record(f"mixed.{ROWS // 1000}k.apply_ms", new)
+    return i
+
+
+def _by_topic(c: br.Corpus) -> dict[int, np.ndarray]:
+    return {
+        t: np.flatnonzero((c.topic == t) & (c.scope == 0) & (c.maturity != "archived"))
+        for t in range(br.TOPICS)
+    }
 
 
 def main() -> None:
@@ -201,12 +343,19 @@ def main() -> None:
     from hag.storage import db
     from hag.vectors import embeddings
 
-    folder = tempfile.mkdtemp(prefix="hag-bench-mixed-")
+    keep = os.environ.get("HAG_BENCH_KEEP_DIR")
+    if keep:
+        folder = os.path.join(keep, f"mixed-{ROWS}-{DIM}")
+        os.makedirs(folder, exist_ok=True)
+    else:
+        folder = tempfile.mkdtemp(prefix="hag-bench-mixed-")
     os.chmod(folder, 0o755)
+    loaded = os.path.exists(os.path.join(folder, "loaded"))
     server = br.start_server(os.path.join(folder, "pgdata"))
     print(
         f"mixed load: {ROWS:,} entries x {DIM} dimensions; {SECONDS:.0f} s per run; "
-        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+        + (f"; data kept from an earlier run in {folder}" if loaded else ""),
         flush=True,
     )
     try:
@@ -220,22 +369,45 @@ def main() -> None:
         retrieval.clear_caches()
         rng = np.random.default_rng(20261130)
         started = time.perf_counter()
-        corpus = br.make_corpus(ROWS, DIM, rng)
-        br.load(corpus, br.Scale("mixed", ROWS, DIM), time.perf_counter() - started)
+        corpus = br.make_corpus(ROWS, DIM, rng)  # the same rows for the same seed
+        if not loaded:
+            br.load(corpus, br.Scale("mixed", ROWS, DIM), time.perf_counter() - started)
+        else:  # kept from an earlier run (its sessions applied too): brought up to this schema
+            from hag.storage import migrate
+
+            with db.connect() as conn:
+                migrate.migrate(conn, DIM)
+                conn.commit()
+        if keep:
+            open(os.path.join(folder, "loaded"), "w").close()
+            if os.environ.get("HAG_BENCH_LOAD_ONLY"):
+                return
         with db.connect() as conn:
             dials = settings.load(conn)
             conn.rollback()
         settings.invalidate()
         samples = br.make_samples(corpus, 400, ("related", "other topic"), rng)
-        start = 0
-        for rate in RATES:
-            for clients in CLIENTS:
-                start = run_mixed(corpus, rate, clients, samples, dials, start)
+        corpus.vectors = np.zeros((0, DIM), np.float32)  # 6 GB at 1M x 1,536: not needed now
+        if RESIDENT_MB:
+            with db.connect() as conn:
+                settings.set_value(conn, "resident_max_mb", int(RESIDENT_MB), by="bench")
+                conn.commit()
+            settings.invalidate()
+            print(f"resident_max_mb set to {RESIDENT_MB}", flush=True)
+        warm_sets(samples, dials)
+        start = write_cost(corpus, dials, WRITE_COST_SESSIONS)
+        # each mode's runs together, from the sets the warm-up read: reloading drops the sets
+        # a following run would start from, so alternating would measure the recovery
+        for mode in MODES:
+            for rate in RATES:
+                for clients in CLIENTS:
+                    start = run_mixed(corpus, rate, clients, samples, dials, start, mode)
     finally:
         db.close_all()
         db.close_read_pool()
         server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
         for name in ("DATABASE_URL", "HAG_EMBEDDING_DIM", "HAG_EMBEDDING_PROVIDER"):
             os.environ.pop(name, None)
         config.reset_config()

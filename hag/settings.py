@@ -167,6 +167,8 @@ class Settings(Mapping[str, Any]):
     resident_before_index_max_mb: int = _num(16, 0, 1000000, "ours (measured, docs/retrieval.md): a held set up to this size answers before an ANN index is tried (smaller sets are cheaper to multiply than to walk), and counts the reads the index answers toward being held", R)
     resident_claim_margin: float = _num(2.0, 1.0, 1000.0, "ours: a set takes a held set's memory only when its claim (reads per byte) is this many times larger, so that sets read about as often do not take turns", R)
     resident_half_life_seconds: int = _num(900, 1, 604800, "ours: a set's claim to the read process's memory is its exact reads per byte, each read counting half as much after this long; a set with a larger claim takes the memory of those with smaller ones", R)
+    resident_follow_max_rows: int = _num(1000, 0, 1000000, "ours: a held set whose stamp moved applies the rows changed since it was read (migration 185) when they are at most this many, and is read again in full otherwise (0: always read again)", R)
+    resident_follow_compact_share: float = _num(0.1, 0.0, 10.0, "ours: a held set that followed writes is rebuilt in memory once the rows added or left since it was read pass this share of its rows (a left row's vector stays in memory until then)", R)
     search_copy_cluster_lock_timeout_seconds: int = _num(2, 1, 3600, "ours: the nightly CLUSTER of a search-copy partition gives up (until the next night) when a reader holds it longer than this, since every read queued behind it waits too", R)
     # --- session-end processing (SPEC §4) ---
     observation_base_confidence: float = _num(0.5, 0, 1, "ours: initial confidence of a new entry before the ladder quality", S)

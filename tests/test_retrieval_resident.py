@@ -115,9 +115,14 @@ def test_resident_passes_equal_the_seeds_query(db, dials, held):
     assert paths["unprovable"] == {"exact"}
 
 
-def test_a_write_to_the_set_is_seen_by_the_very_next_read(db, dials, held, caplog):
-    """Inserts, confidence and maturity changes, moves and deletes in the resident set's topic
-    each drop it: the next read is the seed's answer over the new rows (through the copy)."""
+@pytest.mark.parametrize("follow", [True, False], ids=["following", "follow-off"])
+def test_a_write_to_the_set_is_seen_by_the_very_next_read(db, dials, held, caplog, follow):
+    """Inserts, confidence and maturity changes, moves, new vectors and deletes in the
+    resident set's topic: the next read is the seed's answer over the new rows, from the held
+    set with the changed rows applied (it stays held), or, with resident_follow_max_rows 0,
+    through the copy (the set dropped)."""
+    if not follow:
+        dials(resident_follow_max_rows=0)
     rng = np.random.default_rng(7)
     clustered_memory(db, rng)
     q = unit(rng.standard_normal(f.DIM))
@@ -130,8 +135,9 @@ def test_a_write_to_the_set_is_seen_by_the_very_next_read(db, dials, held, caplo
         db.execute(sql, args)
         db.commit()
         assert stamp(db) != before  # the trigger recorded the change ...
-        assert read(db, q) != "resident"  # ... the read saw it, and (inside) the new answer
-        assert not residents.holds(key_of(db))
+        path = read(db, q)  # ... the read saw it, and (inside) the new answer
+        assert path == "resident-followed" if follow else "resident" not in path
+        assert residents.holds(key_of(db)) == follow
         assert "disagrees" not in caplog.text  # dropped by the stamp, not by the re-check
 
     new = f.entry(db, confidence=0.95, maturity="proven", embedding=near)
@@ -234,6 +240,213 @@ def test_the_nightly_fold_keeps_every_stamp(db, dials, held):
     assert read(db, q) == "resident"
 
 
+def test_a_set_follows_random_writes_between_reads_exactly(db, dials, held):
+    """Sixty rounds of random writes to the held topic (new rows, confidences across the
+    floors, maturities, scopes, moves to and from another topic, new vectors, deletes), one
+    read after each: every answer is the seed's query's, from the held set, for the topic
+    and the tutor scope, and with the set rebuilt in memory at every change as well as
+    never; the held rows are then those the set holds in the database."""
+    rng = np.random.default_rng(185)
+    centres = clustered_memory(db, rng)
+    for share in (10.0, 0.0):
+        dials(resident_follow_compact_share=share)
+        residents.clear()
+        queries = [unit(centres[i % 6] + rng.standard_normal(f.DIM) * 0.5) for i in range(6)]
+        for which in (TOPIC, TUTOR):
+            warm(db, queries[0], which)
+        paths = []
+        for round_ in range(30):
+            random_writes(db, rng, centres, round_)
+            for which in (TOPIC, TUTOR):
+                paths.append(read(db, queries[round_ % 6], which))
+        assert sum("resident" in p for p in paths) >= 55, paths
+        for which in (TOPIC, TUTOR):
+            assert_held_rows_are_the_sets(db, which)
+
+
+def random_writes(db: Any, rng: np.random.Generator, centres: np.ndarray, round_: int) -> None:
+    """One session's worth of writes to the topic and tutor rows, committed."""
+    ids = [
+        r["id"]
+        for r in db.execute(
+            "SELECT id FROM hag_entries WHERE visibility_scope IN ('public', 'tutor') ORDER BY id"
+        ).fetchall()
+    ]
+    pick = [ids[int(i)] for i in rng.choice(len(ids), 6, replace=False)]
+    near = unit(centres[round_ % 6] + rng.standard_normal(f.DIM) * 0.3)
+    statements = [
+        (
+            "UPDATE hag_entries SET confidence = %s WHERE id = %s",
+            (float(rng.uniform(0.2, 1)), pick[0]),
+        ),
+        (
+            "UPDATE hag_entries SET maturity = %s WHERE id = %s",
+            (["candidate", "pattern", "proven", "archived"][round_ % 4], pick[1]),
+        ),
+        (
+            "UPDATE hag_entries SET topic_id = CASE topic_id WHEN 'cryptography' THEN "
+            "'linux-basics' ELSE 'cryptography' END WHERE id = %s",
+            (pick[2],),
+        ),
+        ("UPDATE hag_entries SET embedding = %s WHERE id = %s", (Vector(near), pick[3])),
+        (
+            "UPDATE hag_entries SET visibility_scope = CASE visibility_scope WHEN 'public' THEN "
+            "'student:ada' ELSE visibility_scope END WHERE id = %s",
+            (pick[4],),
+        ),
+        ("UPDATE hag_entries SET success_count = success_count + 1 WHERE id = %s", (pick[5],)),
+    ]
+    for sql, args in statements[: 2 + round_ % 5]:
+        db.execute(sql, args)
+    if round_ % 3 == 0:
+        db.execute("DELETE FROM hag_entries WHERE id = %s", (pick[5],))
+    f.entry(
+        db,
+        scope="tutor" if round_ % 2 else "public",
+        maturity="proven",
+        confidence=float(rng.uniform(0.2, 1)),
+        embedding=near,
+    )
+    db.commit()
+
+
+def assert_held_rows_are_the_sets(db: Any, which: tuple[Any, ...]) -> None:
+    """The ids, tiers and vectors the held set answers from are the set's rows now."""
+    topic, scopes, _ = which
+    key = key_of(db, which)
+    with residents._lock:
+        kept = residents._sets[key]
+    live = np.ones(len(kept.tiers), bool)
+    live[kept.left] = False
+    mine = {
+        kept.ids[i].tobytes(): (int(kept.tiers[i]), kept.row(i).tobytes())
+        for i in np.flatnonzero(live)
+    }
+    db.rollback()
+    theirs = {
+        r["id"]: (r["tier"], residents_row(r["vector"]))
+        for r in db.execute(
+            store.query("retrieval", "resident_rows"), key.params(), binary=True
+        ).fetchall()
+        if r["id"] is not None
+    }
+    assert mine == theirs
+
+
+def residents_row(vector: bytes) -> bytes:
+    dim = (len(vector) - 4) // 2
+    return np.frombuffer(vector, ">f2", dim, 4).astype(np.float32).tobytes()
+
+
+def test_a_writer_running_when_the_set_was_read_is_followed_when_it_commits(
+    db, dials, held, database_url
+):
+    """A transaction that had written the topic but not committed when the set was read is
+    not in the set's rows; once it commits the next read applies its rows (the snapshot's
+    in-progress writers are changes since it), and answers as the seed's query does."""
+    rng = np.random.default_rng(186)
+    clustered_memory(db, rng)
+    q = unit(rng.standard_normal(f.DIM))
+    with psycopg.connect(database_url) as writer:
+        hdb.configure_connection(writer)
+        writer.execute(
+            "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, "
+            "confidence, instruction, embedding) VALUES ('cryptography', 'x', 'public', "
+            "'proven', 0.95, 'Use it.', %s)",
+            (Vector(q),),
+        )
+        warm(db, q)
+        assert read(db, q) == "resident"
+        writer.commit()
+    assert read(db, q) == "resident-followed"  # and (inside) the new row is first
+
+
+def test_a_fold_since_the_set_was_read_sends_it_back_to_a_full_read(db, dials, held):
+    """The nightly fold's row names no rows: a set read before it is read again at its next
+    change (the changes since it do not say which rows), and follows again after that."""
+    rng = np.random.default_rng(187)
+    clustered_memory(db, rng)
+    q = unit(rng.standard_normal(f.DIM))
+    warm(db, q)
+    assert ann.fold_search_changes() > 0
+    assert read(db, q) == "resident"  # the fold keeps the stamp
+    top = seed_ids(db, q, *TOPIC)[0]
+    db.execute("UPDATE hag_entries SET confidence = 0.05 WHERE id = %s", (top,))
+    db.commit()
+    assert "resident" not in read(db, q) and not residents.holds(key_of(db))
+    warm(db, q)
+    db.execute("UPDATE hag_entries SET confidence = 0.99 WHERE id = %s", (top,))
+    db.commit()
+    assert read(db, q) == "resident-followed"
+
+
+def test_follow_max_rows_is_the_most_changed_rows_a_set_applies(db, dials, held):
+    """A statement changing 80 rows of the topic is followed under a dial of 80, and sends
+    the set back to a full read under 79."""
+    rng = np.random.default_rng(188)
+    clustered_memory(db, rng)
+    q = unit(rng.standard_normal(f.DIM))
+    eighty = (
+        "UPDATE hag_entries SET confidence = confidence * 0.99 WHERE id IN (SELECT id "
+        "FROM hag_entry_search WHERE search_set = 'topic' AND topic_id = 'cryptography' "
+        "ORDER BY id LIMIT 80)"
+    )
+    for limit, followed in ((80, True), (79, False)):
+        dials(resident_follow_max_rows=limit)
+        warm(db, q)
+        db.execute(eighty)
+        db.commit()
+        assert (read(db, q) == "resident-followed") == followed
+        assert residents.holds(key_of(db)) == followed
+
+
+def test_follow_compact_share_is_when_a_followed_set_is_rebuilt(db, dials, held):
+    """Rows added or left since the load stay beside the loaded matrix until they pass
+    resident_follow_compact_share of the set; then the set is one matrix again."""
+    rng = np.random.default_rng(189)
+    clustered_memory(db, rng)
+    q = unit(rng.standard_normal(f.DIM))
+
+    def after_a_new_row() -> tuple[int, int]:
+        warm(db, q)
+        f.entry(db, maturity="proven", confidence=0.9, embedding=q)
+        db.commit()
+        assert read(db, q) == "resident-followed"
+        with residents._lock:
+            kept = residents._sets[key_of(db)]
+        return len(kept.vectors), len(kept.tiers)
+
+    dials(resident_follow_compact_share=1.0)
+    base, rows = after_a_new_row()
+    assert rows == base + 1  # the new row beside the loaded ones
+    dials(resident_follow_compact_share=0.0)
+    base, rows = after_a_new_row()
+    assert rows == base  # rebuilt: one matrix
+
+
+def test_each_change_row_names_the_rows_it_changed(db):
+    """The copy's trigger lists, per set and statement, the ids it deleted or added there."""
+    a = f.entry(db, confidence=0.8)
+    b = f.entry(db, scope="tutor", confidence=0.8)
+    db.commit()
+    db.execute("UPDATE hag_entries SET confidence = 0.7 WHERE id IN (%s, %s)", (a, b))
+    rows = db.execute(
+        "SELECT set_key, ids FROM hag_entry_search_changes "
+        "WHERE xid = pg_current_xact_id() ORDER BY set_key"
+    ).fetchall()
+    assert [(r["set_key"], sorted(set(r["ids"]))) for r in rows] == [
+        ("topic:cryptography", [a]),
+        ("tutor", [b]),
+    ]
+    db.execute("DELETE FROM hag_entries WHERE id = %s", (a,))
+    last = db.execute(
+        "SELECT ids FROM hag_entry_search_changes WHERE set_key = 'topic:cryptography' "
+        "AND xid = pg_current_xact_id() ORDER BY ctid DESC LIMIT 1"
+    ).fetchone()
+    assert last["ids"] == [a]
+    db.rollback()
+
+
 def test_writers_of_one_topic_do_not_wait_for_each_other(db, database_url):
     """Recording a change appends a row and locks nothing: a second writer of the same
     topic's copy goes ahead while the first has not committed."""
@@ -291,7 +504,9 @@ def test_a_set_over_the_memory_dial_stays_with_the_copy(db, dials, held):
 
 
 def test_load_after_reads_is_the_dial_and_doubles_after_a_set_changes_unused(db, dials, held):
-    dials(resident_load_after_reads=3)
+    """A set is read after resident_load_after_reads reads; one dropped before it served as
+    many (here: more rows changed than it follows) waits twice as many the next time."""
+    dials(resident_load_after_reads=3, resident_follow_max_rows=50)
     rng = np.random.default_rng(13)
     clustered_memory(db, rng)
     q = unit(rng.standard_normal(f.DIM))
@@ -394,6 +609,7 @@ def test_index_answers_count_only_for_a_set_small_enough_to_answer_before_the_in
 
     dials(resident_before_index_max_mb=16)
     assert tutor(f.QUERY) == "resident" and tutor(flat).startswith("resident")  # no walk
+    dials(resident_follow_max_rows=0)  # a change drops the set
     db.execute("UPDATE hag_entries SET confidence = 0.81 WHERE visibility_scope = 'tutor'")
     db.commit()
     paths = [tutor(f.QUERY) for _ in range(8)]  # dropped; the index's answers count now
@@ -408,7 +624,8 @@ def test_an_empty_set_is_held_and_its_first_row_is_seen(db, dials, held):
     assert read(db, f.QUERY) == "resident" and residents.nbytes() == 0
     f.entry(db, confidence=0.9, embedding=f.vec(0.8))
     db.commit()
-    assert read(db, f.QUERY) != "resident"  # and, checked inside, the new row is the answer
+    # and, checked inside, the new row is the answer
+    assert read(db, f.QUERY) == "resident-followed" and residents.nbytes() > 0
 
 
 def test_migration_095_carries_a_populated_memory_over(scratch_db, tmp_path):
@@ -456,5 +673,6 @@ def test_migration_095_carries_a_populated_memory_over(scratch_db, tmp_path):
         "UPDATE hag_entries SET embedding = %s WHERE concept_slug = 'c7'", (Vector(q),)
     )
     scratch_db.commit()
-    assert own.answer(scratch_db, key, q, 5, current) is None and not own.holds(key)
+    rows, path = own.answer(scratch_db, key, q, 5, current) or ([], "")
+    assert path == "resident-followed" and [r["id"] for r in rows] == top(scratch_db)
     scratch_db.rollback()

@@ -14,9 +14,20 @@ vectors in half precision, widened to float32), and a pass over it becomes:
    id);
 3. when the identity and the stamp are the ones the rows were read at, the set in memory
    is the set in that snapshot, and the re-rank is proven exactly as the copy's
-   (ranking.rerank_compact): the seed's top 5, not an estimate. When the stamp is not, the set is dropped and the pass
-   goes through the copy as before, in the same turn; when the identity is not (another
-   database behind the read URL: a restore, a failover), every held set is.
+   (ranking.rerank_compact): the seed's top 5, not an estimate. When the stamp is not, the
+   set follows the writes since (below) and answers from the result; when it cannot, it is
+   dropped and the pass goes through the copy as before, in the same turn; when the
+   identity is not (another database behind the read URL: a restore, a failover), every
+   held set is.
+
+Following writes (migration 185): each change row lists the ids it changed in its set and
+its transaction's id, and a held set keeps the snapshot its rows are as of. A read that finds
+the stamp moved reads the set's change rows that snapshot does not see, the rows they name
+as the set holds them now, and the new stamp and snapshot (query resident_changes); the set
+applies them (`ResidentSet.followed`, a new set sharing the loaded matrix) and is kept only
+when the old stamp plus the changes read is the new stamp. A change that names no rows (the
+nightly fold, set '*'), more than `resident_follow_max_rows` changed rows, or a sum that
+does not add up drops it, to be read again in full.
 
 Which sets, and how much memory: a set is read in the background after
 `resident_load_after_reads` exact reads through the copy since it was last resident, one load
@@ -27,10 +38,10 @@ dropped, least first, when that makes room (a claim must be `resident_claim_marg
 larger to win, so sets read about as often do not take turns), and otherwise the newcomer
 stays with the copy (its size is remembered, so it is read again only once its claim would
 win). A working set
-larger than the budget keeps the sets read most per byte, without thrashing. A set that
-changed before it served as many reads as it took to earn its load waits twice as many reads
-the next time (and half as many again once it serves them): a topic written between every
-two reads stays with the copy. Only a read-pool connection's passes use them (a caller's
+larger than the budget keeps the sets read most per byte, without thrashing. A set
+dropped (a change it could not follow) before it served as many reads as it took to earn its
+load waits twice as many reads the next time (and half as many again once it serves them).
+Only a read-pool connection's passes use them (a caller's
 connection may see rows it never commits). The eligibility filter's dials and the pass's
 scopes are part of a set's key, the boosts are applied per read, so a changed dial never
 serves rows read under the old one.
@@ -62,6 +73,10 @@ log = logging.getLogger("hag.retrieval.resident")
 _MB = 1 << 20
 _MAX_BACKOFF = 10  # at most 2**10 times `resident_load_after_reads` between two loads
 _MAX_KEYS = 100_000  # sets whose reads are counted; the least recently read are forgotten
+
+
+class _StampMoved(Exception):
+    """A held set's stamp is no longer the one its rows are as of."""
 
 
 class SetKey(NamedTuple):
@@ -96,18 +111,143 @@ def filter_key(
     )
 
 
+_NO_ROWS = np.zeros(0, np.int64)
+
+
 @dataclass
 class ResidentSet:
+    """One set's eligible rows in memory, as of one snapshot. Never changed once shared: a
+    set that follows writes is replaced by a new one (`followed`), which shares the vectors
+    read at load and holds only the rows added since in `added`."""
+
     identity: str  # the database it was read from (sql function hag_database_identity)
     stamp: int
+    snapshot: str  # the snapshot its rows are as of (pg_current_snapshot), for the changes since
     ids: np.ndarray  # (n, 16) uint8: the uuids' bytes
     tiers: np.ndarray  # (n,) int8: 0 proven, 1 pattern, 2 candidate
-    vectors: np.ndarray  # (n, dim) float32, unit rows as the copy holds them (half precision)
+    vectors: np.ndarray  # (m, dim) float32: rows 0..m-1, unit, half precision widened
+    added: np.ndarray | None = None  # (n - m, dim) float32: rows m..n-1, added by changes
+    left: np.ndarray = field(default_factory=lambda: _NO_ROWS)  # rows no longer in the set
     served: int = 0
     nbytes: int = field(init=False)
+    live: int = field(init=False)  # rows in the set
+    _at: dict[bytes, int] | None = field(default=None, repr=False)  # id -> row, made on demand
 
     def __post_init__(self) -> None:
-        self.nbytes = self.ids.nbytes + self.tiers.nbytes + self.vectors.nbytes
+        extra = 0 if self.added is None else self.added.nbytes
+        self.nbytes = self.ids.nbytes + self.tiers.nbytes + self.vectors.nbytes + extra
+        self.live = len(self.tiers) - len(self.left)
+
+    def scores(self, unit: np.ndarray, boosts: np.ndarray) -> np.ndarray:
+        """The boosted half-precision score of every row; -inf for rows that left the set."""
+        if not len(self.tiers):
+            return np.zeros(0, np.float32)
+        found = products(self.vectors, unit)
+        if self.added is not None:
+            found = np.concatenate([found, products(self.added, unit)])
+        found *= boosts[self.tiers]  # in place: no second array of the set's size
+        found[self.left] = -np.inf
+        return found
+
+    def row(self, i: int) -> np.ndarray:
+        base = len(self.vectors)
+        found: np.ndarray = (
+            self.vectors[i] if i < base or self.added is None else self.added[i - base]
+        )
+        return found
+
+    def followed(
+        self,
+        stamp: int,
+        snapshot: str,
+        changes: Sequence[tuple[bytes, int | None, bytes | None]],
+        compact_share: float,
+    ) -> ResidentSet:
+        """This set with `changes` applied: (id, tier, vector in halfvec's binary form) for
+        each changed row, tier and vector None for a row no longer in the set. A row whose
+        vector is unchanged only takes its new tier; one with a new vector leaves its old
+        row and is added. Rebuilt in memory when the rows added or left since the load
+        pass `compact_share` of the set."""
+        at = dict(self.at())
+        tiers = self.tiers.copy()
+        left = set(self.left.tolist())
+        new_ids: list[bytes] = []
+        new_tiers: list[int] = []
+        new_vectors: list[np.ndarray] = []
+        n = len(tiers)
+        for id_bytes, tier, vector in changes:
+            i = at.get(id_bytes)
+            if vector is None or tier is None:
+                if i is not None:
+                    left.add(i)
+                continue
+            widened = _halves(vector)
+            if i is not None and np.array_equal(self.row(i), widened):
+                tiers[i] = tier
+                left.discard(i)
+                continue
+            if i is not None:
+                left.add(i)
+            at[id_bytes] = n + len(new_ids)
+            new_ids.append(id_bytes)
+            new_tiers.append(tier)
+            new_vectors.append(widened)
+        ids = self.ids
+        vectors = self.vectors
+        added = self.added
+        if new_ids and not len(vectors):  # a set read empty: no width to stack on
+            vectors = np.zeros((0, len(new_vectors[0])), np.float32)
+        if new_ids:
+            ids = np.concatenate([ids, np.frombuffer(b"".join(new_ids), np.uint8).reshape(-1, 16)])
+            tiers = np.concatenate([tiers, np.array(new_tiers, np.int8)])
+            stacked = np.stack(new_vectors)
+            added = stacked if added is None else np.concatenate([added, stacked])
+        gone = np.array(sorted(left), np.int64)
+        extra = len(gone) + (0 if added is None else len(added))
+        if extra and extra > compact_share * (len(tiers) - len(gone)):
+            return _compacted(
+                self.identity, stamp, snapshot, ids, tiers, vectors, added, gone, self.served
+            )
+        result = ResidentSet(
+            self.identity, stamp, snapshot, ids, tiers, vectors, added, gone, self.served
+        )
+        result._at = at
+        return result
+
+    def at(self) -> dict[bytes, int]:
+        """Each id's row (made at the first change the set follows; rows are never reused)."""
+        if self._at is None:
+            self._at = {self.ids[i].tobytes(): i for i in range(len(self.ids))}
+        return self._at
+
+
+def _halves(vector: bytes) -> np.ndarray:
+    """A halfvec in its binary form (halfvec_send), widened to float32."""
+    dim = (len(vector) - 4) // 2
+    return np.frombuffer(vector, ">f2", dim, 4).astype(np.float32)
+
+
+def _compacted(
+    identity: str,
+    stamp: int,
+    snapshot: str,
+    ids: np.ndarray,
+    tiers: np.ndarray,
+    vectors: np.ndarray,
+    added: np.ndarray | None,
+    gone: np.ndarray,
+    served: int,
+) -> ResidentSet:
+    """A set's rows in memory without the rows that left it, in one matrix again."""
+    keep = np.ones(len(tiers), bool)
+    keep[gone] = False
+    base = len(vectors)
+    parts = [vectors[keep[:base]]]
+    if added is not None:
+        parts.append(added[keep[base:]])
+    matrix = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+    matrix.setflags(write=False)
+    return ResidentSet(identity, stamp, snapshot, ids[keep], tiers[keep], matrix, served=served)
 
 
 class Residents:
@@ -156,7 +296,10 @@ class Residents:
         dials: Settings,
     ) -> tuple[list[Row], str] | None:
         """The pass's proven answer from the resident set `key`, or None (not resident, the
-        set changed since it was read, or the re-rank proved nothing even widened)."""
+        set changed since it was read and could not follow, or the re-rank proved nothing
+        even widened). A set whose stamp moved applies the rows changed since (`_follow`)
+        and answers from them, once per read: a set changed again meanwhile leaves this
+        read to the copy."""
         with self._lock:
             self._trim(dials)
             held = self._sets.get(key)
@@ -166,18 +309,44 @@ class Residents:
         if not norm:
             return None
         unit = (vector / norm).astype(np.float32)
+        try:
+            return self._rerank(conn, key, held, unit, vector, count, dials)
+        except _StampMoved:
+            pass
+        followed = self._follow(conn, key, held, dials)
+        if followed is None:
+            return None
+        try:
+            answered = self._rerank(conn, key, followed, unit, vector, count, dials)
+        except _StampMoved:  # changed again meanwhile: the copy answers, the set stays
+            return None
+        if answered is None:
+            return None
+        rows, method = answered
+        return rows, method.replace("resident", "resident-followed", 1)
+
+    def _rerank(
+        self,
+        conn: Conn,
+        key: SetKey,
+        held: ResidentSet,
+        unit: np.ndarray,
+        vector: np.ndarray,
+        count: int,
+        dials: Settings,
+    ) -> tuple[list[Row], str] | None:
+        """The proven answer from `held`; None when none is proven (or the set was dropped).
+        Raises _StampMoved when the set's stamp is no longer `held`'s."""
         boosts = np.array(tier_boosts(dials), np.float32)  # by hag_maturity_tier's number
-        total = len(held.tiers)
-        approximate = np.zeros(0, np.float32)
-        if total:
-            approximate = products(held.vectors, unit)
-            approximate *= boosts[held.tiers]  # in place: no second array of the set's size
+        total = held.live
+        approximate = held.scores(unit, boosts)
         requested = max(dials.compact_candidates, count)
         for attempt in range(2):
             if requested >= total:
-                chosen = np.arange(total)
+                chosen = np.flatnonzero(approximate > -np.inf)
             else:  # the best `requested`, without negating (copying) every score
-                chosen = np.argpartition(approximate, total - requested)[total - requested :]
+                size = len(approximate)
+                chosen = np.argpartition(approximate, size - requested)[size - requested :]
             rows = conn.execute(
                 query("retrieval", "resident_rerank"),
                 {
@@ -191,8 +360,7 @@ class Residents:
                 self._forget_database(rows[0]["identity"], held.identity)
                 return None
             if int(rows[0]["stamp"]) != held.stamp:
-                self._drop(key, held, dials)
-                return None
+                raise _StampMoved
             found = [{k: v for k, v in r.items() if k != "stamp"} for r in rows if r["id"]]
             if len(found) != len(chosen):  # a candidate left the set at an equal stamp
                 log.warning("resident set %s disagrees with its stamp; dropped", key[:2])
@@ -208,6 +376,50 @@ class Residents:
                 return reranked.rows, "resident" if attempt == 0 else "resident-widened"
             requested *= dials.ann_widen_factor
         return None
+
+    def _follow(
+        self, conn: Conn, key: SetKey, held: ResidentSet, dials: Settings
+    ) -> ResidentSet | None:
+        """`held` with the rows changed since its snapshot applied (query resident_changes,
+        migration 185), kept in place of it; None, with the set dropped to be read again in
+        full, when following is off (`resident_follow_max_rows` 0), more rows changed than
+        that dial, a change does not name its rows (a fold, a TRUNCATE, a backfill), or
+        the changes read do not add up to the new stamp (a change missed)."""
+        limit = dials.resident_follow_max_rows
+        if limit <= 0:
+            self._drop(key, held, dials)
+            return None
+        with self._lock:  # another read may have followed it already: fewer rows since
+            newer = self._sets.get(key)
+        if newer is not None and newer.identity == held.identity:
+            held = newer  # any held version follows exactly; a later one reads fewer rows
+        rows = conn.execute(
+            query("retrieval", "resident_changes"),
+            {**key.params(), "snapshot": held.snapshot, "max_rows": limit},
+            binary=True,
+        ).fetchall()
+        head = rows[0]
+        if head["identity"] != held.identity:
+            self._forget_database(head["identity"], held.identity)
+            return None
+        stamp = int(head["stamp"])
+        if head["unknown"] or head["changed"] > limit or held.stamp + int(head["added"]) != stamp:
+            self._drop(key, held, dials)
+            return None
+        changes = [(r["id"], r["tier"], r["vector"]) for r in rows if r["id"] is not None]
+        width = held.vectors.shape[1] if len(held.vectors) else None
+        if width is not None and any(
+            v is not None and (len(v) - 4) // 2 != width for _, _, v in changes
+        ):  # vectors of another dimension (a re-embedding): nothing to add them to
+            self._drop(key, held, dials)
+            return None
+        followed = held.followed(
+            stamp, head["snapshot"], changes, dials.resident_follow_compact_share
+        )
+        with self._lock:
+            if self._sets.get(key) is held:  # else another read followed it (or it left)
+                self._sets[key] = followed
+        return followed
 
     def note_read(
         self,
@@ -358,11 +570,11 @@ class Residents:
 
     def _read(
         self, conn: Conn, key: SetKey, room: int
-    ) -> tuple[str, int, np.ndarray, np.ndarray, np.ndarray] | None:
-        """The database's identity, the set's stamp, ids, tiers and vectors (none for an empty
-        set: it is held too, and answers nothing until its stamp moves); None when they would
-        take over `room` bytes (the read stops there)."""
-        identity = ""
+    ) -> tuple[str, int, str, np.ndarray, np.ndarray, np.ndarray] | None:
+        """The database's identity, the set's stamp and snapshot, ids, tiers and vectors
+        (none for an empty set: it is held too, and answers nothing until its stamp moves);
+        None when they would take over `room` bytes (the read stops there)."""
+        identity = snapshot = ""
         stamp: int | None = None
         ids: list[bytes] = []
         tiers: list[int] = []
@@ -370,7 +582,7 @@ class Residents:
         size = 0
         with conn.cursor(binary=True) as cursor:
             for row in cursor.stream(query("retrieval", "resident_rows"), key.params()):
-                identity, stamp = row["identity"], row["stamp"]
+                identity, stamp, snapshot = row["identity"], row["stamp"], row["snapshot"]
                 if row["id"] is None:
                     break  # the set has no eligible rows: its stamp only
                 ids.append(row["id"])
@@ -386,7 +598,7 @@ class Residents:
         matrix = halves["x"].astype(np.float32)
         matrix.setflags(write=False)
         id_bytes = np.frombuffer(b"".join(ids), np.uint8).reshape(-1, 16)
-        return identity, int(stamp), id_bytes, np.array(tiers, np.int8), matrix
+        return identity, int(stamp), snapshot, id_bytes, np.array(tiers, np.int8), matrix
 
     def _forget_database(self, now: str, was: str) -> None:
         """Another database answers behind the read URL (a restore, a failover): every set

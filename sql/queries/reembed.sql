@@ -71,7 +71,8 @@ WHERE x.indrelid = 'hag_entries'::regclass AND am.amname IN ('hnsw', 'ivfflat')
 
 -- name: swap_entries
 -- Every entry takes its staged vector; the search copy and its change stamps follow
--- through the copy's trigger (migrations 080, 095), so every resident set is read again.
+-- through the copy's trigger (migrations 080, 095, 185), so no resident set answers from the
+-- old vectors (each follows the change or is read again).
 UPDATE hag_entries e
 SET embedding = s.embedding
 FROM hag_reembed_entries s

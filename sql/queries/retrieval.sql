@@ -110,13 +110,16 @@ JOIN hag_entries e ON e.id = c.id
 -- (hag.retrieval.resident): the id and vector in their binary forms (16 bytes; 4 + 2 x dim
 -- bytes, half precision), the maturity tier (hag_maturity_tier: 0 proven, 1 pattern,
 -- 2 candidate, by which hag.retrieval.tiers indexes the boosts), and on every row the set's stamp (migration 095) and the database's identity
--- (hag_database_identity), read in the same snapshot as the rows; one row with a NULL id
--- when the set has none. The filter is the seed's
+-- (hag_database_identity), read in the same snapshot as the rows, and that snapshot
+-- (pg_current_snapshot: the changes since it are read by resident_changes); one row with a
+-- NULL id when the set has none. The filter is the seed's
 -- (hag_entry_visible, whose tier ranges the copy's index serves); a load is a one-off
 -- background read, so it is not written out per tier as compact_candidates is.
-SELECT s.stamp, s.identity, uuid_send(t.id) AS id, t.tier, halfvec_send(t.embedding) AS vector
+SELECT s.stamp, s.identity, s.snapshot, uuid_send(t.id) AS id, t.tier,
+       halfvec_send(t.embedding) AS vector
 FROM (
-    SELECT coalesce(sum(c.changes), 0) AS stamp, hag_database_identity() AS identity
+    SELECT coalesce(sum(c.changes), 0) AS stamp, hag_database_identity() AS identity,
+           pg_current_snapshot()::text AS snapshot
     FROM hag_entry_search_changes c
     WHERE c.set_key IN (hag_entry_search_key(%(search_set)s, %(topic_id)s), '*')
 ) s
@@ -155,6 +158,59 @@ LEFT JOIN (
       AND e.visibility_scope = ANY (%(scopes)s::text[])
       AND hag_entry_visible(e.maturity, e.confidence, %(retrieval_min_confidence)s, %(floor_proven)s,
                             %(floor_pattern)s, %(floor_candidate)s)
+) r ON true
+
+-- name: resident_changes
+-- What changed in a resident set since the snapshot it was read in (`snapshot`, from
+-- resident_rows or an earlier call of this one), for the reader to apply to the rows it
+-- holds (hag.retrieval.resident, migration 185): the set's change rows written by
+-- transactions that snapshot does not see, and in this statement's snapshot (returned, for
+-- the next call) the set's stamp, the database's identity, the sum of those rows' changes
+-- (`added`: the old stamp plus it must be the new one), whether any of them does not name
+-- its rows (`unknown`: a fold, a TRUNCATE, a backfill), and the number of distinct rows
+-- they name (`changed`). Then, when that is at most `max_rows`, one row per changed id:
+-- its tier and its unit vector in half precision as the copy holds it (the copy's trigger
+-- computes the same from hag_entries, in the same transaction), both NULL when the row is
+-- no longer in the set (gone, moved, archived, below its floor, out of these scopes). One
+-- row with a NULL id when nothing is listed. hag_entries is read by primary key: one probe
+-- per changed row, where the copy's id index would probe every partition.
+WITH since AS (
+    SELECT c.changes, c.ids
+    FROM hag_entry_search_changes c
+    WHERE c.set_key IN (hag_entry_search_key(%(search_set)s, %(topic_id)s), '*')
+      AND c.xid >= pg_snapshot_xmin(%(snapshot)s::pg_snapshot)
+      AND NOT pg_visible_in_snapshot(c.xid, %(snapshot)s::pg_snapshot)
+), changed AS (
+    SELECT DISTINCT u.id FROM since, unnest(since.ids) AS u (id)
+), head AS (
+    SELECT (SELECT coalesce(sum(c.changes), 0)
+            FROM hag_entry_search_changes c
+            WHERE c.set_key IN (hag_entry_search_key(%(search_set)s, %(topic_id)s), '*'))
+               AS stamp,
+           hag_database_identity() AS identity,
+           pg_current_snapshot()::text AS snapshot,
+           (SELECT coalesce(sum(changes), 0) FROM since) AS added,
+           coalesce((SELECT bool_or(ids IS NULL) FROM since), false) AS unknown,
+           (SELECT count(*) FROM changed) AS changed
+)
+SELECT h.stamp, h.identity, h.snapshot, h.added, h.unknown, h.changed, uuid_send(r.id) AS id,
+       r.tier, halfvec_send(r.embedding) AS vector
+FROM head h
+LEFT JOIN (
+    SELECT ch.id, e.tier, e.embedding
+    FROM changed ch
+    LEFT JOIN (
+        SELECT e.id, hag_maturity_tier(e.maturity) AS tier,
+               l2_normalize(e.embedding)::halfvec AS embedding
+        FROM hag_entries e
+        WHERE e.id IN (SELECT id FROM changed)
+          AND hag_entry_search_set(e.visibility_scope, e.maturity) = %(search_set)s
+          AND (%(topic_id)s::text IS NULL OR e.topic_id = %(topic_id)s)
+          AND e.visibility_scope = ANY (%(scopes)s::text[])
+          AND hag_entry_visible(e.maturity, e.confidence, %(retrieval_min_confidence)s,
+                                %(floor_proven)s, %(floor_pattern)s, %(floor_candidate)s)
+    ) e ON e.id = ch.id
+    WHERE (SELECT changed FROM head) <= %(max_rows)s
 ) r ON true
 
 -- name: mean_vector
