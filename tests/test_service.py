@@ -471,20 +471,3 @@ def test_a_degraded_turn_says_so_over_http(demo_memory, private_db, openai_stub,
         "topic-concept",
         "edge-walk",
     ]
-
-
-def test_hag_service_runs_on_the_c_parser_and_loop_when_installed(monkeypatch):
-    """With the service extra (httptools, uvloop) `hag service` asks uvicorn for both, and
-    without them for h11 and asyncio, which uvicorn always has."""
-    import importlib.util
-
-    from hag.cli.service_cmd import http_stack
-
-    assert http_stack() == {"http": "httptools", "loop": "uvloop"}
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name in ("httptools", "uvloop") else real(name, *a),
-    )
-    assert http_stack() == {"http": "h11", "loop": "asyncio"}
