@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from hag import config, quality, retrieval, settings
+from hag import DEMO_CORPUS, config, quality, retrieval, settings
 from hag.nightly.sweeps import run_nightly
 from hag.operations import corpus
 from hag.quality import _gx as suites_gx
@@ -205,7 +205,7 @@ def test_tutor_session_end_and_nightly_through_pgbouncer_in_transaction_mode(
     through_pgbouncer: str, database_url: str
 ):
     """500 tutor turns, session-end on 2 workers and a nightly, through PgBouncer: no session state."""
-    loaded = corpus.load_file(Path(corpus.__file__).parent / "data" / "demo_corpus.json")
+    loaded = corpus.load_file(DEMO_CORPUS)
     assert loaded.entries > 0
     assert _tutor(SESSIONS, TURNS) == SESSIONS * TURNS
     summary = process_pending(workers=2, batch_size=10)
@@ -248,7 +248,7 @@ def test_without_the_setting_the_pooler_breaks_prepared_statements(through_pgbou
 
 
 HOLD = (
-    "import sys, time, uuid; from hag import runs\n"
+    "import sys, time, uuid; from hag.storage import runs\n"
     "with runs.alive(uuid.UUID(sys.argv[1])):\n"
     "    print('held', flush=True); time.sleep(600)\n"
 )

@@ -157,14 +157,16 @@ def _locks_while_applying(db, n_observations):
 
 def test_a_sessions_locks_stay_flat_as_its_observations_grow(db, topic, dials):
     """1, 200 and 1,500 new topic concepts: at most session_lock_buckets advisory locks, and
-    the large sessions hold as many locks in all as each other (one per identity: 1,500)."""
+    the large sessions hold as many locks in all as each other (not one per identity)."""
     dials(session_lock_buckets=16)
     one = _locks_while_applying(db, 1)
     medium = _locks_while_applying(db, 200)
     large = _locks_while_applying(db, 1500)
     assert one[0] == 1
     assert medium[0] == large[0] == 16
-    assert large[1] == medium[1] <= one[1] + 16
+    # beyond the 15 more advisory locks: a TOAST table and its index, once a statement's
+    # change row (the ids it changed in its set, migration 185) grows past TOAST's threshold
+    assert large[1] == medium[1] <= one[1] + 15 + 2
 
 
 def test_the_lock_bucket_dial_is_read(db, topic, dials):
