@@ -21,7 +21,13 @@ run's writes and figures (15), after one warm-up of at most `HAG_BENCH_MIXED_WAR
 seconds (180) in which 8 clients read the sets into memory (kept from run to run), `HAG_BENCH_MIXED_MODES` (follow,reload: every run with the
 resident sets following the writes, then every run with them read again after a write), `HAG_BENCH_MIXED_WRITE_COST`
 sessions for the trigger's write cost (200), `HAG_BENCH_MIXED_RESIDENT_MB` (the dial
-resident_max_mb for the run; default: as set). At 1M rows it needs the machine's big-run lock.
+resident_max_mb for the run; default: as set). `HAG_BENCH_MIXED_VIA` (threads): `service`
+adds, after those runs, the same grid with the clients over HTTP: a `hag service`
+subprocess holds the pools and resident sets, each client thread calls it with the typed
+client (`HagClient.retrieve`, a text message embedded offline by the service), beside
+in-process clients calling `hag.retrieval.retrieve` with the same texts in the same run,
+the two alternating cell by cell, the result cache off for both (no recall figure: the
+texts' vectors are near no stored row, like the stress set). At 1M rows it needs the machine's big-run lock.
 HAG_BENCH_KEEP_DIR=DIR keeps the database in DIR/mixed-<rows>-<dim> and measures it again
 on the next run without reloading, after migrating it to this checkout (the sessions an
 earlier run applied stay in it); HAG_BENCH_LOAD_ONLY=1: load, do not measure.
@@ -49,11 +55,12 @@ DIM = int(os.environ.get("HAG_BENCH_MIXED_DIM", "1536"))
 SECONDS = float(os.environ.get("HAG_BENCH_MIXED_SECONDS", "20"))
 RATES = [int(x) for x in os.environ.get("HAG_BENCH_MIXED_RATES", "10,50").split(",")]
 CLIENTS = [int(x) for x in os.environ.get("HAG_BENCH_MIXED_CLIENTS", "1,8,32").split(",")]
-MODES = os.environ.get("HAG_BENCH_MIXED_MODES", "follow,reload").split(",")
+MODES = [m for m in os.environ.get("HAG_BENCH_MIXED_MODES", "follow,reload").split(",") if m]
 WRITE_COST_SESSIONS = int(os.environ.get("HAG_BENCH_MIXED_WRITE_COST", "200"))
 WARM = float(os.environ.get("HAG_BENCH_MIXED_WARM", "15"))
 WARM_SETS = float(os.environ.get("HAG_BENCH_MIXED_WARM_SETS", "180"))
 RESIDENT_MB = os.environ.get("HAG_BENCH_MIXED_RESIDENT_MB")  # default: the dial's
+VIA = os.environ.get("HAG_BENCH_MIXED_VIA", "threads").split(",")
 RUN = int(time.time())  # in each session id
 RECALL_EVERY = 10  # one answer in ten is checked against the seed's exact query
 TURNS = 10
@@ -143,7 +150,12 @@ def _writer(c, by_topic, rate: float, stop: threading.Event, counts: dict, start
     counts["rejected"] = summary.rejects + summary.failures
 
 
-def _client(samples, reads: Reads, stop: threading.Event, seed: int, dials: Any) -> None:
+def _client(
+    samples, reads: Reads, stop: threading.Event, seed: int, dials: Any, via: Any = None
+) -> None:
+    """One tutor client: `via` None reads with the samples' vectors in process (recall
+    checked); "text" reads `hag.retrieval.retrieve` with a text message; a HagClient reads
+    the same texts over HTTP."""
     from hag import retrieval
     from hag.retrieval import ranking, store
     from hag.storage import db
@@ -153,13 +165,27 @@ def _client(samples, reads: Reads, stop: threading.Event, seed: int, dials: Any)
     reference = db.connect(autocommit=True)  # the seed's exact query, outside the timing
     while not stop.is_set():
         t, q, slugs, learner, _kind = samples[rng.randrange(len(samples))]
+        message = f"question {rng.randrange(1_000_000)} on t{t:02d}"
         started = time.perf_counter()
-        result = retrieval.retrieve_with_vector(f"t{t:02d}", learner, q, slugs, slugs[:1])
+        if via is None:
+            result = retrieval.retrieve_with_vector(f"t{t:02d}", learner, q, slugs, slugs[:1])
+        elif via == "text":
+            result = retrieval.retrieve(
+                f"t{t:02d}", learner, message, None, None, [slugs], slugs[:1]
+            )
+        else:
+            result = via.retrieve(
+                f"t{t:02d}",
+                learner,
+                message,
+                recent_concepts=[slugs],
+                expected_concepts=slugs[:1],
+            )
         ms = (time.perf_counter() - started) * 1000
         topic = [p for p in result.passes if p.name == "topic-semantic"]
         hits = wanted = 0
         n += 1
-        if n % RECALL_EVERY == 0:
+        if via is None and n % RECALL_EVERY == 0:
             params = {**store.filters(dials), "query": q, "topic_id": f"t{t:02d}"}
             exact = store.seed_exact(
                 reference, {**params, "scopes": ["public"]}, dials["match_count"]
@@ -182,10 +208,21 @@ def _client(samples, reads: Reads, stop: threading.Event, seed: int, dials: Any)
     reference.close()
 
 
-def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int, mode: str) -> int:
+def run_mixed(
+    c: br.Corpus,
+    rate: int,
+    clients: int,
+    samples,
+    dials,
+    start: int,
+    mode: str,
+    via: Any = None,
+    side: str = "",
+) -> int:
     """One run: `clients` readers and one writer at `rate` sessions/s, resident sets
     following writes (`mode` 'follow') or read again after each ('reload':
-    resident_follow_max_rows 0, as before migration 185)."""
+    resident_follow_max_rows 0, as before migration 185); `via` as `_client` takes it,
+    `side` names it in the printed line and the recorded figures."""
     from hag import settings
     from hag.storage import db
 
@@ -200,7 +237,7 @@ def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int,
     by_topic = _by_topic(c)
     reads, stop, counts = Reads(), threading.Event(), {}
     threads = [
-        threading.Thread(target=_client, args=(samples, reads, stop, k, dials))
+        threading.Thread(target=_client, args=(samples, reads, stop, k, dials, via))
         for k in range(clients)
     ]
     writer = threading.Thread(target=_writer, args=(c, by_topic, rate, stop, counts, start))
@@ -222,16 +259,18 @@ def run_mixed(c: br.Corpus, rate: int, clients: int, samples, dials, start: int,
     achieved = counts["sessions"] / counts["seconds"]
     apply_p50 = br.pct(counts.get("apply_ms", [0.0]), 50)
     print(
-        f"{mode:>6} {rate:3d} sessions/s asked, {clients:2d} clients: retrieve p50 "
+        (f"{side:>8} " if side else "")
+        + f"{mode:>6} {rate:3d} sessions/s asked, {clients:2d} clients: retrieve p50 "
         f"{p50:6.1f} ms, p99 {p99:6.1f} ms over {len(reads.ms):,} reads; resident "
         f"{share:5.1%} of topic passes ({reads.followed / max(reads.topic_passes, 1):5.1%} "
         f"after following writes, those reads p50 {br.pct(reads.followed_ms or [0.0], 50):.1f} "
-        f"ms); recall@5 {recall:.4f}; session-end "
+        f"ms); recall@5 {'n/a' if recall != recall else f'{recall:.4f}'}; session-end "
         f"{achieved:5.1f} sessions/s achieved, apply p50 {apply_p50:.1f} ms "
         f"({counts['rejected']} rejected or failed); load {load}",
         flush=True,
     )
     label = f"mixed.{ROWS // 1000}k.{rate}ps.{clients}c" + (".reload" if mode == "reload" else "")
+    label += f".{side}" if side else ""
     record(f"{label}.p99_ms", p99)
     record(f"{label}.sessions_per_s", achieved)
     record(f"{label}.resident_share", share)
@@ -331,6 +370,53 @@ def write_cost(c: br.Corpus, dials: Any, sessions: int, start: int = 0) -> int:
     return i
 
 
+def over_the_service(c: br.Corpus, samples: list[Any], dials: Any, start: int) -> int:
+    """The grid again with text messages, following writes: in-process clients and clients
+    of a `hag service` subprocess on the same database, alternating cell by cell (in-process
+    first in even cells); the writer stays in this process."""
+    from bench.bench_service import TOKEN, service
+    from hag import retrieval, settings
+    from hag.service.client import HagClient
+    from hag.storage import db
+    from hag.vectors import embedder_identity
+    from hag.vectors.embeddings import get_embedder
+
+    with db.connect() as conn:
+        # the rows are synthetic: the offline embedder is declared the memory's so that a
+        # text retrieve embeds with it (as bench_service's big memory does)
+        identity, probe = embedder_identity.measure(get_embedder())
+        embedder_identity.write(conn, identity, probe)
+        settings.set_value(conn, "retrieval_cache_ttl_seconds", 0, by="bench")
+        settings.reset_value(conn, "resident_follow_max_rows", by="bench")
+        conn.commit()
+    settings.invalidate()
+    retrieval.clear_caches()
+    with service(os.environ["DATABASE_URL"]) as (base, _pid):
+        client = HagClient(base, TOKEN, timeout=120)
+        # the service reads its sets into memory first, as warm_sets did for this process
+        warm = Reads()
+        stop = threading.Event()
+        threads = [
+            threading.Thread(target=_client, args=(samples, warm, stop, 2000 + k, dials, client))
+            for k in range(8)
+        ]
+        for th in threads:
+            th.start()
+        time.sleep(min(WARM_SETS, 60))
+        stop.set()
+        for th in threads:
+            th.join()
+        cell = 0
+        for rate in RATES:
+            for clients in CLIENTS:
+                sides = [("in-proc", "text"), ("service", client)]
+                for side, via in sides if cell % 2 == 0 else sides[::-1]:
+                    start = run_mixed(c, rate, clients, samples, dials, start, "follow", via, side)
+                cell += 1
+        client.close()
+    return start
+
+
 def _by_topic(c: br.Corpus) -> dict[int, np.ndarray]:
     return {
         t: np.flatnonzero((c.topic == t) & (c.scope == 0) & (c.maturity != "archived"))
@@ -402,6 +488,8 @@ def main() -> None:
             for rate in RATES:
                 for clients in CLIENTS:
                     start = run_mixed(corpus, rate, clients, samples, dials, start, mode)
+        if "service" in VIA:
+            start = over_the_service(corpus, samples, dials, start)
     finally:
         db.close_all()
         db.close_read_pool()
