@@ -328,6 +328,7 @@ def test_the_client_reads_every_framing_http_allows(answer, body):
         b"SMTP ready\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Le",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n",
     ],
 )
 def test_a_broken_answer_is_unavailable_not_a_socket_error(answer):

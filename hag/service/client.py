@@ -313,10 +313,9 @@ def _read_chunked(sock: socket.socket, pending: bytearray) -> bytes:
                 raise _Broken("the connection closed inside a chunked answer")
             pending += chunk
         size_text = bytes(pending[:eol]).split(b";")[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise _Broken(f"a malformed chunk size: {size_text[:20]!r}") from None
+        if not size_text or size_text.strip(b"0123456789abcdefABCDEF"):
+            raise _Broken(f"a malformed chunk size: {size_text[:20]!r}")
+        size = int(size_text, 16)
         del pending[: eol + 2]
         if size == 0:  # the last chunk: then trailers, if any, and a blank line
             while not pending.startswith(b"\r\n") and b"\r\n\r\n" not in pending:
