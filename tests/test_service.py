@@ -44,18 +44,20 @@ def free_port() -> int:
 
 
 class Running:
-    """A uvicorn server of `create_app` in a thread of this process."""
+    """A uvicorn server of `create_app` in a thread of this process, configured as `hag
+    service` configures it (its own connection protocol, hag/service/wire.py)."""
 
     def __init__(self) -> None:
         import uvicorn
 
         from hag.service import create_app
+        from hag.service.wire import server_config
 
         self.app = create_app(TOKEN)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(
-            uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
+            server_config(self.app, "127.0.0.1", self.port, log_level="warning")
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -165,6 +167,191 @@ def test_the_retrieve_answer_is_the_librarys_as_dict(service, monkeypatch, encod
     )
     assert result.topic_advisories and result.edges and result.passes
     assert json.loads(fast.result_json(result)) == result.as_dict()
+
+
+def _request(body: bytes, path: str = "/v1/retrieve", extra: str = "") -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n{extra}"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+def _answers(sock: socket.socket, count: int) -> list[tuple[int, dict[str, str], bytes]]:
+    """`count` answers read from `sock` in order (each framed by its Content-Length, as the
+    service frames every answer to a request it can read)."""
+    buffer, answers = b"", []
+    while len(answers) < count:
+        end = buffer.find(b"\r\n\r\n")
+        if end >= 0:
+            lines = buffer[:end].decode("latin-1").split("\r\n")
+            headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
+            size = int(headers.get("content-length", 0))
+            if len(buffer) >= end + 4 + size:
+                status = int(lines[0].split()[1])
+                answers.append((status, headers, buffer[end + 4 : end + 4 + size]))
+                buffer = buffer[end + 4 + size :]
+                continue
+        chunk = sock.recv(65536)
+        assert chunk, f"the connection closed after {len(answers)} of {count} answers"
+        buffer += chunk
+    return answers
+
+
+RETRIEVE = json.dumps({"topic_id": "cryptography", "learner_id": "ada", "message": MESSAGE})
+
+
+def test_a_plain_retrieve_is_answered_by_the_connections_own_protocol(service, monkeypatch):
+    """The client's retrieve is a plain request: answered before h11, in one write, with
+    the same body as the general path gives the same request sent in two pieces."""
+    from hag.service.fast import RetrieveFastPath
+
+    taken: list[bool] = []
+    plain = RetrieveFastPath.plain_request
+
+    def spy(self: RetrieveFastPath, data: bytes) -> Any:
+        found = plain(self, data)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(RetrieveFastPath, "plain_request", spy)
+    request = _request(RETRIEVE.encode())
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sock:
+        sock.sendall(request)
+        ((status, headers, whole),) = _answers(sock, 1)
+        sock.sendall(request[:40])  # the head in two pieces: h11 and the application
+        time.sleep(0.2)
+        sock.sendall(request[40:])
+        ((again, _, pieces),) = _answers(sock, 1)
+    assert taken[0] is True and False in taken[1:]
+    assert (status, again) == (200, 200) and headers["server-timing"].startswith("retrieve;")
+    first, second = json.loads(whole), json.loads(pieces)
+    assert first["text"] and first["text"] == second["text"]
+    assert first["used_entry_ids"] == second["used_entry_ids"]
+
+
+@pytest.mark.parametrize(
+    ("path", "extra", "status"),
+    [
+        ("/v1/retrieve", "Connection: close\r\n", 200),
+        ("/v1/retrieve?trace=1", "", 200),
+        ("/v1/retrieve", "Transfer-Encoding: gzip\r\n", 400),
+    ],
+)
+def test_a_retrieve_out_of_the_ordinary_takes_the_general_path(service, path, extra, status):
+    """Connection: close, a query string, a transfer encoding: not plain, so h11 and the
+    application answer them as HTTP says (the first closes after its answer; h11 refuses
+    an encoding it cannot undo)."""
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sock:
+        sock.sendall(_request(RETRIEVE.encode(), path=path, extra=extra))
+        ((answered, headers, body),) = _answers(sock, 1)
+        assert answered == status
+        if status == 200:
+            assert json.loads(body)["text"] and "server-timing" in headers
+        if extra.startswith("Connection"):
+            assert headers["connection"] == "close" and sock.recv(10) == b""
+
+
+def test_requests_sent_before_a_retrieve_is_answered_are_answered_in_order(service):
+    """A retrieve, then at once a malformed retrieve and a health check on the same
+    connection: three answers, in the order asked (HTTP/1.1 pipelining)."""
+    health = f"GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sock:
+        sock.sendall(_request(RETRIEVE.encode()))
+        sock.sendall(_request(b'{"topic_id": 7}') + health.encode())
+        answers = _answers(sock, 3)
+    assert [status for status, _, _ in answers] == [200, 422, 200]
+    assert json.loads(answers[0][2])["text"]
+    assert json.loads(answers[1][2])["field"] == "topic_id"
+    assert json.loads(answers[2][2])["ok"] is True
+
+
+def test_a_retrieve_in_flight_at_shutdown_is_answered_then_the_connection_closes(db, monkeypatch):
+    """The server stopping while the connection's own protocol answers a retrieve: the
+    answer goes out whole, with Connection: close, and the server then stops."""
+    corpus.load_file(corpus.DEMO_CORPUS)
+    db.commit()
+    retrieval.clear_caches()
+    started, release = threading.Event(), threading.Event()
+    original = retrieval.retrieve
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        release.wait(timeout=30)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(retrieval, "retrieve", slow)
+    with Running() as running:
+        with socket.create_connection(("127.0.0.1", running.port), timeout=30) as sock:
+            sock.sendall(_request(RETRIEVE.encode()))
+            assert started.wait(timeout=30)
+            running.server.should_exit = True
+            time.sleep(0.5)  # the server asks every connection to shut down
+            release.set()
+            ((status, headers, body),) = _answers(sock, 1)
+            assert status == 200 and json.loads(body)["text"]
+            assert headers["connection"] == "close" and sock.recv(10) == b""
+        running.thread.join(timeout=30)
+        assert not running.thread.is_alive()
+    retrieval.clear_caches()
+
+
+@pytest.mark.parametrize(
+    ("answer", "body"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", b"hello"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"3\r\nhel\r\n2;x=1\r\nlo\r\n0\r\nTrailer: 1\r\n\r\n",
+            b"hello",
+        ),
+        (b"HTTP/1.0 200 OK\r\nServer: x\r\n\r\nhello", b"hello"),
+        (b"HTTP/1.1 204 No Content\r\n\r\n", b""),
+    ],
+)
+def test_the_client_reads_every_framing_http_allows(answer, body):
+    """Content-Length, chunked (with an extension and a trailer), the connection's end."""
+    from hag.service.client import _read_response
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        for i in range(0, len(answer), 7):  # in small pieces, as a network may deliver it
+            theirs.sendall(answer[i : i + 7])
+        theirs.shutdown(socket.SHUT_WR)
+        assert _read_response(ours)[2] == body
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort",
+        b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+        b"SMTP ready\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Le",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n",
+    ],
+)
+def test_a_broken_answer_is_unavailable_not_a_socket_error(answer):
+    """A short, malformed or foreign answer raises ServiceUnavailable naming no socket type."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    with (
+        listener,
+        HagClient(url, TOKEN, timeout=10) as client,
+        pytest.raises(ServiceUnavailable, match="did not answer") as caught,
+    ):
+        client.health()
+    thread.join(timeout=10)
+    assert caught.value.status == 503
 
 
 def test_the_client_reads_the_duration_of_server_timing():

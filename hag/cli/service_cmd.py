@@ -31,17 +31,16 @@ def service(host: str | None, port: int | None) -> None:
     if not token.strip():
         raise ConfigError("the service needs a bearer token: set HAG_SERVICE_TOKEN")
     ready()
-    import uvicorn
-
     from hag.service import create_app
+    from hag.service.wire import server_config
 
     bind = host or config.service_host
     at = f"{bind}:{config.service_port if port is None else port}"
     server = _server_class()(
-        uvicorn.Config(
+        server_config(
             create_app(token),
-            host=bind,
-            port=config.service_port if port is None else port,
+            bind,
+            config.service_port if port is None else port,
             log_level="warning",
             access_log=False,
             lifespan="on",

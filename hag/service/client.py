@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,6 +46,9 @@ __all__ = [
 ]
 
 Model = TypeVar("Model", bound=BaseModel)
+
+_READ = 65536  # bytes asked of the socket per read: a retrieve's answer in one or two
+_MAX_HEAD = 65536  # an answer's status line and headers, at most
 
 
 class ServiceError(HagError):
@@ -113,7 +117,7 @@ class HagClient:
             recent_concepts=[list(turn) for turn in recent_concepts],
             expected_concepts=list(expected_concepts),
         )
-        return self._call("POST", "/retrieve", RetrieveResult, body.model_dump(mode="json"))
+        return self._call("POST", "/retrieve", RetrieveResult, body.model_dump_json().encode())
 
     def submit_session(self, payload: Mapping[str, Any] | str | bytes) -> SessionState:
         """Queue one session payload (docs/session-contract.schema.json), or learn where a
@@ -180,9 +184,11 @@ class HagClient:
     ) -> tuple[int, bytes]:
         """One request on `connection` and its (status, body).
 
-        The request line, headers and body leave in one write: http.client writes the body
-        apart, which costs a system call here and a second read and parse on the server
-        every turn. The answer is read by http.client's own response parser.
+        The request line, headers and body leave in one write (http.client writes the body
+        apart: a system call here and a second read and parse on the server every turn),
+        and the answer is read by `_read_response`, not http.client's parser, which reads
+        the headers line by line and parses them with the email package: about 40%
+        of the client's CPU on a turn (docs/journal/2026-12-02-service-overhead.md).
         """
         if connection.sock is None:
             connection.connect()
@@ -194,17 +200,12 @@ class HagClient:
         if data is not None:
             head += f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
         connection.sock.sendall(head.encode("latin-1") + b"\r\n" + (data or b""))
-        response = http.client.HTTPResponse(connection.sock, method=method)
-        try:
-            response.begin()
-            text = response.read()
-        finally:
-            response.close()
-        if response.will_close:
+        status, headers, text = _read_response(connection.sock)
+        if headers.get("connection", "").lower() == "close":
             connection.close()
-        timing = response.getheader("Server-Timing")
+        timing = headers.get("server-timing")
         self._local.server_ms = _duration(timing) if timing else None
-        return response.status, text
+        return status, text
 
     def _connection(self) -> http.client.HTTPConnection:
         """This thread's kept-alive connection to the service (made on first use)."""
@@ -234,6 +235,103 @@ class HagClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Broken(http.client.HTTPException):
+    """The service's answer could not be read as HTTP/1.1 (a ServiceUnavailable outside)."""
+
+
+def _read_response(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP/1.1 response from `sock`: (status, headers by lower-case name, body).
+
+    Reads in large pieces (a retrieve's answer, ~12 KB, is one or two reads) and splits
+    the head itself. The body is framed by Content-Length, chunked transfer encoding, or
+    the end of the connection, as HTTP/1.1 allows. The service closing the connection
+    before the first byte is a ConnectionResetError (a kept-alive connection closed while
+    idle: the caller retries once); any other short or malformed answer is `_Broken`.
+    """
+    buffer = bytearray()
+    while (end := buffer.find(b"\r\n\r\n")) < 0:
+        if len(buffer) > _MAX_HEAD:
+            raise _Broken("the answer's head is too long")
+        chunk = sock.recv(_READ)
+        if not chunk:
+            if buffer:
+                raise _Broken("the connection closed inside the answer's head")
+            raise ConnectionResetError("the service closed the connection")
+        buffer += chunk
+    lines = bytes(buffer[:end]).decode("latin-1").split("\r\n")
+    version, _, rest = lines[0].partition(" ")
+    code = rest[:3]
+    if not version.startswith("HTTP/1.") or not code.isdigit():
+        raise _Broken(f"not an HTTP/1.1 answer: {lines[0][:40]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon:
+            raise _Broken(f"a malformed header line: {line[:40]!r}")
+        key = name.strip().lower()
+        value = value.strip()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    if version == "HTTP/1.0" and headers.get("connection", "").lower() != "keep-alive":
+        headers["connection"] = "close"
+    body = buffer[end + 4 :]
+    if code[0] == "1" or code in ("204", "304"):  # no body, whatever the headers say
+        return int(code), headers, b""
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        return int(code), headers, _read_chunked(sock, body)
+    length = headers.get("content-length")
+    if length is None:  # framed by the connection's end
+        headers["connection"] = "close"
+        while chunk := sock.recv(_READ):
+            body += chunk
+        return int(code), headers, bytes(body)
+    if not length.isdigit():
+        raise _Broken(f"a malformed Content-Length: {length[:20]!r}")
+    return int(code), headers, _read_exactly(sock, body, int(length))
+
+
+def _read_exactly(sock: socket.socket, body: bytearray, size: int) -> bytes:
+    """`body` (already read) completed from `sock` to `size` bytes."""
+    while len(body) < size:
+        chunk = sock.recv(max(size - len(body), _READ))
+        if not chunk:
+            raise _Broken(f"the connection closed after {len(body)} of {size} bytes")
+        body += chunk
+    if len(body) > size:
+        raise _Broken("more bytes than the answer's Content-Length")
+    return bytes(body)
+
+
+def _read_chunked(sock: socket.socket, pending: bytearray) -> bytes:
+    """A chunked body, `pending` its first bytes already read."""
+    body = bytearray()
+    while True:
+        while (eol := pending.find(b"\r\n")) < 0:
+            chunk = sock.recv(_READ)
+            if not chunk:
+                raise _Broken("the connection closed inside a chunked answer")
+            pending += chunk
+        size_text = bytes(pending[:eol]).split(b";")[0].strip()
+        if not size_text or size_text.strip(b"0123456789abcdefABCDEF"):
+            raise _Broken(f"a malformed chunk size: {size_text[:20]!r}")
+        size = int(size_text, 16)
+        del pending[: eol + 2]
+        if size == 0:  # the last chunk: then trailers, if any, and a blank line
+            while not pending.startswith(b"\r\n") and b"\r\n\r\n" not in pending:
+                chunk = sock.recv(_READ)
+                if not chunk:
+                    raise _Broken("the connection closed inside a chunked answer's end")
+                pending += chunk
+            return bytes(body)
+        needed = size + 2
+        while len(pending) < needed:
+            chunk = sock.recv(max(needed - len(pending), _READ))
+            if not chunk:
+                raise _Broken("the connection closed inside a chunk")
+            pending += chunk
+        body += pending[:size]
+        del pending[:needed]
 
 
 def _duration(timing: str) -> float | None:

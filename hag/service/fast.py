@@ -18,6 +18,11 @@ app.py), answers a well-formed, authorised retrieve itself:
   `Server-Timing: retrieve;dur=...` header, the milliseconds the server worked on it, so a
   client can tell the network and the HTTP stack from the retrieve.
 
+Under `hag service` most retrieves do not even reach this ASGI path: the connection's own
+protocol (hag/service/wire.py) reads a plain retrieve from the raw bytes with
+`plain_request` and answers it with `respond`, without h11 and the ASGI messages; this path
+answers the retrieves that protocol hands on, and every retrieve under another server.
+
 Anything else, and every request this path would refuse (no or a wrong token, a body that
 is not a valid `RetrieveRequest`), goes on to the FastAPI application unchanged (the body
 replayed), which answers it as it always has: the same 401 and 422 lines, one place for
@@ -54,6 +59,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PATH = f"{API_PREFIX}/retrieve"
 JSON = b"application/json"
+_REQUEST_LINE = f"POST {PATH} HTTP/1.1\r\n".encode()
+# Headers that make a request more than a plain retrieve: the general path answers it.
+_REFUSED = frozenset((b"transfer-encoding", b"expect", b"upgrade"))
 
 
 def result_json(result: Any) -> bytes:
@@ -132,16 +140,62 @@ class RetrieveFastPath:
         if request is None:  # the application answers it (401, 422) as it answers any other
             await self.app(scope, _replay(body, receive), send)
             return
-        loop = asyncio.get_running_loop()
-        try:
-            payload, headers = await loop.run_in_executor(self._pool(), answer, request)
-            status = 200
-        except Exception as exc:
-            status, payload, headers = self._reply_for(exc)
+        status, payload, headers = await self.respond(request)
         raw = [(b"content-type", JSON), (b"content-length", str(len(payload)).encode())]
         raw += [(k.lower().encode(), v.encode()) for k, v in headers.items()]
         await send({"type": "http.response.start", "status": status, "headers": raw})
         await send({"type": "http.response.body", "body": payload})
+
+    async def respond(self, request: RetrieveRequest) -> tuple[int, bytes, dict[str, str]]:
+        """The retrieve on the pool (one hop out, one back): (status, JSON body, headers),
+        the application's own error reply for an exception of the retrieve."""
+        loop = asyncio.get_running_loop()
+        try:
+            payload, headers = await loop.run_in_executor(self._pool(), answer, request)
+        except Exception as exc:
+            return self._reply_for(exc)
+        return 200, payload, headers
+
+    def plain_request(self, data: bytes) -> RetrieveRequest | None:
+        """The retrieve in `data`, the raw bytes of one whole HTTP/1.1 request, when they
+        are a plain, authorised `POST /v1/retrieve` with a valid body; else None.
+
+        For the connection's own protocol (hag/service/wire.py), which answers such a
+        request without an HTTP parser or ASGI messages. Anything unusual is None and goes
+        the general way (h11, this class's `__call__`, FastAPI), which answers it as for any
+        request: a partial or pipelined request, a query string, a header folded over lines
+        or given twice, a transfer encoding, `Expect`, `Upgrade` or `Connection: close`,
+        HTTP/1.0, no `Host`, a wrong token or content type, a body pydantic refuses.
+        """
+        end = data.find(b"\r\n\r\n")
+        if end < 0 or not data.startswith(_REQUEST_LINE):
+            return None
+        seen: dict[bytes, bytes] = {}
+        for line in data[len(_REQUEST_LINE) : end].split(b"\r\n"):
+            name, colon, value = line.partition(b":")
+            key = name.lower()
+            if not colon or key in seen or not name or name[-1:] in b" \t" or line[:1] in b" \t":
+                return None
+            seen[key] = value.strip(b" \t")
+        if (
+            b"host" not in seen
+            or _REFUSED.intersection(seen)
+            or seen.get(b"connection", b"").lower() == b"close"
+        ):
+            return None
+        body = data[end + 4 :]
+        length = seen.get(b"content-length", b"")
+        if not length.isdigit() or int(length) != len(body):
+            return None
+        content_type = seen.get(b"content-type", b"")
+        if content_type and content_type.split(b";")[0].strip().lower() != JSON:
+            return None
+        if not hmac.compare_digest(seen.get(b"authorization", b""), self._authorisation):
+            return None
+        try:
+            return RetrieveRequest.model_validate_json(body)
+        except PydanticError:
+            return None
 
 
 def answer(request: RetrieveRequest) -> tuple[bytes, dict[str, str]]:
