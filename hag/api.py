@@ -92,6 +92,9 @@ class EdgeExplanation:
     target_concept: str | None
     events: tuple[HistoryEvent, ...]  # oldest first
     total_events: int  # every event recorded; `events` holds the newest `limit`
+    # under the units rule, a live prerequisite's formula terms now (`rules.EvidenceTerms`:
+    # units, learners, chance, reverse, prior, ... and `confidence`, what the re-weigh stores)
+    terms: Mapping[str, Any] | None = None
 
 
 class Memory:
@@ -231,12 +234,19 @@ class Memory:
         NotFoundError when no edge or entry has that id.
         """
         from hag import settings
+        from hag.session.explain import evidence_terms
         from hag.storage import db
         from hag.storage.history import explain_edge
 
         with _boundary(), db.connect() as conn:
-            shown = limit or settings.load(conn).history_default_limit
+            dials = settings.load(conn)
+            shown = limit or dials.history_default_limit
             key, edge, rows = explain_edge(conn, str(edge_id), shown)
+            terms = (
+                None
+                if edge["culled"] or edge["edge_type"] != "prerequisite"
+                else evidence_terms(conn, key, edge["source_entry_id"], dials)
+            )
         now = {} if edge["culled"] else edge
         return EdgeExplanation(
             edge_id=key,
@@ -259,6 +269,7 @@ class Memory:
                 for r in rows
             ),
             total_events=int(rows[0]["total"]) if rows else 0,
+            terms=terms,
         )
 
     def nightly(self, *, as_of: datetime | None = None, dry_run: bool = False) -> NightlyResult:

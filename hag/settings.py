@@ -204,24 +204,17 @@ class Settings(Mapping[str, Any]):
     session_max_success_slugs: int = _num(500, 0, 1_000_000, "ours: sessions whose successful turns name more distinct concept slugs are refused whole at ingest (each is a hag_learner_successes row)", S)
     session_lock_buckets: int = _num(256, 1, 4096, "ours: hash buckets of the advisory locks guarding a session's identities: a session holds at most this many, whatever its size", S)
     # the evidence rules (issue 14; `hag settings profile evidence` selects them, docs/learning-report.md)
-    prerequisite_confidence_rule: str = _dial("seed", "ours: seed = learned prerequisites move by the seed's reinforcement floors and outcome grading; lift = from the sessions that reported them net of chance, h'/(h'+k), never outcome-graded", S, choices=("seed", "lift"))
+    prerequisite_confidence_rule: str = _dial("seed", "ours: seed = learned prerequisites move by the seed's reinforcement floors and outcome grading; lift = from the sessions that reported them net of chance, h'/(h'+k), never outcome-graded; units = the lift rule over evidence units: a session is one unit per concept, a learner's total per pair is capped, and too few learners hold an edge below the walk floor (docs/learning-report.md)", S, choices=("seed", "lift", "units"))
+    prerequisite_learner_cap: float = _num(1.0, 0.01, 1000, "ours: under units, one learner's evidence for a pair (the sum of its sessions' shares) counts at most this many units", S)
+    prerequisite_min_learners: int = _num(2, 2, 1000, "ours: under units, a learned prerequisite reported by fewer distinct learners is held below the walk floor (edge_min_confidence x learners / this), and negative evidence lowers an authored one only from a concept reported on by at least this many", S)
     prerequisite_lift_k: float = _num(2.0, 0.01, 1000, "ours: k of the lift rule h'/(h'+k) (2 keeps the seed's 0.33/0.5/0.6 ladder for an uncontested edge)", S)
     prerequisite_lift_chance_spread: float = _num(0.0, 0, 100000, "ours: concepts over which a failing concept's other struggle reports spread by chance (0: the topic's other concepts)", S)
-    prerequisite_lift_reverse: bool = _dial(False, "ours: under lift, the reverse direction's evidence counts against a pair (prerequisites form a DAG)", S)
-    prerequisite_lift_transitive: bool = _dial(False, "ours: under lift, reports on c naming x that a walked path c -> m -> x explains count against c -> x (h(c->m) times m's share of reports naming x, the largest over m)", S)
-    prerequisite_lift_transitive_weight: float = _num(1.0, 0, 1, "ours: ...and the share of those explained reports that counts against c -> x (1: all of them)", S)
     prerequisite_lift_noise_weight: float = _num(0.0, 0, 1000, "ours (measured, docs/learning-report.md): the chance term of a learned c -> m is scaled by 1 + this x c's reversal share, the share of c's struggle reports (live and culled prerequisites out of c) naming a concept the memory holds to build on c; 0: off", S)
     prerequisite_lift_noise_prior: float = _num(0.05, 0, 1, "ours: the reversal share a concept with no reports is given, which its own reports outweigh...", S)
     prerequisite_lift_noise_prior_reports: float = _num(5.0, 0, 1000, "ours: ...as if it came from this many reports", S)
     prerequisite_lift_noise_held_min: float = _num(0.6, 0, 1, "ours: a prerequisite x -> c at this confidence or more makes a report on c naming x a reversal", S)
     prerequisite_unlearn_min_reports: int = _num(0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports, over its live and culled prerequisites (0: never)", S)
     prerequisite_unlearn_max_share: float = _num(0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports (0: lowered only when none supports it)", S)
-    prerequisite_repeat_weighting: bool = _dial(False, "ours: under lift, a learned prerequisite's reports are weighed by who reported them (hag_edge_learner_reports): a learner's first session, its further sessions and a session's further turns by the three weights below (off: every session counts 1)", S)
-    prerequisite_repeat_first_weight: float = _num(1.0, 0, 100, "ours: ...the weight of a learner's first session reporting a pair", S)
-    prerequisite_repeat_session_weight: float = _num(1.0, 0, 100, "ours: ...the weight of each further session of the same learner reporting it", S)
-    prerequisite_repeat_turn_weight: float = _num(0.0, 0, 100, "ours: ...the weight of each turn beyond the first of a session reporting it", S)
-    prerequisite_repeat_shown_weight: float = _num(1.0, 0, 1, "ours: ...and the share of their weight that counts for a learner's sessions naming a concept the learner had already succeeded on in an earlier session of the topic (1: counted like any other)", S)
-    prerequisite_unlearn_undo: bool = _dial(False, "ours: negative evidence is re-read at every re-weigh: the edge keeps the confidence it held before (hag_edges.unlearned_from) and gets it back once supported again (off: lowered once, never raised by the rule)", S)
     edge_grading_rule: str = _dial("seed", "ours: seed = +-step by the turn's outcome; baseline = 2 step (outcome - the source concept's smoothed success rate), the step shrinking with renderings", S, choices=("seed", "baseline"))
     edge_grade_baseline_n0: float = _num(10.0, 0.01, 1000000, "ours: the baseline rule's step is scaled by n0/(n0 + renderings)", S)
     edge_grade_baseline_prior: float = _num(0.5, 0, 1, "ours: prior success rate in the source concept's smoothed success rate", S)
@@ -340,29 +333,35 @@ REGISTRY: dict[str, Dial] = _registry()
 # `evidence` the rules measured in docs/learning-report.md. A profile names only rule dials:
 # everything else keeps whatever value an operator gave it.
 EVIDENCE_PROFILE: dict[str, Any] = {
-    "prerequisite_confidence_rule": "lift",
-    "prerequisite_lift_k": 1.5,
+    "prerequisite_confidence_rule": "units",
+    "prerequisite_lift_k": 1.0,
     "prerequisite_lift_chance_spread": 24.0,
-    "prerequisite_lift_reverse": True,
-    "prerequisite_lift_transitive": False,
-    "prerequisite_lift_transitive_weight": 1.0,
     "prerequisite_lift_noise_weight": 20.0,
+    "prerequisite_learner_cap": 1.0,
+    "prerequisite_min_learners": 2,
     "prerequisite_unlearn_min_reports": 3,
     "prerequisite_unlearn_max_share": 0.0,
-    "prerequisite_unlearn_undo": True,
-    "prerequisite_repeat_weighting": True,
-    "prerequisite_repeat_first_weight": 0.1,
-    "prerequisite_repeat_session_weight": 0.2,
-    "prerequisite_repeat_turn_weight": 3.0,
-    "prerequisite_repeat_shown_weight": 0.5,
     "edge_grading_rule": "baseline",
-    "edge_grade_baseline_n0": 10.0,
-    "edge_grade_baseline_prior": 0.5,
-    "edge_grade_baseline_prior_weight": 2.0,
     "reprieve_idle_days": 7,
 }
+# The seed profile keeps the keys it has always set, every one at its registry default (less
+# the nine dials migration 201 retired); the dials the units rule added are read by that rule
+# only, so the seed's rules never see them.
+SEED_PROFILE_KEYS: tuple[str, ...] = (
+    "prerequisite_confidence_rule",
+    "prerequisite_lift_k",
+    "prerequisite_lift_chance_spread",
+    "prerequisite_lift_noise_weight",
+    "prerequisite_unlearn_min_reports",
+    "prerequisite_unlearn_max_share",
+    "edge_grading_rule",
+    "edge_grade_baseline_n0",
+    "edge_grade_baseline_prior",
+    "edge_grade_baseline_prior_weight",
+    "reprieve_idle_days",
+)
 PROFILES: dict[str, dict[str, Any]] = {
-    "seed": {key: REGISTRY[key].default for key in EVIDENCE_PROFILE},
+    "seed": {key: REGISTRY[key].default for key in SEED_PROFILE_KEYS},
     "evidence": EVIDENCE_PROFILE,
 }
 

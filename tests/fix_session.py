@@ -57,23 +57,34 @@ def memory(db):
     return entries, edges
 
 
-# The evidence rules' mechanisms as the earlier rounds measured them: the evidence profile's
+# The lift rule's mechanisms as the earlier rounds measured them: the evidence profile's
 # lift values before the sixth round scaled the chance by a concept's reversal share (k 2,
-# spread 8, repeat weights 0.2 / 0.2 / 5, no noise weight) and its negative evidence before the
-# seventh (from 5 reports, lowered at 5% support or less), with a report from a learner who had
-# shown its concept counted like any other (before the eighth). The arithmetic of each mechanism is
-# pinned with these; the profile's own values are measured in docs/learning-report.md and
-# pinned by the tests named for the round that adopted them.
+# spread 8, no noise weight) and its negative evidence before the seventh (from 5 reports,
+# lowered at 5% support or less), every session counting 1 (issue 29 retired the repeat
+# weights). The arithmetic of each mechanism is pinned with these; the units rule, which the
+# profile now selects, is pinned in tests/test_evidence_units.py.
 EARLIER_ROUNDS = {
+    # the lift rule, which the rounds before issue 29 measured (the profile now selects units)
+    "prerequisite_confidence_rule": "lift",
     "prerequisite_lift_k": 2.0,
     "prerequisite_lift_chance_spread": 8.0,
-    "prerequisite_repeat_first_weight": 0.2,
-    "prerequisite_repeat_session_weight": 0.2,
-    "prerequisite_repeat_turn_weight": 5.0,
     "prerequisite_lift_noise_weight": 0.0,
     "prerequisite_unlearn_min_reports": 5,
     "prerequisite_unlearn_max_share": 0.05,
-    "prerequisite_repeat_shown_weight": 1.0,
+}
+
+
+# The evidence profile's lift values as they stood before issue 29 (less the retired repeat
+# weights): the tests named for the rounds that adopted these values pin its arithmetic.
+LIFT_PROFILE = {
+    "prerequisite_confidence_rule": "lift",
+    "prerequisite_lift_k": 1.5,
+    "prerequisite_lift_chance_spread": 24.0,
+    "prerequisite_lift_noise_weight": 20.0,
+    "prerequisite_unlearn_min_reports": 3,
+    "prerequisite_unlearn_max_share": 0.0,
+    "edge_grading_rule": "baseline",
+    "reprieve_idle_days": 7,
 }
 
 

@@ -72,6 +72,12 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
         (["history", "abc"], 1, "too short"),
         (["history", "ffffeeee"], 1, "no entry or edge 'ffffeeee'"),
     ],
+    "explain": [
+        (["explain", NOT_AN_ID], 1, NOT_AN_ID),
+        (["explain", MISSING], 1, MISSING),
+        (["explain"], 2, "Missing argument"),
+        (["explain", "abc"], 1, "too short"),
+    ],
     "runs": [
         (["runs", "--limit", "0"], 1, "--limit"),
         (["runs", "extra"], 2, "unexpected extra argument"),

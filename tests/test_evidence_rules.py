@@ -18,16 +18,14 @@ from hag_lab.report import metrics
 from hag_lab.simulate.tutor import Extractor, confusable
 from hag_lab.simulate.world import Concept, World
 from tests import session_builders as builders
-from tests.fix_session import EARLIER_ROUNDS
+from tests.fix_session import EARLIER_ROUNDS, LIFT_PROFILE
 
 EVIDENCE = settings.defaults().with_overrides(**{**settings.PROFILES["evidence"], **EARLIER_ROUNDS})
-PROFILE = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
+PROFILE = settings.defaults().with_overrides(**LIFT_PROFILE)
 SEED = settings.defaults()
-# negative evidence as the first two rounds shipped it: from 12 reports at 2%, decided once
+# negative evidence as the first two rounds shipped it: from 12 reports at 2%
 STICKY = EVIDENCE.with_overrides(
-    prerequisite_unlearn_min_reports=12,
-    prerequisite_unlearn_max_share=0.02,
-    prerequisite_unlearn_undo=False,
+    prerequisite_unlearn_min_reports=12, prerequisite_unlearn_max_share=0.02
 )
 N = 28  # concepts in the topic (the demo's Cryptography topic)
 
@@ -59,12 +57,11 @@ def test_lift_falls_to_the_edge_floor_when_chance_explains_everything():
 
 
 def test_reverse_evidence_counts_against_a_pair():
-    """A learned reverse edge with 2 reports takes 2 from h; off, it takes nothing."""
+    """A learned reverse edge with 2 reports takes 2 from h; without one, nothing."""
     against = rules.reverse_evidence(2, "learned", 0.5, EVIDENCE)
     assert against == 2.0
     assert rules.lift_confidence(5, 5, N, EVIDENCE, against) == pytest.approx(0.6)
-    off = EVIDENCE.with_overrides(prerequisite_lift_reverse=False)
-    assert rules.lift_confidence(5, 5, N, off, against) == pytest.approx(5 / 7)
+    assert rules.lift_confidence(5, 5, N, EVIDENCE) == pytest.approx(5 / 7)
 
 
 def test_an_authored_reverse_edge_stands_for_the_reports_its_confidence_earns():
@@ -73,43 +70,6 @@ def test_an_authored_reverse_edge_stands_for_the_reports_its_confidence_earns():
     assert math.isinf(rules.reverse_evidence(0, "seed", 1.0, EVIDENCE))
     assert rules.reverse_evidence(None, None, None, EVIDENCE) == 0.0
     assert rules.lift_confidence(10, 10, N, EVIDENCE, 18.0) == pytest.approx(0.05)
-
-
-TRANSITIVE = EVIDENCE.with_overrides(prerequisite_lift_transitive=True)
-
-
-def test_transitive_chance_is_the_largest_path_share():
-    """Paths (h(c->m), h(m->x), R(m)): 6 x 2/2 = 6 and 4 x 1/4 = 1 -> 6; a path whose m has
-    no reports explains nothing; no path: 0."""
-    assert rules.transitive_chance([(6, 2, 2), (4, 1, 4)]) == pytest.approx(6.0)
-    assert rules.transitive_chance([(6, 2, 0)]) == 0.0
-    assert rules.transitive_chance([]) == 0.0
-
-
-def test_transitive_reports_count_against_a_pair_only_with_the_dial():
-    """12 of 31 reports on c name x, a path explains 19 x 6/6 = 19: with the dial -> the
-    floor; without it (the evidence profile), chance 19/8 leaves h' = 12 - 19/8."""
-    explained = rules.transitive_chance([(19, 6, 6)])
-    assert rules.lift_confidence(12, 31, N, TRANSITIVE, 0.0, explained) == pytest.approx(0.05)
-    net = 12 - 19 / 8
-    assert rules.lift_confidence(12, 31, N, EVIDENCE, 0.0, explained) == pytest.approx(
-        net / (net + 2)
-    )
-
-
-def test_a_true_direct_prerequisite_keeps_the_reports_a_path_does_not_explain():
-    """9 of 27 reports name x; the path explains 12 x 7/21 = 4: h' = 9 - 18/8 - 4 = 2.75."""
-    explained = rules.transitive_chance([(12, 7, 21)])
-    assert explained == pytest.approx(4.0)
-    got = rules.lift_confidence(9, 27, N, TRANSITIVE, 0.0, explained)
-    assert got == pytest.approx(2.75 / 4.75)
-
-
-def test_the_transitive_weight_counts_a_share_of_the_explained_reports():
-    """Weight 0.5: of the 4 reports the path explains, 2 count: h' = 9 - 18/8 - 2 = 4.75."""
-    dials = TRANSITIVE.with_overrides(prerequisite_lift_transitive_weight=0.5)
-    got = rules.lift_confidence(9, 27, N, dials, 0.0, 4.0)
-    assert got == pytest.approx(4.75 / 6.75)
 
 
 def test_negative_evidence_lowers_an_unsupported_authored_prerequisite():
@@ -214,13 +174,6 @@ def test_negative_evidence_counts_the_concepts_culled_reports():
     assert rules.evidence_state(culled, PROFILE) == (pytest.approx(0.05), 0.9)
 
 
-def test_evidence_state_leaves_the_kept_value_alone_without_the_undo_dial():
-    """Undo off: the sticky rule decides the confidence and unlearned_from passes through."""
-    fact = unreported_authored_edge(12)
-    assert rules.evidence_state(fact, STICKY) == (pytest.approx(0.05), None)
-    assert rules.evidence_state(fact, EVIDENCE) == (pytest.approx(0.05), 0.9)
-
-
 def test_smoothed_success_rate():
     """8 successes, 2 failures, 2 pseudo-turns at 0.5: (8 + 1) / 12 = 0.75."""
     assert rules.smoothed_success_rate(8, 2, EVIDENCE) == pytest.approx(0.75)
@@ -260,10 +213,12 @@ def test_prerequisites_are_not_outcome_graded_under_lift():
 
 
 def test_the_seed_profile_is_every_registry_default():
-    """`seed` sets the rule dials to their registry defaults; `evidence` values all validate."""
+    """`seed` sets the rule dials it has always set to their registry defaults; `evidence`
+    names at most 10 rule dials, whose values all validate."""
     assert settings.PROFILES["seed"] == {
-        k: settings.REGISTRY[k].default for k in settings.PROFILES["evidence"]
+        k: settings.REGISTRY[k].default for k in settings.SEED_PROFILE_KEYS
     }
+    assert len(settings.PROFILES["evidence"]) <= 10
     for key, value in settings.PROFILES["evidence"].items():
         assert settings.validate(key, value) == value
     profile = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
@@ -351,80 +306,6 @@ def test_spread_of_per_seed_figures():
 
 # --- who reported it: repetition-weighted evidence (fourth round) ------------------------------
 
-REPEAT = EVIDENCE  # the evidence profile weighs by repetition: 0.2 / 0.2 / 5
-
-
-def test_repeat_weighting_with_unit_weights_is_the_hit_count():
-    """Weights 1, 1, 0 (the registry defaults) give back the sessions, however they spread."""
-    unit = SEED.with_overrides(prerequisite_repeat_weighting=True)
-    assert rules.repeat_weighted_hits(7, [(3, 5), (1, 1), (2, 4)], unit) == pytest.approx(7)
-
-
-def test_repeat_weighting_counts_first_sessions_further_sessions_and_further_turns():
-    """One learner with 3 sessions over 5 turns, one with 1 session of 1 turn, and 2
-    sessions nobody is recorded for (before migration 091): first 0.5, again 2, turn 3 ->
-    0.5 + 2*2 + 3*2 = 10.5, plus 0.5, plus 2 unattributed at 1 each = 13."""
-    dials = SEED.with_overrides(
-        prerequisite_repeat_first_weight=0.5,
-        prerequisite_repeat_session_weight=2.0,
-        prerequisite_repeat_turn_weight=3.0,
-    )
-    assert rules.repeat_weighted_hits(6, [(3, 5), (1, 1)], dials) == pytest.approx(13.0)
-    # the profile's weights: single-turn sessions count 0.2, a second turn in a session 5
-    assert rules.repeat_weighted_hits(3, [(1, 1), (1, 1), (1, 2)], REPEAT) == pytest.approx(5.6)
-
-
-def test_repeat_weighting_weighs_a_shown_learners_sessions_by_the_shown_weight():
-    """Learner A: 1 session of 1 turn, none shown (0.5); learner B: 2 sessions over 3 turns
-    that named a concept B had already succeeded on (0.5 + 2 + 3 = 5.5), at shown weight
-    0.25: 1.375; 6 with the weight at 1. A (sessions, turns) pair is never shown."""
-    dials = SEED.with_overrides(
-        prerequisite_repeat_first_weight=0.5,
-        prerequisite_repeat_session_weight=2.0,
-        prerequisite_repeat_turn_weight=3.0,
-        prerequisite_repeat_shown_weight=0.25,
-    )
-    assert rules.repeat_weighted_hits(3, [(1, 1, 0), (2, 3, 1)], dials) == pytest.approx(1.875)
-    assert rules.repeat_weighted_hits(3, [(1, 1), (2, 3)], dials) == pytest.approx(6.0)
-    unit = dials.with_overrides(prerequisite_repeat_shown_weight=1.0)
-    assert rules.repeat_weighted_hits(3, [(1, 1, 0), (2, 3, 1)], unit) == pytest.approx(6.0)
-
-
-def fact(hits, learners, concept_reports, concept_learners, reverse=None, reverse_learners=()):
-    return rules.PrerequisiteEvidence(
-        edge_id=uuid4(),
-        source_type="learned",
-        confidence=0.3,
-        hit_count=hits,
-        concept_reports=concept_reports,
-        n_concepts=N,
-        support_hits=0,
-        reverse_hits=reverse,
-        reverse_source_type="learned" if reverse is not None else None,
-        reverse_confidence=0.3 if reverse is not None else None,
-        learner_reports=tuple(learners),
-        reverse_learner_reports=tuple(reverse_learners),
-        concept_learner_reports=tuple(concept_learners),
-    )
-
-
-def test_repeat_weighting_reads_the_edge_the_concept_and_the_reverse_edge():
-    """c -> m: 3 single-turn sessions of 3 learners; c -> x: one session of 2 turns. Without
-    the dial c -> m is 3 reports against 1 (chance 1/8) and c -> x is 1 against 3; with it,
-    c -> m weighs 0.6 against 5.2 (chance 0.65: the floor) and c -> x 5.2 against 0.6
-    (chance 0.075: 5.125 / 7.125)."""
-    m = fact(3, [(1, 1)] * 3, 4, [(1, 1)] * 3 + [(1, 2)])
-    x = fact(1, [(1, 2)], 4, [(1, 1)] * 3 + [(1, 2)])
-    off = EVIDENCE.with_overrides(prerequisite_repeat_weighting=False)
-    assert rules.evidence_confidence(m, off) == pytest.approx((3 - 1 / 8) / (3 - 1 / 8 + 2))
-    assert rules.evidence_confidence(x, off) == pytest.approx(0.625 / 2.625)  # 1 - 3/8
-    assert rules.evidence_confidence(m, REPEAT) == pytest.approx(0.05)
-    assert rules.evidence_confidence(x, REPEAT) == pytest.approx(5.125 / 7.125)
-    # the reverse edge is weighed the same way: 2 sessions of one learner, 1 turn each ->
-    # 0.2 + 0.2 = 0.4 against c -> x instead of 2
-    rx = fact(1, [(1, 2)], 1, [(1, 2)], reverse=2, reverse_learners=[(2, 2)])
-    assert rules.evidence_confidence(rx, REPEAT) == pytest.approx(4.8 / 6.8)
-
 
 def test_reported_turns_counts_each_turn_once_per_pair():
     """Two turns name rsa -> primes (one of them twice), one names rsa -> hashing; a pair
@@ -482,3 +363,62 @@ def test_the_noise_weight_scales_only_the_chance_term():
     assert rules.lift_confidence(4, 14, 6, off, noise_share=0.2) == pytest.approx(2.75 / 4.75)
     assert rules.lift_confidence(4, 14, 6, on, noise_share=0.2) == pytest.approx(0.25 / 2.25)
     assert rules.lift_confidence(4, 14, 6, on) == pytest.approx(2.75 / 4.75)
+
+
+# --- the units rule (issue 29) -----------------------------------------------------------
+
+
+def test_a_sessions_unit_is_shared_by_the_turns_naming_each_pair():
+    """c -> m in 1,000 turns: a share of 1; c -> x in 2 turns and c -> y in 1: 2/3 and 1/3;
+    a pair out of another concept d shares d's unit, not c's."""
+    c, d, m, x, y = (uuid4() for _ in range(5))
+    assert rules.session_shares({(c, m): 1000}) == {(c, m): 1.0}
+    got = rules.session_shares({(c, x): 2, (c, y): 1, (d, m): 4})
+    assert got == {(c, x): pytest.approx(2 / 3), (c, y): pytest.approx(1 / 3), (d, m): 1.0}
+
+
+def learned(units, learners, concept_units, concept_learners, reverse=None):
+    return replace(
+        unreported_authored_edge(0),
+        source_type="learned",
+        confidence=0.3,
+        units=units,
+        learners=learners,
+        concept_units=concept_units,
+        concept_learners=concept_learners,
+        reverse_units=reverse,
+        reverse_source_type=None if reverse is None else "learned",
+        reverse_hits=None if reverse is None else 1,
+        reverse_confidence=None if reverse is None else 0.3,
+    )
+
+
+def test_units_lift_nets_out_chance_and_the_reverse_and_holds_one_learner():
+    """3 units from 3 learners, uncontested: 3/(3 + k). 6 units with 24 more on c spread over
+    24 concepts (noise share at its prior 0.05, weight 20: x2): chance 2; a reverse of 1 unit
+    takes 1 more, net 3. One learner: held at edge_min_confidence x 1/2."""
+    k = PROFILE_UNITS.prerequisite_lift_k
+    terms = rules.unit_terms(learned(3.0, 3, 3.0, 3), PROFILE_UNITS)
+    assert terms.confidence == pytest.approx(3 / (3 + k))
+    assert terms.hold is None
+    contested = rules.unit_terms(learned(6.0, 6, 30.0, 9, reverse=1.0), PROFILE_UNITS)
+    assert contested.chance == pytest.approx(2.0)
+    assert contested.net == pytest.approx(3.0)
+    assert contested.confidence == pytest.approx(3 / (3 + k))
+    alone = rules.unit_terms(learned(1.0, 1, 1.0, 1), PROFILE_UNITS)
+    assert alone.confidence == pytest.approx(PROFILE_UNITS.edge_min_confidence / 2)
+    assert alone.confidence < PROFILE_UNITS.edge_min_confidence
+
+
+def test_units_negative_evidence_needs_units_and_learners():
+    """An unsupported authored edge at 0.9: 3 units from 1 learner are not judged; from 2
+    learners it falls to the floor with 0.9 kept beside it; support brings 0.9 back."""
+    one = replace(unreported_authored_edge(0), concept_units=3.0, concept_learners=1)
+    assert rules.evidence_state(one, PROFILE_UNITS) == (0.9, None)
+    two = replace(one, concept_learners=2)
+    assert rules.evidence_state(two, PROFILE_UNITS) == (pytest.approx(0.05), 0.9)
+    lowered = replace(two, confidence=0.05, unlearned_from=0.9, support_units=0.5)
+    assert rules.evidence_state(lowered, PROFILE_UNITS) == (0.9, None)
+
+
+PROFILE_UNITS = settings.defaults().with_overrides(**settings.PROFILES["evidence"])

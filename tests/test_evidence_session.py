@@ -47,10 +47,9 @@ def evidence(db):
 
 
 @pytest.fixture
-def by_sessions(evidence, dials):
-    """The evidence profile with every session counting 1 (repeat weighting off): the lift
-    rule's ladder and chance as the first three rounds measured them."""
-    dials(prerequisite_repeat_weighting=False)
+def by_sessions(evidence):
+    """The lift rule, every session counting 1: its ladder and chance as the first three
+    rounds measured them."""
     return evidence
 
 
@@ -119,31 +118,6 @@ def test_the_reverse_direction_counts_against_a_learned_prerequisite(db, by_sess
     run(db, *(reports(f"b{d}", [("primes", "rsa")], day=5 + d) for d in range(2)))
     assert edge_row(db, e["primes"], e["rsa"], "prerequisite")["confidence"] == pytest.approx(0.05)
     assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["confidence"] == pytest.approx(1 / 3)
-
-
-def test_a_walked_path_explains_the_reports_of_a_transitive_prerequisite(db, by_sessions):
-    """prerequisite_lift_transitive on. Authored rsa -> primes (0.9) and primes ->
-    modular-arithmetic (0.9); 6 sessions name primes on rsa, 3 name modular-arithmetic on rsa,
-    2 name it on primes (all of primes' reports): the path explains 6 x 2/2 = 6 of rsa -> mod's
-    3 reports -> the floor; with the dial off, a 4th report: chance 6/8 leaves h' = 3.25."""
-    settings.set_value(db, "prerequisite_lift_transitive", "true", by="test")
-    e = topic_entries(db)
-    f.edge(db, e["rsa"], e["primes"], confidence=0.9)
-    f.edge(db, e["primes"], e["modular-arithmetic"], confidence=0.9)
-    db.commit()
-    run(db, *(reports(f"m{d}", [("primes", "modular-arithmetic")], day=d) for d in range(2)))
-    run(db, *(reports(f"p{d}", [("rsa", "primes")], day=2 + d) for d in range(6)))
-    run(db, *(reports(f"t{d}", [("rsa", "modular-arithmetic")], day=8 + d) for d in range(3)))
-    row = edge_row(db, e["rsa"], e["modular-arithmetic"], "prerequisite")
-    assert row["hit_count"] == 3
-    assert row["confidence"] == pytest.approx(0.05)
-    settings.set_value(db, "prerequisite_lift_transitive", "false", by="test")
-    db.commit()
-    settings.invalidate()
-    run(db, reports("t3", [("rsa", "modular-arithmetic")], day=12))
-    # h = 4, others = 6 (primes), chance 6/8 -> h' = 3.25 -> 3.25 / 5.25
-    mod = edge_row(db, e["rsa"], e["modular-arithmetic"], "prerequisite")["confidence"]
-    assert mod == pytest.approx(3.25 / 5.25)
 
 
 def test_learned_prerequisites_are_not_outcome_graded_under_lift(db, evidence):
@@ -232,8 +206,7 @@ def test_negative_evidence_takes_no_support_from_a_reversed_report(db, evidence)
 
 def test_negative_evidence_is_undone_when_later_reports_support_the_edge(db, evidence):
     """Lowered after 5 unsupported reports, rsa -> hashing gets its 0.9 back (and keeps
-    nothing beside it) once a sixth session names hashing (1 of 6, above 5%); without the
-    undo dial the first rounds' rule leaves it lowered."""
+    nothing beside it) once a sixth session names hashing (1 of 6, above 5%)."""
     e = topic_entries(db)
     wrong = f.edge(db, e["rsa"], e["hashing"], confidence=0.9)
     db.commit()
@@ -241,18 +214,6 @@ def test_negative_evidence_is_undone_when_later_reports_support_the_edge(db, evi
     assert confidences(db, wrong)[wrong] == (pytest.approx(0.05), pytest.approx(0.9))
     run(db, reports("n5", [("rsa", "hashing")], day=5))
     assert confidences(db, wrong)[wrong] == (pytest.approx(0.9), None)
-    # the same story with the undo dial off: lowered once, never raised back by the rule
-    # (the seed's reinforcement floor lifts the named edge to 0.3 at its first report)
-    reset_database(db)
-    use_evidence(db)
-    settings.set_value(db, "prerequisite_unlearn_undo", False, by="test")
-    db.commit()
-    e = topic_entries(db)
-    wrong = f.edge(db, e["rsa"], e["hashing"], confidence=0.9)
-    db.commit()
-    run(db, *(reports(f"n{d}", [("rsa", "primes")], day=d) for d in range(5)))
-    run(db, reports("n5", [("rsa", "hashing")], day=5))
-    assert confidences(db, wrong)[wrong] == (pytest.approx(0.3), None)
 
 
 def test_the_seed_profile_leaves_authored_prerequisites_alone(db):
@@ -363,33 +324,6 @@ def test_session_end_records_who_reported_each_prerequisite_once(db):
     )
     db.commit()
     assert learner_reports(db) == [("rsa", "hashing", "s1", "ann", 1)]
-
-
-def test_repeat_weighting_weighs_a_learned_prerequisite_by_turns_and_learners(db, evidence, dials):
-    """The evidence profile (0.2 a session, 0.2 a learner's further session, 5 a further
-    turn): rsa -> primes from one session naming it in 2 turns weighs 5.2; rsa -> signatures
-    from 3 learners' single-turn sessions weighs 0.6. primes: chance (0.2 + 0.6) / 8 -> h' =
-    5.1 -> 5.1 / 7.1; signatures: chance 5.4 / 8 > 0.6 -> the floor. hashing (one turn of
-    the two-turn session): 0.2 - 5.6 / 8 -> the floor. With the dial off, by sessions:
-    signatures 3 - 2/8 -> 2.75 / 4.75."""
-    e = topic_entries(db)
-    db.commit()
-    run(db, two_turns("a", "ann"))
-    run(db, *(reports(f"g{i}", [("rsa", "signatures")], day=1 + i) for i in range(3)))
-    got = {
-        m: edge_row(db, e["rsa"], e[m], "prerequisite")["confidence"]
-        for m in ("primes", "signatures", "hashing")
-    }
-    assert got == {
-        "primes": pytest.approx(5.1 / 7.1),
-        "signatures": pytest.approx(0.05),
-        "hashing": pytest.approx(0.05),
-    }
-    dials(prerequisite_repeat_weighting=False)
-    run(db, reports("h", [("rsa", "hashing")], day=9))
-    signatures = edge_row(db, e["rsa"], e["signatures"], "prerequisite")["confidence"]
-    # by sessions: rsa has 1 (primes) + 2 (hashing) + 3 (signatures) = 6 reports
-    assert signatures == pytest.approx((3 - 3 / 8) / (3 - 3 / 8 + 2))
 
 
 # --- the cull re-weighs its survivors (fourth round) -------------------------------------------
@@ -505,7 +439,7 @@ def test_settings_profile_command_sets_the_set_and_says_what_changed(db, databas
 
     first = cli("evidence")
     assert first.returncode == 0, first.stderr
-    assert 'prerequisite_confidence_rule: "seed" -> "lift"' in first.stdout
+    assert 'prerequisite_confidence_rule: "seed" -> "units"' in first.stdout
     assert "reprieve_idle_days: 0 -> 7" in first.stdout
     assert "nothing changed" in cli("evidence").stdout
     settings.invalidate()
@@ -649,51 +583,6 @@ def test_negative_evidence_takes_support_from_a_culled_prerequisite(db, evidence
     }
 
 
-def test_who_reported_a_pair_is_split_by_whether_they_had_shown_its_target(db, evidence, dials):
-    """learner-1 succeeded on hashing on day 0, learner-2 on day 2; on day 1 both report rsa ->
-    hashing, and on day 3 learner-2 again: learner-1's session comes back shown, learner-2's
-    day-1 session not (its success came later) and its day-3 one shown. A success in the
-    reporting session itself does not count. With the profile's shown weight the learned
-    edge's hits weigh the shown sessions by it (rules.repeat_weighted_hits)."""
-    from hag.session import facts
-
-    e = topic_entries(db)
-    db.commit()
-
-    def success(session, learner, day):
-        return payload(
-            session, [turn(0, outcome="success", concepts=["hashing"])], learner=learner, day=day
-        )
-
-    def report(session, learner, day):
-        return payload(
-            session,
-            [
-                turn(0, outcome="success", concepts=["hashing"]),
-                turn(1, outcome="failure", struggles=[struggle("rsa", "hashing")]),
-            ],
-            learner=learner,
-            day=day,
-        )
-
-    dials(prerequisite_repeat_shown_weight=0.5)
-    run(db, success("s1", "learner-1", 0), report("r1", "learner-1", 1))
-    run(db, report("r2", "learner-2", 1), success("s2", "learner-2", 2))
-    run(db, report("r3", "learner-2", 3))
-    edge = edge_row(db, e["rsa"], e["hashing"], "prerequisite")
-    walk = settings.current().with_overrides(
-        edge_min_confidence=0.3, prerequisite_lift_noise_held_min=0.6
-    )
-    found = {x.edge_id: x for x in facts.prerequisite_evidence(db, [e["rsa"]], walk)}
-    assert sorted(found[edge["id"]].learner_reports) == [(1, 1, 0), (1, 1, 1), (1, 1, 1)]
-    # each group weighed apart: learner-2's unshown session as a first one, the two shown
-    # ones as first ones at half weight; the only reports on rsa, so no chance
-    dial = settings.current()
-    first, k = dial.prerequisite_repeat_first_weight, dial.prerequisite_lift_k
-    hits = first + 2 * first * 0.5
-    assert edge["confidence"] == pytest.approx(max(dial.edge_confidence_floor, hits / (hits + k)))
-
-
 def test_a_noisy_concept_needs_more_reports_under_the_noise_dial(db, dials):
     """rsa -> hashing, 3 sessions, beside 3 reversed reports on rsa: with
     prerequisite_lift_noise_weight 10 its chance is multiplied by 1 + 10 x the reversal
@@ -705,7 +594,7 @@ def test_a_noisy_concept_needs_more_reports_under_the_noise_dial(db, dials):
         use_evidence(db)
         e = topic_entries(db)
         f.edge(db, e["primes"], e["rsa"], confidence=0.9)
-        dials(prerequisite_repeat_weighting=False, prerequisite_lift_noise_weight=weight)
+        dials(prerequisite_lift_noise_weight=weight)
         run(
             db,
             *(reports(f"w{weight}-p{d}", [("rsa", "primes")], day=d) for d in range(3)),

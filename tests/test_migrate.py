@@ -193,3 +193,64 @@ def test_learner_successes_are_read_from_the_kept_payloads_across_097(fresh, tmp
         ("old", "primes", "t", "ada", "2026-11-01 10:00:00+00"),
         ("old", "rsa", "t", "ada", "2026-11-01 10:00:00+00"),
     ]
+
+
+def test_200_and_201_carry_reports_into_units_and_drop_the_retired_dials(fresh, tmp_path, capsys):
+    """Migration 200 gives each recorded report its session's share (a session naming a -> b
+    in 3 turns and a -> c in 1: 3/4 and 1/4; alone: 1); 201 drops a retired dial's stored
+    value and says which (a WARNING printed with the file's name)."""
+    migrate_up_to(fresh, tmp_path, 200)
+    fresh.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")
+    a, b, c = (
+        fresh.execute(
+            "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, "
+            "confidence, instruction, embedding) VALUES ('t', %s, 'public', 'pattern', 0.8, "
+            "'x', %s) RETURNING id",
+            (slug, "[" + ",".join(["0.5"] * 8) + "]"),
+        ).fetchone()[0]
+        for slug in ("a", "b", "c")
+    )
+    ab, ac = (
+        fresh.execute(
+            "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
+            "source_type, hit_count) VALUES (%s, %s, 'prerequisite', 0.3, 'learned', 1) "
+            "RETURNING id",
+            (a, target),
+        ).fetchone()[0]
+        for target in (b, c)
+    )
+    for edge, session, turns in ((ab, "s1", 3), (ac, "s1", 1), (ab, "s2", 2)):
+        fresh.execute(
+            "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, "
+            "reported_at) VALUES (%s, %s, 'ann', %s, now())",
+            (edge, session, turns),
+        )
+    fresh.execute(
+        "INSERT INTO hag_settings (key, value, value_type, default_value, description, "
+        "consumer, updated_by) VALUES ('prerequisite_repeat_turn_weight', '3.0', 'float', "
+        "'0.0', 'retired', 'x', 'cli (profile evidence)')"
+    )
+    fresh.commit()
+    capsys.readouterr()
+    assert migrate.migrate(fresh, 8)[:2] == [
+        "200_report_session_shares.sql",
+        "201_retire_repeat_dials.sql",
+    ]
+    shares = {
+        (r[0], r[1]): r[2]
+        for r in fresh.execute(
+            "SELECT edge_id, session_id, share FROM hag_edge_learner_reports"
+        ).fetchall()
+    }
+    assert shares == {
+        (ab, "s1"): pytest.approx(0.75),
+        (ac, "s1"): pytest.approx(0.25),
+        (ab, "s2"): pytest.approx(1.0),
+    }
+    gone = fresh.execute(
+        "SELECT count(*) FROM hag_settings WHERE key = 'prerequisite_repeat_turn_weight'"
+    ).fetchone()[0]
+    assert gone == 0
+    said = capsys.readouterr().err
+    assert "201_retire_repeat_dials.sql: retired dial prerequisite_repeat_turn_weight" in said
+    assert "cli (profile evidence)" in said

@@ -13,8 +13,8 @@ from tests import factories as f
 pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
 
 REPORT = (
-    "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, reported_at) "
-    "VALUES (%s, %s, 'ann', 1, now())"
+    "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, share, "
+    "reported_at) VALUES (%s, %s, 'ann', 1, 1, now())"
 )
 
 

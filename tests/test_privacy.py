@@ -463,7 +463,7 @@ def test_an_erasure_waits_for_a_session_being_applied(db, memory, database_url):
         )
         worker.execute(
             "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns,"
-            " reported_at) VALUES (%s, %s, %s, 1, now()) ON CONFLICT DO NOTHING",
+            " share, reported_at) VALUES (%s, %s, %s, 1, 1, now()) ON CONFLICT DO NOTHING",
             (edge, f"{ADA}-s9", ADA),
         )
         box: dict = {}

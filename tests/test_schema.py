@@ -247,9 +247,14 @@ OTHER_CHECKS = [
         "hag_session_quarantine_raw_sha256_shape",
     ),
     (
-        "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, reported_at) "
-        "VALUES (gen_random_uuid(), 's', 'l', 0, now())",
+        "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, share, "
+        "reported_at) VALUES (gen_random_uuid(), 's', 'l', 0, 1, now())",
         "hag_edge_learner_reports_turns_check",
+    ),
+    (
+        "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, share, "
+        "reported_at) VALUES (gen_random_uuid(), 's', 'l', 1, 1.5, now())",
+        "hag_edge_learner_reports_share_check",
     ),
     ("INSERT INTO hag_runs (kind) VALUES ('Nightly Run')", "hag_runs_kind_check"),
     ("INSERT INTO hag_runs (kind, status) VALUES ('nightly', 'crashed')", "hag_runs_status_check"),

@@ -594,9 +594,9 @@ def test_lift_sources_only_under_the_lift_rule(no_connection):
 def test_evidence_confidence_of_a_learned_edge_is_the_lift_ladder(no_connection):
     """Lift: one uncontested report earns a learned edge 1/3; an authored edge with few reports keeps its own."""
     fact = rules.PrerequisiteEvidence(A, "learned", 0.3, 1, 1, 28, 0, None, None, None)
-    assert rules.evidence_confidence(fact, SEED) == pytest.approx(1 / 3)
+    assert rules.evidence_state(fact, SEED) == (pytest.approx(1 / 3), None)
     authored = rules.PrerequisiteEvidence(A, "seed", 0.9, 1, 1, 28, 0, None, None, None)
-    assert rules.evidence_confidence(authored, SEED) == 0.9
+    assert rules.evidence_state(authored, SEED) == (0.9, None)
 
 
 def test_grading_plan_counts_an_edge_once_per_turn_and_uses_the_default_strength(no_connection):

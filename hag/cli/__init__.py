@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "nightly": "hag.cli.nightly_cmd:nightly",
     "audit": "hag.cli.nightly_cmd:audit",
     "history": "hag.cli.history_cmd:history",
+    "explain": "hag.cli.explain_cmd:explain",
     "learner": "hag.cli.learner_cmd:learner",
     "runs": "hag.cli.runs_cmd:runs",
     "check": "hag.cli.check_cmd:check",

@@ -129,20 +129,34 @@ def reset(key: str) -> None:
 @click.argument("name", type=click.Choice(["seed", "evidence"]))
 @json_option
 def profile(name: str, as_json: bool) -> None:
-    """Set a whole rule profile in one step (seed: the seed's rules; evidence: issue 14's).
+    """Set a whole rule profile in one step (seed: the seed's rules; evidence: the units rule).
 
-    Prints every dial it changed, with the old and new value (nothing when already set).
+    Prints every dial it changed, with the old and new value (nothing when already set); when
+    the profile's rules weigh prerequisites by evidence, every prerequisite is re-weighed under
+    them at once, and the count printed.
     """
+    from datetime import UTC, datetime
+
     from hag import settings as s
+    from hag.session.steps import reweigh_every_prerequisite
     from hag.storage import db
 
     ready()
     with db.connect() as conn:
         changed = s.apply_profile(conn, name)
         conn.commit()
+        # the memory moves to the profile's rules at once: every prerequisite re-weighed
+        moved = (
+            reweigh_every_prerequisite(conn, s.load(conn), at=datetime.now(UTC)) if changed else 0
+        )
+        conn.commit()
     if as_json:
         echo_json(
-            {"profile": name, "changed": [{"key": k, "old": o, "new": n} for k, o, n in changed]}
+            {
+                "profile": name,
+                "changed": [{"key": k, "old": o, "new": n} for k, o, n in changed],
+                "reweighed": moved,
+            }
         )
         return
     if not changed:
@@ -151,3 +165,5 @@ def profile(name: str, as_json: bool) -> None:
     click.echo(f"profile {name}: {len(changed)} dial(s) changed")
     for key, old, new in changed:
         click.echo(f"  {key}: {json.dumps(old)} -> {json.dumps(new)}")
+    if moved:
+        click.echo(f"  {moved} prerequisite confidence(s) re-weighed under the new rules")

@@ -18,7 +18,6 @@ from hag.session.contract import SessionPayload
 from hag.session.ladder import as_array
 from hag.session.rules import (
     EdgeGradingState,
-    LearnerReports,
     Pattern,
     PrerequisiteEvidence,
     unit,
@@ -106,23 +105,23 @@ def prerequisite_evidence(
             reverse_hits=r["reverse_hits"],
             reverse_source_type=r["reverse_source_type"],
             reverse_confidence=r["reverse_confidence"],
-            transitive_paths=tuple(
-                (int(a), int(b), int(c)) for a, b, c in r["transitive_paths"] or ()
-            ),
             unlearned_from=r["unlearned_from"],
-            learner_reports=_reports_of(r["learner_reports"]),
-            reverse_learner_reports=_reports_of(r["reverse_learner_reports"]),
-            concept_learner_reports=_reports_of(r["concept_learner_reports"]),
             reversal_reports=(int(r["reversal_reports"][0]), int(r["reversal_reports"][1])),
+            units=float(r["units"]),
+            learners=int(r["learners"]),
+            concept_units=float(r["concept_units"]),
+            concept_learners=int(r["concept_learners"]),
+            support_units=float(r["support_units"]),
+            reported_units=float(r["reported_units"]),
+            reverse_units=None if r["reverse_units"] is None else float(r["reverse_units"]),
         )
         for r in rows
     ]
 
 
-def _reports_of(rows: Sequence[Sequence[int]] | None) -> tuple[LearnerReports, ...]:
-    """An int[][] of [sessions, turns, shown] rows as triples (an empty array comes back
-    empty)."""
-    return tuple((int(a), int(b), int(c)) for a, b, c in rows or ())
+def prerequisite_sources(conn: Connection) -> list[UUID]:
+    """Every concept (entry) with a prerequisite out of it, sorted."""
+    return [r["source_entry_id"] for r in conn.execute(query("session", "prerequisite_sources"))]
 
 
 def edge_grading_state(conn: Connection, ids: Iterable[UUID]) -> dict[UUID, EdgeGradingState]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from uuid import UUID
 
 import numpy as np
@@ -33,9 +33,6 @@ from hag.storage.edges import EdgeObservation
 SUCCESS, FAILURE = "success", "failure"
 
 Embedding = npt.NDArray[np.float32]  # one text's embedding (float32)
-# who reported a pair, per learner: (sessions, turns), or (sessions, turns, shown) where shown
-# is 1 for the sessions that named a concept the learner had already succeeded on
-LearnerReports = tuple[int, ...]
 
 
 # --- edges: outcome grading (seed) --------------------------------------------------------
@@ -446,7 +443,26 @@ def reported_turns(
 def lift_selected(dials: Settings) -> bool:
     """Whether prerequisites take their confidence from evidence (the lift rule) rather than
     the seed's reinforcement and grading (`prerequisite_confidence_rule`)."""
-    return bool(dials.prerequisite_confidence_rule == "lift")
+    return dials.prerequisite_confidence_rule in ("lift", "units")
+
+
+def units_selected(dials: Settings) -> bool:
+    """Whether the lift rule counts its evidence in units (`unit_terms`): sessions shared over
+    the pairs they name, each learner's total capped."""
+    return bool(dials.prerequisite_confidence_rule == "units")
+
+
+def session_shares(
+    turns_by_pair: Mapping[tuple[UUID, UUID], int],
+) -> dict[tuple[UUID, UUID], float]:
+    """Each reported pair's share of its session's one unit of evidence about the struggled
+    concept: the turns naming the pair over the turns naming any pair out of the same concept
+    (a turn naming two pairs counts for each). However many turns repeat a pair, a session
+    gives it at most 1; a turn naming three concepts gives each a third."""
+    totals: dict[UUID, int] = {}
+    for (source, _), turns in turns_by_pair.items():
+        totals[source] = totals.get(source, 0) + turns
+    return {pair: turns / totals[pair[0]] for pair, turns in turns_by_pair.items()}
 
 
 def lift_sources(observed: Iterable[EdgeObservation], dials: Settings) -> list[UUID]:
@@ -471,18 +487,21 @@ class PrerequisiteEvidence:
     reverse_hits: int | None
     reverse_source_type: str | None
     reverse_confidence: float | None
-    # each walked path source -> m -> target: (reports of source -> m, of m -> target, on m)
-    transitive_paths: tuple[tuple[int, int, int], ...] = ()
     # the confidence an authored edge held before negative evidence lowered it (None: not lowered)
     unlearned_from: float | None = None
-    # who reported it (hag_edge_learner_reports): per learner, (sessions, turns), split by
-    # whether the learner had already succeeded on the target (a third element, 1: shown); for the
-    # reverse edge; and for every (prerequisite, learner) out of the same concept
-    learner_reports: tuple[LearnerReports, ...] = ()
-    reverse_learner_reports: tuple[LearnerReports, ...] = ()
-    concept_learner_reports: tuple[LearnerReports, ...] = ()
     # the source concept's reports, live and culled, and of those its reversals
     reversal_reports: tuple[int, int] = (0, 0)
+    # the same evidence in units (the units rule, `unit_terms`; hag_edge_evidence): the edge's
+    # units and distinct learners, its concept's units over its live prerequisites and
+    # distinct learners, the units supporting it, the concept's units over its live and
+    # culled prerequisites, and the reverse edge's units (None: no reverse edge)
+    units: float = 0.0
+    learners: int = 0
+    concept_units: float = 0.0
+    concept_learners: int = 0
+    support_units: float = 0.0
+    reported_units: float = 0.0
+    reverse_units: float | None = None
 
     @property
     def reports_with_culled(self) -> int:
@@ -493,9 +512,13 @@ class PrerequisiteEvidence:
 
 def evidence_state(fact: PrerequisiteEvidence, dials: Settings) -> tuple[float, float | None]:
     """A prerequisite's confidence from the struggle evidence and the value negative evidence
-    keeps beside it (`unlearned_from`): `evidence_confidence`, and with
-    `prerequisite_unlearn_undo` on, `undoable_unlearning` for an authored or enriched edge."""
-    if fact.source_type != "learned" and dials.prerequisite_unlearn_undo:
+    keeps beside it (`unlearned_from`): under the units rule `unit_terms`; under the lift rule
+    `lift_confidence` for a learned edge (the reverse edge's evidence against it) and
+    `undoable_unlearning` for an authored or enriched one, over session counts."""
+    if units_selected(dials):
+        terms = unit_terms(fact, dials)
+        return terms.confidence, terms.unlearned_from
+    if fact.source_type != "learned":
         return undoable_unlearning(
             fact.confidence,
             fact.unlearned_from,
@@ -505,46 +528,18 @@ def evidence_state(fact: PrerequisiteEvidence, dials: Settings) -> tuple[float, 
             dials,
             fact.support_hits,
         )
-    return evidence_confidence(fact, dials), fact.unlearned_from
-
-
-def evidence_confidence(fact: PrerequisiteEvidence, dials: Settings) -> float:
-    """A prerequisite's confidence from the struggle evidence: `lift_confidence` (with the
-    reverse edge's evidence against it) for a learned edge, `unlearned_confidence` (negative
-    evidence) for an authored or enriched one."""
-    if fact.source_type == "learned":
-        hits: float = fact.hit_count
-        concept_reports: float = fact.concept_reports
-        reverse_hits: float | None = fact.reverse_hits
-        if dials.prerequisite_repeat_weighting:
-            hits = repeat_weighted_hits(fact.hit_count, fact.learner_reports, dials)
-            concept_reports = repeat_weighted_hits(
-                fact.concept_reports, fact.concept_learner_reports, dials
-            )
-            if reverse_hits is not None:
-                reverse_hits = repeat_weighted_hits(
-                    reverse_hits, fact.reverse_learner_reports, dials
-                )
-        against = reverse_evidence(
-            reverse_hits, fact.reverse_source_type, fact.reverse_confidence, dials
-        )
-        return lift_confidence(
-            hits,
-            concept_reports,
-            fact.n_concepts,
-            dials,
-            against,
-            transitive_chance(fact.transitive_paths),
-            reversal_share(*fact.reversal_reports, dials),
-        )
-    return unlearned_confidence(
-        fact.confidence,
+    against = reverse_evidence(
+        fact.reverse_hits, fact.reverse_source_type, fact.reverse_confidence, dials
+    )
+    confidence = lift_confidence(
         fact.hit_count,
-        fact.reports_with_culled,
+        fact.concept_reports,
         fact.n_concepts,
         dials,
-        fact.support_hits,
+        against,
+        reversal_share(*fact.reversal_reports, dials),
     )
+    return confidence, fact.unlearned_from
 
 
 # --- step 5: what a session grades (seed) ------------------------------------------------------
@@ -667,57 +662,20 @@ def chance_reports(
     return others / over
 
 
-def repeat_weighted_hits(
-    hits: float, learner_reports: Iterable[LearnerReports], dials: Settings
-) -> float:
-    """A count of reporting sessions, weighed by who reported them and how often.
-
-    `learner_reports` holds, per learner, (sessions, turns) that reported the pair (or, for a
-    concept, every pair out of it). A learner's first session counts
-    `prerequisite_repeat_first_weight`, each further session of the same learner
-    `prerequisite_repeat_session_weight`, and each turn beyond the first of a session
-    `prerequisite_repeat_turn_weight`: a true gap keeps showing for the same learner, in
-    several turns and sessions until it is closed, while an invented report is drawn afresh
-    per failed turn over whoever fails. Sessions the memory did not attribute to a learner
-    (before migration 091, or of an edge restored from the audit) count 1 each, as in `hits`.
-    A learner's sessions that named a concept the learner had already succeeded on in an
-    earlier session (a third element, 1) are weighed apart and count
-    `prerequisite_repeat_shown_weight` of their weight: most such reports are invented (a
-    learner who has shown a concept rarely lacks it). With the weights 1, 1, 0, 1 it is `hits`.
-    """
-    first = dials.prerequisite_repeat_first_weight
-    again = dials.prerequisite_repeat_session_weight
-    per_turn = dials.prerequisite_repeat_turn_weight
-    shown_weight = dials.prerequisite_repeat_shown_weight
-    attributed = 0
-    weighed = 0.0
-    for sessions, turns, *shown in learner_reports:
-        if sessions <= 0:
-            continue
-        attributed += sessions
-        weight = first + again * (sessions - 1) + per_turn * max(0, turns - sessions)
-        weighed += weight * (shown_weight if shown and shown[0] else 1.0)
-    return max(0.0, hits - attributed) + weighed
-
-
 def lift_confidence(
     hits: float,
     concept_reports: float,
     n_concepts: int,
     dials: Settings,
     reverse_evidence: float = 0.0,
-    transitive_reports: float = 0.0,
     noise_share: float = 0.0,
 ) -> float:
     """A learned prerequisite's confidence from evidence: h'/(h' + k), h' = hits net of chance.
 
     Uncontested (every report on c names m, nothing says m needs c) it is the seed's ladder:
-    1/3, 1/2, 3/5 at 1, 2, 3 reports with k = 2. With `prerequisite_lift_reverse` on, the
-    evidence for the reverse direction m -> c also counts against it: prerequisites form a
-    DAG, so at most one direction is true (`reverse_evidence`, see `reverse_evidence`). With
-    `prerequisite_lift_transitive` on, so do the reports a walked path through another
-    prerequisite explains (`transitive_reports`, see `transitive_chance`), times
-    `prerequisite_lift_transitive_weight`. The chance is scaled by 1 +
+    1/3, 1/2, 3/5 at 1, 2, 3 reports with k = 2. The evidence for the reverse direction m -> c
+    counts against it: prerequisites form a DAG, so at most one direction is true
+    (`reverse_evidence`, see `reverse_evidence`). The chance is scaled by 1 +
     `prerequisite_lift_noise_weight` x `noise_share` (c's reversal share, `reversal_share`):
     a concept whose reports visibly name the wrong way needs more of them.
     Kept within the edge floor and ceiling.
@@ -725,10 +683,7 @@ def lift_confidence(
     chance = chance_reports(
         hits, concept_reports, n_concepts, dials.prerequisite_lift_chance_spread
     ) * (1.0 + dials.prerequisite_lift_noise_weight * noise_share)
-    against = reverse_evidence if dials.prerequisite_lift_reverse else 0.0
-    if dials.prerequisite_lift_transitive:
-        against += dials.prerequisite_lift_transitive_weight * transitive_reports
-    net = max(0.0, hits - chance - against)
+    net = max(0.0, hits - chance - reverse_evidence)
     k = dials.prerequisite_lift_k
     return _edge_bounds(net / (net + k), dials)
 
@@ -744,22 +699,6 @@ def reversal_share(reports: int, reversals: int, dials: Settings) -> float:
     if reports + weight <= 0:
         return prior
     return (reversals + prior * weight) / (reports + weight)
-
-
-def transitive_chance(paths: Iterable[tuple[int, int, int]]) -> float:
-    """Reports of c -> x that a path c -> m -> x explains, the largest over the paths.
-
-    Each path is (reports of c -> m, reports of m -> x, all reports on m). A learner missing
-    x mostly misses m, which rests on it, as well; a struggle on c is then about m, and an
-    extractor that names x instead names a concept further down the learner's gap. So of
-    c -> m's reports, the share of m's own reports that name x is expected on c -> x without
-    x being a direct prerequisite of c: h(c -> m) h(m -> x) / R(m). A true direct
-    prerequisite that is also reachable through m keeps the reports beyond that.
-    """
-    return max(
-        (float(via) * float(onward) / float(reports) for via, onward, reports in paths if reports),
-        default=0.0,
-    )
 
 
 def reverse_evidence(
@@ -802,9 +741,7 @@ def unlearned_confidence(
         return confidence
     if hits + support > dials.prerequisite_unlearn_max_share * concept_reports:
         return confidence
-    earned = lift_confidence(
-        hits, concept_reports, n_concepts, replace(dials, prerequisite_lift_reverse=False)
-    )
+    earned = lift_confidence(hits, concept_reports, n_concepts, dials)
     return min(confidence, earned)
 
 
@@ -880,3 +817,101 @@ def outcome_graded(edge_type: str, dials: Settings) -> bool:
 
 def _edge_bounds(x: float, dials: Settings) -> float:
     return min(dials.edge_confidence_ceiling, max(dials.edge_confidence_floor, x))
+
+
+# --- the units rule (issue 29): one model, its terms printed by `hag explain` ---------------
+
+
+@dataclass(frozen=True)
+class EvidenceTerms:
+    """The terms of one prerequisite's confidence under the units rule, as `hag explain`
+    prints them; `confidence` is what the re-weigh stores.
+
+    Learned: `lift` = net/(net + k), net = max(0, units - chance - reverse), chance = the
+    concept's other units spread over `spread` concepts and scaled by 1 + noise weight x
+    `noise_share`; fewer than `min_learners` distinct learners hold it at `hold` =
+    edge_min_confidence x learners / min_learners; then the edge floor and ceiling.
+    Authored or enriched: `prior` (the confidence it holds by its provenance, before any
+    lowering); `judged` when its concept has `min_reports` units from `min_learners` learners
+    and the units naming its target or a concept resting on it (`support`) are at most
+    max_share of them: then it sits at min(prior, lift of its own units), else at `prior`.
+    """
+
+    source_type: str
+    units: float
+    learners: int
+    concept_units: float
+    concept_learners: int
+    chance: float
+    noise_share: float
+    reverse: float
+    support: float
+    prior: float | None
+    k: float
+    net: float
+    lift: float
+    min_learners: int
+    hold: float | None
+    judged: bool
+    confidence: float
+    unlearned_from: float | None
+
+
+def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
+    """A prerequisite's confidence under the units rule, with every term of the formula.
+
+    Evidence is counted in units: a session gives a pair its share of one unit about the
+    struggled concept (`session_shares`), a learner's shares for a pair are capped at
+    `prerequisite_learner_cap` (hag_edge_evidence), so neither a session repeating a pair nor
+    a learner repeating it in many sessions outweighs other learners. A learned pair reported
+    by fewer than `prerequisite_min_learners` (at least 2) learners stays below the walk floor,
+    and negative evidence needs a concept reported on by as many learners: one learner, or
+    one session, never lifts a shared prerequisite to the floor or lowers an authored one.
+    """
+    k = dials.prerequisite_lift_k
+    min_learners = dials.prerequisite_min_learners
+    noise = reversal_share(*fact.reversal_reports, dials)
+    if fact.source_type == "learned":
+        chance = chance_reports(
+            fact.units, fact.concept_units, fact.n_concepts, dials.prerequisite_lift_chance_spread
+        ) * (1.0 + dials.prerequisite_lift_noise_weight * noise)
+        reverse = reverse_evidence(
+            fact.reverse_units, fact.reverse_source_type, fact.reverse_confidence, dials
+        )
+        net = max(0.0, fact.units - chance - reverse)
+        lift = net / (net + k)
+        hold = (
+            dials.edge_min_confidence * fact.learners / min_learners
+            if fact.learners < min_learners
+            else None
+        )
+        confidence = _edge_bounds(lift if hold is None else min(lift, hold), dials)
+        return EvidenceTerms(
+            fact.source_type, fact.units, fact.learners, fact.concept_units,
+            fact.concept_learners, chance, noise, reverse, 0.0, None, k, net, lift,
+            min_learners, hold, False, confidence, None,
+        )  # fmt: skip
+    prior = (
+        fact.confidence
+        if fact.unlearned_from is None
+        else max(fact.confidence, fact.unlearned_from)
+    )
+    reports = max(fact.concept_units, fact.reported_units)
+    chance = chance_reports(
+        fact.units, reports, fact.n_concepts, dials.prerequisite_lift_chance_spread
+    ) * (1.0 + dials.prerequisite_lift_noise_weight * noise)
+    net = max(0.0, fact.units - chance)
+    lift = _edge_bounds(net / (net + k), dials)
+    min_reports = dials.prerequisite_unlearn_min_reports
+    judged = (
+        min_reports > 0
+        and reports >= min_reports
+        and fact.concept_learners >= min_learners
+        and fact.units + fact.support_units <= dials.prerequisite_unlearn_max_share * reports
+    )
+    lowered = min(prior, lift) if judged else prior
+    return EvidenceTerms(
+        fact.source_type, fact.units, fact.learners, reports, fact.concept_learners, chance,
+        noise, 0.0, fact.support_units, prior, k, net, lift, min_learners, None, judged,
+        lowered, prior if lowered < prior else None,
+    )  # fmt: skip

@@ -240,11 +240,15 @@ def reinforce(
     results = write.reinforce(conn, session, observed, dials, run_id)
     counts.edges_created += sum(1 for r in results if r.inserted)
     counts.edges_reinforced += sum(1 for r in results if not r.inserted)
+    shares = rules.session_shares(turns_by_pair)
     write.record_learner_reports(
         conn,
         session,
         {
-            r.id: turns_by_pair[(r.identity[0], r.identity[1])]
+            r.id: (
+                turns_by_pair[(r.identity[0], r.identity[1])],
+                shares[(r.identity[0], r.identity[1])],
+            )
             for r in results
             if r.identity[2] == "prerequisite" and (r.identity[0], r.identity[1]) in turns_by_pair
         },
@@ -303,6 +307,18 @@ def reweigh_prerequisites(
     return write.set_edge_confidences(
         conn, states, at=at, reason=reason, session_id=session_id, run_id=run_id
     )
+
+
+def reweigh_every_prerequisite(conn: Connection, dials: Settings, *, at: datetime) -> int:
+    """Every prerequisite re-weighed under the rules `dials` select (lift or units), in the
+    caller's transaction, its rows locked in one sorted pass first: what `hag settings profile`
+    runs after it changed the rules, so a memory moves to them at once rather than concept by
+    concept as sessions report on them. How many confidences changed."""
+    if not rules.lift_selected(dials):
+        return 0
+    sources = facts.prerequisite_sources(conn)
+    write.lock_rows(conn, [], [], [], sources)
+    return reweigh_prerequisites(conn, sources, dials, at=at, reason="profile: re-weighed")
 
 
 def grade_outcomes(

@@ -55,7 +55,7 @@ def lock_rows(
         conn.execute(
             query("session", "lock_entries"), {"ids": sorted(entry_ids, key=str)}
         ).fetchall()
-    if edge_ids or observed:
+    if edge_ids or observed or sibling_sources:
         conn.execute(
             query("session", "lock_edges"),
             {
@@ -151,10 +151,11 @@ def reinforce(
 
 
 def record_learner_reports(
-    conn: Connection, session: SessionPayload, turns_by_edge: Mapping[UUID, int]
+    conn: Connection, session: SessionPayload, turns_by_edge: Mapping[UUID, tuple[int, float]]
 ) -> None:
     """Who reported each prerequisite this session proposed: one row per (edge, session) with
-    the learner and the turns (migration 091); a session applied again adds nothing."""
+    the learner, the turns (migration 091) and the session's share (migration 200,
+    `rules.session_shares`); a session applied again adds nothing."""
     if not turns_by_edge:
         return
     ids = sorted(turns_by_edge, key=str)
@@ -165,7 +166,8 @@ def record_learner_reports(
             "learner_id": session.learner_id,
             "at": session.ended_at,
             "edge_ids": ids,
-            "turns": [turns_by_edge[i] for i in ids],
+            "turns": [turns_by_edge[i][0] for i in ids],
+            "shares": [turns_by_edge[i][1] for i in ids],
         },
     )
 

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,7 +155,8 @@ def migrate(
             if m.version in ledger:
                 continue
             try:
-                conn.execute(m.path.read_text())
+                with _notices_said(conn, m.path.name):
+                    conn.execute(m.path.read_text())
             except psycopg.Error as exc:
                 _refuse_missing_vector(conn, exc)
                 raise MigrationError(f"{m.path.name} failed: {exc}".splitlines()[0]) from exc
@@ -175,6 +179,22 @@ def migrate(
             (code_checksum(),),
         )
     return done
+
+
+@contextmanager
+def _notices_said(conn: AnyConn, name: str) -> Iterator[None]:
+    """What a migration says with RAISE WARNING (what it dropped, say) printed on stderr, named
+    by its file; the server's notices (an IF NOT EXISTS that found the object) are not."""
+
+    def say(diag: psycopg.errors.Diagnostic) -> None:
+        if diag.severity_nonlocalized == "WARNING":
+            print(f"{name}: {diag.message_primary}", file=sys.stderr)
+
+    conn.add_notice_handler(say)
+    try:
+        yield
+    finally:
+        conn.remove_notice_handler(say)
 
 
 def code_checksum() -> str:

@@ -288,7 +288,7 @@ ORDER BY e.id
 FOR NO KEY UPDATE OF e
 
 -- name: prerequisite_evidence
--- Under the lift rule: the prerequisite edges out of or into the given source entries (the
+-- Under the lift and units rules: the prerequisite edges out of or into the given source entries (the
 -- rows lock_edges locked), each with its reports (hit_count: sessions that reported it),
 -- its source concept's reports over all its prerequisites, the number of concepts of the
 -- source's topic graph (anchored, live entries of its topic and scope) the reports could
@@ -298,17 +298,15 @@ FOR NO KEY UPDATE OF e
 -- over the source's live and culled prerequisites (the audit keeps a culled edge's reports),
 -- unless the memory holds x to build on the source (a walked x -> source: such a report is
 -- the extractor's reversal, not a gap under the target),
--- and each walked path source -> m -> target as (reports of source -> m, of m -> target, all
--- reports on m) (they explain reports of source -> target: rules.transitive_chance), the
--- confidence negative evidence keeps beside a lowered edge (unlearned_from, migration 090),
--- and who reported it (migration 091): per learner [sessions, turns, shown] of the edge, of the
--- reverse edge, and of every (prerequisite, learner) out of the source concept, split by
--- whether the learner had succeeded on the pair's target in an earlier session of the topic
--- (shown = 1: hag_edge_reporters over hag_learner_successes, migration 097)
--- (rules.repeat_weighted_hits; read, not locked, like the paths), and the source concept's
--- reports [all, reversals]: over its prerequisites, live and culled (the audit keeps a culled
--- edge's reports; a restored one is live again), those naming a concept x with a
--- prerequisite x -> source at `prerequisite_lift_noise_held_min` or more (rules.reversal_share).
+-- the confidence negative evidence keeps beside a lowered edge (unlearned_from, migration
+-- 090), and the source concept's reports [all, reversals]: over its prerequisites, live and
+-- culled (the audit keeps a culled edge's reports; a restored one is live again), those
+-- naming a concept x with a prerequisite x -> source at `prerequisite_lift_noise_held_min` or more (rules.reversal_share).
+-- Under the units rule (issue 29, rules.unit_terms) the same evidence in units
+-- (hag_edge_evidence: session shares, each learner's capped at `prerequisite_learner_cap`):
+-- the edge's units and learners, its concept's units (live prerequisites) and distinct
+-- learners, the reverse edge's units, the supporting units, and the concept's units over its
+-- live and culled prerequisites (a culled edge's sessions count as unattributed ones).
 WITH touched AS (
     SELECT e.id, e.source_entry_id
     FROM hag_edges e
@@ -322,15 +320,32 @@ WITH touched AS (
     FROM hag_edges e
     WHERE e.edge_type = 'prerequisite'
       AND e.source_entry_id IN (SELECT source_entry_id FROM touched)
+), units AS (
+    -- each family edge's evidence in units, and its concept's units over its live prerequisites
+    SELECT f.id, f.source_entry_id, f.target_entry_id, f.hit_count, u.units, u.learners,
+           sum(u.units) OVER (PARTITION BY f.source_entry_id) AS concept_units
+    FROM family f
+    CROSS JOIN LATERAL hag_edge_evidence(f.id, f.hit_count, %(prerequisite_learner_cap)s) u
+), concept_learners AS (
+    -- per source: the distinct learners who reported any prerequisite out of it, each
+    -- unattributed session counted as a learner of its own
+    SELECT z.source_entry_id,
+           (SELECT count(DISTINCT lr.learner_id)
+              FROM hag_edge_learner_reports lr
+              JOIN hag_edges y ON y.id = lr.edge_id
+             WHERE y.source_entry_id = z.source_entry_id AND y.edge_type = 'prerequisite')
+           + sum(greatest(0, z.hit_count - (SELECT count(*) FROM hag_edge_learner_reports lr
+                                              WHERE lr.edge_id = z.id)))::int AS learners
+    FROM family z
+    GROUP BY z.source_entry_id
 ), reported AS (
     -- each source's reports per prerequisite, live and culled (the audit keeps a culled
     -- edge's reports; a restored one is live again): read once, by support and reversals
-    SELECT x.source_entry_id, x.target_entry_id, x.hit_count
-    FROM hag_edges x
-    WHERE x.edge_type = 'prerequisite'
-      AND x.source_entry_id IN (SELECT source_entry_id FROM touched)
+    SELECT x.source_entry_id, x.target_entry_id, x.hit_count, x.units
+    FROM units x
     UNION ALL
-    SELECT a.source_entry_id, a.target_entry_id, a.hit_count
+    SELECT a.source_entry_id, a.target_entry_id, a.hit_count,
+           least(1.0, %(prerequisite_learner_cap)s) * a.hit_count
     FROM hag_edge_audit a
     WHERE a.edge_type = 'prerequisite' AND a.restored_at IS NULL
       AND a.source_entry_id IN (SELECT source_entry_id FROM touched)
@@ -346,15 +361,10 @@ WITH touched AS (
                         AND rv.confidence >= %(prerequisite_lift_noise_held_min)s)), 0)]::int[] AS reports
     FROM reported o
     GROUP BY o.source_entry_id
-), concept_reporters AS (
-    -- per source: who reported each prerequisite out of it (hag_edge_reporters), once
-    SELECT z.source_entry_id, array_agg(ARRAY[g.sessions, g.turns, g.shown]) AS reports
-    FROM hag_edges z
-    JOIN hag_entries zs ON zs.id = z.source_entry_id
-    CROSS JOIN LATERAL hag_edge_reporters(z.id, zs.topic_id) g
-    WHERE z.edge_type = 'prerequisite'
-      AND z.source_entry_id IN (SELECT source_entry_id FROM touched)
-    GROUP BY z.source_entry_id
+), reported_units AS (
+    SELECT o.source_entry_id, sum(o.units) AS units
+    FROM reported o
+    GROUP BY o.source_entry_id
 )
 SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.concept_reports,
        (SELECT count(DISTINCT t.concept_slug)
@@ -363,57 +373,51 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.conce
            AND t.concept_slug <> '_unanchored_' AND t.maturity <> 'archived') AS n_concepts,
        r.hit_count AS reverse_hits, r.source_type AS reverse_source_type,
        r.confidence AS reverse_confidence,
-       (SELECT COALESCE(sum(o.hit_count), 0)
-          FROM reported o
-          JOIN hag_edges via ON via.source_entry_id = o.target_entry_id
-                            AND via.target_entry_id = f.target_entry_id
-                            AND via.edge_type = 'prerequisite'
-                            AND via.confidence >= %(edge_min_confidence)s
-         WHERE o.source_entry_id = f.source_entry_id
-           AND NOT EXISTS (SELECT 1 FROM hag_edges rv
-                            WHERE rv.source_entry_id = o.target_entry_id
-                              AND rv.target_entry_id = f.source_entry_id
-                              AND rv.edge_type = 'prerequisite'
-                              AND rv.confidence >= %(edge_min_confidence)s)
-       ) AS support_hits,
-       (SELECT COALESCE(array_agg(ARRAY[cm.hit_count, mx.hit_count,
-                                        (SELECT sum(z.hit_count) FROM hag_edges z
-                                          WHERE z.source_entry_id = cm.target_entry_id
-                                            AND z.edge_type = 'prerequisite')::int]),
-                        '{}'::int[])
-          FROM hag_edges cm
-          JOIN hag_edges mx ON mx.source_entry_id = cm.target_entry_id
-                           AND mx.target_entry_id = f.target_entry_id
-                           AND mx.edge_type = 'prerequisite'
-                           AND mx.confidence >= %(edge_min_confidence)s
-         WHERE cm.source_entry_id = f.source_entry_id AND cm.edge_type = 'prerequisite'
-           AND cm.target_entry_id <> f.target_entry_id AND cm.confidence >= %(edge_min_confidence)s
-       ) AS transitive_paths,
-       (SELECT COALESCE(array_agg(ARRAY[g.sessions, g.turns, g.shown]), '{}'::int[])
-          FROM hag_edge_reporters(f.id, s.topic_id) g
-       ) AS learner_reports,
-       (SELECT COALESCE(array_agg(ARRAY[g.sessions, g.turns, g.shown]), '{}'::int[])
-          FROM hag_edge_reporters(r.id, s.topic_id) g
-       ) AS reverse_learner_reports,
-       COALESCE(cr.reports, '{}'::int[]) AS concept_learner_reports,
+       sup.hits AS support_hits, sup.units AS support_units,
+       fu.units, fu.learners, fu.concept_units, cl.learners AS concept_learners,
+       COALESCE(ru.units, 0) AS reported_units,
+       (SELECT u.units FROM hag_edge_evidence(r.id, r.hit_count, %(prerequisite_learner_cap)s) u
+         WHERE r.id IS NOT NULL) AS reverse_units,
        COALESCE(rs.reports, ARRAY[0, 0]) AS reversal_reports
 FROM family f
 JOIN hag_entries s ON s.id = f.source_entry_id
 LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
                      AND r.target_entry_id = f.source_entry_id AND r.edge_type = 'prerequisite'
 LEFT JOIN reversals rs ON rs.source_entry_id = f.source_entry_id
-LEFT JOIN concept_reporters cr ON cr.source_entry_id = f.source_entry_id
+JOIN units fu ON fu.id = f.id
+JOIN concept_learners cl ON cl.source_entry_id = f.source_entry_id
+LEFT JOIN reported_units ru ON ru.source_entry_id = f.source_entry_id
+CROSS JOIN LATERAL (
+    SELECT COALESCE(sum(o.hit_count), 0) AS hits, COALESCE(sum(o.units), 0) AS units
+    FROM reported o
+    JOIN hag_edges via ON via.source_entry_id = o.target_entry_id
+                      AND via.target_entry_id = f.target_entry_id
+                      AND via.edge_type = 'prerequisite'
+                      AND via.confidence >= %(edge_min_confidence)s
+    WHERE o.source_entry_id = f.source_entry_id
+      AND NOT EXISTS (SELECT 1 FROM hag_edges rv
+                       WHERE rv.source_entry_id = o.target_entry_id
+                         AND rv.target_entry_id = f.source_entry_id
+                         AND rv.edge_type = 'prerequisite'
+                         AND rv.confidence >= %(edge_min_confidence)s)
+) sup
 WHERE f.id IN (SELECT id FROM touched)
 ORDER BY f.id
 
+-- name: prerequisite_sources
+-- Every entry with a prerequisite out of it (`hag settings profile` re-weighs them all).
+SELECT DISTINCT source_entry_id FROM hag_edges WHERE edge_type = 'prerequisite'
+ORDER BY source_entry_id
+
 -- name: record_learner_reports
 -- Who reported each prerequisite this session proposed (migration 091): one row per (edge,
--- session) with the session's learner and how many of its turns reported it, in the
--- session's transaction beside the edge's hit count (the edges are locked or new). A session
--- applied again inserts nothing.
-INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, reported_at)
-SELECT r.edge_id, %(session_id)s, %(learner_id)s, r.turns, %(at)s
-FROM unnest(%(edge_ids)s::uuid[], %(turns)s::int[]) AS r (edge_id, turns)
+-- session) with the session's learner, how many of its turns reported it and its share of
+-- the session's unit (migration 200, rules.session_shares), in the session's transaction
+-- beside the edge's hit count (the edges are locked or new). A session applied again
+-- inserts nothing.
+INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, share, reported_at)
+SELECT r.edge_id, %(session_id)s, %(learner_id)s, r.turns, r.share, %(at)s
+FROM unnest(%(edge_ids)s::uuid[], %(turns)s::int[], %(shares)s::float8[]) AS r (edge_id, turns, share)
 ON CONFLICT (edge_id, session_id) DO NOTHING
 
 -- name: set_edge_confidences

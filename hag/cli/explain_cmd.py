@@ -1,0 +1,74 @@
+"""`hag explain EDGE`: why a prerequisite has its confidence, term by term."""
+
+from __future__ import annotations
+
+import click
+
+from hag.cli._common import echo_json, json_option, ready
+
+
+@click.command()
+@click.argument("edge_id")
+@json_option
+def explain(edge_id: str, as_json: bool) -> None:
+    """Why an edge has its confidence now: under the units rule, the terms of its formula.
+
+    EDGE is an edge's id, whole, by a unique prefix, or by the ending the listings print. For a
+    live prerequisite under the units rule (`prerequisite_confidence_rule = units`): the units
+    and distinct learners that report it, its concept's units and learners, the chance and
+    reverse evidence netted out, the prior of an authored edge, and the result, which is the
+    confidence the re-weigh stores. Otherwise the edge as it stands (`hag history EDGE` shows
+    how it got there).
+    """
+    from hag import settings
+    from hag.session.explain import evidence_terms
+    from hag.storage import db
+    from hag.storage.history import explain_edge
+
+    ready()
+    with db.connect() as conn:
+        dials = settings.load(conn)
+        key, edge, _ = explain_edge(conn, edge_id, 1)
+        live = not edge["culled"]
+        terms = (
+            evidence_terms(conn, key, edge["source_entry_id"], dials)
+            if live and edge["edge_type"] == "prerequisite"
+            else None
+        )
+    if as_json:
+        shown = {k: v for k, v in edge.items() if k != "culled"} if live else {"edge_id": key}
+        echo_json({**shown, "exists": live, "terms": terms})
+        return
+    if not live:
+        click.echo(f"edge {key}: culled (`hag history` shows its events)")
+        return
+    click.echo(
+        f"edge {key}: {edge['edge_type']} {edge['topic_id']}/{edge['source_concept']} -> "
+        f"{edge['target_concept']} ({edge['source_type']}), confidence {edge['confidence']:.6f}"
+    )
+    t = terms
+    if t is None:
+        click.echo("no evidence terms: not a prerequisite weighed by the units rule")
+        return
+    click.echo(
+        f"  reports: {t['units']:.4f} units from {t['learners']} learner(s); its concept "
+        f"{t['concept_units']:.4f} units from {t['concept_learners']} learner(s)"
+    )
+    click.echo(
+        f"  chance {t['chance']:.4f} (noise share {t['noise_share']:.4f}), reverse evidence "
+        f"{t['reverse']:.4f}, k {t['k']:g}: net {t['net']:.4f}, lift net/(net+k) {t['lift']:.6f}"
+    )
+    if t["source_type"] == "learned":
+        held = (
+            "not held"
+            if t["hold"] is None
+            else f"held at {t['hold']:.6f} (fewer than {t['min_learners']} learners)"
+        )
+        click.echo(f"  {held}")
+    else:
+        verdict = "judged unsupported" if t["judged"] else "not judged"
+        click.echo(
+            f"  prior {t['prior']:.6f}, support {t['support']:.4f} units: {verdict} "
+            f"(needs {t['min_learners']} learners on its concept)"
+        )
+    click.echo(f"  result {t['confidence']:.6f}")
