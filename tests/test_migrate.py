@@ -72,6 +72,7 @@ MIGRATION_ONLY = {
     "hag_refuse_erased_session": "a trigger function: keeps an erased session from coming back",
     "hag_erased_session_hash": "names an erased session's tombstone (storage)",
     "hag_entry_search_forget": "the search copy trigger's delete by probe (storage)",
+    "hag_entry_search_restate": "the search copy trigger's update in place by probe (storage)",
     "hag_edge_reports_cascade": "a trigger function: the learner reports' foreign key",
     "hag_edge_report_names_edge": "a trigger function: the learner reports' foreign key",
 }

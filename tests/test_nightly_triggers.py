@@ -85,3 +85,90 @@ def test_the_copy_forgets_a_row_whose_maturity_changes_in_a_bulk_update(db):
     db.execute("DELETE FROM hag_entries WHERE id = ANY(%s)", (ids[3:6],))
     left = db.execute("SELECT id FROM hag_entry_search WHERE id = ANY(%s)", (ids,)).fetchall()
     assert sorted(r["id"] for r in left) == sorted(ids[6:])
+
+
+def _last_changes(conn) -> dict[str, list[uuid.UUID]]:
+    """The change rows this transaction wrote, set by set: the ids each names, in order."""
+    rows = conn.execute(
+        "SELECT set_key, ids FROM hag_entry_search_changes WHERE xid = pg_current_xact_id() "
+        "ORDER BY ctid"
+    ).fetchall()
+    return {r["set_key"]: sorted(r["ids"]) for r in rows}
+
+
+def test_a_promotion_updates_the_copy_row_in_place_and_names_it_once(db):
+    """Migration 195: a row that stays in its set and topic keeps its copy row (updated where
+    it stands, the vector untouched), and the change row lists its id once."""
+    ids = sorted(f.entry(db, maturity="candidate", confidence=0.6) for _ in range(3))
+    db.commit()
+    vectors = {
+        r["id"]: r["v"]
+        for r in db.execute(
+            "SELECT id, embedding::text AS v FROM hag_entry_search WHERE id = ANY(%s)", (ids,)
+        )
+    }
+    db.execute(
+        "UPDATE hag_entries SET maturity = 'pattern', confidence = 0.7 WHERE id = ANY(%s)", (ids,)
+    )
+    rows = db.execute(
+        "SELECT id, search_set, maturity, confidence, embedding::text AS v "
+        "FROM hag_entry_search WHERE id = ANY(%s) ORDER BY id",
+        (ids,),
+    ).fetchall()
+    assert [(r["id"], r["search_set"], r["maturity"], r["confidence"]) for r in rows] == [
+        (i, "topic", "pattern", 0.7) for i in ids
+    ]
+    assert {r["id"]: r["v"] for r in rows} == vectors
+    assert _last_changes(db) == {"topic:cryptography": ids}
+    db.rollback()
+
+
+def test_an_update_puts_back_a_copy_row_the_copy_lacked(db):
+    """A kept row whose copy row is missing (it never should be) is inserted, as before."""
+    entry_id = f.entry(db, maturity="candidate", confidence=0.6)
+    db.execute("DELETE FROM hag_entry_search WHERE id = %s", (entry_id,))
+    db.execute("UPDATE hag_entries SET maturity = 'pattern' WHERE id = %s", (entry_id,))
+    row = db.execute(
+        "SELECT maturity, confidence FROM hag_entry_search WHERE id = %s", (entry_id,)
+    ).fetchone()
+    assert (row["maturity"], row["confidence"]) == ("pattern", 0.6)
+    assert _last_changes(db)["topic:cryptography"] == [entry_id]
+    db.rollback()
+
+
+def test_one_statement_that_keeps_moves_adds_and_drops_rows(db):
+    """Kept rows in place, a move between topics (gone from one set, added to the other), a row
+    newly searched and a row archived, in one UPDATE: the copy and the change rows follow."""
+    kept = f.entry(db, topic_id="t1", maturity="candidate")
+    moved = f.entry(db, topic_id="t1", maturity="pattern")
+    f.topic(db, "t2")
+    shown = f.entry(db, topic_id="t1", maturity="archived")
+    archived = f.entry(db, topic_id="t1", maturity="pattern", confidence=0.1)
+    untouched = f.entry(db, topic_id="t1", maturity="pattern", confidence=0.5)
+    db.commit()
+    db.execute(
+        """
+        UPDATE hag_entries SET
+            maturity = CASE WHEN id = %(kept)s THEN 'pattern' WHEN id = %(shown)s THEN 'candidate'
+                            WHEN id = %(archived)s THEN 'archived' ELSE maturity END,
+            topic_id = CASE WHEN id = %(moved)s THEN 't2' ELSE topic_id END,
+            success_count = success_count + 1
+        WHERE topic_id = 't1'
+        """,
+        {"kept": kept, "moved": moved, "shown": shown, "archived": archived},
+    )
+    copy = {
+        r["id"]: (r["topic_id"], r["maturity"])
+        for r in db.execute("SELECT id, topic_id, maturity FROM hag_entry_search")
+    }
+    assert copy == {
+        kept: ("t1", "pattern"),
+        moved: ("t2", "pattern"),
+        shown: ("t1", "candidate"),
+        untouched: ("t1", "pattern"),
+    }
+    assert _last_changes(db) == {
+        "topic:t1": sorted([kept, moved, shown, archived]),
+        "topic:t2": [moved],
+    }
+    db.rollback()
