@@ -800,7 +800,7 @@ def explain(
                 "slugs": slugs,
                 "topic_id": f"t{t:02d}",
                 "scopes": ["public"],
-                "match_count": dials.concept_match_count,
+                "concept_match_count": dials.concept_match_count,
             },
         ),
         (
