@@ -234,7 +234,7 @@ class Memory:
         NotFoundError when no edge or entry has that id.
         """
         from hag import settings
-        from hag.session.explain import evidence_terms
+        from hag.session.explain import edge_terms
         from hag.storage import db
         from hag.storage.history import explain_edge
 
@@ -242,11 +242,7 @@ class Memory:
             dials = settings.load(conn)
             shown = limit or dials.history_default_limit
             key, edge, rows = explain_edge(conn, str(edge_id), shown)
-            terms = (
-                None
-                if edge["culled"] or edge["edge_type"] != "prerequisite"
-                else evidence_terms(conn, key, edge["source_entry_id"], dials)
-            )
+            terms = edge_terms(conn, key, edge, dials)
         now = {} if edge["culled"] else edge
         return EdgeExplanation(
             edge_id=key,

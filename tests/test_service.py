@@ -419,6 +419,35 @@ def test_an_edge_is_explained_by_its_id_prefix(client, db):
         client.explain_edge(str(entry))
 
 
+def test_a_prerequisite_is_explained_with_its_terms_under_the_units_rule(client, db):
+    """Under the evidence profile a learned prerequisite's explanation carries the units
+    rule's terms, their result equal to the stored confidence (as `hag explain` prints);
+    another edge type carries none."""
+    from hag import settings
+    from tests.session_builders import run
+    from tests.test_evidence_session import struggle
+
+    settings.apply_profile(db, "evidence", by="test")
+    db.commit()
+    settings.invalidate()
+    for n in range(4):
+        failed = turn(0, outcome="failure", struggles=[struggle("caesar-cipher", "xor")])
+        run(db, payload(f"svc-terms-{n}", [failed], learner=f"learner-{n}", day=n))
+    edge = db.execute(
+        "SELECT id, confidence FROM hag_edges WHERE edge_type = 'prerequisite'"
+        " AND source_type = 'learned' ORDER BY created_at LIMIT 1"
+    ).fetchone()
+    assert edge is not None
+    explained = client.explain_edge(str(edge["id"]))
+    assert explained.terms is not None
+    assert explained.terms["learners"] == 4
+    assert abs(explained.terms["confidence"] - edge["confidence"]) <= 1e-9
+    other = db.execute(
+        "SELECT id FROM hag_edges WHERE edge_type <> 'prerequisite' LIMIT 1"
+    ).fetchone()
+    assert client.explain_edge(str(other["id"])).terms is None
+
+
 def test_a_removed_edge_is_explained_from_its_audit_row(client, db):
     """A deleted edge keeps its type and ends, no confidence, and its removal as an event."""
     edge = db.execute("SELECT id, edge_type FROM hag_edges ORDER BY id LIMIT 1").fetchone()

@@ -228,11 +228,14 @@ def _ingest(raw: Any) -> SessionState:
 
 
 def _explain(text: str, limit: int | None) -> EdgeExplanation:
+    from hag.session.explain import edge_terms
     from hag.storage.history import explain_edge
 
     with db.connect() as conn:
-        shown = limit or settings.load(conn).history_default_limit
+        dials = settings.load(conn)
+        shown = limit or dials.history_default_limit
         key, edge, events = explain_edge(conn, text, shown)
+        terms = edge_terms(conn, key, edge, dials)
     return EdgeExplanation(
         edge_id=key,
         edge_type=edge["edge_type"],
@@ -242,6 +245,7 @@ def _explain(text: str, limit: int | None) -> EdgeExplanation:
         culled=edge["culled"],
         total_events=events[0]["total"] if events else 0,
         events=events,  # type: ignore[arg-type]
+        terms=terms,
     )
 
 

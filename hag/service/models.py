@@ -8,7 +8,7 @@ models the server's OpenAPI schema is made from, and neither side imports the ot
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -135,6 +135,14 @@ class EdgeExplanation(_Response):
     culled: bool
     total_events: int
     events: list[HistoryEvent]
+    terms: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "Under the units rule, a live prerequisite's formula terms now (units, learners,"
+            " chance, reverse, prior, hold, ... and `confidence`, what the re-weigh stores);"
+            " null for another edge type, a culled edge or another rule."
+        ),
+    )
 
 
 class Health(_Response):

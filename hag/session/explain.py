@@ -29,3 +29,13 @@ def evidence_terms(
         if fact.edge_id == edge_id:
             return asdict(rules.unit_terms(fact, dials))
     return None
+
+
+def edge_terms(
+    conn: Conn, edge_id: UUID, edge: dict[str, Any], dials: Settings
+) -> dict[str, Any] | None:
+    """`evidence_terms` for an edge as `storage.history.explain_edge` found it: None once
+    culled or when it is not a prerequisite (the API's and the service's `terms`)."""
+    if edge["culled"] or edge["edge_type"] != "prerequisite":
+        return None
+    return evidence_terms(conn, edge_id, edge["source_entry_id"], dials)
