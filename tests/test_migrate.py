@@ -112,14 +112,11 @@ def test_an_existing_memory_takes_the_living_rule_definitions(fresh):
     }
 
 
-def test_an_authored_edge_lowered_by_negative_evidence_keeps_its_value_across_090(fresh, tmp_path):
-    """Migration 090 carries a memory over: an authored prerequisite the first rounds' sticky
-    rule lowered (0.9 -> 0.4 -> 0.05, reason 'prerequisite evidence (lift)') keeps 0.9 beside
-    its confidence; one changed by hand after such a lowering, and a learned one, keep none."""
-    migrate_up_to(fresh, tmp_path, 90)
-    fresh.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")
-    a, b, c = (
-        fresh.execute(
+def three_entries(conn):
+    """Topic t with the public pattern entries a, b and c (8-dimension vectors): their ids."""
+    conn.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")
+    return tuple(
+        conn.execute(
             "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, "
             "confidence, instruction, embedding) VALUES ('t', %s, 'public', 'pattern', 0.8, "
             "'x', %s) RETURNING id",
@@ -127,6 +124,14 @@ def test_an_authored_edge_lowered_by_negative_evidence_keeps_its_value_across_09
         ).fetchone()[0]
         for slug in ("a", "b", "c")
     )
+
+
+def test_an_authored_edge_lowered_by_negative_evidence_keeps_its_value_across_090(fresh, tmp_path):
+    """Migration 090 carries a memory over: an authored prerequisite the first rounds' sticky
+    rule lowered (0.9 -> 0.4 -> 0.05, reason 'prerequisite evidence (lift)') keeps 0.9 beside
+    its confidence; one changed by hand after such a lowering, and a learned one, keep none."""
+    migrate_up_to(fresh, tmp_path, 90)
+    a, b, c = three_entries(fresh)
 
     def edge(source, target, source_type, steps):
         """An edge at 0.9 whose confidence then goes through (value, reason) steps."""
@@ -201,16 +206,7 @@ def test_200_and_201_carry_reports_into_units_and_drop_the_retired_dials(fresh, 
     in 3 turns and a -> c in 1: 3/4 and 1/4; alone: 1); 201 drops a retired dial's stored
     value and says which (a WARNING printed with the file's name)."""
     migrate_up_to(fresh, tmp_path, 200)
-    fresh.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")
-    a, b, c = (
-        fresh.execute(
-            "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity, "
-            "confidence, instruction, embedding) VALUES ('t', %s, 'public', 'pattern', 0.8, "
-            "'x', %s) RETURNING id",
-            (slug, "[" + ",".join(["0.5"] * 8) + "]"),
-        ).fetchone()[0]
-        for slug in ("a", "b", "c")
-    )
+    a, b, c = three_entries(fresh)
     ab, ac = (
         fresh.execute(
             "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
