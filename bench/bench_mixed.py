@@ -374,18 +374,13 @@ def over_the_service(c: br.Corpus, samples: list[Any], dials: Any, start: int) -
     """The grid again with text messages, following writes: in-process clients and clients
     of a `hag service` subprocess on the same database, alternating cell by cell (in-process
     first in even cells); the writer stays in this process."""
-    from bench.bench_service import TOKEN, service
+    from bench.bench_service import TOKEN, declare_offline_embedder, service
     from hag import retrieval, settings
     from hag.service.client import HagClient
     from hag.storage import db
-    from hag.vectors import embedder_identity
-    from hag.vectors.embeddings import get_embedder
 
     with db.connect() as conn:
-        # the rows are synthetic: the offline embedder is declared the memory's so that a
-        # text retrieve embeds with it (as bench_service's big memory does)
-        identity, probe = embedder_identity.measure(get_embedder())
-        embedder_identity.write(conn, identity, probe)
+        declare_offline_embedder(conn)  # so that a text retrieve embeds (synthetic rows)
         settings.set_value(conn, "retrieval_cache_ttl_seconds", 0, by="bench")
         settings.reset_value(conn, "resident_follow_max_rows", by="bench")
         conn.commit()

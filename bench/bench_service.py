@@ -341,6 +341,17 @@ def demo_database() -> Iterator[str]:
         embeddings.reset_embedder()
 
 
+def declare_offline_embedder(conn: Any) -> None:
+    """The rows' vectors are synthetic, made by no embedder: the offline one is declared the
+    memory's (adopting it would rightly refuse), so that a text retrieve (ours and the
+    service's) embeds with it. In the caller's transaction."""
+    from hag.vectors import embedder_identity
+    from hag.vectors.embeddings import get_embedder
+
+    identity, probe = embedder_identity.measure(get_embedder())
+    embedder_identity.write(conn, identity, probe)
+
+
 @contextmanager
 def big_database() -> Iterator[str]:
     """1M x 1,536 rows by bench_retrieval's own loader (HAG_BENCH_KEEP_DIR keeps them)."""
@@ -371,16 +382,10 @@ def big_database() -> Iterator[str]:
             if keep:
                 open(os.path.join(folder, "loaded"), "w").close()
         from hag.storage import migrate
-        from hag.vectors import embedder_identity
-        from hag.vectors.embeddings import get_embedder
 
         with db.connect() as conn:
             migrate.migrate(conn, scale.dim)
-            # The rows' vectors are synthetic, made by no embedder: the offline one is
-            # declared the memory's (adopting it would rightly refuse), so that a text
-            # retrieve (ours and the service's) embeds with it.
-            identity, probe = embedder_identity.measure(get_embedder())
-            embedder_identity.write(conn, identity, probe)
+            declare_offline_embedder(conn)
             conn.commit()
         settings.invalidate()
         yield str(server.get_uri())

@@ -21,7 +21,7 @@ def explain(edge_id: str, as_json: bool) -> None:
     how it got there).
     """
     from hag import settings
-    from hag.session.explain import evidence_terms
+    from hag.session.explain import edge_terms
     from hag.storage import db
     from hag.storage.history import explain_edge
 
@@ -30,11 +30,7 @@ def explain(edge_id: str, as_json: bool) -> None:
         dials = settings.load(conn)
         key, edge, _ = explain_edge(conn, edge_id, 1)
         live = not edge["culled"]
-        terms = (
-            evidence_terms(conn, key, edge["source_entry_id"], dials)
-            if live and edge["edge_type"] == "prerequisite"
-            else None
-        )
+        terms = edge_terms(conn, key, edge, dials)
     if as_json:
         shown = {k: v for k, v in edge.items() if k != "culled"} if live else {"edge_id": key}
         echo_json({**shown, "exists": live, "terms": terms})

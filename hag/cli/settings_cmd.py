@@ -144,8 +144,8 @@ def profile(name: str, as_json: bool) -> None:
     ready()
     with db.connect() as conn:
         changed = s.apply_profile(conn, name)
-        conn.commit()
-        # the memory moves to the profile's rules at once: every prerequisite re-weighed
+        # the memory moves to the profile's rules at once, in the same transaction: every
+        # prerequisite re-weighed under the dials just set (read back from this transaction)
         moved = (
             reweigh_every_prerequisite(conn, s.load(conn), at=datetime.now(UTC)) if changed else 0
         )

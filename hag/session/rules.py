@@ -662,6 +662,17 @@ def chance_reports(
     return others / over
 
 
+def scaled_chance(
+    hits: float, concept_reports: float, n_concepts: int, noise_share: float, dials: Settings
+) -> float:
+    """`chance_reports` over `prerequisite_lift_chance_spread` concepts, scaled by 1 +
+    `prerequisite_lift_noise_weight` x `noise_share` (the concept's reversal share)."""
+    chance = chance_reports(
+        hits, concept_reports, n_concepts, dials.prerequisite_lift_chance_spread
+    )
+    return chance * (1.0 + dials.prerequisite_lift_noise_weight * noise_share)
+
+
 def lift_confidence(
     hits: float,
     concept_reports: float,
@@ -680,9 +691,7 @@ def lift_confidence(
     a concept whose reports visibly name the wrong way needs more of them.
     Kept within the edge floor and ceiling.
     """
-    chance = chance_reports(
-        hits, concept_reports, n_concepts, dials.prerequisite_lift_chance_spread
-    ) * (1.0 + dials.prerequisite_lift_noise_weight * noise_share)
+    chance = scaled_chance(hits, concept_reports, n_concepts, noise_share, dials)
     net = max(0.0, hits - chance - reverse_evidence)
     k = dials.prerequisite_lift_k
     return _edge_bounds(net / (net + k), dials)
@@ -872,9 +881,7 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
     min_learners = dials.prerequisite_min_learners
     noise = reversal_share(*fact.reversal_reports, dials)
     if fact.source_type == "learned":
-        chance = chance_reports(
-            fact.units, fact.concept_units, fact.n_concepts, dials.prerequisite_lift_chance_spread
-        ) * (1.0 + dials.prerequisite_lift_noise_weight * noise)
+        chance = scaled_chance(fact.units, fact.concept_units, fact.n_concepts, noise, dials)
         reverse = reverse_evidence(
             fact.reverse_units, fact.reverse_source_type, fact.reverse_confidence, dials
         )
@@ -897,9 +904,7 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
         else max(fact.confidence, fact.unlearned_from)
     )
     reports = max(fact.concept_units, fact.reported_units)
-    chance = chance_reports(
-        fact.units, reports, fact.n_concepts, dials.prerequisite_lift_chance_spread
-    ) * (1.0 + dials.prerequisite_lift_noise_weight * noise)
+    chance = scaled_chance(fact.units, reports, fact.n_concepts, noise, dials)
     net = max(0.0, fact.units - chance)
     lift = _edge_bounds(net / (net + k), dials)
     min_reports = dials.prerequisite_unlearn_min_reports
