@@ -319,8 +319,13 @@ def _apply(
 ) -> None:
     conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
     with timed(summary.step_seconds, "promotion"):
-        summary.promoted_to_pattern = _count(conn, "promote_to_pattern", params)
-        summary.promoted_to_proven = _count(conn, "promote_to_proven", params)
+        # A candidate that also passes the proven rule goes on to proven in the first step
+        # (one row version); the second moves the entries that were patterns.
+        first = one(conn.execute(query("sweeps", "promote_to_pattern"), params).fetchone())
+        summary.promoted_to_pattern = int(first["n"])
+        summary.promoted_to_proven = int(first["to_proven"]) + _count(
+            conn, "promote_to_proven", params
+        )
         if summary.promotions and dials.nightly_log_max_promotions:
             rows = conn.execute(
                 query("sweeps", "promoted_entries"),

@@ -31,19 +31,38 @@ SELECT set_config('hag.run_id', %(run_id)s, true),
        set_config('hag.deleted_at', %(deleted_at)s, true)
 
 -- name: promote_to_pattern
--- Seed step: candidate -> pattern, with a history row for each entry moved.
+-- Seed step: candidate -> pattern, with a history row for each entry moved. A candidate that
+-- the proven rule (our step, promote_to_proven) would then take on in the same run goes
+-- straight to proven here, in one row version (two steps, two history rows, as the steps
+-- run one after the other): every changed entry is a new row version with five index
+-- entries and a row in the search copy's trigger, so a second version of the same row in
+-- the same night was paid twice (5,766 of 54,840 promotions at 1M; see
+-- docs/journal/2026-12-02-nightly-one-update.md). The old maturity of every moved row is
+-- 'candidate' (the WHERE clause), so the history needs no read of the old row; the proven
+-- rule reads columns this statement does not change, so RETURNING may ask it again.
 WITH moved AS (
     UPDATE hag_entries e
-    SET maturity = 'pattern', updated_at = GREATEST(e.updated_at, %(as_of)s)
+    SET maturity = CASE
+            WHEN hag_entry_promotes_to_proven(e, %(as_of)s, %(proven_min_age_days)s,
+                                              %(proven_min_confidence)s, %(proven_min_successes)s,
+                                              %(proven_max_failure_ratio)s)
+            THEN 'proven' ELSE 'pattern' END,
+        updated_at = GREATEST(e.updated_at, %(as_of)s)
     WHERE e.maturity = 'candidate'
       AND hag_entry_promotes_to_pattern(e, %(as_of)s, %(promotion_min_age_days)s,
                                         %(promotion_min_confidence)s, %(promotion_max_failures)s)
-    RETURNING e.id
+    RETURNING e.id, e.maturity = 'proven' AS to_proven
 ), noted AS (
     INSERT INTO hag_maturity_history (entry_id, old_maturity, new_maturity, rule, run_id, at)
-    SELECT id, 'candidate', 'pattern', 'promotion', %(run_id)s, %(as_of)s FROM moved
+    SELECT m.id, s.old_maturity, s.new_maturity, s.rule, %(run_id)s, %(as_of)s
+    FROM moved m
+    CROSS JOIN LATERAL (VALUES (1, 'candidate', 'pattern', 'promotion', true),
+                               (2, 'pattern', 'proven', 'proven', m.to_proven))
+         AS s (step, old_maturity, new_maturity, rule, taken)
+    WHERE s.taken
+    ORDER BY s.step  -- the history in the order of the steps, as when each ran alone
 )
-SELECT count(*) AS n FROM moved
+SELECT count(*) AS n, count(*) FILTER (WHERE to_proven) AS to_proven FROM moved
 
 -- name: promoted_entries
 -- The entries this run promoted, by name, for its log (at most `limit`; the count is the
@@ -57,7 +76,9 @@ LIMIT %(limit)s
 
 -- name: promote_to_proven
 -- Our step: pattern -> proven (runs after promote_to_pattern in the same transaction, so one
--- run reaches the fixed point and a second run changes nothing).
+-- run reaches the fixed point and a second run changes nothing). The candidates promoted
+-- tonight that qualify went on to proven in promote_to_pattern; those that did not are
+-- patterns this rule still refuses, so this step moves the entries that were patterns.
 WITH moved AS (
     UPDATE hag_entries e
     SET maturity = 'proven', updated_at = GREATEST(e.updated_at, %(as_of)s)
