@@ -215,7 +215,7 @@ class Settings(Mapping[str, Any]):
     prerequisite_lift_noise_held_min: float = _num(0.6, 0, 1, "ours: a prerequisite x -> c at this confidence or more makes a report on c naming x a reversal", S)
     prerequisite_unlearn_min_reports: int = _num(0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports, over its live and culled prerequisites (0: never)", S)
     prerequisite_unlearn_max_share: float = _num(0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports (0: lowered only when none supports it)", S)
-    edge_grading_rule: str = _dial("seed", "ours: seed = +-step by the turn's outcome; baseline = 2 step (outcome - the source concept's smoothed success rate), the step shrinking with renderings", S, choices=("seed", "baseline"))
+    edge_grading_rule: str = _dial("seed", "ours: seed = +-step by the turn's outcome; baseline = 2 step (outcome - the source concept's smoothed success rate), the step shrinking with renderings; units = baseline for the other types, while leads_to and fallback take their confidence from sequence evidence in units, never from outcomes (hag.evidence.sequences)", S, choices=("seed", "baseline", "units"))
     edge_grade_baseline_n0: float = _num(10.0, 0.01, 1000000, "ours: the baseline rule's step is scaled by n0/(n0 + renderings)", S)
     edge_grade_baseline_prior: float = _num(0.5, 0, 1, "ours: prior success rate in the source concept's smoothed success rate", S)
     edge_grade_baseline_prior_weight: float = _num(2.0, 0, 1000000, "ours: pseudo-turns of that prior in the smoothed success rate", S)
@@ -341,7 +341,7 @@ EVIDENCE_PROFILE: dict[str, Any] = {
     "prerequisite_min_learners": 2,
     "prerequisite_unlearn_min_reports": 3,
     "prerequisite_unlearn_max_share": 0.0,
-    "edge_grading_rule": "baseline",
+    "edge_grading_rule": "units",
     "reprieve_idle_days": 7,
 }
 # The seed profile keeps the keys it has always set, every one at its registry default (less

@@ -71,6 +71,9 @@ EARLIER_ROUNDS = {
     "prerequisite_lift_noise_weight": 0.0,
     "prerequisite_unlearn_min_reports": 5,
     "prerequisite_unlearn_max_share": 0.05,
+    # the baseline grading of every edge type, as those rounds measured it (the profile now
+    # selects units: leads_to and fallback from sequence evidence, tests/test_sequence_evidence)
+    "edge_grading_rule": "baseline",
 }
 
 

@@ -445,7 +445,7 @@ def test_settings_profile_command_sets_the_set_and_says_what_changed(db, databas
     settings.invalidate()
     assert settings.active_profile(settings.load(db)) == "evidence"
     back = cli("seed")
-    assert back.returncode == 0 and 'edge_grading_rule: "baseline" -> "seed"' in back.stdout
+    assert back.returncode == 0 and 'edge_grading_rule: "units" -> "seed"' in back.stdout
     bad = cli("fast")
     assert bad.returncode != 0 and "fast" in bad.stderr
 

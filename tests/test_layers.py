@@ -36,6 +36,7 @@ FLOORS = {
     "retrieval": 1,  # the read path
     "operations": 2,  # operator doors: corpus, a learner's data, re-embedding
     "session": 3, "nightly": 3, "enrichment": 3, "quality": 3,  # the jobs
+    "evidence": 3,  # the evidence model the jobs call (how reports become edge confidence)
     "api": 4, "service": 4,  # the public surface: the library's API and the HTTP service
     "cli": 5, "docs": 5,  # the command line and the shipped pages
 }  # fmt: skip

@@ -612,7 +612,7 @@ def edge_shifts(
         row = state.get(edge_id)
         if row is not None and not outcome_graded(row.edge_type, dials):
             shifts[edge_id] = IDENTITY_SHIFT
-        elif row is not None and dials.edge_grading_rule == "baseline":
+        elif row is not None and dials.edge_grading_rule in ("baseline", "units"):
             baseline = smoothed_success_rate(row.success_count, row.failure_count, dials)
             shifts[edge_id] = baseline_edge_grading(outcomes, baseline, row.traversal_count, dials)
         else:
@@ -820,7 +820,12 @@ def baseline_edge_grading(
 
 
 def outcome_graded(edge_type: str, dials: Settings) -> bool:
-    """Under the lift rule prerequisites are set by struggle evidence, never by outcomes."""
+    """Under the lift rule prerequisites are set by struggle evidence, never by outcomes; under
+    `edge_grading_rule = units` `leads_to` and `fallback` by sequence evidence
+    (`hag.evidence.sequences`: learned ones from unprompted moves, authored and enriched ones
+    judged by the struggles on the concept their step says needs the other)."""
+    if edge_type in ("leads_to", "fallback") and dials.edge_grading_rule == "units":
+        return False
     return not (edge_type == "prerequisite" and lift_selected(dials))
 
 

@@ -31,7 +31,7 @@ from uuid import UUID
 
 import numpy as np
 
-from hag.session import facts, rules, write
+from hag.session import facts, rules, sequence_step, write
 from hag.session.contract import SessionPayload, Turn
 from hag.session.facts import Connection
 from hag.session.ladder import Catalogue, resolve_all
@@ -155,9 +155,11 @@ def apply_session(
             list({i for t in turns for i in t.rendered_edge_ids}),
             observed,
             sources,
+            sequence_step.lock_ends(observed, dials),
         )
         reinforce(conn, session, observed, dials, counts, run_id, turns_by_pair)
         weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id)
+        sequence_step.weigh_sequence_evidence(conn, session, turns, observed, dials, counts, run_id)
     with timed(timings, "grading"):
         grade_outcomes(conn, session, turns, dials, counts, run_id)
     return counts

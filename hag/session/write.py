@@ -48,14 +48,17 @@ def lock_rows(
     edge_ids: Sequence[UUID],
     observed: Sequence[EdgeObservation],
     sibling_sources: Sequence[UUID],
+    sequence_ends: tuple[Sequence[UUID], Sequence[UUID]] = ((), ()),
 ) -> None:
     """Lock the existing entries and edges this session will write, in one sorted pass each
-    (edges: graded, reinforced, and the sibling prerequisites the lift rule re-weighs)."""
+    (edges: graded, reinforced, the sibling prerequisites the lift rule re-weighs, and the
+    sequence edges out of and into `sequence_ends` (sources, targets) the units rule
+    re-weighs)."""
     if entry_ids:
         conn.execute(
             query("session", "lock_entries"), {"ids": sorted(entry_ids, key=str)}
         ).fetchall()
-    if edge_ids or observed or sibling_sources:
+    if edge_ids or observed or sibling_sources or any(sequence_ends):
         conn.execute(
             query("session", "lock_edges"),
             {
@@ -64,6 +67,8 @@ def lock_rows(
                 "targets": [o.target_entry_id for o in observed],
                 "types": [o.edge_type for o in observed],
                 "sibling_sources": list(sibling_sources),
+                "sequence_sources": list(sequence_ends[0]),
+                "sequence_targets": list(sequence_ends[1]),
             },
         ).fetchall()
 

@@ -265,10 +265,12 @@ SELECT id FROM hag_entries WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KE
 -- Row locks on the existing edges this session reinforces (by identity) or grades (by
 -- id), and under the lift rule every prerequisite out of a concept it reports a struggle on
 -- (their chance rate changes: sibling edges) or into it (their reverse evidence changes),
--- in one sorted pass, for the same reason. Each of the four ways to name an edge is a
--- branch of its own, so each is an index probe (id, identity, source, target): written as
--- one OR over the table, the identity's subquery made the planner scan every edge (700 ms
--- a session at 1M edges, where the rest of the session costs about 5 ms; issue 26).
+-- and under the units rule for sequences every leads_to/fallback out of a move's source or
+-- into its target (hag/session/sequence_step.py), in one sorted pass, for the same reason.
+-- Each way to name an edge is a branch of its own, so each is an index probe (id, identity,
+-- source, target): written as one OR over the table, the identity's subquery made the
+-- planner scan every edge (700 ms a session at 1M edges, where the rest of the session
+-- costs about 5 ms; issue 26).
 SELECT e.id
 FROM hag_edges e
 WHERE e.id IN (
@@ -283,7 +285,15 @@ WHERE e.id IN (
     WHERE x.edge_type = 'prerequisite' AND x.source_entry_id = ANY(%(sibling_sources)s::uuid[])
     UNION ALL
     SELECT x.id FROM hag_edges x
-    WHERE x.edge_type = 'prerequisite' AND x.target_entry_id = ANY(%(sibling_sources)s::uuid[]))
+    WHERE x.edge_type = 'prerequisite' AND x.target_entry_id = ANY(%(sibling_sources)s::uuid[])
+    UNION ALL  -- the units rule's sequence edges (sql/queries/sequences.sql)
+    SELECT x.id FROM hag_edges x
+    WHERE x.edge_type IN ('leads_to', 'fallback')
+      AND x.source_entry_id = ANY(%(sequence_sources)s::uuid[])
+    UNION ALL
+    SELECT x.id FROM hag_edges x
+    WHERE x.edge_type IN ('leads_to', 'fallback')
+      AND x.target_entry_id = ANY(%(sequence_targets)s::uuid[]))
 ORDER BY e.id
 FOR NO KEY UPDATE OF e
 

@@ -1,0 +1,93 @@
+-- The units rule for learned `leads_to` and `fallback` edges (issue 29,
+-- hag/evidence/sequences.py): what session-end reads and writes for it.
+
+-- name: rendered_edge_concepts
+-- The concepts at both ends of each rendered edge still present (a move is prompted when
+-- the turn it left rendered a line joining its two concepts).
+SELECT e.id, s.concept_slug AS source_slug, t.concept_slug AS target_slug
+FROM hag_edges e
+JOIN hag_entries s ON s.id = e.source_entry_id
+JOIN hag_entries t ON t.id = e.target_entry_id
+WHERE e.id = ANY(%(ids)s::uuid[])
+
+-- name: record_sequence_reports
+-- Who made each unprompted move this session: one row per (edge, session) with the learner,
+-- the moves and the session's share (hag_edge_learner_reports, as for prerequisites), the
+-- edge found by its identity (reinforcement upserted it in this transaction, its row is
+-- locked). A session applied again inserts nothing.
+INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, share, reported_at)
+SELECT e.id, %(session_id)s, %(learner_id)s, r.turns, r.share, %(at)s
+FROM unnest(%(sources)s::uuid[], %(targets)s::uuid[], %(types)s::text[], %(turns)s::int[],
+            %(shares)s::float8[]) AS r (s, t, kind, turns, share)
+JOIN hag_edges e ON e.source_entry_id = r.s AND e.target_entry_id = r.t AND e.edge_type = r.kind
+ON CONFLICT (edge_id, session_id) DO NOTHING
+
+-- name: sequence_evidence
+-- Every sequence edge out of one of the sources or into one of the targets (the rows
+-- lock_edges locked), its provenance and confidence; a learned one's units and learners
+-- from unprompted sessions only
+-- (hag_edge_evidence with no unattributed hits: a move discovery counted before the rule, or
+-- a prompted one, is no evidence), the units of its type out of its source, into its target
+-- and in its topic (learned edges of the topic, capped per learner like its own), the
+-- reverse edge's units, and the confidence of the prerequisite meaning the same step
+-- (`leads_to` A -> B: B -> A; `fallback` A -> B: A -> B), and the struggle evidence on the
+-- concept that step says needs the other (B for `leads_to`, A for `fallback`): its units over
+-- its prerequisites and its distinct reporting learners (what judges an authored edge).
+WITH family AS (
+    SELECT x.id FROM hag_edges x
+    WHERE x.edge_type IN ('leads_to', 'fallback')
+      AND x.source_entry_id = ANY(%(sources)s::uuid[])
+    UNION
+    SELECT x.id FROM hag_edges x
+    WHERE x.edge_type IN ('leads_to', 'fallback')
+      AND x.target_entry_id = ANY(%(targets)s::uuid[])
+), topics AS (
+    SELECT DISTINCT s.topic_id
+    FROM hag_edges e JOIN hag_entries s ON s.id = e.source_entry_id
+    WHERE e.id IN (SELECT id FROM family)
+), pool AS (
+    SELECT e.id, e.edge_type, e.source_entry_id, e.target_entry_id, s.topic_id,
+           u.units, u.learners
+    FROM hag_edges e
+    JOIN hag_entries s ON s.id = e.source_entry_id
+    CROSS JOIN LATERAL hag_edge_evidence(e.id, 0, %(prerequisite_learner_cap)s) u
+    WHERE e.edge_type IN ('leads_to', 'fallback') AND e.source_type = 'learned'
+      AND s.topic_id IN (SELECT topic_id FROM topics)
+), sums AS (
+    SELECT p.*,
+           sum(p.units) OVER (PARTITION BY p.edge_type, p.source_entry_id) AS out_units,
+           sum(p.units) OVER (PARTITION BY p.edge_type, p.target_entry_id) AS in_units,
+           sum(p.units) OVER (PARTITION BY p.edge_type, p.topic_id) AS total_units
+    FROM pool p
+), members AS (
+    -- every family edge: a learned one with its units, an authored or enriched one with none
+    SELECT e.id, e.edge_type, e.source_entry_id, e.target_entry_id, e.source_type,
+           e.confidence, e.unlearned_from,
+           CASE WHEN e.edge_type = 'fallback' THEN e.source_entry_id
+                ELSE e.target_entry_id END AS needing,
+           COALESCE(s.units, 0) AS units, COALESCE(s.learners, 0) AS learners,
+           COALESCE(s.out_units, 0) AS out_units, COALESCE(s.in_units, 0) AS in_units,
+           COALESCE(s.total_units, 0) AS total_units
+    FROM hag_edges e
+    LEFT JOIN sums s ON s.id = e.id
+    WHERE e.id IN (SELECT id FROM family)
+)
+SELECT s.id, s.edge_type, s.source_type, s.confidence, s.unlearned_from, s.units, s.learners, s.out_units,
+       s.in_units, s.total_units, COALESCE(r.units, 0) AS reverse_units,
+       (SELECT COALESCE(sum(u.units), 0)
+        FROM hag_edges q
+        CROSS JOIN LATERAL hag_edge_evidence(q.id, q.hit_count, %(prerequisite_learner_cap)s) u
+        WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = s.needing) AS needing_units,
+       (SELECT count(DISTINCT lr.learner_id)
+        FROM hag_edges q JOIN hag_edge_learner_reports lr ON lr.edge_id = q.id
+        WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = s.needing) AS needing_learners,
+       (SELECT max(q.confidence) FROM hag_edges q
+        WHERE q.edge_type = 'prerequisite'
+          AND ((s.edge_type = 'leads_to' AND q.source_entry_id = s.target_entry_id
+                AND q.target_entry_id = s.source_entry_id)
+            OR (s.edge_type = 'fallback' AND q.source_entry_id = s.source_entry_id
+                AND q.target_entry_id = s.target_entry_id))) AS prerequisite
+FROM members s
+LEFT JOIN sums r ON r.edge_type = s.edge_type AND r.source_entry_id = s.target_entry_id
+                AND r.target_entry_id = s.source_entry_id
+ORDER BY s.id

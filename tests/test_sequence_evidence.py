@@ -1,0 +1,199 @@
+"""Learned `leads_to` and `fallback` under `edge_grading_rule = units` (issue 29,
+hag/evidence/sequences.py): a move the tutor made after a line named its pair is no
+evidence, a session is one unit however many turns repeat a move, one learner alone never
+lifts a sequence edge to the walk floor, and moves alone (no walked prerequisite meaning the
+same step) never do either."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+import pytest
+
+from hag import settings
+from hag.evidence import sequences
+from hag.evidence.sequences import Move, SequenceEvidence
+from hag.storage.edges import EdgeObservation
+from tests import factories as f
+from tests import test_evidence_units
+from tests.session_builders import edge_row, payload, run, turn
+from tests.test_evidence_session import topic_entries
+
+A, B, C = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+units = test_evidence_units.units  # the fixture: the evidence profile as it ships
+
+
+def _move(source, target, prompted=False, kind="leads_to"):
+    return Move(EdgeObservation(source, target, kind), prompted)
+
+
+# --- the pure model ---------------------------------------------------------------------------
+
+
+def test_a_move_is_prompted_by_a_line_joining_its_concepts_either_way():
+    assert sequences.is_prompted(("rsa", "primes"), [("primes", "rsa")])
+    assert sequences.is_prompted(("rsa", "primes"), [("hashing", "x"), ("rsa", "primes")])
+    assert not sequences.is_prompted(("rsa", "primes"), [("rsa", "hashing")])
+    assert not sequences.is_prompted(("rsa", "primes"), [])
+
+
+def test_a_session_gives_a_pair_at_most_one_unit_and_a_prompted_move_none():
+    got = sequences.session_units([_move(A, B)] * 1000)
+    assert got == {(A, B, "leads_to"): (1000, 1.0)}
+    shared = sequences.session_units([_move(A, B), _move(A, C, prompted=True), _move(A, C)])
+    assert shared == {(A, B, "leads_to"): (1, pytest.approx(1 / 3)),
+                      (A, C, "leads_to"): (1, pytest.approx(1 / 3))}  # fmt: skip
+    assert sequences.session_units([_move(A, B, prompted=True)]) == {}
+    # a fallback out of A is its own unit beside A's leads_to moves
+    both = sequences.session_units([_move(A, B), _move(A, C, kind="fallback")])
+    assert both[(A, C, "fallback")] == (1, 1.0) and both[(A, B, "leads_to")] == (1, 1.0)
+
+
+def _fact(**kw):
+    base = dict(edge_id=A, edge_type="leads_to", units=2.0, learners=2, out_units=2.0,
+                in_units=2.0, total_units=2.0, prerequisite=0.8)  # fmt: skip
+    return SequenceEvidence(**(base | kw))
+
+
+def test_terms_hold_one_learner_and_unsupported_moves_below_the_walk_floor():
+    dials = settings.defaults()
+    floor = dials.edge_min_confidence
+    k = dials.prerequisite_lift_k
+    supported = sequences.sequence_terms(_fact(), dials)
+    prior = k * 0.8 / 0.2
+    assert supported.confidence == pytest.approx((2 + prior) / (2 + prior + k))
+    assert sequences.sequence_terms(_fact(learners=1, units=1.0), dials).confidence < floor
+    alone = sequences.sequence_terms(_fact(prerequisite=None, units=50.0, learners=50), dials)
+    assert alone.confidence < floor and alone.unsupported is not None
+    below = sequences.sequence_terms(_fact(prerequisite=floor / 2), dials)
+    assert below.prior == 0 and below.confidence < floor
+    # chance: A's moves going where the others' go
+    chance = sequences.chance_units(1.0, out_units=4.0, in_units=6.0, total_units=14.0)
+    assert chance == pytest.approx(4.0 * 5.0 / 10.0)
+    assert sequences.chance_units(1.0, 1.0, 1.0, 1.0) == 0.0
+
+
+def test_an_authored_sequence_edge_is_judged_by_the_struggles_on_its_needing_concept():
+    dials = dataclasses.replace(
+        settings.defaults(), prerequisite_unlearn_min_reports=3, prerequisite_min_learners=2
+    )
+    authored = _fact(source_type="seed", confidence=0.8, prerequisite=None)
+    assert sequences.authored_state(authored, dials) == (0.8, None)  # not judged yet
+    judged = _fact(source_type="seed", confidence=0.8, prerequisite=None, needing_units=3.0,
+                   needing_learners=2)  # fmt: skip
+    assert sequences.authored_state(judged, dials) == (dials.edge_confidence_floor, 0.8)
+    back = _fact(source_type="seed", confidence=0.05, unlearned_from=0.8, prerequisite=0.9,
+                 needing_units=3.0, needing_learners=2)  # fmt: skip
+    assert sequences.authored_state(back, dials) == (0.8, None)
+
+
+# --- on the database --------------------------------------------------------------------------
+
+
+def _leads(db, e, learner, session, day, rendered=()):
+    """A session whose turn 0 succeeded on rsa (rendering `rendered`) and turn 1 acted on
+    signatures: one leads_to rsa -> signatures."""
+    return payload(
+        session,
+        [turn(0, decision=e["rsa"], outcome="success", rendered=rendered),
+         turn(1, decision=e["signatures"], outcome="success")],
+        learner=learner, day=day,
+    )  # fmt: skip
+
+
+def _confidence(db, e):
+    row = edge_row(db, e["rsa"], e["signatures"], "leads_to")
+    assert row is not None
+    return float(row["confidence"])
+
+
+def test_a_leads_to_prompted_by_a_rendered_line_does_not_count(db, units):
+    """signatures needs rsa (a walked prerequisite, so leads_to rsa -> signatures has support);
+    three learners move rsa -> signatures right after the prerequisite's line was rendered:
+    no unit, the edge stays at the floor. Two learners making the move unprompted lift it."""
+    assert units.edge_grading_rule == "units"
+    e = topic_entries(db)
+    line = f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    db.commit()
+    run(db, *(_leads(db, e, f"l{n}", f"p{n}", n, rendered=[line]) for n in range(3)))
+    assert _confidence(db, e) == units.edge_confidence_floor
+    reports = db.execute(
+        "SELECT count(*) AS n FROM hag_edge_learner_reports WHERE edge_id = %s",
+        (edge_row(db, e["rsa"], e["signatures"], "leads_to")["id"],),
+    ).fetchone()
+    assert reports["n"] == 0
+    run(db, *(_leads(db, e, f"u{n}", f"u{n}", 10 + n) for n in range(2)))
+    assert _confidence(db, e) >= 0.6
+
+
+def _fallback(e, learner, session, day):
+    """A session whose turn 0 failed on signatures and turn 1 succeeded on rsa: one fallback
+    signatures -> rsa."""
+    return payload(
+        session,
+        [turn(0, decision=e["signatures"], outcome="failure"),
+         turn(1, decision=e["rsa"], outcome="success")],
+        learner=learner, day=day,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["leads_to", "fallback"])
+def test_one_learner_alone_never_lifts_a_sequence_edge_to_the_walk_floor(db, units, kind):
+    """learner-1 makes the same unprompted move in 100 sessions (leads_to rsa -> signatures,
+    or fallback signatures -> rsa), a walked prerequisite signatures -> rsa supporting both:
+    held at edge_min_confidence x 1/2; a second learner's one session lifts it past 0.6."""
+    e = topic_entries(db)
+    f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    db.commit()
+    ends = (e["rsa"], e["signatures"]) if kind == "leads_to" else (e["signatures"], e["rsa"])
+    make = _leads if kind == "leads_to" else lambda db, *a: _fallback(*a)
+    run(db, *(make(db, e, "learner-1", f"s{n}", n % 20) for n in range(100)))
+    held = units.edge_min_confidence / units.prerequisite_min_learners
+    confidence = float(edge_row(db, *ends, kind)["confidence"])
+    assert confidence == pytest.approx(held)
+    assert confidence < units.edge_min_confidence
+    run(db, make(db, e, "learner-2", "other", 30))
+    assert float(edge_row(db, *ends, kind)["confidence"]) >= 0.6
+
+
+def test_a_session_of_1000_turns_is_one_unit(db, units):
+    """One session moving rsa -> signatures 500 times (1,000 turns) records one row of share 1:
+    with a second learner's one-move session the edge stands where two one-move sessions put
+    it."""
+    e = topic_entries(db)
+    f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    db.commit()
+    turns = [
+        turn(i, decision=e["rsa"] if i % 2 == 0 else e["signatures"],
+             outcome="success" if i % 2 == 0 else None)
+        for i in range(1000)
+    ]  # fmt: skip
+    run(db, payload("long", turns), _leads(db, e, "learner-2", "short", 1))
+    edge = edge_row(db, e["rsa"], e["signatures"], "leads_to")
+    rows = db.execute(
+        "SELECT learner_id, turns, share FROM hag_edge_learner_reports WHERE edge_id = %s"
+        " ORDER BY learner_id",
+        (edge["id"],),
+    ).fetchall()
+    assert [(r["learner_id"], r["turns"], r["share"]) for r in rows] == [
+        ("learner-1", 500, 1.0), ("learner-2", 1, 1.0)
+    ]  # fmt: skip
+    expected = sequences.sequence_terms(
+        SequenceEvidence(edge["id"], "leads_to", 2.0, 2, 2.0, 2.0, 2.0, prerequisite=0.9),
+        units,
+    ).confidence
+    assert _confidence(db, e) == pytest.approx(expected)
+
+
+def test_the_seed_rules_keep_discovery_as_it_was(db):
+    """Without the units rule nothing is recorded for sequences (the seed's reinforcement)."""
+    e = topic_entries(db)
+    db.commit()
+    run(db, _leads(db, e, "learner-1", "s", 0))
+    edge = edge_row(db, e["rsa"], e["signatures"], "leads_to")
+    assert edge is not None and edge["hit_count"] == 1
+    n = db.execute(
+        "SELECT count(*) AS n FROM hag_edge_learner_reports WHERE edge_id = %s", (edge["id"],)
+    ).fetchone()["n"]
+    assert n == 0
