@@ -14,8 +14,8 @@ from datetime import timedelta
 import pytest
 
 from hag import settings
-from hag.session import rules
-from hag.session.explain import evidence_terms
+from hag.evidence import model
+from hag.evidence.explain import evidence_terms
 from tests import factories as f
 from tests.session_builders import T0, edge_row, payload, run, turn
 from tests.test_evidence_session import reports, struggle, topic_entries
@@ -98,15 +98,15 @@ def test_the_learner_cap_dial_bounds_a_learners_total(db, units, dials):
     )
     assert fact.units == pytest.approx(3.0)
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(
-        rules.unit_terms(fact, settings.current()).confidence
+        model.unit_terms(fact, settings.current()).confidence
     )
     assert confidence(db, e["rsa"], e["primes"]) > 2 / (2 + k)
 
 
 def _facts(db, source):
-    from hag.session import facts
+    from hag.evidence import store
 
-    return facts.prerequisite_evidence(db, [source], settings.current())
+    return store.prerequisite_evidence(db, [source], settings.current())
 
 
 def test_a_session_of_1000_turns_is_one_unit(db, units):

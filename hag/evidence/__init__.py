@@ -1,0 +1,1 @@
+"""The evidence model: how reports become edge confidence."""
