@@ -237,3 +237,66 @@ def test_the_evidence_profile_moves_an_old_memory_to_units_at_once(db, database_
     settings.invalidate()
     held = settings.current().edge_min_confidence / 2
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
+
+
+# --- the per-(edge, learner) totals the re-weigh reads (migration 210) ------------------------
+
+
+def totals(db) -> dict:
+    """hag_edge_learner_units as {(edge, learner): (share, sessions)}."""
+    return {
+        (r["edge_id"], r["learner_id"]): (pytest.approx(r["share"]), r["sessions"])
+        for r in db.execute("SELECT * FROM hag_edge_learner_units").fetchall()
+    }
+
+
+def grouped_reports(db) -> dict:
+    """The same totals grouped afresh from every report."""
+    return {
+        (r["edge_id"], r["learner_id"]): (r["share"], r["sessions"])
+        for r in db.execute(
+            "SELECT edge_id, learner_id, sum(share) AS share, count(*) AS sessions "
+            "FROM hag_edge_learner_reports GROUP BY edge_id, learner_id"
+        ).fetchall()
+    }
+
+
+def test_the_totals_follow_every_change_of_the_reports(db, units):
+    """The totals equal the reports grouped afresh after sessions (two learners, a session
+    sharing its unit over two pairs), after a session applied again (it adds nothing), after
+    a cull's delete, an erasure's pseudonym and a TRUNCATE; and the evidence read from them
+    is what it was read from the reports (rsa -> primes: ann's 1 + 1/2 capped at 1, bob's 1)."""
+    e = topic_entries(db)
+    db.commit()
+    run(
+        db,
+        payload("a1", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                learner="ann", day=1),
+        payload("a2", [turn(0, outcome="failure",
+                            struggles=[struggle("rsa", "primes"), struggle("rsa", "hashing")])],
+                learner="ann", day=2),
+        payload("b1", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                learner="bob", day=3),
+    )  # fmt: skip
+    assert totals(db) == grouped_reports(db) and len(totals(db)) == 3
+    primes = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    assert totals(db)[(primes, "ann")] == (pytest.approx(1.5), 2)
+    fact = next(x for x in _facts(db, e["rsa"]) if x.edge_id == primes)
+    assert (fact.units, fact.learners, fact.concept_learners) == (pytest.approx(2.0), 2, 2)
+
+    db.execute("UPDATE hag_sessions SET status = 'pending' WHERE session_id = 'a2'")
+    db.commit()
+    before = totals(db)
+    run(db)
+    assert totals(db) == before == grouped_reports(db)
+
+    db.execute(
+        "UPDATE hag_edge_learner_reports SET learner_id = 'erased-x' WHERE learner_id = 'ann'"
+    )
+    assert totals(db) == grouped_reports(db)
+    assert {learner for _, learner in totals(db)} == {"erased-x", "bob"}
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (primes,))
+    assert totals(db) == grouped_reports(db) and len(totals(db)) == 1
+    db.execute("TRUNCATE hag_edge_learner_reports")
+    assert totals(db) == {}
+    db.rollback()

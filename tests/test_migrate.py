@@ -75,6 +75,7 @@ MIGRATION_ONLY = {
     "hag_entry_search_restate": "the search copy trigger's update in place by probe (storage)",
     "hag_edge_reports_cascade": "a trigger function: the learner reports' foreign key",
     "hag_edge_report_names_edge": "a trigger function: the learner reports' foreign key",
+    "hag_edge_units_keep": "a trigger function: the per-learner totals kept with the reports",
 }
 
 
@@ -251,3 +252,27 @@ def test_200_and_201_carry_reports_into_units_and_drop_the_retired_dials(fresh, 
     said = capsys.readouterr().err
     assert "201_retire_repeat_dials.sql: retired dial prerequisite_repeat_turn_weight" in said
     assert "cli (profile evidence)" in said
+
+
+def test_210_carries_the_reports_into_per_learner_totals(fresh, tmp_path):
+    """Migration 210 sums the reports per (edge, learner): ann's two sessions on a -> b
+    (shares 1 and 1/4) are one total of 1.25 over 2 sessions; bob's one session its own."""
+    migrate_up_to(fresh, tmp_path, 210)
+    a, b, _ = three_entries(fresh)
+    ab = fresh.execute(
+        "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
+        "source_type, hit_count) VALUES (%s, %s, 'prerequisite', 0.3, 'learned', 3) RETURNING id",
+        (a, b),
+    ).fetchone()[0]
+    for session, learner, share in (("s1", "ann", 1.0), ("s2", "ann", 0.25), ("s3", "bob", 1.0)):
+        fresh.execute(
+            "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, "
+            "share, reported_at) VALUES (%s, %s, %s, 1, %s, now())",
+            (ab, session, learner, share),
+        )
+    fresh.commit()
+    assert migrate.migrate(fresh, 8)[0] == "210_evidence_units_per_learner.sql"
+    rows = fresh.execute(
+        "SELECT learner_id, share, sessions FROM hag_edge_learner_units ORDER BY learner_id"
+    ).fetchall()
+    assert [tuple(r) for r in rows] == [("ann", 1.25, 2), ("bob", 1.0, 1)]

@@ -13,8 +13,10 @@
 -- 090), and the source concept's reports [all, reversals]: over its prerequisites, live and
 -- culled (the audit keeps a culled edge's reports; a restored one is live again), those
 -- naming a concept x with a prerequisite x -> source at `prerequisite_lift_noise_held_min` or more (rules.reversal_share).
--- Under the units rule (issue 29, rules.unit_terms) the same evidence in units
--- (hag_edge_evidence: session shares, each learner's capped at `prerequisite_learner_cap`):
+-- Under the units rule (issue 29, model.unit_terms) the same evidence in units
+-- (hag_edge_evidence: session shares, each learner's capped at `prerequisite_learner_cap`),
+-- read from the per-(edge, learner) totals kept when reports are written
+-- (hag_edge_learner_units, migration 210), never from the reports themselves:
 -- the edge's units and learners, its concept's units (live prerequisites) and distinct
 -- learners, the reverse edge's units, the supporting units, and the concept's units over its
 -- live and culled prerequisites (a culled edge's sessions count as unattributed ones).
@@ -41,12 +43,13 @@ WITH touched AS (
     -- per source: the distinct learners who reported any prerequisite out of it, each
     -- unattributed session counted as a learner of its own
     SELECT z.source_entry_id,
-           (SELECT count(DISTINCT lr.learner_id)
-              FROM hag_edge_learner_reports lr
-              JOIN hag_edges y ON y.id = lr.edge_id
+           (SELECT count(DISTINCT lu.learner_id)
+              FROM hag_edge_learner_units lu
+              JOIN hag_edges y ON y.id = lu.edge_id
              WHERE y.source_entry_id = z.source_entry_id AND y.edge_type = 'prerequisite')
-           + sum(greatest(0, z.hit_count - (SELECT count(*) FROM hag_edge_learner_reports lr
-                                              WHERE lr.edge_id = z.id)))::int AS learners
+           + sum(greatest(0, z.hit_count - (SELECT COALESCE(sum(lu.sessions), 0)
+                                              FROM hag_edge_learner_units lu
+                                             WHERE lu.edge_id = z.id)))::int AS learners
     FROM family z
     GROUP BY z.source_entry_id
 ), reported AS (
