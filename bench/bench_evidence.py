@@ -1,11 +1,11 @@
 """Session-end under the evidence profile, on a topic with 10k and with 1M past sessions.
 
-The re-weigh reads per-(edge, learner) totals kept when reports are written
-(hag_edge_learner_units, migration 210), not every past report, so its cost should not grow
+The re-weigh reads sums kept when reports are written (migration 210: per edge, per
+(edge, learner) and the learners per concept), not every past report, so its cost should not grow
 with a topic's history. Two topics of the same shape share one private embedded database:
 one carries `PAST[0]` past sessions, the other `PAST[1]`, by the same `LEARNERS` learners
 over the same pairs. The history is synthetic and loaded set-based in SQL (sessions,
-reports, and their totals by the migration's own grouping; the row triggers are off for the
+reports, and the sums by the migration's own grouping; the row triggers are off for the
 load only), the learned prerequisites' confidences are then re-weighed once, and batches of
 `SESSIONS` new sessions per topic go through `process_pending` in the order A B B A A B B A, with
 the load average printed beside every batch. The figure: sessions per minute on each topic
@@ -138,11 +138,26 @@ def build_topic(conn: Any, index: int, past: int) -> None:
         {"topic": topic, "learners": LEARNERS, "t0": T0, "past": past, "n": len(PAIRS)},
     )
     conn.execute("SET LOCAL session_replication_role = origin")
+    # the sums the triggers keep, grouped as the migration groups them (the per-edge units at
+    # the cap the profile set, as a report's trigger would have summed them)
     conn.execute(
-        "INSERT INTO hag_edge_learner_units (edge_id, learner_id, share, sessions) "
-        "SELECT r.edge_id, r.learner_id, sum(r.share), count(*) "
+        "INSERT INTO hag_edge_learner_units (edge_id, learner_id, source_entry_id, share, "
+        "sessions) SELECT r.edge_id, r.learner_id, p.source, sum(r.share), count(*) "
         "FROM hag_edge_learner_reports r JOIN bench_pairs p ON p.edge_id = r.edge_id "
-        "GROUP BY r.edge_id, r.learner_id"
+        "GROUP BY r.edge_id, r.learner_id, p.source"
+    )
+    conn.execute(
+        "INSERT INTO hag_edge_units (edge_id, source_entry_id, cap, units, learners, sessions) "
+        "SELECT u.edge_id, u.source_entry_id, c.cap, sum(least(c.cap, u.share)), count(*), "
+        "sum(u.sessions) FROM hag_edge_learner_units u "
+        "JOIN bench_pairs p ON p.edge_id = u.edge_id "
+        "CROSS JOIN (SELECT hag_setting_float('prerequisite_learner_cap') AS cap) c "
+        "GROUP BY u.edge_id, u.source_entry_id, c.cap"
+    )
+    conn.execute(
+        "INSERT INTO hag_concept_learners (source_entry_id, learner_id, pairs) "
+        "SELECT u.source_entry_id, u.learner_id, count(*) FROM hag_edge_learner_units u "
+        "JOIN bench_pairs p ON p.edge_id = u.edge_id GROUP BY u.source_entry_id, u.learner_id"
     )
     conn.execute(
         "UPDATE hag_edges e SET hit_count = c.n FROM (SELECT r.edge_id, count(*) AS n "
@@ -287,6 +302,7 @@ def measure() -> None:
     print(f"  load average {load()}")
     record("evidence.sessions_per_min_10k", rates[small])
     record("evidence.sessions_per_min_1m", rates[large])
+    record("evidence.history_ratio", ratio)
 
 
 def main() -> None:

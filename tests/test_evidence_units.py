@@ -243,29 +243,60 @@ def test_the_evidence_profile_moves_an_old_memory_to_units_at_once(db, database_
 
 
 def totals(db) -> dict:
-    """hag_edge_learner_units as {(edge, learner): (share, sessions)}."""
+    """The sums kept at write time: per (edge, learner), per edge (units at the cap they were
+    summed with, learners, sessions) and the learners per concept."""
     return {
-        (r["edge_id"], r["learner_id"]): (pytest.approx(r["share"]), r["sessions"])
-        for r in db.execute("SELECT * FROM hag_edge_learner_units").fetchall()
+        "per_learner": {
+            (r["edge_id"], r["learner_id"]): (pytest.approx(r["share"]), r["sessions"])
+            for r in db.execute("SELECT * FROM hag_edge_learner_units").fetchall()
+        },
+        "per_edge": {
+            r["edge_id"]: (pytest.approx(r["units"]), r["learners"], r["sessions"])
+            for r in db.execute("SELECT * FROM hag_edge_units").fetchall()
+        },
+        "per_concept": {
+            (r["source_entry_id"], r["learner_id"]): r["pairs"]
+            for r in db.execute("SELECT * FROM hag_concept_learners").fetchall()
+        },
     }
 
 
-def grouped_reports(db) -> dict:
-    """The same totals grouped afresh from every report."""
+def grouped_reports(db, cap: float = 1.0) -> dict:
+    """The same sums grouped afresh from every report (and the edges' concepts)."""
+    per_learner = db.execute(
+        "SELECT r.edge_id, r.learner_id, r.source_entry_id, sum(r.share) AS share, "
+        "count(*) AS sessions FROM (SELECT lr.*, COALESCE(e.source_entry_id, u.source_entry_id) "
+        "AS source_entry_id FROM hag_edge_learner_reports lr "
+        "LEFT JOIN hag_edges e ON e.id = lr.edge_id "
+        "LEFT JOIN hag_edge_learner_units u ON u.edge_id = lr.edge_id "
+        "AND u.learner_id = lr.learner_id) r GROUP BY 1, 2, 3"
+    ).fetchall()
+    per_edge: dict = {}
+    per_concept: dict = {}
+    for r in per_learner:
+        units, learners, sessions = per_edge.get(r["edge_id"], (0.0, 0, 0))
+        per_edge[r["edge_id"]] = (
+            units + min(cap, r["share"]),
+            learners + 1,
+            sessions + r["sessions"],
+        )
+        key = (r["source_entry_id"], r["learner_id"])
+        per_concept[key] = per_concept.get(key, 0) + 1
     return {
-        (r["edge_id"], r["learner_id"]): (r["share"], r["sessions"])
-        for r in db.execute(
-            "SELECT edge_id, learner_id, sum(share) AS share, count(*) AS sessions "
-            "FROM hag_edge_learner_reports GROUP BY edge_id, learner_id"
-        ).fetchall()
+        "per_learner": {
+            (r["edge_id"], r["learner_id"]): (r["share"], r["sessions"]) for r in per_learner
+        },
+        "per_edge": per_edge,
+        "per_concept": per_concept,
     }
 
 
-def test_the_totals_follow_every_change_of_the_reports(db, units):
-    """The totals equal the reports grouped afresh after sessions (two learners, a session
-    sharing its unit over two pairs), after a session applied again (it adds nothing), after
-    a cull's delete, an erasure's pseudonym and a TRUNCATE; and the evidence read from them
-    is what it was read from the reports (rsa -> primes: ann's 1 + 1/2 capped at 1, bob's 1)."""
+def test_the_totals_follow_every_change_of_the_reports(db, units, dials):
+    """The sums equal the reports grouped afresh after sessions (two learners, a session
+    sharing its unit over two pairs), after a session applied again (it adds nothing), an
+    erasure's pseudonym, a cull's delete and a TRUNCATE; the evidence read from them is what
+    it was read from the reports (rsa -> primes: ann's 1 + 1/2 capped at 1, bob's 1); a cap
+    changed since the sums were kept is read back from the per-learner rows."""
     e = topic_entries(db)
     db.commit()
     run(
@@ -278,11 +309,16 @@ def test_the_totals_follow_every_change_of_the_reports(db, units):
         payload("b1", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
                 learner="bob", day=3),
     )  # fmt: skip
-    assert totals(db) == grouped_reports(db) and len(totals(db)) == 3
+    assert totals(db) == grouped_reports(db) and len(totals(db)["per_learner"]) == 3
     primes = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
-    assert totals(db)[(primes, "ann")] == (pytest.approx(1.5), 2)
+    assert totals(db)["per_learner"][(primes, "ann")] == (pytest.approx(1.5), 2)
+    assert totals(db)["per_concept"] == {(e["rsa"], "ann"): 2, (e["rsa"], "bob"): 1}
     fact = next(x for x in _facts(db, e["rsa"]) if x.edge_id == primes)
     assert (fact.units, fact.learners, fact.concept_learners) == (pytest.approx(2.0), 2, 2)
+    dials(prerequisite_learner_cap=2.0)  # the kept units were summed at 1: read back at 2
+    fact = next(x for x in _facts(db, e["rsa"]) if x.edge_id == primes)
+    assert fact.units == pytest.approx(2.5)
+    dials(prerequisite_learner_cap=1.0)
 
     db.execute("UPDATE hag_sessions SET status = 'pending' WHERE session_id = 'a2'")
     db.commit()
@@ -294,9 +330,10 @@ def test_the_totals_follow_every_change_of_the_reports(db, units):
         "UPDATE hag_edge_learner_reports SET learner_id = 'erased-x' WHERE learner_id = 'ann'"
     )
     assert totals(db) == grouped_reports(db)
-    assert {learner for _, learner in totals(db)} == {"erased-x", "bob"}
+    assert {learner for _, learner in totals(db)["per_learner"]} == {"erased-x", "bob"}
     db.execute("DELETE FROM hag_edges WHERE id = %s", (primes,))
-    assert totals(db) == grouped_reports(db) and len(totals(db)) == 1
+    assert totals(db) == grouped_reports(db) and len(totals(db)["per_learner"]) == 1
+    assert totals(db)["per_concept"] == {(e["rsa"], "erased-x"): 1}
     db.execute("TRUNCATE hag_edge_learner_reports")
-    assert totals(db) == {}
+    assert totals(db) == {"per_learner": {}, "per_edge": {}, "per_concept": {}}
     db.rollback()

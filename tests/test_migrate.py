@@ -256,7 +256,8 @@ def test_200_and_201_carry_reports_into_units_and_drop_the_retired_dials(fresh, 
 
 def test_210_carries_the_reports_into_per_learner_totals(fresh, tmp_path):
     """Migration 210 sums the reports per (edge, learner): ann's two sessions on a -> b
-    (shares 1 and 1/4) are one total of 1.25 over 2 sessions; bob's one session its own."""
+    (shares 1 and 1/4) are one total of 1.25 over 2 sessions, bob's one session its own; per
+    edge and per concept too, and the evidence function reads them at the cap it is given."""
     migrate_up_to(fresh, tmp_path, 210)
     a, b, _ = three_entries(fresh)
     ab = fresh.execute(
@@ -276,3 +277,11 @@ def test_210_carries_the_reports_into_per_learner_totals(fresh, tmp_path):
         "SELECT learner_id, share, sessions FROM hag_edge_learner_units ORDER BY learner_id"
     ).fetchall()
     assert [tuple(r) for r in rows] == [("ann", 1.25, 2), ("bob", 1.0, 1)]
+    edge = fresh.execute("SELECT cap, units, learners, sessions FROM hag_edge_units").fetchall()
+    assert [tuple(r) for r in edge] == [(None, 2.25, 2, 3)]  # no cap yet: read back when asked
+    concept = fresh.execute(
+        "SELECT source_entry_id, learner_id, pairs FROM hag_concept_learners ORDER BY 2"
+    ).fetchall()
+    assert [tuple(r) for r in concept] == [(a, "ann", 1), (a, "bob", 1)]
+    units = fresh.execute("SELECT units, learners FROM hag_edge_evidence(%s, 3, 1.0)", (ab,))
+    assert tuple(units.fetchone()) == (2.0, 2)  # ann's 1.25 capped at 1, bob's 1

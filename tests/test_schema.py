@@ -256,11 +256,6 @@ OTHER_CHECKS = [
         "reported_at) VALUES (gen_random_uuid(), 's', 'l', 1, 1.5, now())",
         "hag_edge_learner_reports_share_check",
     ),
-    (
-        "INSERT INTO hag_edge_learner_units (edge_id, learner_id, share, sessions) "
-        "VALUES (gen_random_uuid(), 'l', 1, 0)",
-        "hag_edge_learner_units_sessions_check",
-    ),
     ("INSERT INTO hag_runs (kind) VALUES ('Nightly Run')", "hag_runs_kind_check"),
     ("INSERT INTO hag_runs (kind, status) VALUES ('nightly', 'crashed')", "hag_runs_status_check"),
     (

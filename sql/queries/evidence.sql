@@ -15,8 +15,8 @@
 -- naming a concept x with a prerequisite x -> source at `prerequisite_lift_noise_held_min` or more (rules.reversal_share).
 -- Under the units rule (issue 29, model.unit_terms) the same evidence in units
 -- (hag_edge_evidence: session shares, each learner's capped at `prerequisite_learner_cap`),
--- read from the per-(edge, learner) totals kept when reports are written
--- (hag_edge_learner_units, migration 210), never from the reports themselves:
+-- read from the sums kept when reports are written (migration 210: per edge, and the
+-- distinct learners per concept), never from the reports themselves:
 -- the edge's units and learners, its concept's units (live prerequisites) and distinct
 -- learners, the reverse edge's units, the supporting units, and the concept's units over its
 -- live and culled prerequisites (a culled edge's sessions count as unattributed ones).
@@ -43,13 +43,11 @@ WITH touched AS (
     -- per source: the distinct learners who reported any prerequisite out of it, each
     -- unattributed session counted as a learner of its own
     SELECT z.source_entry_id,
-           (SELECT count(DISTINCT lu.learner_id)
-              FROM hag_edge_learner_units lu
-              JOIN hag_edges y ON y.id = lu.edge_id
-             WHERE y.source_entry_id = z.source_entry_id AND y.edge_type = 'prerequisite')
-           + sum(greatest(0, z.hit_count - (SELECT COALESCE(sum(lu.sessions), 0)
-                                              FROM hag_edge_learner_units lu
-                                             WHERE lu.edge_id = z.id)))::int AS learners
+           (SELECT count(*) FROM hag_concept_learners cl
+             WHERE cl.source_entry_id = z.source_entry_id)
+           + sum(greatest(0, z.hit_count - COALESCE((SELECT b.sessions FROM hag_edge_units b
+                                                      WHERE b.edge_id = z.id), 0)))::int
+             AS learners
     FROM family z
     GROUP BY z.source_entry_id
 ), reported AS (
