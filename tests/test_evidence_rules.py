@@ -412,14 +412,17 @@ def test_units_lift_nets_out_chance_and_the_reverse_and_holds_one_learner():
 
 
 def test_units_negative_evidence_needs_units_and_learners():
-    """An unsupported authored edge at 0.9: 3 units from 1 learner are not judged; from 2
-    learners it falls to the floor with 0.9 kept beside it; support brings 0.9 back."""
-    one = replace(unreported_authored_edge(0), concept_units=3.0, concept_learners=1)
+    """An unsupported authored edge written at 0.9 (its prior): 3 units from 1 learner are
+    not judged; from 2 learners it falls to the floor with 0.9 said beside it; support brings
+    0.9 back, from the prior alone (no kept value is read: `unlearned_from` is None here)."""
+    one = replace(unreported_authored_edge(0), concept_units=3.0, concept_learners=1, prior=0.9)
     assert model.evidence_state(one, PROFILE_UNITS) == (0.9, None)
     two = replace(one, concept_learners=2)
     assert model.evidence_state(two, PROFILE_UNITS) == (pytest.approx(0.05), 0.9)
-    lowered = replace(two, confidence=0.05, unlearned_from=0.9, support_units=0.5)
+    lowered = replace(two, confidence=0.05, unlearned_from=None, support_units=0.5)
     assert model.evidence_state(lowered, PROFILE_UNITS) == (0.9, None)
+    still = replace(two, confidence=0.05, unlearned_from=None)
+    assert model.evidence_state(still, PROFILE_UNITS) == (pytest.approx(0.05), 0.9)
 
 
 PROFILE_UNITS = settings.defaults().with_overrides(**settings.PROFILES["evidence"])

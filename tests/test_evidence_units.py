@@ -182,6 +182,28 @@ def test_negative_evidence_needs_several_learners(db, units):
     assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
 
 
+def test_an_authored_prior_comes_from_its_provenance_not_from_stored_state(db, units):
+    """rsa -> hashing is written at 0.92 (its prior, migration 211); three learners naming only
+    primes lower it. With the value kept beside it wiped (a stale or lost `unlearned_from`),
+    a learner naming hashing still gives 0.92 back: the prior is the author's value and the
+    verdict is the current counts'."""
+    e = topic_entries(db)
+    wrong = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
+    db.commit()
+    assert db.execute("SELECT prior_confidence FROM hag_edges WHERE id = %s", (wrong,)).fetchone()[
+        "prior_confidence"
+    ] == pytest.approx(0.92)
+    for n in range(3):
+        run(db, payload(f"p{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+    assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(units.edge_confidence_floor)
+    db.execute("UPDATE hag_edges SET unlearned_from = NULL WHERE id = %s", (wrong,))
+    db.commit()
+    run(db, payload("back", [turn(0, outcome="failure", struggles=[struggle("rsa", "hashing")])],
+                    learner="learner-4", day=20))  # fmt: skip
+    assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
+
+
 def test_explain_terms_equal_the_stored_confidence(db, units, database_url):
     """After a mix of learners, repeats and an authored edge, every prerequisite's explained
     result equals its stored confidence to 1e-9, through the rule and through `hag explain`

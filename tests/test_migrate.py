@@ -76,6 +76,7 @@ MIGRATION_ONLY = {
     "hag_edge_reports_cascade": "a trigger function: the learner reports' foreign key",
     "hag_edge_report_names_edge": "a trigger function: the learner reports' foreign key",
     "hag_edge_units_keep": "a trigger function: the per-learner totals kept with the reports",
+    "hag_edge_prior_from_provenance": "a trigger function: an edge's prior, set on insert",
 }
 
 
@@ -285,3 +286,44 @@ def test_210_carries_the_reports_into_per_learner_totals(fresh, tmp_path):
     assert [tuple(r) for r in concept] == [(a, "ann", 1), (a, "bob", 1)]
     units = fresh.execute("SELECT units, learners FROM hag_edge_evidence(%s, 3, 1.0)", (ab,))
     assert tuple(units.fetchone()) == (2.0, 2)  # ann's 1.25 capped at 1, bob's 1
+
+
+def test_211_gives_authored_edges_their_prior_and_new_rows_take_theirs(fresh, tmp_path):
+    """Migration 211: an authored edge lowered by negative evidence (0.05, 0.92 kept beside it)
+    gets prior 0.92, an authored one at 0.8 gets 0.8, a learned one none; an edge inserted
+    afterwards takes the confidence it is written with, and an audited delete keeps it."""
+    migrate_up_to(fresh, tmp_path, 211)
+    a, b, c = three_entries(fresh)
+    rows = {}
+    for name, (s, t, conf, kind, kept) in {
+        "lowered": (a, b, 0.05, "seed", 0.92),
+        "authored": (a, c, 0.8, "enriched", None),
+        "learned": (b, c, 0.4, "learned", None),
+    }.items():
+        rows[name] = fresh.execute(
+            "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
+            "source_type, unlearned_from) VALUES (%s, %s, 'prerequisite', %s, %s, %s) "
+            "RETURNING id",
+            (s, t, conf, kind, kept),
+        ).fetchone()[0]
+    fresh.commit()
+    assert migrate.migrate(fresh, 8)[0] == "211_edge_prior_from_provenance.sql"
+    prior = dict(fresh.execute("SELECT id, prior_confidence FROM hag_edges").fetchall())
+    assert prior == {rows["lowered"]: 0.92, rows["authored"]: 0.8, rows["learned"]: None}
+    new = fresh.execute(
+        "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
+        "source_type) VALUES (%s, %s, 'prerequisite', 0.7, 'seed') RETURNING id",
+        (c, a),
+    ).fetchone()[0]
+    assert (
+        fresh.execute("SELECT prior_confidence FROM hag_edges WHERE id = %s", (new,)).fetchone()[0]
+        == 0.7
+    )
+    fresh.execute("DELETE FROM hag_edges WHERE id = %s", (new,))
+    assert (
+        fresh.execute(
+            "SELECT prior_confidence FROM hag_edge_audit WHERE edge_id = %s", (new,)
+        ).fetchone()[0]
+        == 0.7
+    )
+    fresh.rollback()

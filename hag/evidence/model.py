@@ -80,6 +80,9 @@ class PrerequisiteEvidence:
     support_units: float = 0.0
     reported_units: float = 0.0
     reverse_units: float | None = None
+    # an authored or enriched edge's prior: the confidence it was written with by its author,
+    # never moved by a re-weigh (migration 211; None: learned, or written with no trigger)
+    prior: float | None = None
 
     @property
     def reports_with_culled(self) -> int:
@@ -269,8 +272,8 @@ class EvidenceTerms:
     concept's other units spread over `spread` concepts and scaled by 1 + noise weight x
     `noise_share`; fewer than `min_learners` distinct learners hold it at `hold` =
     edge_min_confidence x learners / min_learners; then the edge floor and ceiling.
-    Authored or enriched: `prior` (the confidence it holds by its provenance, before any
-    lowering); `judged` when its concept has `min_reports` units from `min_learners` learners
+    Authored or enriched: `prior` (the confidence its author wrote it with,
+    `PrerequisiteEvidence.prior`: no stored lowering state is read); `judged` when its concept has `min_reports` units from `min_learners` learners
     and the units naming its target or a concept resting on it (`support`) are at most
     max_share of them: then it sits at min(prior, lift of its own units), else at `prior`.
     """
@@ -327,11 +330,7 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
             fact.concept_learners, chance, noise, reverse, 0.0, None, k, net, lift,
             min_learners, hold, False, confidence, None,
         )  # fmt: skip
-    prior = (
-        fact.confidence
-        if fact.unlearned_from is None
-        else max(fact.confidence, fact.unlearned_from)
-    )
+    prior = fact.confidence if fact.prior is None else fact.prior
     reports = max(fact.concept_units, fact.reported_units)
     chance = scaled_chance(fact.units, reports, fact.n_concepts, noise, dials)
     net = max(0.0, fact.units - chance)

@@ -40,6 +40,7 @@ def prerequisite_evidence(
             reverse_source_type=r["reverse_source_type"],
             reverse_confidence=r["reverse_confidence"],
             unlearned_from=r["unlearned_from"],
+            prior=r["prior_confidence"],
             reversal_reports=(int(r["reversal_reports"][0]), int(r["reversal_reports"][1])),
             units=float(r["units"]),
             learners=int(r["learners"]),

@@ -10,7 +10,8 @@
 -- unless the memory holds x to build on the source (a walked x -> source: such a report is
 -- the extractor's reversal, not a gap under the target),
 -- the confidence negative evidence keeps beside a lowered edge (unlearned_from, migration
--- 090), and the source concept's reports [all, reversals]: over its prerequisites, live and
+-- 090: the lift rule's), an authored or enriched edge's prior by its provenance
+-- (prior_confidence, migration 211: the units rule's), and the source concept's reports [all, reversals]: over its prerequisites, live and
 -- culled (the audit keeps a culled edge's reports; a restored one is live again), those
 -- naming a concept x with a prerequisite x -> source at `prerequisite_lift_noise_held_min` or more (rules.reversal_share).
 -- Under the units rule (issue 29, model.unit_terms) the same evidence in units
@@ -28,7 +29,7 @@ WITH touched AS (
            OR e.target_entry_id = ANY(%(sources)s::uuid[]))
 ), family AS (
     SELECT e.id, e.source_entry_id, e.target_entry_id, e.source_type, e.hit_count,
-           e.confidence, e.unlearned_from,
+           e.confidence, e.unlearned_from, e.prior_confidence,
            sum(e.hit_count) OVER (PARTITION BY e.source_entry_id) AS concept_reports
     FROM hag_edges e
     WHERE e.edge_type = 'prerequisite'
@@ -78,7 +79,8 @@ WITH touched AS (
     FROM reported o
     GROUP BY o.source_entry_id
 )
-SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.concept_reports,
+SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior_confidence,
+       f.concept_reports,
        (SELECT count(DISTINCT t.concept_slug)
           FROM hag_entries t
          WHERE t.topic_id = s.topic_id AND t.visibility_scope = s.visibility_scope
