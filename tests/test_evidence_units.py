@@ -240,6 +240,38 @@ def test_explain_terms_equal_the_stored_confidence(db, units, database_url):
     assert f"result {edge['confidence']:.6f}" in cli(str(edge["id"])[:12])
 
 
+def test_a_reweigh_that_moves_an_edge_writes_its_terms_in_the_history_row(db, units, database_url):
+    """Three learners report rsa -> primes: every history row a re-weigh wrote for it carries
+    the formula's terms, and the latest equals what `hag explain EDGE --json` prints now (the
+    result its new value, to 1e-9); rows of other writers (its creation) carry none."""
+    e = topic_entries(db)
+    db.commit()
+    for n in range(3):
+        run(db, payload(f"h{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+    edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    rows = db.execute(
+        "SELECT reason, new_value, terms FROM hag_confidence_history WHERE entity_id = %s "
+        "ORDER BY history_id",
+        (edge,),
+    ).fetchall()
+    reweighed = [r for r in rows if r["reason"] == "prerequisite evidence (lift)"]
+    assert len(reweighed) >= 2 and all(r["terms"] is not None for r in reweighed)
+    assert all(r["terms"] is None for r in rows if r["reason"] != "prerequisite evidence (lift)")
+    last = rows[-1]
+    assert last["reason"] == "prerequisite evidence (lift)"
+    now = evidence_terms(db, edge, e["rsa"], units)
+    assert last["terms"] == now
+    assert abs(last["new_value"] - now["confidence"]) <= 1e-9
+    done = subprocess.run(
+        [sys.executable, "-m", "hag.cli", "explain", str(edge), "--json"],
+        capture_output=True, text=True, env={**os.environ, "DATABASE_URL": database_url},
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["terms"] == last["terms"]
+
+
 def test_the_evidence_profile_moves_an_old_memory_to_units_at_once(db, database_url, dials):
     """Under the lift rule (session counts, k 2) one learner's 3 sessions put rsa -> primes at
     3/5, above the walk floor; `hag settings profile evidence` re-weighs every prerequisite

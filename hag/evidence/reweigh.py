@@ -10,6 +10,7 @@ and writes (`store.set_edge_confidences`), inside the caller's transaction.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime
 from uuid import UUID
 
@@ -29,7 +30,8 @@ def reweigh_prerequisites(
     run_id: UUID | None = None,
 ) -> int:
     """Every prerequisite out of or into `sources` takes the confidence its evidence earns
-    (`model.evidence_state`); how many confidences changed.
+    (`model.evidence_state`; under the units rule `model.unit_terms`, whose terms the history
+    row of each move carries); how many confidences changed.
 
     The caller holds the row locks, taken in the one sorted pass (`lock_rows` for a
     session, `lock_cull` for the nightly cull, `store.lock_every_prerequisite`), so writers
@@ -38,9 +40,25 @@ def reweigh_prerequisites(
     if not sources:
         return 0
     evidence = store.prerequisite_evidence(conn, sources, dials)
-    states = {e.edge_id: model.evidence_state(e, dials) for e in evidence}
+    # under the units rule the terms go with the history row of each move
+    terms = (
+        {e.edge_id: model.unit_terms(e, dials) for e in evidence}
+        if model.units_selected(dials)
+        else {}
+    )
+    states = (
+        {i: (t.confidence, t.unlearned_from) for i, t in terms.items()}
+        if terms
+        else {e.edge_id: model.evidence_state(e, dials) for e in evidence}
+    )
     return store.set_edge_confidences(
-        conn, states, at=at, reason=reason, session_id=session_id, run_id=run_id
+        conn,
+        states,
+        at=at,
+        reason=reason,
+        session_id=session_id,
+        run_id=run_id,
+        terms={i: asdict(t) for i, t in terms.items()} or None,
     )
 
 

@@ -8,8 +8,11 @@ the nightly's `lock_cull`, `lock_every_prerequisite` here for `hag settings prof
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from hag.evidence.model import PrerequisiteEvidence
@@ -99,9 +102,12 @@ def set_edge_confidences(
     reason: str,
     session_id: str | None = None,
     run_id: UUID | None = None,
+    terms: Mapping[UUID, Mapping[str, Any]] | None = None,
 ) -> int:
     """The re-weighed confidences, each with the value negative evidence keeps beside it
-    (`model.evidence_state`), in one statement; how many confidences changed."""
+    (`model.evidence_state`), in one statement; how many confidences changed. With `terms`
+    (the units rule's, `model.unit_terms`), each history row a move writes carries its
+    edge's terms (`record_history_terms`; a non-finite term is stored as null)."""
     if not states:
         return 0
     say_why(conn, reason, session_id=session_id, run_id=run_id, at=at)
@@ -114,4 +120,18 @@ def set_edge_confidences(
             "unlearned_from": [unlearned_from for _, unlearned_from in states.values()],
         },
     ).fetchall()
-    return sum(1 for r in changed if r["old_confidence"] != r["new_confidence"])
+    moved = [r["id"] for r in changed if r["old_confidence"] != r["new_confidence"]]
+    said = [i for i in moved if terms is not None and i in terms]
+    if said and terms is not None:
+        conn.execute(
+            query("evidence", "record_history_terms"),
+            {"at": at, "ids": said, "terms": [_json(terms[i]) for i in said]},
+        )
+    return len(moved)
+
+
+def _json(terms: Mapping[str, Any]) -> str:
+    """The terms as JSON (jsonb has no infinity: a non-finite number is null)."""
+    return json.dumps(
+        {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in terms.items()}
+    )

@@ -159,3 +159,13 @@ RETURNING e.id, p.confidence AS old_confidence, e.confidence AS new_confidence
 -- what `hag settings profile` takes before it re-weighs them all, so it queues behind the
 -- sessions and the cull holding any of them.
 SELECT id FROM hag_edges WHERE edge_type = 'prerequisite' ORDER BY id FOR NO KEY UPDATE
+
+-- name: record_history_terms
+-- The formula's terms of each re-weighed edge whose confidence moved, on the history row the
+-- move just wrote (the edge's latest row at this moment: the edge is locked, so no other
+-- writer's row of it comes between): the terms `hag explain EDGE --json` prints (migration 212).
+UPDATE hag_confidence_history h
+SET terms = c.terms
+FROM unnest(%(ids)s::uuid[], %(terms)s::jsonb[]) AS c (id, terms)
+WHERE h.history_id = (SELECT max(x.history_id) FROM hag_confidence_history x
+                      WHERE x.entity_id = c.id AND x.entity_kind = 'edge' AND x.at = %(at)s)
