@@ -92,7 +92,7 @@ class EdgeExplanation:
     target_concept: str | None
     events: tuple[HistoryEvent, ...]  # oldest first
     total_events: int  # every event recorded; `events` holds the newest `limit`
-    # under the units rule, a live prerequisite's formula terms now (`rules.EvidenceTerms`:
+    # under the units rule, a live prerequisite's formula terms now (`hag.evidence.model.EvidenceTerms`:
     # units, learners, chance, reverse, prior, ... and `confidence`, what the re-weigh stores)
     terms: Mapping[str, Any] | None = None
 
@@ -234,7 +234,7 @@ class Memory:
         NotFoundError when no edge or entry has that id.
         """
         from hag import settings
-        from hag.session.explain import edge_terms
+        from hag.evidence.explain import edge_terms
         from hag.storage import db
         from hag.storage.history import explain_edge
 

@@ -78,13 +78,14 @@ def _dial(default: JSON, description: str, consumer: str, **rules: Any) -> Any:
     )
 
 
-R, S, W, E, C, B = (
+R, S, W, E, C, B, V = (
     "hag/retrieval",
     "hag/session",
     "hag/nightly",
     "hag/enrichment",
     "hag/settings.py",
     "hag/support/bounds.py",
+    "hag/evidence",
 )
 
 
@@ -204,17 +205,17 @@ class Settings(Mapping[str, Any]):
     session_max_success_slugs: int = _num(500, 0, 1_000_000, "ours: sessions whose successful turns name more distinct concept slugs are refused whole at ingest (each is a hag_learner_successes row)", S)
     session_lock_buckets: int = _num(256, 1, 4096, "ours: hash buckets of the advisory locks guarding a session's identities: a session holds at most this many, whatever its size", S)
     # the evidence rules (issue 14; `hag settings profile evidence` selects them, docs/learning-report.md)
-    prerequisite_confidence_rule: str = _dial("seed", "ours: seed = learned prerequisites move by the seed's reinforcement floors and outcome grading; lift = from the sessions that reported them net of chance, h'/(h'+k), never outcome-graded; units = the lift rule over evidence units: a session is one unit per concept, a learner's total per pair is capped, and too few learners hold an edge below the walk floor (docs/learning-report.md)", S, choices=("seed", "lift", "units"))
-    prerequisite_learner_cap: float = _num(1.0, 0.01, 1000, "ours: under units, one learner's evidence for a pair (the sum of its sessions' shares) counts at most this many units", S)
-    prerequisite_min_learners: int = _num(2, 2, 1000, "ours: under units, a learned prerequisite reported by fewer distinct learners is held below the walk floor (edge_min_confidence x learners / this), and negative evidence lowers an authored one only from a concept reported on by at least this many", S)
-    prerequisite_lift_k: float = _num(2.0, 0.01, 1000, "ours: k of the lift rule h'/(h'+k) (2 keeps the seed's 0.33/0.5/0.6 ladder for an uncontested edge)", S)
-    prerequisite_lift_chance_spread: float = _num(0.0, 0, 100000, "ours: concepts over which a failing concept's other struggle reports spread by chance (0: the topic's other concepts)", S)
-    prerequisite_lift_noise_weight: float = _num(0.0, 0, 1000, "ours (measured, docs/learning-report.md): the chance term of a learned c -> m is scaled by 1 + this x c's reversal share, the share of c's struggle reports (live and culled prerequisites out of c) naming a concept the memory holds to build on c; 0: off", S)
-    prerequisite_lift_noise_prior: float = _num(0.05, 0, 1, "ours: the reversal share a concept with no reports is given, which its own reports outweigh...", S)
-    prerequisite_lift_noise_prior_reports: float = _num(5.0, 0, 1000, "ours: ...as if it came from this many reports", S)
-    prerequisite_lift_noise_held_min: float = _num(0.6, 0, 1, "ours: a prerequisite x -> c at this confidence or more makes a report on c naming x a reversal", S)
-    prerequisite_unlearn_min_reports: int = _num(0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports, over its live and culled prerequisites (0: never)", S)
-    prerequisite_unlearn_max_share: float = _num(0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports (0: lowered only when none supports it)", S)
+    prerequisite_confidence_rule: str = _dial("seed", "ours: seed = learned prerequisites move by the seed's reinforcement floors and outcome grading; lift = from the sessions that reported them net of chance, h'/(h'+k), never outcome-graded; units = the lift rule over evidence units: a session is one unit per concept, a learner's total per pair is capped, and too few learners hold an edge below the walk floor (docs/learning-report.md)", V, choices=("seed", "lift", "units"))
+    prerequisite_learner_cap: float = _num(1.0, 0.01, 1000, "ours: under units, one learner's evidence for a pair (the sum of its sessions' shares) counts at most this many units", V)
+    prerequisite_min_learners: int = _num(2, 2, 1000, "ours: under units, a learned prerequisite reported by fewer distinct learners is held below the walk floor (edge_min_confidence x learners / this), and negative evidence lowers an authored one only from a concept reported on by at least this many", V)
+    prerequisite_lift_k: float = _num(2.0, 0.01, 1000, "ours: k of the lift rule h'/(h'+k) (2 keeps the seed's 0.33/0.5/0.6 ladder for an uncontested edge)", V)
+    prerequisite_lift_chance_spread: float = _num(0.0, 0, 100000, "ours: concepts over which a failing concept's other struggle reports spread by chance (0: the topic's other concepts)", V)
+    prerequisite_lift_noise_weight: float = _num(0.0, 0, 1000, "ours (measured, docs/learning-report.md): the chance term of a learned c -> m is scaled by 1 + this x c's reversal share, the share of c's struggle reports (live and culled prerequisites out of c) naming a concept the memory holds to build on c; 0: off", V)
+    prerequisite_lift_noise_prior: float = _num(0.05, 0, 1, "ours: the reversal share a concept with no reports is given, which its own reports outweigh...", V)
+    prerequisite_lift_noise_prior_reports: float = _num(5.0, 0, 1000, "ours: ...as if it came from this many reports", V)
+    prerequisite_lift_noise_held_min: float = _num(0.6, 0, 1, "ours: a prerequisite x -> c at this confidence or more makes a report on c naming x a reversal", V)
+    prerequisite_unlearn_min_reports: int = _num(0, 0, 1000000, "ours: under lift, an authored or enriched prerequisite is judged by negative evidence once its concept has this many struggle reports, over its live and culled prerequisites (0: never)", V)
+    prerequisite_unlearn_max_share: float = _num(0.02, 0, 1, "ours: ...and lowered to the confidence its own reports earn when the reports naming its target, or a concept resting on it, are at most this share of the concept's reports (0: lowered only when none supports it)", V)
     edge_grading_rule: str = _dial("seed", "ours: seed = +-step by the turn's outcome; baseline = 2 step (outcome - the source concept's smoothed success rate), the step shrinking with renderings; units = baseline for the other types, while leads_to and fallback take their confidence from sequence evidence in units, never from outcomes (hag.evidence.sequences)", S, choices=("seed", "baseline", "units"))
     edge_grade_baseline_n0: float = _num(10.0, 0.01, 1000000, "ours: the baseline rule's step is scaled by n0/(n0 + renderings)", S)
     edge_grade_baseline_prior: float = _num(0.5, 0, 1, "ours: prior success rate in the source concept's smoothed success rate", S)

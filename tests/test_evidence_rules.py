@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from hag import settings
 from hag.errors import SettingsError
+from hag.evidence import model
 from hag.session import rules
 from hag_lab.report import metrics
 from hag_lab.simulate.tutor import Extractor, confusable
@@ -32,7 +33,7 @@ N = 28  # concepts in the topic (the demo's Cryptography topic)
 
 def test_lift_keeps_the_seed_ladder_for_an_uncontested_edge():
     """1, 2, 3 uncontested reports give the seed's 0.33, 0.5 and 0.6 (k = 2)."""
-    got = [rules.lift_confidence(h, h, N, EVIDENCE) for h in (1, 2, 3)]
+    got = [model.lift_confidence(h, h, N, EVIDENCE) for h in (1, 2, 3)]
     assert got == pytest.approx([1 / 3, 0.5, 0.6])
 
 
@@ -40,64 +41,64 @@ def test_lift_subtracts_the_reports_expected_by_chance():
     """3 reports of c -> m among 29 on c: 26 others spread over the topic's 26 other concepts
     (spread 0, the issue's definition), so h' = 2 -> 0.5; over 8 (the evidence profile), h' = 0."""
     topic_wide = EVIDENCE.with_overrides(prerequisite_lift_chance_spread=0)
-    assert rules.chance_reports(3, 29, N) == pytest.approx(1.0)
-    assert rules.lift_confidence(3, 29, N, topic_wide) == pytest.approx(0.5)
-    assert rules.lift_confidence(3, 29, N, EVIDENCE) == pytest.approx(0.05)
+    assert model.chance_reports(3, 29, N) == pytest.approx(1.0)
+    assert model.lift_confidence(3, 29, N, topic_wide) == pytest.approx(0.5)
+    assert model.lift_confidence(3, 29, N, EVIDENCE) == pytest.approx(0.05)
 
 
 def test_lift_with_a_fixed_chance_spread():
     """prerequisite_lift_chance_spread = 4: 3 of 11 reports -> chance 2, h' = 1 -> 1/3."""
     dials = EVIDENCE.with_overrides(prerequisite_lift_chance_spread=4)
-    assert rules.lift_confidence(3, 11, N, dials) == pytest.approx(1 / 3)
+    assert model.lift_confidence(3, 11, N, dials) == pytest.approx(1 / 3)
 
 
 def test_lift_falls_to_the_edge_floor_when_chance_explains_everything():
     """No evidence beyond chance: the edge floor (0.05), never zero."""
-    assert rules.lift_confidence(1, 200, N, EVIDENCE) == pytest.approx(0.05)
+    assert model.lift_confidence(1, 200, N, EVIDENCE) == pytest.approx(0.05)
 
 
 def test_reverse_evidence_counts_against_a_pair():
     """A learned reverse edge with 2 reports takes 2 from h; without one, nothing."""
-    against = rules.reverse_evidence(2, "learned", 0.5, EVIDENCE)
+    against = model.reverse_evidence(2, "learned", 0.5, EVIDENCE)
     assert against == 2.0
-    assert rules.lift_confidence(5, 5, N, EVIDENCE, against) == pytest.approx(0.6)
-    assert rules.lift_confidence(5, 5, N, EVIDENCE) == pytest.approx(5 / 7)
+    assert model.lift_confidence(5, 5, N, EVIDENCE, against) == pytest.approx(0.6)
+    assert model.lift_confidence(5, 5, N, EVIDENCE) == pytest.approx(5 / 7)
 
 
 def test_an_authored_reverse_edge_stands_for_the_reports_its_confidence_earns():
     """Authored at 0.9 stands for k c/(1-c) = 18 reports; at 1.0 for any number; none: 0."""
-    assert rules.reverse_evidence(0, "seed", 0.9, EVIDENCE) == pytest.approx(18.0)
-    assert math.isinf(rules.reverse_evidence(0, "seed", 1.0, EVIDENCE))
-    assert rules.reverse_evidence(None, None, None, EVIDENCE) == 0.0
-    assert rules.lift_confidence(10, 10, N, EVIDENCE, 18.0) == pytest.approx(0.05)
+    assert model.reverse_evidence(0, "seed", 0.9, EVIDENCE) == pytest.approx(18.0)
+    assert math.isinf(model.reverse_evidence(0, "seed", 1.0, EVIDENCE))
+    assert model.reverse_evidence(None, None, None, EVIDENCE) == 0.0
+    assert model.lift_confidence(10, 10, N, EVIDENCE, 18.0) == pytest.approx(0.05)
 
 
 def test_negative_evidence_lowers_an_unsupported_authored_prerequisite():
     """12 reports on c, none naming m or a concept resting on m: 0.9 falls to the floor."""
-    assert rules.unlearned_confidence(0.9, 0, 12, N, STICKY) == pytest.approx(0.05)
+    assert model.unlearned_confidence(0.9, 0, 12, N, STICKY) == pytest.approx(0.05)
 
 
 def test_negative_evidence_waits_for_enough_reports_and_spares_supported_edges():
     """11 reports: unchanged; one supporting report in 12 (above 2%): unchanged; off: unchanged."""
-    assert rules.unlearned_confidence(0.9, 0, 11, N, STICKY) == 0.9
-    assert rules.unlearned_confidence(0.9, 0, 12, N, STICKY, support=1) == 0.9
-    assert rules.unlearned_confidence(0.9, 1, 12, N, STICKY) == 0.9
-    assert rules.unlearned_confidence(0.9, 0, 500, N, SEED) == 0.9
+    assert model.unlearned_confidence(0.9, 0, 11, N, STICKY) == 0.9
+    assert model.unlearned_confidence(0.9, 0, 12, N, STICKY, support=1) == 0.9
+    assert model.unlearned_confidence(0.9, 1, 12, N, STICKY) == 0.9
+    assert model.unlearned_confidence(0.9, 0, 500, N, SEED) == 0.9
 
 
 def test_negative_evidence_never_raises():
     """An authored edge already below what its reports earn keeps its confidence."""
     dials = STICKY.with_overrides(prerequisite_unlearn_max_share=0.5)
-    assert rules.unlearned_confidence(0.1, 5, 12, N, dials) == 0.1
+    assert model.unlearned_confidence(0.1, 5, 12, N, dials) == 0.1
 
 
 def test_undoable_negative_evidence_keeps_the_authored_value_beside_the_lowered_one():
     """Evidence profile (5 reports at 5%): 4 unsupported reports leave 0.9 alone; at 5 the
     edge falls to the floor and keeps 0.9 beside it; more unsupported reports keep it there."""
-    assert rules.undoable_unlearning(0.9, None, 0, 4, N, EVIDENCE) == (0.9, None)
-    assert rules.undoable_unlearning(0.9, None, 0, 5, N, EVIDENCE) == (pytest.approx(0.05), 0.9)
+    assert model.undoable_unlearning(0.9, None, 0, 4, N, EVIDENCE) == (0.9, None)
+    assert model.undoable_unlearning(0.9, None, 0, 5, N, EVIDENCE) == (pytest.approx(0.05), 0.9)
     # 1 of 40 (2.5%, under the 5% line): 39 others over 8 leave nothing net of chance
-    assert rules.undoable_unlearning(0.05, 0.9, 1, 40, N, EVIDENCE) == (
+    assert model.undoable_unlearning(0.05, 0.9, 1, 40, N, EVIDENCE) == (
         pytest.approx(0.05),
         0.9,
     )
@@ -106,15 +107,15 @@ def test_undoable_negative_evidence_keeps_the_authored_value_beside_the_lowered_
 def test_undoable_negative_evidence_gives_the_value_back_once_supported():
     """Lowered 0.9 -> 0.05, then 1 report of 6 names m (17%, above 5%): back to 0.9, nothing
     kept beside it; support through a concept resting on m counts the same."""
-    assert rules.undoable_unlearning(0.05, 0.9, 1, 6, N, EVIDENCE) == (0.9, None)
-    assert rules.undoable_unlearning(0.05, 0.9, 0, 6, N, EVIDENCE, support=1) == (0.9, None)
+    assert model.undoable_unlearning(0.05, 0.9, 1, 6, N, EVIDENCE) == (0.9, None)
+    assert model.undoable_unlearning(0.05, 0.9, 0, 6, N, EVIDENCE, support=1) == (0.9, None)
 
 
 def test_undoable_negative_evidence_keeps_the_higher_of_the_kept_and_a_raised_value():
     """The seed's reinforcement may raise a lowered edge (0.6 at 3 hits): the kept 0.9 stays
     the edge's own value, and a raise above it becomes the new own value."""
-    assert rules.undoable_unlearning(0.6, 0.9, 3, 100, N, EVIDENCE) == (pytest.approx(0.05), 0.9)
-    assert rules.undoable_unlearning(0.95, 0.9, 3, 10, N, EVIDENCE) == (0.95, None)
+    assert model.undoable_unlearning(0.6, 0.9, 3, 100, N, EVIDENCE) == (pytest.approx(0.05), 0.9)
+    assert model.undoable_unlearning(0.95, 0.9, 3, 10, N, EVIDENCE) == (0.95, None)
 
 
 @given(
@@ -129,8 +130,8 @@ def test_undoable_negative_evidence_depends_on_the_counts_not_their_order(steps)
     state: tuple[float, float | None] = (0.8, None)
     for h, s, other in steps:
         hits, support, reports = hits + h, support + s, reports + h + s + other
-        state = rules.undoable_unlearning(*state, hits, reports, N, EVIDENCE, support)
-    assert state == rules.undoable_unlearning(0.8, None, hits, reports, N, EVIDENCE, support)
+        state = model.undoable_unlearning(*state, hits, reports, N, EVIDENCE, support)
+    assert state == model.undoable_unlearning(0.8, None, hits, reports, N, EVIDENCE, support)
 
 
 def test_negative_evidence_of_the_profile_judges_from_3_reports_and_spares_any_support():
@@ -139,16 +140,16 @@ def test_negative_evidence_of_the_profile_judges_from_3_reports_and_spares_any_s
     among 50 (2%: under the earlier rounds' 5% line, which lowered the true authored
     tls-handshake -> message-authentication-codes) keeps 0.9, named or through a concept
     resting on m."""
-    assert rules.undoable_unlearning(0.9, None, 0, 2, N, PROFILE) == (0.9, None)
-    assert rules.undoable_unlearning(0.9, None, 0, 3, N, PROFILE) == (pytest.approx(0.05), 0.9)
-    assert rules.undoable_unlearning(0.9, None, 1, 50, N, PROFILE) == (0.9, None)
-    assert rules.undoable_unlearning(0.9, None, 0, 50, N, PROFILE, support=1) == (0.9, None)
-    assert rules.undoable_unlearning(0.9, None, 1, 50, N, EVIDENCE) == (pytest.approx(0.05), 0.9)
+    assert model.undoable_unlearning(0.9, None, 0, 2, N, PROFILE) == (0.9, None)
+    assert model.undoable_unlearning(0.9, None, 0, 3, N, PROFILE) == (pytest.approx(0.05), 0.9)
+    assert model.undoable_unlearning(0.9, None, 1, 50, N, PROFILE) == (0.9, None)
+    assert model.undoable_unlearning(0.9, None, 0, 50, N, PROFILE, support=1) == (0.9, None)
+    assert model.undoable_unlearning(0.9, None, 1, 50, N, EVIDENCE) == (pytest.approx(0.05), 0.9)
 
 
-def unreported_authored_edge(concept_reports: int) -> rules.PrerequisiteEvidence:
+def unreported_authored_edge(concept_reports: int) -> model.PrerequisiteEvidence:
     """An authored c -> m at 0.9 that none of c's `concept_reports` live reports supports."""
-    return rules.PrerequisiteEvidence(
+    return model.PrerequisiteEvidence(
         edge_id=uuid4(),
         source_type="seed",
         confidence=0.9,
@@ -168,10 +169,10 @@ def test_negative_evidence_counts_the_concepts_culled_reports():
     authored edge falls."""
     fact = unreported_authored_edge(2)
     assert fact.reports_with_culled == 2
-    assert rules.evidence_state(fact, PROFILE) == (0.9, None)
+    assert model.evidence_state(fact, PROFILE) == (0.9, None)
     culled = replace(fact, reversal_reports=(3, 0))
     assert culled.reports_with_culled == 3
-    assert rules.evidence_state(culled, PROFILE) == (pytest.approx(0.05), 0.9)
+    assert model.evidence_state(culled, PROFILE) == (pytest.approx(0.05), 0.9)
 
 
 def test_smoothed_success_rate():
@@ -346,13 +347,13 @@ def test_the_reversal_share_is_shrunk_toward_its_prior():
     dials = SEED.with_overrides(
         prerequisite_lift_noise_prior=0.05, prerequisite_lift_noise_prior_reports=5.0
     )
-    assert rules.reversal_share(0, 0, dials) == pytest.approx(0.05)
-    assert rules.reversal_share(20, 5, dials) == pytest.approx(5.25 / 25)
+    assert model.reversal_share(0, 0, dials) == pytest.approx(0.05)
+    assert model.reversal_share(20, 5, dials) == pytest.approx(5.25 / 25)
     weightless = SEED.with_overrides(
         prerequisite_lift_noise_prior=0.3, prerequisite_lift_noise_prior_reports=0
     )
-    assert rules.reversal_share(20, 5, weightless) == pytest.approx(0.25)
-    assert rules.reversal_share(0, 0, weightless) == pytest.approx(0.3)
+    assert model.reversal_share(20, 5, weightless) == pytest.approx(0.25)
+    assert model.reversal_share(0, 0, weightless) == pytest.approx(0.3)
 
 
 def test_the_noise_weight_scales_only_the_chance_term():
@@ -360,9 +361,9 @@ def test_the_noise_weight_scales_only_the_chance_term():
     3.75: 4 reports net 0.25, against 2.75 with the weight at 0 (k = 2)."""
     off = SEED.with_overrides(prerequisite_lift_chance_spread=8.0, prerequisite_lift_k=2.0)
     on = off.with_overrides(prerequisite_lift_noise_weight=10.0)
-    assert rules.lift_confidence(4, 14, 6, off, noise_share=0.2) == pytest.approx(2.75 / 4.75)
-    assert rules.lift_confidence(4, 14, 6, on, noise_share=0.2) == pytest.approx(0.25 / 2.25)
-    assert rules.lift_confidence(4, 14, 6, on) == pytest.approx(2.75 / 4.75)
+    assert model.lift_confidence(4, 14, 6, off, noise_share=0.2) == pytest.approx(2.75 / 4.75)
+    assert model.lift_confidence(4, 14, 6, on, noise_share=0.2) == pytest.approx(0.25 / 2.25)
+    assert model.lift_confidence(4, 14, 6, on) == pytest.approx(2.75 / 4.75)
 
 
 # --- the units rule (issue 29) -----------------------------------------------------------
@@ -372,8 +373,8 @@ def test_a_sessions_unit_is_shared_by_the_turns_naming_each_pair():
     """c -> m in 1,000 turns: a share of 1; c -> x in 2 turns and c -> y in 1: 2/3 and 1/3;
     a pair out of another concept d shares d's unit, not c's."""
     c, d, m, x, y = (uuid4() for _ in range(5))
-    assert rules.session_shares({(c, m): 1000}) == {(c, m): 1.0}
-    got = rules.session_shares({(c, x): 2, (c, y): 1, (d, m): 4})
+    assert model.session_shares({(c, m): 1000}) == {(c, m): 1.0}
+    got = model.session_shares({(c, x): 2, (c, y): 1, (d, m): 4})
     assert got == {(c, x): pytest.approx(2 / 3), (c, y): pytest.approx(1 / 3), (d, m): 1.0}
 
 
@@ -398,27 +399,30 @@ def test_units_lift_nets_out_chance_and_the_reverse_and_holds_one_learner():
     24 concepts (noise share at its prior 0.05, weight 20: x2): chance 2; a reverse of 1 unit
     takes 1 more, net 3. One learner: held at edge_min_confidence x 1/2."""
     k = PROFILE_UNITS.prerequisite_lift_k
-    terms = rules.unit_terms(learned(3.0, 3, 3.0, 3), PROFILE_UNITS)
+    terms = model.unit_terms(learned(3.0, 3, 3.0, 3), PROFILE_UNITS)
     assert terms.confidence == pytest.approx(3 / (3 + k))
     assert terms.hold is None
-    contested = rules.unit_terms(learned(6.0, 6, 30.0, 9, reverse=1.0), PROFILE_UNITS)
+    contested = model.unit_terms(learned(6.0, 6, 30.0, 9, reverse=1.0), PROFILE_UNITS)
     assert contested.chance == pytest.approx(2.0)
     assert contested.net == pytest.approx(3.0)
     assert contested.confidence == pytest.approx(3 / (3 + k))
-    alone = rules.unit_terms(learned(1.0, 1, 1.0, 1), PROFILE_UNITS)
+    alone = model.unit_terms(learned(1.0, 1, 1.0, 1), PROFILE_UNITS)
     assert alone.confidence == pytest.approx(PROFILE_UNITS.edge_min_confidence / 2)
     assert alone.confidence < PROFILE_UNITS.edge_min_confidence
 
 
 def test_units_negative_evidence_needs_units_and_learners():
-    """An unsupported authored edge at 0.9: 3 units from 1 learner are not judged; from 2
-    learners it falls to the floor with 0.9 kept beside it; support brings 0.9 back."""
-    one = replace(unreported_authored_edge(0), concept_units=3.0, concept_learners=1)
-    assert rules.evidence_state(one, PROFILE_UNITS) == (0.9, None)
+    """An unsupported authored edge written at 0.9 (its prior): 3 units from 1 learner are
+    not judged; from 2 learners it falls to the floor with 0.9 said beside it; support brings
+    0.9 back, from the prior alone (no kept value is read: `unlearned_from` is None here)."""
+    one = replace(unreported_authored_edge(0), concept_units=3.0, concept_learners=1, prior=0.9)
+    assert model.evidence_state(one, PROFILE_UNITS) == (0.9, None)
     two = replace(one, concept_learners=2)
-    assert rules.evidence_state(two, PROFILE_UNITS) == (pytest.approx(0.05), 0.9)
-    lowered = replace(two, confidence=0.05, unlearned_from=0.9, support_units=0.5)
-    assert rules.evidence_state(lowered, PROFILE_UNITS) == (0.9, None)
+    assert model.evidence_state(two, PROFILE_UNITS) == (pytest.approx(0.05), 0.9)
+    lowered = replace(two, confidence=0.05, unlearned_from=None, support_units=0.5)
+    assert model.evidence_state(lowered, PROFILE_UNITS) == (0.9, None)
+    still = replace(two, confidence=0.05, unlearned_from=None)
+    assert model.evidence_state(still, PROFILE_UNITS) == (pytest.approx(0.05), 0.9)
 
 
 PROFILE_UNITS = settings.defaults().with_overrides(**settings.PROFILES["evidence"])

@@ -546,7 +546,7 @@ def test_a_concepts_reversal_share_counts_live_and_culled_reports(db, by_session
     rsa -> primes (2 reports, reversals too), and a restored one that counts as live (not
     again). So [9 + 2 = 11 reports, 3 + 2 = 5 reversals]; with the held line above 0.9, none
     is a reversal."""
-    from hag.session import facts
+    from hag.evidence import store
 
     e = topic_entries(db)
     f.edge(db, e["primes"], e["rsa"], confidence=0.9)
@@ -561,7 +561,7 @@ def test_a_concepts_reversal_share_counts_live_and_culled_reports(db, by_session
         dials = settings.current().with_overrides(
             edge_min_confidence=0.3, prerequisite_lift_noise_held_min=held_min
         )
-        found = {x.edge_id: x for x in facts.prerequisite_evidence(db, [e["rsa"]], dials)}
+        found = {x.edge_id: x for x in store.prerequisite_evidence(db, [e["rsa"]], dials)}
         assert found[learned].reversal_reports == expected
 
 
@@ -587,7 +587,7 @@ def test_a_noisy_concept_needs_more_reports_under_the_noise_dial(db, dials):
     """rsa -> hashing, 3 sessions, beside 3 reversed reports on rsa: with
     prerequisite_lift_noise_weight 10 its chance is multiplied by 1 + 10 x the reversal
     share ((3 + 0.05 x 5) / (6 + 5)) = 3.95, so it ends lower than with the dial at 0, by
-    the arithmetic of rules.lift_confidence written out here."""
+    the arithmetic of model.lift_confidence written out here."""
     confidences_by_weight = {}
     for weight in (0.0, 10.0):
         reset_database(db)

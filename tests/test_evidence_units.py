@@ -14,8 +14,8 @@ from datetime import timedelta
 import pytest
 
 from hag import settings
-from hag.session import rules
-from hag.session.explain import evidence_terms
+from hag.evidence import model
+from hag.evidence.explain import evidence_terms
 from tests import factories as f
 from tests.session_builders import T0, edge_row, payload, run, turn
 from tests.test_evidence_session import reports, struggle, topic_entries
@@ -98,15 +98,15 @@ def test_the_learner_cap_dial_bounds_a_learners_total(db, units, dials):
     )
     assert fact.units == pytest.approx(3.0)
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(
-        rules.unit_terms(fact, settings.current()).confidence
+        model.unit_terms(fact, settings.current()).confidence
     )
     assert confidence(db, e["rsa"], e["primes"]) > 2 / (2 + k)
 
 
 def _facts(db, source):
-    from hag.session import facts
+    from hag.evidence import store
 
-    return facts.prerequisite_evidence(db, [source], settings.current())
+    return store.prerequisite_evidence(db, [source], settings.current())
 
 
 def test_a_session_of_1000_turns_is_one_unit(db, units):
@@ -182,6 +182,28 @@ def test_negative_evidence_needs_several_learners(db, units):
     assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
 
 
+def test_an_authored_prior_comes_from_its_provenance_not_from_stored_state(db, units):
+    """rsa -> hashing is written at 0.92 (its prior, migration 211); three learners naming only
+    primes lower it. With the value kept beside it wiped (a stale or lost `unlearned_from`),
+    a learner naming hashing still gives 0.92 back: the prior is the author's value and the
+    verdict is the current counts'."""
+    e = topic_entries(db)
+    wrong = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
+    db.commit()
+    assert db.execute("SELECT prior_confidence FROM hag_edges WHERE id = %s", (wrong,)).fetchone()[
+        "prior_confidence"
+    ] == pytest.approx(0.92)
+    for n in range(3):
+        run(db, payload(f"p{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+    assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(units.edge_confidence_floor)
+    db.execute("UPDATE hag_edges SET unlearned_from = NULL WHERE id = %s", (wrong,))
+    db.commit()
+    run(db, payload("back", [turn(0, outcome="failure", struggles=[struggle("rsa", "hashing")])],
+                    learner="learner-4", day=20))  # fmt: skip
+    assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
+
+
 def test_explain_terms_equal_the_stored_confidence(db, units, database_url):
     """After a mix of learners, repeats and an authored edge, every prerequisite's explained
     result equals its stored confidence to 1e-9, through the rule and through `hag explain`
@@ -218,6 +240,38 @@ def test_explain_terms_equal_the_stored_confidence(db, units, database_url):
     assert f"result {edge['confidence']:.6f}" in cli(str(edge["id"])[:12])
 
 
+def test_a_reweigh_that_moves_an_edge_writes_its_terms_in_the_history_row(db, units, database_url):
+    """Three learners report rsa -> primes: every history row a re-weigh wrote for it carries
+    the formula's terms, and the latest equals what `hag explain EDGE --json` prints now (the
+    result its new value, to 1e-9); rows of other writers (its creation) carry none."""
+    e = topic_entries(db)
+    db.commit()
+    for n in range(3):
+        run(db, payload(f"h{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+    edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    rows = db.execute(
+        "SELECT reason, new_value, terms FROM hag_confidence_history WHERE entity_id = %s "
+        "ORDER BY history_id",
+        (edge,),
+    ).fetchall()
+    reweighed = [r for r in rows if r["reason"] == "prerequisite evidence (lift)"]
+    assert len(reweighed) >= 2 and all(r["terms"] is not None for r in reweighed)
+    assert all(r["terms"] is None for r in rows if r["reason"] != "prerequisite evidence (lift)")
+    last = rows[-1]
+    assert last["reason"] == "prerequisite evidence (lift)"
+    now = evidence_terms(db, edge, e["rsa"], units)
+    assert last["terms"] == now
+    assert abs(last["new_value"] - now["confidence"]) <= 1e-9
+    done = subprocess.run(
+        [sys.executable, "-m", "hag.cli", "explain", str(edge), "--json"],
+        capture_output=True, text=True, env={**os.environ, "DATABASE_URL": database_url},
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["terms"] == last["terms"]
+
+
 def test_the_evidence_profile_moves_an_old_memory_to_units_at_once(db, database_url, dials):
     """Under the lift rule (session counts, k 2) one learner's 3 sessions put rsa -> primes at
     3/5, above the walk floor; `hag settings profile evidence` re-weighs every prerequisite
@@ -237,3 +291,103 @@ def test_the_evidence_profile_moves_an_old_memory_to_units_at_once(db, database_
     settings.invalidate()
     held = settings.current().edge_min_confidence / 2
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
+
+
+# --- the per-(edge, learner) totals the re-weigh reads (migration 210) ------------------------
+
+
+def totals(db) -> dict:
+    """The sums kept at write time: per (edge, learner), per edge (units at the cap they were
+    summed with, learners, sessions) and the learners per concept."""
+    return {
+        "per_learner": {
+            (r["edge_id"], r["learner_id"]): (pytest.approx(r["share"]), r["sessions"])
+            for r in db.execute("SELECT * FROM hag_edge_learner_units").fetchall()
+        },
+        "per_edge": {
+            r["edge_id"]: (pytest.approx(r["units"]), r["learners"], r["sessions"])
+            for r in db.execute("SELECT * FROM hag_edge_units").fetchall()
+        },
+        "per_concept": {
+            (r["source_entry_id"], r["learner_id"]): r["pairs"]
+            for r in db.execute("SELECT * FROM hag_concept_learners").fetchall()
+        },
+    }
+
+
+def grouped_reports(db, cap: float = 1.0) -> dict:
+    """The same sums grouped afresh from every report (and the edges' concepts)."""
+    per_learner = db.execute(
+        "SELECT r.edge_id, r.learner_id, r.source_entry_id, sum(r.share) AS share, "
+        "count(*) AS sessions FROM (SELECT lr.*, COALESCE(e.source_entry_id, u.source_entry_id) "
+        "AS source_entry_id FROM hag_edge_learner_reports lr "
+        "LEFT JOIN hag_edges e ON e.id = lr.edge_id "
+        "LEFT JOIN hag_edge_learner_units u ON u.edge_id = lr.edge_id "
+        "AND u.learner_id = lr.learner_id) r GROUP BY 1, 2, 3"
+    ).fetchall()
+    per_edge: dict = {}
+    per_concept: dict = {}
+    for r in per_learner:
+        units, learners, sessions = per_edge.get(r["edge_id"], (0.0, 0, 0))
+        per_edge[r["edge_id"]] = (
+            units + min(cap, r["share"]),
+            learners + 1,
+            sessions + r["sessions"],
+        )
+        key = (r["source_entry_id"], r["learner_id"])
+        per_concept[key] = per_concept.get(key, 0) + 1
+    return {
+        "per_learner": {
+            (r["edge_id"], r["learner_id"]): (r["share"], r["sessions"]) for r in per_learner
+        },
+        "per_edge": per_edge,
+        "per_concept": per_concept,
+    }
+
+
+def test_the_totals_follow_every_change_of_the_reports(db, units, dials):
+    """The sums equal the reports grouped afresh after sessions (two learners, a session
+    sharing its unit over two pairs), after a session applied again (it adds nothing), an
+    erasure's pseudonym, a cull's delete and a TRUNCATE; the evidence read from them is what
+    it was read from the reports (rsa -> primes: ann's 1 + 1/2 capped at 1, bob's 1); a cap
+    changed since the sums were kept is read back from the per-learner rows."""
+    e = topic_entries(db)
+    db.commit()
+    run(
+        db,
+        payload("a1", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                learner="ann", day=1),
+        payload("a2", [turn(0, outcome="failure",
+                            struggles=[struggle("rsa", "primes"), struggle("rsa", "hashing")])],
+                learner="ann", day=2),
+        payload("b1", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                learner="bob", day=3),
+    )  # fmt: skip
+    assert totals(db) == grouped_reports(db) and len(totals(db)["per_learner"]) == 3
+    primes = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    assert totals(db)["per_learner"][(primes, "ann")] == (pytest.approx(1.5), 2)
+    assert totals(db)["per_concept"] == {(e["rsa"], "ann"): 2, (e["rsa"], "bob"): 1}
+    fact = next(x for x in _facts(db, e["rsa"]) if x.edge_id == primes)
+    assert (fact.units, fact.learners, fact.concept_learners) == (pytest.approx(2.0), 2, 2)
+    dials(prerequisite_learner_cap=2.0)  # the kept units were summed at 1: read back at 2
+    fact = next(x for x in _facts(db, e["rsa"]) if x.edge_id == primes)
+    assert fact.units == pytest.approx(2.5)
+    dials(prerequisite_learner_cap=1.0)
+
+    db.execute("UPDATE hag_sessions SET status = 'pending' WHERE session_id = 'a2'")
+    db.commit()
+    before = totals(db)
+    run(db)
+    assert totals(db) == before == grouped_reports(db)
+
+    db.execute(
+        "UPDATE hag_edge_learner_reports SET learner_id = 'erased-x' WHERE learner_id = 'ann'"
+    )
+    assert totals(db) == grouped_reports(db)
+    assert {learner for _, learner in totals(db)["per_learner"]} == {"erased-x", "bob"}
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (primes,))
+    assert totals(db) == grouped_reports(db) and len(totals(db)["per_learner"]) == 1
+    assert totals(db)["per_concept"] == {(e["rsa"], "erased-x"): 1}
+    db.execute("TRUNCATE hag_edge_learner_reports")
+    assert totals(db) == {"per_learner": {}, "per_edge": {}, "per_concept": {}}
+    db.rollback()

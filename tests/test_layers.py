@@ -35,8 +35,8 @@ FLOORS = {
     "errors": 0, "config": 0, "settings": 0, "storage": 0, "vectors": 0, "support": 0,
     "retrieval": 1,  # the read path
     "operations": 2,  # operator doors: corpus, a learner's data, re-embedding
+    "evidence": 2,  # the evidence model the jobs share: how reports become edge confidence
     "session": 3, "nightly": 3, "enrichment": 3, "quality": 3,  # the jobs
-    "evidence": 3,  # the evidence model the jobs call (how reports become edge confidence)
     "api": 4, "service": 4,  # the public surface: the library's API and the HTTP service
     "cli": 5, "docs": 5,  # the command line and the shipped pages
 }  # fmt: skip
@@ -153,6 +153,33 @@ def test_the_floor_check_sees_an_upward_import():
     tree = ast.parse("def f():\n    from hag.retrieval import ann\n")
     assert {_room(m) for m in _imported_modules(tree)} == {"retrieval"}
     assert FLOORS["retrieval"] > FLOORS["storage"]
+
+
+def test_the_nightly_reaches_the_evidence_model_and_never_session_end():
+    """The nightly cull re-weighs prerequisites through the evidence model (hag.evidence), as
+    session-end does; no module of hag.nightly imports hag.session, lazily or not, and the
+    evidence model imports neither job."""
+    nightly = {
+        f"{name} imports {module}"
+        for name, tree in _sources("hag")
+        if _room(name) == "nightly"
+        for module in _imported_modules(tree)
+        if _room(module) == "session"
+    }
+    assert nightly == set()
+    evidence = {
+        f"{name} imports {module}"
+        for name, tree in _sources("hag")
+        if _room(name) == "evidence"
+        for module in _imported_modules(tree)
+        if _room(module) in ("session", "nightly")
+    }
+    assert evidence == set()
+    reached = {
+        module for name, tree in _sources("hag") if _room(name) == "nightly"
+        for module in _imported_modules(tree)
+    }  # fmt: skip
+    assert "hag.evidence.reweigh" in reached
 
 
 def test_the_lab_imports_the_product_and_never_a_layer_above_it():

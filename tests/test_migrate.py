@@ -75,6 +75,8 @@ MIGRATION_ONLY = {
     "hag_entry_search_restate": "the search copy trigger's update in place by probe (storage)",
     "hag_edge_reports_cascade": "a trigger function: the learner reports' foreign key",
     "hag_edge_report_names_edge": "a trigger function: the learner reports' foreign key",
+    "hag_edge_units_keep": "a trigger function: the per-learner totals kept with the reports",
+    "hag_edge_prior_from_provenance": "a trigger function: an edge's prior, set on insert",
 }
 
 
@@ -251,3 +253,77 @@ def test_200_and_201_carry_reports_into_units_and_drop_the_retired_dials(fresh, 
     said = capsys.readouterr().err
     assert "201_retire_repeat_dials.sql: retired dial prerequisite_repeat_turn_weight" in said
     assert "cli (profile evidence)" in said
+
+
+def test_210_carries_the_reports_into_per_learner_totals(fresh, tmp_path):
+    """Migration 210 sums the reports per (edge, learner): ann's two sessions on a -> b
+    (shares 1 and 1/4) are one total of 1.25 over 2 sessions, bob's one session its own; per
+    edge and per concept too, and the evidence function reads them at the cap it is given."""
+    migrate_up_to(fresh, tmp_path, 210)
+    a, b, _ = three_entries(fresh)
+    ab = fresh.execute(
+        "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
+        "source_type, hit_count) VALUES (%s, %s, 'prerequisite', 0.3, 'learned', 3) RETURNING id",
+        (a, b),
+    ).fetchone()[0]
+    for session, learner, share in (("s1", "ann", 1.0), ("s2", "ann", 0.25), ("s3", "bob", 1.0)):
+        fresh.execute(
+            "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, "
+            "share, reported_at) VALUES (%s, %s, %s, 1, %s, now())",
+            (ab, session, learner, share),
+        )
+    fresh.commit()
+    assert migrate.migrate(fresh, 8)[0] == "210_evidence_units_per_learner.sql"
+    rows = fresh.execute(
+        "SELECT learner_id, share, sessions FROM hag_edge_learner_units ORDER BY learner_id"
+    ).fetchall()
+    assert [tuple(r) for r in rows] == [("ann", 1.25, 2), ("bob", 1.0, 1)]
+    edge = fresh.execute("SELECT cap, units, learners, sessions FROM hag_edge_units").fetchall()
+    assert [tuple(r) for r in edge] == [(None, 2.25, 2, 3)]  # no cap yet: read back when asked
+    concept = fresh.execute(
+        "SELECT source_entry_id, learner_id, pairs FROM hag_concept_learners ORDER BY 2"
+    ).fetchall()
+    assert [tuple(r) for r in concept] == [(a, "ann", 1), (a, "bob", 1)]
+    units = fresh.execute("SELECT units, learners FROM hag_edge_evidence(%s, 3, 1.0)", (ab,))
+    assert tuple(units.fetchone()) == (2.0, 2)  # ann's 1.25 capped at 1, bob's 1
+
+
+def test_211_gives_authored_edges_their_prior_and_new_rows_take_theirs(fresh, tmp_path):
+    """Migration 211: an authored edge lowered by negative evidence (0.05, 0.92 kept beside it)
+    gets prior 0.92, an authored one at 0.8 gets 0.8, a learned one none; an edge inserted
+    afterwards takes the confidence it is written with, and an audited delete keeps it."""
+    migrate_up_to(fresh, tmp_path, 211)
+    a, b, c = three_entries(fresh)
+    rows = {}
+    for name, (s, t, conf, kind, kept) in {
+        "lowered": (a, b, 0.05, "seed", 0.92),
+        "authored": (a, c, 0.8, "enriched", None),
+        "learned": (b, c, 0.4, "learned", None),
+    }.items():
+        rows[name] = fresh.execute(
+            "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
+            "source_type, unlearned_from) VALUES (%s, %s, 'prerequisite', %s, %s, %s) "
+            "RETURNING id",
+            (s, t, conf, kind, kept),
+        ).fetchone()[0]
+    fresh.commit()
+    assert migrate.migrate(fresh, 8)[0] == "211_edge_prior_from_provenance.sql"
+    prior = dict(fresh.execute("SELECT id, prior_confidence FROM hag_edges").fetchall())
+    assert prior == {rows["lowered"]: 0.92, rows["authored"]: 0.8, rows["learned"]: None}
+    new = fresh.execute(
+        "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
+        "source_type) VALUES (%s, %s, 'prerequisite', 0.7, 'seed') RETURNING id",
+        (c, a),
+    ).fetchone()[0]
+    assert (
+        fresh.execute("SELECT prior_confidence FROM hag_edges WHERE id = %s", (new,)).fetchone()[0]
+        == 0.7
+    )
+    fresh.execute("DELETE FROM hag_edges WHERE id = %s", (new,))
+    assert (
+        fresh.execute(
+            "SELECT prior_confidence FROM hag_edge_audit WHERE edge_id = %s", (new,)
+        ).fetchone()[0]
+        == 0.7
+    )
+    fresh.rollback()

@@ -123,8 +123,9 @@ def test_wrong_dimension_embedding_is_refused(db):
 
 EDGE_SQL = (
     "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, hit_count, "
-    "source_type, traversal_count, unlearned_from) VALUES (%(s)s, %(t)s, %(edge_type)s, "
-    "%(confidence)s, %(hits)s, %(source_type)s, %(traversals)s, %(unlearned_from)s)"
+    "source_type, traversal_count, unlearned_from, prior_confidence) VALUES (%(s)s, %(t)s, "
+    "%(edge_type)s, %(confidence)s, %(hits)s, %(source_type)s, %(traversals)s, "
+    "%(unlearned_from)s, %(prior)s)"
 )
 
 
@@ -140,6 +141,7 @@ EDGE_SQL = (
         ({"self_loop": True}, "hag_edges_no_self_loop"),
         ({"unlearned_from": 0.0}, "hag_edges_unlearned_from_check"),
         ({"unlearned_from": 1.5}, "hag_edges_unlearned_from_check"),
+        ({"prior": 1.5}, "hag_edges_prior_confidence_check"),
     ],
 )
 def test_edge_checks_refuse_bad_values(db, change, constraint):
@@ -155,6 +157,7 @@ def test_edge_checks_refuse_bad_values(db, change, constraint):
         "source_type": "seed",
         "traversals": 0,
         "unlearned_from": None,
+        "prior": None,
         **change,
     }
     if params.pop("self_loop", False):

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hag import settings
+from hag.evidence import model
 from hag.session import ladder, rules
 from hag.session.contract import Observation, Struggle, Turn
 from hag.session.ladder import Catalogue, Resolution
@@ -586,17 +587,17 @@ def test_reinforcement_floor_reads_03_03_06_06_and_never_lowers(no_connection):
 def test_lift_sources_only_under_the_lift_rule(no_connection):
     """The concepts a session reports struggles on are re-weighed only under the lift rule."""
     observed = [EdgeObservation(B, A, "prerequisite"), EdgeObservation(A, C, "leads_to")]
-    assert rules.lift_sources(observed, SEED) == []
+    assert model.lift_sources(observed, SEED) == []
     lift = SEED.with_overrides(prerequisite_confidence_rule="lift")
-    assert rules.lift_sources(observed, lift) == [B]
+    assert model.lift_sources(observed, lift) == [B]
 
 
 def test_evidence_confidence_of_a_learned_edge_is_the_lift_ladder(no_connection):
     """Lift: one uncontested report earns a learned edge 1/3; an authored edge with few reports keeps its own."""
-    fact = rules.PrerequisiteEvidence(A, "learned", 0.3, 1, 1, 28, 0, None, None, None)
-    assert rules.evidence_state(fact, SEED) == (pytest.approx(1 / 3), None)
-    authored = rules.PrerequisiteEvidence(A, "seed", 0.9, 1, 1, 28, 0, None, None, None)
-    assert rules.evidence_state(authored, SEED) == (0.9, None)
+    fact = model.PrerequisiteEvidence(A, "learned", 0.3, 1, 1, 28, 0, None, None, None)
+    assert model.evidence_state(fact, SEED) == (pytest.approx(1 / 3), None)
+    authored = model.PrerequisiteEvidence(A, "seed", 0.9, 1, 1, 28, 0, None, None, None)
+    assert model.evidence_state(authored, SEED) == (0.9, None)
 
 
 def test_grading_plan_counts_an_edge_once_per_turn_and_uses_the_default_strength(no_connection):
@@ -649,10 +650,13 @@ def test_entry_update_at_strength_05_by_maturity(no_connection, outcome, proven,
 
 
 def test_docs_rules_table_names_only_functions_and_tests_that_exist(no_connection):
-    """docs/rules.md stays true: every `rules.x` it names is in hag/session/rules.py, every test exists."""
+    """docs/rules.md stays true: every `rules.x` it names is in hag/session/rules.py, every
+    `model.x` in hag/evidence/model.py, every test exists."""
     text = (ROOT / "docs" / "rules.md").read_text()
     named = set(re.findall(r"`rules\.(\w+)`", text)) - {"py"}
     assert named and sorted(n for n in named if not hasattr(rules, n)) == []
+    in_model = set(re.findall(r"`model\.(\w+)`", text)) - {"py"}
+    assert in_model and sorted(n for n in in_model if not hasattr(model, n)) == []
     tests = "".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
     cited = set(re.findall(r"\b(test_\w+?)(?:_\*)?`", text))
     assert cited and sorted(t for t in cited if f"def {t}" not in tests) == []

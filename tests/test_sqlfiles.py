@@ -27,10 +27,10 @@ def test_a_placeholder_named_after_a_dial_takes_the_dials_value():
 def test_the_edge_walk_and_the_evidence_query_name_the_walk_floor_as_its_dial():
     """The walk floor reaches both queries under its dial's name, so the walk from the
     registry to where it acts is the registry, then the SQL (no Python binds it by hand)."""
-    for module, name in (("retrieval", "edge_walk"), ("session", "prerequisite_evidence")):
+    for module, name in (("retrieval", "edge_walk"), ("evidence", "prerequisite_evidence")):
         assert "edge_min_confidence" in placeholders(query(module, name))
     assert "prerequisite_lift_noise_held_min" in placeholders(
-        query("session", "prerequisite_evidence")
+        query("evidence", "prerequisite_evidence")
     )
 
 

@@ -21,7 +21,7 @@ def explain(edge_id: str, as_json: bool) -> None:
     how it got there).
     """
     from hag import settings
-    from hag.session.explain import edge_terms
+    from hag.evidence.explain import edge_terms
     from hag.storage import db
     from hag.storage.history import explain_edge
 

@@ -138,7 +138,7 @@ def profile(name: str, as_json: bool) -> None:
     from datetime import UTC, datetime
 
     from hag import settings as s
-    from hag.session.steps import reweigh_every_prerequisite
+    from hag.evidence.reweigh import reweigh_every_prerequisite
     from hag.storage import db
 
     ready()

@@ -35,9 +35,9 @@ from typing import Any
 
 from hag import settings
 from hag.errors import ValidationError
+from hag.evidence.model import lift_selected
+from hag.evidence.reweigh import reweigh_prerequisites
 from hag.operations import privacy
-from hag.session.rules import lift_selected
-from hag.session.steps import reweigh_prerequisites
 from hag.settings import Settings
 from hag.storage import db, runs
 from hag.storage.db import Conn, one

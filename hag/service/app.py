@@ -228,7 +228,7 @@ def _ingest(raw: Any) -> SessionState:
 
 
 def _explain(text: str, limit: int | None) -> EdgeExplanation:
-    from hag.session.explain import edge_terms
+    from hag.evidence.explain import edge_terms
     from hag.storage.history import explain_edge
 
     with db.connect() as conn:

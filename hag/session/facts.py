@@ -16,15 +16,9 @@ from psycopg.rows import DictRow
 
 from hag.session.contract import SessionPayload
 from hag.session.ladder import as_array
-from hag.session.rules import (
-    EdgeGradingState,
-    Pattern,
-    PrerequisiteEvidence,
-    unit,
-)
-from hag.settings import Settings
+from hag.session.rules import EdgeGradingState, Pattern, unit
 from hag.storage.db import Conn
-from hag.storage.sqlfiles import query, with_dials
+from hag.storage.sqlfiles import query
 
 Connection: TypeAlias = Conn  # the project's connection type: dict rows (hag.storage.db)
 
@@ -84,44 +78,6 @@ def topic_entries(
         conn, "topic_entries_by_slug", {"topic_id": topic_id, "scope": scope, "slugs": list(slugs)}
     )
     return {r["concept_slug"]: r["id"] for r in rows}
-
-
-def prerequisite_evidence(
-    conn: Connection, sources: Sequence[UUID], dials: Settings
-) -> list[PrerequisiteEvidence]:
-    """The prerequisites out of and into the reported concepts, with their evidence (lift):
-    the query's dial placeholders (the walk floor, the held-noise minimum) bound by name."""
-    sql = query("session", "prerequisite_evidence")
-    rows = conn.execute(sql, with_dials(sql, dials, sources=list(sources))).fetchall()
-    return [
-        PrerequisiteEvidence(
-            edge_id=r["id"],
-            source_type=r["source_type"],
-            confidence=float(r["confidence"]),
-            hit_count=int(r["hit_count"]),
-            concept_reports=int(r["concept_reports"]),
-            n_concepts=int(r["n_concepts"]),
-            support_hits=int(r["support_hits"]),
-            reverse_hits=r["reverse_hits"],
-            reverse_source_type=r["reverse_source_type"],
-            reverse_confidence=r["reverse_confidence"],
-            unlearned_from=r["unlearned_from"],
-            reversal_reports=(int(r["reversal_reports"][0]), int(r["reversal_reports"][1])),
-            units=float(r["units"]),
-            learners=int(r["learners"]),
-            concept_units=float(r["concept_units"]),
-            concept_learners=int(r["concept_learners"]),
-            support_units=float(r["support_units"]),
-            reported_units=float(r["reported_units"]),
-            reverse_units=None if r["reverse_units"] is None else float(r["reverse_units"]),
-        )
-        for r in rows
-    ]
-
-
-def prerequisite_sources(conn: Connection) -> list[UUID]:
-    """Every concept (entry) with a prerequisite out of it, sorted."""
-    return [r["source_entry_id"] for r in conn.execute(query("session", "prerequisite_sources"))]
 
 
 def edge_grading_state(conn: Connection, ids: Iterable[UUID]) -> dict[UUID, EdgeGradingState]:

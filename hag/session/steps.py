@@ -26,11 +26,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from uuid import UUID
 
 import numpy as np
 
+from hag.evidence import model, reweigh, store
 from hag.session import facts, rules, sequence_step, write
 from hag.session.contract import SessionPayload, Turn
 from hag.session.facts import Connection
@@ -148,7 +148,7 @@ def apply_session(
         )
         observed += proposed
     with timed(timings, "reinforcement"):
-        sources = rules.lift_sources(observed, dials)
+        sources = model.lift_sources(observed, dials)
         write.lock_rows(
             conn,
             list({i for t in turns for i in rules.graded_entries(t)}),
@@ -238,15 +238,17 @@ def reinforce(
 ) -> None:
     """Step 4: every observed edge through the one upsert (`rules.reinforced_confidence`),
     and for each prerequisite the session proposed, who reported it in how many turns
-    (`write.record_learner_reports`, idempotent per session), before anything is re-weighed."""
+    (`hag.evidence.store.record_reports`, idempotent per session), before anything is re-weighed."""
     results = write.reinforce(conn, session, observed, dials, run_id)
     counts.edges_created += sum(1 for r in results if r.inserted)
     counts.edges_reinforced += sum(1 for r in results if not r.inserted)
-    shares = rules.session_shares(turns_by_pair)
-    write.record_learner_reports(
+    shares = model.session_shares(turns_by_pair)
+    store.record_reports(
         conn,
-        session,
-        {
+        session_id=session.session_id,
+        learner_id=session.learner_id,
+        at=session.ended_at,
+        turns_by_edge={
             r.id: (
                 turns_by_pair[(r.identity[0], r.identity[1])],
                 shares[(r.identity[0], r.identity[1])],
@@ -269,11 +271,11 @@ def weigh_prerequisite_evidence(
 
     Every prerequisite out of a concept this session reported a struggle on (its chance
     changed) and into it (its reverse evidence changed) takes the confidence its reports
-    earn (`rules.evidence_state`). The rows were locked by `write.lock_rows` in the
+    earn (`hag.evidence.reweigh`). The rows were locked by `write.lock_rows` in the
     one sorted pass, the topic entry identities behind them by `lock_identities`, so
     sessions reporting on the same concept apply one after the other.
     """
-    counts.edges_reweighed += reweigh_prerequisites(
+    counts.edges_reweighed += reweigh.reweigh_prerequisites(
         conn,
         sources,
         dials,
@@ -282,45 +284,6 @@ def weigh_prerequisite_evidence(
         session_id=session.session_id,
         run_id=run_id,
     )
-
-
-def reweigh_prerequisites(
-    conn: Connection,
-    sources: Sequence[UUID],
-    dials: Settings,
-    *,
-    at: datetime,
-    reason: str,
-    session_id: str | None = None,
-    run_id: UUID | None = None,
-) -> int:
-    """The lift rule's re-weigh of every prerequisite out of or into `sources`: each takes the
-    confidence its reports earn (`rules.evidence_state`); how many confidences changed.
-
-    The caller holds the row locks, taken in the one sorted pass (`lock_edges` for a
-    session, `lock_cull` for the nightly cull), so writers sharing rows queue. Session-end
-    calls it for the concepts a session reported on; the nightly cull for the concepts whose
-    prerequisites it deleted (their chance and reverse evidence changed).
-    """
-    if not sources:
-        return 0
-    evidence = facts.prerequisite_evidence(conn, sources, dials)
-    states = {e.edge_id: rules.evidence_state(e, dials) for e in evidence}
-    return write.set_edge_confidences(
-        conn, states, at=at, reason=reason, session_id=session_id, run_id=run_id
-    )
-
-
-def reweigh_every_prerequisite(conn: Connection, dials: Settings, *, at: datetime) -> int:
-    """Every prerequisite re-weighed under the rules `dials` select (lift or units), in the
-    caller's transaction, its rows locked in one sorted pass first: what `hag settings profile`
-    runs after it changed the rules, so a memory moves to them at once rather than concept by
-    concept as sessions report on them. How many confidences changed."""
-    if not rules.lift_selected(dials):
-        return 0
-    sources = facts.prerequisite_sources(conn)
-    write.lock_rows(conn, [], [], [], sources)
-    return reweigh_prerequisites(conn, sources, dials, at=at, reason="profile: re-weighed")
 
 
 def grade_outcomes(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from uuid import UUID
 
 from pgvector import Vector
@@ -153,55 +152,6 @@ def reinforce(
         run_id=run_id,
         reason="session reinforcement (discovery, prerequisite proposals)",
     )
-
-
-def record_learner_reports(
-    conn: Connection, session: SessionPayload, turns_by_edge: Mapping[UUID, tuple[int, float]]
-) -> None:
-    """Who reported each prerequisite this session proposed: one row per (edge, session) with
-    the learner, the turns (migration 091) and the session's share (migration 200,
-    `rules.session_shares`); a session applied again adds nothing."""
-    if not turns_by_edge:
-        return
-    ids = sorted(turns_by_edge, key=str)
-    conn.execute(
-        query("session", "record_learner_reports"),
-        {
-            "session_id": session.session_id,
-            "learner_id": session.learner_id,
-            "at": session.ended_at,
-            "edge_ids": ids,
-            "turns": [turns_by_edge[i][0] for i in ids],
-            "shares": [turns_by_edge[i][1] for i in ids],
-        },
-    )
-
-
-def set_edge_confidences(
-    conn: Connection,
-    states: Mapping[UUID, tuple[float, float | None]],
-    *,
-    at: datetime,
-    reason: str,
-    session_id: str | None = None,
-    run_id: UUID | None = None,
-) -> int:
-    """Step 4b (lift rule), and the nightly cull's survivors: the evidence confidences, each
-    with the value negative evidence keeps beside it (`rules.evidence_state`), in one
-    statement; how many confidences changed."""
-    if not states:
-        return 0
-    say_why(conn, reason, session_id=session_id, run_id=run_id, at=at)
-    changed = conn.execute(
-        query("session", "set_edge_confidences"),
-        {
-            "at": at,
-            "ids": list(states),
-            "confidences": [confidence for confidence, _ in states.values()],
-            "unlearned_from": [unlearned_from for _, unlearned_from in states.values()],
-        },
-    ).fetchall()
-    return sum(1 for r in changed if r["old_confidence"] != r["new_confidence"])
 
 
 def say_grading(conn: Connection, session: SessionPayload, run_id: UUID | None) -> None:

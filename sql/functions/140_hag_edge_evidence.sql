@@ -1,11 +1,15 @@
--- A prerequisite's evidence in units (issue 29, the `units` rule, rules.unit_terms): its living
--- definition, re-applied by every migrate (hag/storage/migrate.py). Each reporting session
--- gives the pair its share of one unit (hag_edge_learner_reports.share, migration 200); a
--- learner's shares are summed and capped at p_cap, so one learner's total is bounded however
--- many sessions repeat the pair. Sessions the memory did not attribute to a learner (the edge's
--- hit count beyond its rows: before migration 091, or an edge restored from the audit) count
--- least(1, p_cap) each and as a learner each, as they counted before. Returns the units and the
--- distinct learners (attributed learners plus unattributed sessions).
+-- A prerequisite's evidence in units (issue 29, the `units` rule, hag/evidence/model.py
+-- `unit_terms`): its living definition, re-applied by every migrate (hag/storage/migrate.py).
+-- Each reporting session gives the pair its share of one unit (hag_edge_learner_reports.share,
+-- migration 200); a learner's shares are summed and capped at p_cap, so one learner's total is
+-- bounded however many sessions repeat the pair. The sums are kept when reports are written
+-- (migration 210): hag_edge_units holds the edge's capped units, learners and sessions, read
+-- here as one row when it was summed at p_cap; otherwise (the cap changed since, or a memory
+-- carried over) the per-learner rows of hag_edge_learner_units are summed at p_cap. Sessions
+-- the memory did not attribute to a learner (the edge's hit count beyond its reported
+-- sessions: before migration 091, or an edge restored from the audit) count least(1, p_cap)
+-- each and as a learner each, as they counted before. Returns the units and the distinct
+-- learners (attributed learners plus unattributed sessions).
 --
 -- PL/pgSQL rather than SQL: its body is checked when it runs, not when it is created, so
 -- this file also applies to a schema migrated only part of the way (tests/test_migrate.py).
@@ -14,16 +18,18 @@ RETURNS TABLE (units double precision, learners integer)
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
     RETURN QUERY
-    WITH per_learner AS (
-        SELECT least(p_cap, sum(lr.share)) AS capped, count(*) AS sessions
-        FROM hag_edge_learner_reports lr
-        WHERE lr.edge_id = p_edge
-        GROUP BY lr.learner_id
+    WITH kept AS (
+        SELECT b.units, b.learners, b.sessions
+        FROM hag_edge_units b
+        WHERE b.edge_id = p_edge AND b.cap = p_cap
     ), attributed AS (
-        SELECT COALESCE(sum(capped), 0)::double precision AS units,
-               count(*)::integer AS learners,
-               COALESCE(sum(sessions), 0)::integer AS sessions
-        FROM per_learner
+        SELECT k.units, k.learners, k.sessions FROM kept k
+        UNION ALL
+        SELECT COALESCE(sum(least(p_cap, lu.share)), 0)::double precision,
+               count(*)::integer, COALESCE(sum(lu.sessions), 0)::integer
+        FROM hag_edge_learner_units lu
+        WHERE lu.edge_id = p_edge
+        HAVING NOT EXISTS (SELECT 1 FROM kept)
     )
     SELECT a.units + least(1.0, p_cap) * greatest(0, COALESCE(p_hits, 0) - a.sessions),
            a.learners + greatest(0, COALESCE(p_hits, 0) - a.sessions)

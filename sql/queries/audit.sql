@@ -52,10 +52,11 @@ WITH back AS (
     INSERT INTO hag_edges (
         id, source_entry_id, target_entry_id, edge_type, condition, confidence, hit_count,
         source_type, source_session_id, traversal_count, last_traversed_at, created_at,
-        updated_at, unlearned_from)
+        updated_at, unlearned_from, prior_confidence)
     SELECT a.edge_id, a.source_entry_id, a.target_entry_id, a.edge_type, a.condition,
            a.confidence, a.hit_count, a.source_type, a.source_session_id, a.traversal_count,
-           a.last_traversed_at, a.created_at, a.updated_at, a.unlearned_from
+           a.last_traversed_at, a.created_at, a.updated_at, a.unlearned_from,
+           a.prior_confidence
     FROM hag_edge_audit a
     WHERE a.audit_id = ANY (%(audit_ids)s::bigint[])
     ORDER BY a.source_entry_id, a.target_entry_id, a.edge_type

@@ -1,7 +1,7 @@
 """The terms of a prerequisite's confidence under the units rule, read now (`hag explain`).
 
-The re-weigh (`steps.reweigh_prerequisites`) reads the evidence around a concept
-(`facts.prerequisite_evidence`) and stores `rules.unit_terms(...).confidence`; this reads the
+The re-weigh (`hag.evidence.reweigh`) reads the evidence around a concept
+(`store.prerequisite_evidence`) and stores `model.unit_terms(...).confidence`; this reads the
 same facts for one edge's source concept and returns the same terms, so what `hag explain`
 prints is what the re-weigh computes from the memory as it stands now.
 """
@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Any
 from uuid import UUID
 
-from hag.session import facts, rules
+from hag.evidence import model, store
 from hag.settings import Settings
 from hag.storage.db import Conn
 
@@ -20,14 +20,14 @@ from hag.storage.db import Conn
 def evidence_terms(
     conn: Conn, edge_id: UUID, source_entry_id: UUID, dials: Settings
 ) -> dict[str, Any] | None:
-    """The units rule's terms for a live prerequisite, as a dict (`rules.EvidenceTerms`);
+    """The units rule's terms for a live prerequisite, as a dict (`model.EvidenceTerms`);
     None when the edge is no prerequisite the units rule weighs (another type, culled, or
     another rule selected)."""
-    if not rules.units_selected(dials):
+    if not model.units_selected(dials):
         return None
-    for fact in facts.prerequisite_evidence(conn, [source_entry_id], dials):
+    for fact in store.prerequisite_evidence(conn, [source_entry_id], dials):
         if fact.edge_id == edge_id:
-            return asdict(rules.unit_terms(fact, dials))
+            return asdict(model.unit_terms(fact, dials))
     return None
 
 

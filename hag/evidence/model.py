@@ -1,0 +1,350 @@
+"""The prerequisite evidence model, as plain functions: how struggle reports become a
+prerequisite's confidence under the lift and units rules (`prerequisite_confidence_rule`).
+
+Nothing here opens a connection (tests/test_evidence_rules.py runs it without a database).
+The facts it decides on are read by `hag.evidence.store`, its verdicts re-weighed into the
+memory by `hag.evidence.reweigh` (session-end and the nightly cull both call it), and its
+terms printed by `hag.evidence.explain` (`hag explain EDGE`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from uuid import UUID
+
+from hag.settings import Settings
+from hag.storage.edges import EdgeObservation
+
+
+def lift_selected(dials: Settings) -> bool:
+    """Whether prerequisites take their confidence from evidence (the lift rule) rather than
+    the seed's reinforcement and grading (`prerequisite_confidence_rule`)."""
+    return dials.prerequisite_confidence_rule in ("lift", "units")
+
+
+def units_selected(dials: Settings) -> bool:
+    """Whether the lift rule counts its evidence in units (`unit_terms`): sessions shared over
+    the pairs they name, each learner's total capped."""
+    return bool(dials.prerequisite_confidence_rule == "units")
+
+
+def session_shares(
+    turns_by_pair: Mapping[tuple[UUID, UUID], int],
+) -> dict[tuple[UUID, UUID], float]:
+    """Each reported pair's share of its session's one unit of evidence about the struggled
+    concept: the turns naming the pair over the turns naming any pair out of the same concept
+    (a turn naming two pairs counts for each). However many turns repeat a pair, a session
+    gives it at most 1; a turn naming three concepts gives each a third."""
+    totals: dict[UUID, int] = {}
+    for (source, _), turns in turns_by_pair.items():
+        totals[source] = totals.get(source, 0) + turns
+    return {pair: turns / totals[pair[0]] for pair, turns in turns_by_pair.items()}
+
+
+def lift_sources(observed: Iterable[EdgeObservation], dials: Settings) -> list[UUID]:
+    """Under the lift rule, the concepts (entries) this session reports struggles on: every
+    prerequisite out of them (their chance changed) or into them is re-weighed."""
+    if not lift_selected(dials):
+        return []
+    return sorted({o.source_entry_id for o in observed if o.edge_type == "prerequisite"}, key=str)
+
+
+@dataclass(frozen=True)
+class PrerequisiteEvidence:
+    """What the lift rule reads of one prerequisite around a reported concept."""
+
+    edge_id: UUID
+    source_type: str
+    confidence: float
+    hit_count: int
+    concept_reports: int
+    n_concepts: int
+    support_hits: int
+    reverse_hits: int | None
+    reverse_source_type: str | None
+    reverse_confidence: float | None
+    # the confidence an authored edge held before negative evidence lowered it (None: not lowered)
+    unlearned_from: float | None = None
+    # the source concept's reports, live and culled, and of those its reversals
+    reversal_reports: tuple[int, int] = (0, 0)
+    # the same evidence in units (the units rule, `unit_terms`; hag_edge_evidence): the edge's
+    # units and distinct learners, its concept's units over its live prerequisites and
+    # distinct learners, the units supporting it, the concept's units over its live and
+    # culled prerequisites, and the reverse edge's units (None: no reverse edge)
+    units: float = 0.0
+    learners: int = 0
+    concept_units: float = 0.0
+    concept_learners: int = 0
+    support_units: float = 0.0
+    reported_units: float = 0.0
+    reverse_units: float | None = None
+    # an authored or enriched edge's prior: the confidence it was written with by its author,
+    # never moved by a re-weigh (migration 211; None: learned, or written with no trigger)
+    prior: float | None = None
+
+    @property
+    def reports_with_culled(self) -> int:
+        """The source concept's reports over its prerequisites, live and culled (the audit
+        keeps a culled edge's reports): what negative evidence judges an authored edge by."""
+        return max(self.concept_reports, self.reversal_reports[0])
+
+
+def evidence_state(fact: PrerequisiteEvidence, dials: Settings) -> tuple[float, float | None]:
+    """A prerequisite's confidence from the struggle evidence and the value negative evidence
+    keeps beside it (`unlearned_from`): under the units rule `unit_terms`; under the lift rule
+    `lift_confidence` for a learned edge (the reverse edge's evidence against it) and
+    `undoable_unlearning` for an authored or enriched one, over session counts."""
+    if units_selected(dials):
+        terms = unit_terms(fact, dials)
+        return terms.confidence, terms.unlearned_from
+    if fact.source_type != "learned":
+        return undoable_unlearning(
+            fact.confidence,
+            fact.unlearned_from,
+            fact.hit_count,
+            fact.reports_with_culled,
+            fact.n_concepts,
+            dials,
+            fact.support_hits,
+        )
+    against = reverse_evidence(
+        fact.reverse_hits, fact.reverse_source_type, fact.reverse_confidence, dials
+    )
+    confidence = lift_confidence(
+        fact.hit_count,
+        fact.concept_reports,
+        fact.n_concepts,
+        dials,
+        against,
+        reversal_share(*fact.reversal_reports, dials),
+    )
+    return confidence, fact.unlearned_from
+
+
+# --- the lift rule (issue 14; selected by dials, the seed's rules stay the default) ------
+
+
+def chance_reports(
+    hits: float, concept_reports: float, n_concepts: int, spread: float = 0.0
+) -> float:
+    """Reports of an edge c -> m expected by chance: c's other struggle reports spread evenly
+    over the concepts they could have named (the topic's concepts other than c and m, unless
+    `spread` gives that number)."""
+    others = max(0, concept_reports - hits)
+    over = spread if spread > 0 else max(1, n_concepts - 2)
+    return others / over
+
+
+def scaled_chance(
+    hits: float, concept_reports: float, n_concepts: int, noise_share: float, dials: Settings
+) -> float:
+    """`chance_reports` over `prerequisite_lift_chance_spread` concepts, scaled by 1 +
+    `prerequisite_lift_noise_weight` x `noise_share` (the concept's reversal share)."""
+    chance = chance_reports(
+        hits, concept_reports, n_concepts, dials.prerequisite_lift_chance_spread
+    )
+    return chance * (1.0 + dials.prerequisite_lift_noise_weight * noise_share)
+
+
+def lift_confidence(
+    hits: float,
+    concept_reports: float,
+    n_concepts: int,
+    dials: Settings,
+    reverse_evidence: float = 0.0,
+    noise_share: float = 0.0,
+) -> float:
+    """A learned prerequisite's confidence from evidence: h'/(h' + k), h' = hits net of chance.
+
+    Uncontested (every report on c names m, nothing says m needs c) it is the seed's ladder:
+    1/3, 1/2, 3/5 at 1, 2, 3 reports with k = 2. The evidence for the reverse direction m -> c
+    counts against it: prerequisites form a DAG, so at most one direction is true
+    (`reverse_evidence`, see `reverse_evidence`). The chance is scaled by 1 +
+    `prerequisite_lift_noise_weight` x `noise_share` (c's reversal share, `reversal_share`):
+    a concept whose reports visibly name the wrong way needs more of them.
+    Kept within the edge floor and ceiling.
+    """
+    chance = scaled_chance(hits, concept_reports, n_concepts, noise_share, dials)
+    net = max(0.0, hits - chance - reverse_evidence)
+    k = dials.prerequisite_lift_k
+    return edge_bounds(net / (net + k), dials)
+
+
+def reversal_share(reports: int, reversals: int, dials: Settings) -> float:
+    """The share of a concept c's struggle reports that name a concept the memory holds to
+    build on c (an x with x -> c at `prerequisite_lift_noise_held_min` or more): reports no
+    learner's gap explains, so a measure of how noisy the extractor is on c. Shrunk toward
+    `prerequisite_lift_noise_prior` as if from `prerequisite_lift_noise_prior_reports`
+    reports, so a concept with few reports is not judged by one of them."""
+    prior = dials.prerequisite_lift_noise_prior
+    weight = dials.prerequisite_lift_noise_prior_reports
+    if reports + weight <= 0:
+        return prior
+    return (reversals + prior * weight) / (reports + weight)
+
+
+def reverse_evidence(
+    hits: float | None, source_type: str | None, confidence: float | None, dials: Settings
+) -> float:
+    """The evidence for the reverse edge m -> c, in reports: its own reports, or for an
+    authored or enriched edge the reports its confidence stands for on the lift ladder
+    (c = h/(h + k) gives h = k c/(1 - c)), whichever is larger. No reverse edge: 0."""
+    if hits is None:
+        return 0.0
+    if source_type == "learned" or confidence is None:
+        return float(hits)
+    k = dials.prerequisite_lift_k
+    stands_for = k * confidence / (1.0 - confidence) if confidence < 1.0 else math.inf
+    return max(float(hits), stands_for)
+
+
+def unlearned_confidence(
+    confidence: float,
+    hits: int,
+    concept_reports: int,
+    n_concepts: int,
+    dials: Settings,
+    support: int = 0,
+) -> float:
+    """Negative evidence on an authored (or enriched) prerequisite c -> m.
+
+    A learner missing m mostly misses what builds on m too, and the extractor names one of
+    them: so the reports on c that *support* c -> m are those naming m (`hits`) or naming a
+    concept x with a walked prerequisite x -> m (`support`), unless the memory holds x to
+    build on c (a walked x -> c: naming it is the extractor's reversal). Once c has at least
+    `prerequisite_unlearn_min_reports` struggle reports and at most
+    `prerequisite_unlearn_max_share` of them support m, the edge falls to what its own
+    reports would have earned a learned edge (never raised by this rule). Otherwise unchanged.
+    The reports and the support are counted over c's live and culled prerequisites
+    (`PrerequisiteEvidence.reports_with_culled`; the audit keeps a culled edge's reports).
+    """
+    min_reports = dials.prerequisite_unlearn_min_reports
+    if min_reports <= 0 or concept_reports < min_reports:
+        return confidence
+    if hits + support > dials.prerequisite_unlearn_max_share * concept_reports:
+        return confidence
+    earned = lift_confidence(hits, concept_reports, n_concepts, dials)
+    return min(confidence, earned)
+
+
+def undoable_unlearning(
+    confidence: float,
+    unlearned_from: float | None,
+    hits: int,
+    concept_reports: int,
+    n_concepts: int,
+    dials: Settings,
+    support: int = 0,
+) -> tuple[float, float | None]:
+    """Negative evidence read afresh from the current counts: (confidence, unlearned_from).
+
+    The edge's own value is the one it held before negative evidence lowered it
+    (`unlearned_from`), or its confidence if that is higher now (the seed's reinforcement may
+    have raised it since) or if it was never lowered. While `unlearned_confidence` judges the
+    edge unsupported, it sits at what its reports earn and keeps its own value beside it;
+    once supported again (or never judged), it gets its own value back. So a true authored
+    prerequisite lowered by a run of early reports naming other gaps is restored by the
+    reports that name it later, and the verdict depends on the counts, not on their order.
+    """
+    own = confidence if unlearned_from is None else max(confidence, unlearned_from)
+    lowered = unlearned_confidence(own, hits, concept_reports, n_concepts, dials, support)
+    if lowered < own:
+        return lowered, own
+    return own, None
+
+
+def edge_bounds(x: float, dials: Settings) -> float:
+    """Within the edge floor and ceiling."""
+    return min(dials.edge_confidence_ceiling, max(dials.edge_confidence_floor, x))
+
+
+# --- the units rule (issue 29): one model, its terms printed by `hag explain` ---------------
+
+
+@dataclass(frozen=True)
+class EvidenceTerms:
+    """The terms of one prerequisite's confidence under the units rule, as `hag explain`
+    prints them; `confidence` is what the re-weigh stores.
+
+    Learned: `lift` = net/(net + k), net = max(0, units - chance - reverse), chance = the
+    concept's other units spread over `spread` concepts and scaled by 1 + noise weight x
+    `noise_share`; fewer than `min_learners` distinct learners hold it at `hold` =
+    edge_min_confidence x learners / min_learners; then the edge floor and ceiling.
+    Authored or enriched: `prior` (the confidence its author wrote it with,
+    `PrerequisiteEvidence.prior`: no stored lowering state is read); `judged` when its concept has `min_reports` units from `min_learners` learners
+    and the units naming its target or a concept resting on it (`support`) are at most
+    max_share of them: then it sits at min(prior, lift of its own units), else at `prior`.
+    """
+
+    source_type: str
+    units: float
+    learners: int
+    concept_units: float
+    concept_learners: int
+    chance: float
+    noise_share: float
+    reverse: float
+    support: float
+    prior: float | None
+    k: float
+    net: float
+    lift: float
+    min_learners: int
+    hold: float | None
+    judged: bool
+    confidence: float
+    unlearned_from: float | None
+
+
+def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
+    """A prerequisite's confidence under the units rule, with every term of the formula.
+
+    Evidence is counted in units: a session gives a pair its share of one unit about the
+    struggled concept (`session_shares`), a learner's shares for a pair are capped at
+    `prerequisite_learner_cap` (hag_edge_evidence), so neither a session repeating a pair nor
+    a learner repeating it in many sessions outweighs other learners. A learned pair reported
+    by fewer than `prerequisite_min_learners` (at least 2) learners stays below the walk floor,
+    and negative evidence needs a concept reported on by as many learners: one learner, or
+    one session, never lifts a shared prerequisite to the floor or lowers an authored one.
+    """
+    k = dials.prerequisite_lift_k
+    min_learners = dials.prerequisite_min_learners
+    noise = reversal_share(*fact.reversal_reports, dials)
+    if fact.source_type == "learned":
+        chance = scaled_chance(fact.units, fact.concept_units, fact.n_concepts, noise, dials)
+        reverse = reverse_evidence(
+            fact.reverse_units, fact.reverse_source_type, fact.reverse_confidence, dials
+        )
+        net = max(0.0, fact.units - chance - reverse)
+        lift = net / (net + k)
+        hold = (
+            dials.edge_min_confidence * fact.learners / min_learners
+            if fact.learners < min_learners
+            else None
+        )
+        confidence = edge_bounds(lift if hold is None else min(lift, hold), dials)
+        return EvidenceTerms(
+            fact.source_type, fact.units, fact.learners, fact.concept_units,
+            fact.concept_learners, chance, noise, reverse, 0.0, None, k, net, lift,
+            min_learners, hold, False, confidence, None,
+        )  # fmt: skip
+    prior = fact.confidence if fact.prior is None else fact.prior
+    reports = max(fact.concept_units, fact.reported_units)
+    chance = scaled_chance(fact.units, reports, fact.n_concepts, noise, dials)
+    net = max(0.0, fact.units - chance)
+    lift = edge_bounds(net / (net + k), dials)
+    min_reports = dials.prerequisite_unlearn_min_reports
+    judged = (
+        min_reports > 0
+        and reports >= min_reports
+        and fact.concept_learners >= min_learners
+        and fact.units + fact.support_units <= dials.prerequisite_unlearn_max_share * reports
+    )
+    lowered = min(prior, lift) if judged else prior
+    return EvidenceTerms(
+        fact.source_type, fact.units, fact.learners, reports, fact.concept_learners, chance,
+        noise, 0.0, fact.support_units, prior, k, net, lift, min_learners, None, judged,
+        lowered, prior if lowered < prior else None,
+    )  # fmt: skip

@@ -1,0 +1,137 @@
+"""What the evidence model reads and writes (sql/queries/evidence.sql), each one statement.
+
+The reports a session gives each prerequisite (its learner, turns and share, settled when it
+is written), the facts the model decides on around a set of concepts, and the confidences
+the re-weigh stores. Callers hold the row locks (`hag.session.write.lock_rows` for a session,
+the nightly's `lock_cull`, `lock_every_prerequisite` here for `hag settings profile`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from hag.evidence.model import PrerequisiteEvidence
+from hag.settings import Settings
+from hag.storage.db import Conn
+from hag.storage.edges import say_why
+from hag.storage.sqlfiles import query, with_dials
+
+
+def prerequisite_evidence(
+    conn: Conn, sources: Sequence[UUID], dials: Settings
+) -> list[PrerequisiteEvidence]:
+    """The prerequisites out of and into the reported concepts, with their evidence: the
+    query's dial placeholders (the walk floor, the held-noise minimum, the learner cap)
+    bound by name."""
+    sql = query("evidence", "prerequisite_evidence")
+    rows = conn.execute(sql, with_dials(sql, dials, sources=list(sources))).fetchall()
+    return [
+        PrerequisiteEvidence(
+            edge_id=r["id"],
+            source_type=r["source_type"],
+            confidence=float(r["confidence"]),
+            hit_count=int(r["hit_count"]),
+            concept_reports=int(r["concept_reports"]),
+            n_concepts=int(r["n_concepts"]),
+            support_hits=int(r["support_hits"]),
+            reverse_hits=r["reverse_hits"],
+            reverse_source_type=r["reverse_source_type"],
+            reverse_confidence=r["reverse_confidence"],
+            unlearned_from=r["unlearned_from"],
+            prior=r["prior_confidence"],
+            reversal_reports=(int(r["reversal_reports"][0]), int(r["reversal_reports"][1])),
+            units=float(r["units"]),
+            learners=int(r["learners"]),
+            concept_units=float(r["concept_units"]),
+            concept_learners=int(r["concept_learners"]),
+            support_units=float(r["support_units"]),
+            reported_units=float(r["reported_units"]),
+            reverse_units=None if r["reverse_units"] is None else float(r["reverse_units"]),
+        )
+        for r in rows
+    ]
+
+
+def prerequisite_sources(conn: Conn) -> list[UUID]:
+    """Every concept (entry) with a prerequisite out of it, sorted."""
+    return [r["source_entry_id"] for r in conn.execute(query("evidence", "prerequisite_sources"))]
+
+
+def lock_every_prerequisite(conn: Conn) -> None:
+    """Lock every prerequisite, in one sorted pass (before a re-weigh of them all)."""
+    conn.execute(query("evidence", "lock_every_prerequisite")).fetchall()
+
+
+def record_reports(
+    conn: Conn,
+    *,
+    session_id: str,
+    learner_id: str,
+    at: datetime,
+    turns_by_edge: Mapping[UUID, tuple[int, float]],
+) -> None:
+    """Who reported each prerequisite a session proposed: one row per (edge, session) with
+    the learner, the turns (migration 091) and the session's share (migration 200,
+    `model.session_shares`); a session applied again adds nothing."""
+    if not turns_by_edge:
+        return
+    ids = sorted(turns_by_edge, key=str)
+    conn.execute(
+        query("evidence", "record_learner_reports"),
+        {
+            "session_id": session_id,
+            "learner_id": learner_id,
+            "at": at,
+            "edge_ids": ids,
+            "turns": [turns_by_edge[i][0] for i in ids],
+            "shares": [turns_by_edge[i][1] for i in ids],
+        },
+    )
+
+
+def set_edge_confidences(
+    conn: Conn,
+    states: Mapping[UUID, tuple[float, float | None]],
+    *,
+    at: datetime,
+    reason: str,
+    session_id: str | None = None,
+    run_id: UUID | None = None,
+    terms: Mapping[UUID, Mapping[str, Any]] | None = None,
+) -> int:
+    """The re-weighed confidences, each with the value negative evidence keeps beside it
+    (`model.evidence_state`), in one statement; how many confidences changed. With `terms`
+    (the units rule's, `model.unit_terms`), each history row a move writes carries its
+    edge's terms (`record_history_terms`; a non-finite term is stored as null)."""
+    if not states:
+        return 0
+    say_why(conn, reason, session_id=session_id, run_id=run_id, at=at)
+    changed = conn.execute(
+        query("evidence", "set_edge_confidences"),
+        {
+            "at": at,
+            "ids": list(states),
+            "confidences": [confidence for confidence, _ in states.values()],
+            "unlearned_from": [unlearned_from for _, unlearned_from in states.values()],
+        },
+    ).fetchall()
+    moved = [r["id"] for r in changed if r["old_confidence"] != r["new_confidence"]]
+    said = [i for i in moved if terms is not None and i in terms]
+    if said and terms is not None:
+        conn.execute(
+            query("evidence", "record_history_terms"),
+            {"at": at, "ids": said, "terms": [_json(terms[i]) for i in said]},
+        )
+    return len(moved)
+
+
+def _json(terms: Mapping[str, Any]) -> str:
+    """The terms as JSON (jsonb has no infinity: a non-finite number is null)."""
+    return json.dumps(
+        {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in terms.items()}
+    )

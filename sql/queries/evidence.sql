@@ -1,0 +1,171 @@
+-- name: prerequisite_evidence
+-- Under the lift and units rules: the prerequisite edges out of or into the given source entries (the
+-- rows lock_edges locked), each with its reports (hit_count: sessions that reported it),
+-- its source concept's reports over all its prerequisites, the number of concepts of the
+-- source's topic graph (anchored, live entries of its topic and scope) the reports could
+-- have named, the reverse edge (target -> source), if any: its reports, provenance and
+-- confidence (read, not written), the reports on the source naming a concept x with a
+-- walked prerequisite x -> target (they support source -> target: rules.unlearned_confidence),
+-- over the source's live and culled prerequisites (the audit keeps a culled edge's reports),
+-- unless the memory holds x to build on the source (a walked x -> source: such a report is
+-- the extractor's reversal, not a gap under the target),
+-- the confidence negative evidence keeps beside a lowered edge (unlearned_from, migration
+-- 090: the lift rule's), an authored or enriched edge's prior by its provenance
+-- (prior_confidence, migration 211: the units rule's), and the source concept's reports [all, reversals]: over its prerequisites, live and
+-- culled (the audit keeps a culled edge's reports; a restored one is live again), those
+-- naming a concept x with a prerequisite x -> source at `prerequisite_lift_noise_held_min` or more (rules.reversal_share).
+-- Under the units rule (issue 29, model.unit_terms) the same evidence in units
+-- (hag_edge_evidence: session shares, each learner's capped at `prerequisite_learner_cap`),
+-- read from the sums kept when reports are written (migration 210: per edge, and the
+-- distinct learners per concept), never from the reports themselves:
+-- the edge's units and learners, its concept's units (live prerequisites) and distinct
+-- learners, the reverse edge's units, the supporting units, and the concept's units over its
+-- live and culled prerequisites (a culled edge's sessions count as unattributed ones).
+WITH touched AS (
+    SELECT e.id, e.source_entry_id
+    FROM hag_edges e
+    WHERE e.edge_type = 'prerequisite'
+      AND (e.source_entry_id = ANY(%(sources)s::uuid[])
+           OR e.target_entry_id = ANY(%(sources)s::uuid[]))
+), family AS (
+    SELECT e.id, e.source_entry_id, e.target_entry_id, e.source_type, e.hit_count,
+           e.confidence, e.unlearned_from, e.prior_confidence,
+           sum(e.hit_count) OVER (PARTITION BY e.source_entry_id) AS concept_reports
+    FROM hag_edges e
+    WHERE e.edge_type = 'prerequisite'
+      AND e.source_entry_id IN (SELECT source_entry_id FROM touched)
+), units AS (
+    -- each family edge's evidence in units, and its concept's units over its live prerequisites
+    SELECT f.id, f.source_entry_id, f.target_entry_id, f.hit_count, u.units, u.learners,
+           sum(u.units) OVER (PARTITION BY f.source_entry_id) AS concept_units
+    FROM family f
+    CROSS JOIN LATERAL hag_edge_evidence(f.id, f.hit_count, %(prerequisite_learner_cap)s) u
+), concept_learners AS (
+    -- per source: the distinct learners who reported any prerequisite out of it, each
+    -- unattributed session counted as a learner of its own
+    SELECT z.source_entry_id,
+           (SELECT count(*) FROM hag_concept_learners cl
+             WHERE cl.source_entry_id = z.source_entry_id)
+           + sum(greatest(0, z.hit_count - COALESCE((SELECT b.sessions FROM hag_edge_units b
+                                                      WHERE b.edge_id = z.id), 0)))::int
+             AS learners
+    FROM family z
+    GROUP BY z.source_entry_id
+), reported AS (
+    -- each source's reports per prerequisite, live and culled (the audit keeps a culled
+    -- edge's reports; a restored one is live again): read once, by support and reversals
+    SELECT x.source_entry_id, x.target_entry_id, x.hit_count, x.units
+    FROM units x
+    UNION ALL
+    SELECT a.source_entry_id, a.target_entry_id, a.hit_count,
+           least(1.0, %(prerequisite_learner_cap)s) * a.hit_count
+    FROM hag_edge_audit a
+    WHERE a.edge_type = 'prerequisite' AND a.restored_at IS NULL
+      AND a.source_entry_id IN (SELECT source_entry_id FROM touched)
+), reversals AS (
+    -- per source: [all its reports, those naming an x held to build on it]
+    SELECT o.source_entry_id,
+           ARRAY[COALESCE(sum(o.hit_count), 0),
+                 COALESCE(sum(o.hit_count) FILTER (WHERE EXISTS (
+                     SELECT 1 FROM hag_edges rv
+                      WHERE rv.source_entry_id = o.target_entry_id
+                        AND rv.target_entry_id = o.source_entry_id
+                        AND rv.edge_type = 'prerequisite'
+                        AND rv.confidence >= %(prerequisite_lift_noise_held_min)s)), 0)]::int[] AS reports
+    FROM reported o
+    GROUP BY o.source_entry_id
+), reported_units AS (
+    SELECT o.source_entry_id, sum(o.units) AS units
+    FROM reported o
+    GROUP BY o.source_entry_id
+)
+SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior_confidence,
+       f.concept_reports,
+       (SELECT count(DISTINCT t.concept_slug)
+          FROM hag_entries t
+         WHERE t.topic_id = s.topic_id AND t.visibility_scope = s.visibility_scope
+           AND t.concept_slug <> '_unanchored_' AND t.maturity <> 'archived') AS n_concepts,
+       r.hit_count AS reverse_hits, r.source_type AS reverse_source_type,
+       r.confidence AS reverse_confidence,
+       sup.hits AS support_hits, sup.units AS support_units,
+       fu.units, fu.learners, fu.concept_units, cl.learners AS concept_learners,
+       COALESCE(ru.units, 0) AS reported_units,
+       (SELECT u.units FROM hag_edge_evidence(r.id, r.hit_count, %(prerequisite_learner_cap)s) u
+         WHERE r.id IS NOT NULL) AS reverse_units,
+       COALESCE(rs.reports, ARRAY[0, 0]) AS reversal_reports
+FROM family f
+JOIN hag_entries s ON s.id = f.source_entry_id
+LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
+                     AND r.target_entry_id = f.source_entry_id AND r.edge_type = 'prerequisite'
+LEFT JOIN reversals rs ON rs.source_entry_id = f.source_entry_id
+JOIN units fu ON fu.id = f.id
+JOIN concept_learners cl ON cl.source_entry_id = f.source_entry_id
+LEFT JOIN reported_units ru ON ru.source_entry_id = f.source_entry_id
+CROSS JOIN LATERAL (
+    SELECT COALESCE(sum(o.hit_count), 0) AS hits, COALESCE(sum(o.units), 0) AS units
+    FROM reported o
+    JOIN hag_edges via ON via.source_entry_id = o.target_entry_id
+                      AND via.target_entry_id = f.target_entry_id
+                      AND via.edge_type = 'prerequisite'
+                      AND via.confidence >= %(edge_min_confidence)s
+    WHERE o.source_entry_id = f.source_entry_id
+      AND NOT EXISTS (SELECT 1 FROM hag_edges rv
+                       WHERE rv.source_entry_id = o.target_entry_id
+                         AND rv.target_entry_id = f.source_entry_id
+                         AND rv.edge_type = 'prerequisite'
+                         AND rv.confidence >= %(edge_min_confidence)s)
+) sup
+WHERE f.id IN (SELECT id FROM touched)
+ORDER BY f.id
+
+-- name: prerequisite_sources
+-- Every entry with a prerequisite out of it (`hag settings profile` re-weighs them all).
+SELECT DISTINCT source_entry_id FROM hag_edges WHERE edge_type = 'prerequisite'
+ORDER BY source_entry_id
+
+-- name: record_learner_reports
+-- Who reported each prerequisite this session proposed (migration 091): one row per (edge,
+-- session) with the session's learner, how many of its turns reported it and its share of
+-- the session's unit (migration 200, rules.session_shares), in the session's transaction
+-- beside the edge's hit count (the edges are locked or new). A session applied again
+-- inserts nothing.
+INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, share, reported_at)
+SELECT r.edge_id, %(session_id)s, %(learner_id)s, r.turns, r.share, %(at)s
+FROM unnest(%(edge_ids)s::uuid[], %(turns)s::int[], %(shares)s::float8[]) AS r (edge_id, turns, share)
+ON CONFLICT (edge_id, session_id) DO NOTHING
+
+-- name: set_edge_confidences
+-- Evidence-rule confidences computed in hag/session/rules.py, with the value negative evidence
+-- keeps beside a lowered edge, written in one statement (rows already locked in sorted
+-- order); an unchanged row writes nothing.
+WITH prior AS (  -- the values before this statement (the rows are locked already)
+    SELECT id, confidence FROM hag_edges WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id
+    FOR NO KEY UPDATE
+)
+UPDATE hag_edges AS e SET
+    confidence = c.confidence,
+    unlearned_from = c.unlearned_from,
+    updated_at = GREATEST(e.updated_at, %(at)s)
+FROM unnest(%(ids)s::uuid[], %(confidences)s::float8[], %(unlearned_from)s::float8[])
+     AS c (id, confidence, unlearned_from)
+JOIN prior p ON p.id = c.id
+WHERE e.id = c.id
+  AND (e.confidence IS DISTINCT FROM c.confidence
+       OR e.unlearned_from IS DISTINCT FROM c.unlearned_from)
+RETURNING e.id, p.confidence AS old_confidence, e.confidence AS new_confidence
+
+-- name: lock_every_prerequisite
+-- Row locks on every prerequisite, in one sorted pass (the order every edge write uses):
+-- what `hag settings profile` takes before it re-weighs them all, so it queues behind the
+-- sessions and the cull holding any of them.
+SELECT id FROM hag_edges WHERE edge_type = 'prerequisite' ORDER BY id FOR NO KEY UPDATE
+
+-- name: record_history_terms
+-- The formula's terms of each re-weighed edge whose confidence moved, on the history row the
+-- move just wrote (the edge's latest row at this moment: the edge is locked, so no other
+-- writer's row of it comes between): the terms `hag explain EDGE --json` prints (migration 212).
+UPDATE hag_confidence_history h
+SET terms = c.terms
+FROM unnest(%(ids)s::uuid[], %(terms)s::jsonb[]) AS c (id, terms)
+WHERE h.history_id = (SELECT max(x.history_id) FROM hag_confidence_history x
+                      WHERE x.entity_id = c.id AND x.entity_kind = 'edge' AND x.at = %(at)s)
