@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID
 
-from hag.evidence import sequences
+from hag.evidence import sequences, store
 from hag.evidence.sequences import Move, SequenceEvidence
-from hag.session import facts, rules, write
+from hag.session import facts, rules
 from hag.session.contract import SessionPayload, Turn
 from hag.session.facts import Connection
 from hag.session.summary import SessionCounts
@@ -120,7 +120,7 @@ def weigh_sequence_evidence(
                 "shares": [units[k][1] for k in keys],
             },
         )
-    counts.edges_reweighed += write.set_edge_confidences(
+    counts.edges_reweighed += store.set_edge_confidences(
         conn,
         sequences.sequence_states(sequence_evidence(conn, sources, targets, dials), dials),
         at=session.ended_at,
