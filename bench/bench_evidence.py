@@ -141,8 +141,9 @@ def build_topic(conn: Any, index: int, past: int) -> None:
     # the sums the triggers keep, grouped as the migration groups them (the per-edge units at
     # the cap the profile set, as a report's trigger would have summed them)
     conn.execute(
-        "INSERT INTO hag_edge_learner_units (edge_id, learner_id, source_entry_id, share, "
-        "sessions) SELECT r.edge_id, r.learner_id, p.source, sum(r.share), count(*) "
+        "INSERT INTO hag_edge_learner_units (edge_id, learner_id, source_entry_id, "
+        "prerequisite, share, sessions) "
+        "SELECT r.edge_id, r.learner_id, p.source, true, sum(r.share), count(*) "
         "FROM hag_edge_learner_reports r JOIN bench_pairs p ON p.edge_id = r.edge_id "
         "GROUP BY r.edge_id, r.learner_id, p.source"
     )

@@ -18,7 +18,7 @@ from hag.storage.edges import EdgeObservation
 from tests import factories as f
 from tests import test_evidence_units
 from tests.session_builders import edge_row, payload, run, turn
-from tests.test_evidence_session import topic_entries
+from tests.test_evidence_session import struggle, topic_entries
 
 A, B, C = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
 units = test_evidence_units.units  # the fixture: the evidence profile as it ships
@@ -184,6 +184,43 @@ def test_a_session_of_1000_turns_is_one_unit(db, units):
         units,
     ).confidence
     assert _confidence(db, e) == pytest.approx(expected)
+
+
+def test_moves_do_not_make_a_learner_of_the_concepts_prerequisites(db, units):
+    """The prerequisite model counts a concept's learners from struggle reports only: three
+    learners' unprompted moves out of rsa (sequence reports in the same table) and one
+    learner's struggle on rsa leave rsa with one learner, and culling the moves' edge leaves
+    it so (migration 213)."""
+    e = topic_entries(db)
+    f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    db.commit()
+    run(db, *(_leads(db, e, f"m{n}", f"m{n}", n) for n in range(3)))
+    failed = payload(
+        "struggle",
+        [turn(0, decision=e["rsa"], outcome="failure",
+              struggles=[struggle("rsa", "signatures")])],
+        learner="s1", day=9,
+    )  # fmt: skip
+    run(db, failed)
+    moves = edge_row(db, e["rsa"], e["signatures"], "leads_to")
+    assert (
+        db.execute(
+            "SELECT count(*) AS n FROM hag_edge_learner_reports WHERE edge_id = %s", (moves["id"],)
+        ).fetchone()["n"]
+        == 3
+    )
+
+    def learners_of_rsa():
+        rows = db.execute(
+            "SELECT learner_id FROM hag_concept_learners WHERE source_entry_id = %s",
+            (e["rsa"],),
+        ).fetchall()
+        return sorted(r["learner_id"] for r in rows)
+
+    assert learners_of_rsa() == ["s1"]
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (moves["id"],))
+    db.commit()
+    assert learners_of_rsa() == ["s1"]
 
 
 def test_the_seed_rules_keep_discovery_as_it_was(db):
