@@ -470,6 +470,12 @@ def big_database() -> Iterator[str]:
     os.makedirs(folder, exist_ok=True)
     os.chmod(folder, 0o755)
     loaded = os.path.exists(os.path.join(folder, "loaded"))
+    print(
+        f"1M x 1,536: data kept from an earlier run in {folder}, not loaded again"
+        if loaded
+        else f"1M x 1,536: loading into {folder} (4 to 25 minutes)",
+        flush=True,
+    )
     server = br.start_server(os.path.join(folder, "pgdata"))
     os.environ["DATABASE_URL"] = str(server.get_uri())
     os.environ["HAG_EMBEDDING_DIM"] = "1536"

@@ -6,9 +6,10 @@ messages, and two writes (the head, then the body); with eight tutors on two cor
 CPU queues in front of every turn (docs/journal/2026-12-02-service-overhead.md).
 `RetrieveProtocol` looks at the bytes of each request before h11 does: when they are one
 whole, plain, authorised `POST /v1/retrieve` (`RetrieveFastPath.plain_request`), the
-answer, head and body, leaves in one write. Every other request, and any byte that arrives while h11 is in the middle of one,
-goes to h11 and the application exactly as before; a request that arrives while a
-retrieve is being answered waits for that answer (HTTP/1.1 answers in order).
+answer, head and body, leaves in one write. Every other request, and any byte that
+arrives while h11 is in the middle of one, goes to h11 and the application; a request
+that arrives while a retrieve is being answered waits for that answer (HTTP/1.1 answers
+in order).
 
 A connection whose requests are plain retrieves is then served by a thread of its own
 (`_Served`): from its first plain retrieve the event loop stops reading it, and one thread
