@@ -47,7 +47,7 @@ class Running:
     """A uvicorn server of `create_app` in a thread of this process, configured as `hag
     service` configures it (its own connection protocol, hag/service/wire.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, **options: Any) -> None:
         import uvicorn
 
         from hag.service import create_app
@@ -57,7 +57,7 @@ class Running:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(
-            server_config(self.app, "127.0.0.1", self.port, log_level="warning")
+            server_config(self.app, "127.0.0.1", self.port, log_level="warning", **options)
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -263,6 +263,131 @@ def test_requests_sent_before_a_retrieve_is_answered_are_answered_in_order(servi
     assert json.loads(answers[0][2])["text"]
     assert json.loads(answers[1][2])["field"] == "topic_id"
     assert json.loads(answers[2][2])["ok"] is True
+
+
+def _answered_on(monkeypatch: pytest.MonkeyPatch, hold: float = 0.0) -> list[str]:
+    """The names of the threads the service's retrieves run on, in order (each held
+    `hold` seconds); "busy:N" entries say how many ran at once when one began."""
+    from hag.service import fast
+
+    names: list[str] = []
+    running = [0]
+    lock = threading.Lock()
+    original = fast.answer
+
+    def spy(request: Any) -> Any:
+        with lock:
+            running[0] += 1
+            names.append(threading.current_thread().name)
+            names.append(f"busy:{running[0]}")
+        try:
+            time.sleep(hold)
+            return original(request)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(fast, "answer", spy)
+    return names
+
+
+def _connection_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "hag-connection"]
+
+
+def test_a_connection_of_plain_retrieves_is_served_by_a_thread_of_its_own(service, monkeypatch):
+    """From its first plain retrieve a connection is read, answered and written by one
+    thread of its own (no pool); a request of another kind goes back to the loop and h11,
+    the next retrieve to a thread again; the peer closing ends the thread."""
+    names = _answered_on(monkeypatch)
+    health = f"GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sock:
+        answers = []
+        for request in (
+            (_request(RETRIEVE.encode()),) * 2 + (health.encode(),) + (_request(RETRIEVE.encode()),)
+        ):
+            sock.sendall(request)
+            answers += _answers(sock, 1)
+            if len(answers) == 2:
+                assert len(_connection_threads()) == 1
+    assert [status for status, _, _ in answers] == [200] * 4
+    assert json.loads(answers[2][2])["ok"] is True
+    assert [name for name in names if not name.startswith("busy")] == ["hag-connection"] * 3
+    deadline = time.monotonic() + 10
+    while _connection_threads() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _connection_threads() == []
+
+
+def test_connection_threads_run_at_most_service_threads_retrieves_at_once(db, dials, monkeypatch):
+    """service_threads bounds the retrieves that connections' own threads run at once, as
+    it bounds the retrieve pool: four connections, two dials' worth at a time."""
+    corpus.load_file(corpus.DEMO_CORPUS)
+    db.commit()
+    retrieval.clear_caches()
+    dials(service_threads=2)
+    names = _answered_on(monkeypatch, hold=0.3)
+    with Running() as running, ExitStack() as stack:
+        socks = [
+            stack.enter_context(socket.create_connection(("127.0.0.1", running.port), timeout=30))
+            for _ in range(4)
+        ]
+        for sock in socks:
+            sock.sendall(_request(RETRIEVE.encode()))
+        assert [_answers(sock, 1)[0][0] for sock in socks] == [200] * 4
+    busy = [int(name.split(":")[1]) for name in names if name.startswith("busy")]
+    assert len(busy) == 4 and max(busy) == 2
+    retrieval.clear_caches()
+
+
+def test_the_retrieve_turns_are_first_come_first_served():
+    """A place given up passes to the longest waiter, never to a thread that came later."""
+    from hag.service.fast import Turns
+
+    turns, order, lock = Turns(1), [], threading.Lock()
+    turns.__enter__()  # the one place taken
+
+    def wait(n: int) -> None:
+        with turns, lock:
+            order.append(n)
+
+    threads = []
+    for n in range(4):
+        threads.append(threading.Thread(target=wait, args=(n,)))
+        threads[-1].start()
+        while len(turns._waiting) < n + 1:
+            time.sleep(0.001)
+    turns.__exit__()
+    for t in threads:
+        t.join(timeout=10)
+    assert order == [0, 1, 2, 3] and turns._free == 1
+
+
+def test_an_idle_connection_of_its_own_thread_closes_after_the_keep_alive_timeout(db):
+    """A connection served by its own thread that sends nothing for uvicorn's keep-alive
+    timeout is closed, as h11's would be; a server stopping closes one at once."""
+    corpus.load_file(corpus.DEMO_CORPUS)
+    db.commit()
+    retrieval.clear_caches()
+    with Running(timeout_keep_alive=1) as running:
+        with socket.create_connection(("127.0.0.1", running.port), timeout=30) as sock:
+            sock.sendall(_request(RETRIEVE.encode()))
+            assert _answers(sock, 1)[0][0] == 200
+            started = time.monotonic()
+            assert sock.recv(10) == b""
+            assert 0.5 < time.monotonic() - started < 10
+        with socket.create_connection(("127.0.0.1", running.port), timeout=30) as sock:
+            sock.sendall(_request(RETRIEVE.encode()))
+            assert _answers(sock, 1)[0][0] == 200
+            assert len(_connection_threads()) == 1
+            running.server.should_exit = True
+            started = time.monotonic()
+            assert sock.recv(10) == b""
+            assert time.monotonic() - started < 0.9  # the stop, not the idle timeout
+        running.thread.join(timeout=30)
+        assert not running.thread.is_alive()
+    assert _connection_threads() == []
+    retrieval.clear_caches()
 
 
 def test_a_retrieve_in_flight_at_shutdown_is_answered_then_the_connection_closes(db, monkeypatch):

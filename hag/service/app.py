@@ -36,7 +36,7 @@ from hag.errors import (
     SettingsError,
     ValidationError,
 )
-from hag.service.fast import RetrieveFastPath, answer
+from hag.service.fast import RetrieveFastPath, Turns, answer
 from hag.service.models import (
     API_PREFIX,
     EdgeExplanation,
@@ -103,6 +103,7 @@ def create_app(token: str) -> FastAPI:
         partial(FastAPI.__call__, app),
         token=token,
         pool=lambda: app.state.retrieve_pool,
+        gate=lambda: app.state.retrieve_gate,
         reply_for=_error_reply,
     )
     return app
@@ -130,6 +131,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     anyio.to_thread.current_default_thread_limiter().total_tokens = threads
     app.state.threads = threads
     app.state.retrieve_pool = ThreadPoolExecutor(threads, thread_name_prefix="hag-service")
+    # The retrieves a connection's own thread runs (hag/service/wire.py): as many at once.
+    app.state.retrieve_gate = Turns(threads)
     try:
         yield
     finally:

@@ -20,7 +20,8 @@ app.py), answers a well-formed, authorised retrieve itself:
 
 Under `hag service` most retrieves do not even reach this ASGI path: the connection's own
 protocol (hag/service/wire.py) reads a plain retrieve from the raw bytes with
-`plain_request` and answers it with `respond`, without h11 and the ASGI messages; this path
+`plain_request` and answers it with `respond_here` on the connection's own thread (or
+`respond` from the loop), without h11 and the ASGI messages; this path
 answers the retrieves that protocol hands on, and every retrieve under another server.
 
 Anything else, and every request this path would refuse (no or a wrong token, a body that
@@ -33,9 +34,11 @@ them. An error of the retrieve itself is answered by the application's own error
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import hmac
 import json
+import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -111,11 +114,13 @@ class RetrieveFastPath:
         *,
         token: str,
         pool: Callable[[], ThreadPoolExecutor],
+        gate: Callable[[], Turns],
         reply_for: Callable[[BaseException], tuple[int, bytes, dict[str, str]]],
     ) -> None:
         self.app = app
         self._authorisation = b"Bearer " + token.encode()
         self._pool = pool
+        self._gate = gate
         self._reply_for = reply_for
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -154,6 +159,16 @@ class RetrieveFastPath:
             payload, headers = await loop.run_in_executor(self._pool(), answer, request)
         except Exception as exc:
             return self._reply_for(exc)
+        return 200, payload, headers
+
+    def respond_here(self, request: RetrieveRequest) -> tuple[int, bytes, dict[str, str]]:
+        """The retrieve on the calling thread (a connection's own, hag/service/wire.py), as
+        `respond` answers it; at most `service_threads` at once, as on the pool."""
+        with self._gate():
+            try:
+                payload, headers = answer(request)
+            except Exception as exc:
+                return self._reply_for(exc)
         return 200, payload, headers
 
     def plain_request(self, data: bytes) -> RetrieveRequest | None:
@@ -198,8 +213,42 @@ class RetrieveFastPath:
             return None
 
 
+class Turns:
+    """At most `size` holders at once, the others served in the order they came (first in,
+    first out, as a thread pool's queue serves its work).
+
+    `threading.Semaphore` lets a thread that arrives when a place is free take it ahead of
+    one already woken for it, which then waits again at the back: with more connections
+    than places that puts some calls at the back more than once, in the latency's tail.
+    Here a place given up passes straight to the longest waiter.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._lock = threading.Lock()
+        self._waiting: collections.deque[threading.Lock] = collections.deque()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return
+            turn = threading.Lock()
+            turn.acquire()
+            self._waiting.append(turn)
+        turn.acquire()  # released by the holder that passes its place on
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().release()
+            else:
+                self._free += 1
+
+
 def answer(request: RetrieveRequest) -> tuple[bytes, dict[str, str]]:
-    """The retrieve (on a pool thread) and its bytes, with the time it took."""
+    """The retrieve (on a connection's thread or a pool thread) and its bytes, with the time
+    it took."""
     from hag.retrieval import retrieve
 
     started = time.perf_counter()
