@@ -30,6 +30,8 @@ def test_lock_edges_reads_hag_edges_only_through_its_indexes(db):
         "targets": ids[1:],
         "types": ["related", "prerequisite"],
         "sibling_sources": ids[:1],
+        "sequence_sources": ids[:1],  # the units rule's leads_to and fallback edges
+        "sequence_targets": ids[2:],
     }
     row = db.execute(
         "EXPLAIN (FORMAT JSON, COSTS OFF) " + query("session", "lock_edges"), params

@@ -12,7 +12,7 @@ ORDER BY topic_id, visibility_scope, concept_slug, id
 -- Every edge with its columns as keys (optionally those leaving entries of one topic).
 SELECT e.id, e.source_entry_id, e.target_entry_id, e.edge_type, e.condition, e.confidence,
        e.hit_count, e.source_type, e.source_session_id, e.traversal_count,
-       e.last_traversed_at, e.created_at, e.updated_at, e.unlearned_from
+       e.last_traversed_at, e.created_at, e.updated_at, e.unlearned_from, e.prior_confidence
 FROM hag_edges e
 JOIN hag_entries s ON s.id = e.source_entry_id
 WHERE (%(topic_id)s::text IS NULL OR s.topic_id = %(topic_id)s::text)
