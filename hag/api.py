@@ -93,7 +93,8 @@ class EdgeExplanation:
     events: tuple[HistoryEvent, ...]  # oldest first
     total_events: int  # every event recorded; `events` holds the newest `limit`
     # under the units rule, a live prerequisite's formula terms now (`hag.evidence.model.EvidenceTerms`:
-    # units, learners, chance, reverse, prior, ... and `confidence`, what the re-weigh stores)
+    # units, learners, chance, reverse, prior, ... and `confidence`, what the re-weigh stores),
+    # or a learned leads_to's or fallback's (`hag.evidence.sequences.SequenceTerms`)
     terms: Mapping[str, Any] | None = None
 
 

@@ -7,12 +7,18 @@ same step) never do either."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import subprocess
+import sys
 import uuid
 
 import pytest
 
+import hag
 from hag import settings
 from hag.evidence import sequences
+from hag.evidence.explain import edge_sequence_terms
 from hag.evidence.sequences import Move, SequenceEvidence
 from hag.storage.edges import EdgeObservation
 from tests import factories as f
@@ -234,3 +240,90 @@ def test_the_seed_rules_keep_discovery_as_it_was(db):
         "SELECT count(*) AS n FROM hag_edge_learner_reports WHERE edge_id = %s", (edge["id"],)
     ).fetchone()["n"]
     assert n == 0
+
+
+# --- explained, and in the history (`hag explain EDGE`) ----------------------------------------
+
+
+def _moves(db, e, source, target, learner, session, day, outcome="success"):
+    """A session whose turn 0 had `outcome` on `source` and turn 1 succeeded on `target`."""
+    return payload(
+        session,
+        [turn(0, decision=e[source], outcome=outcome),
+         turn(1, decision=e[target], outcome="success")],
+        learner=learner, day=day,
+    )  # fmt: skip
+
+
+def _explain_cli(database_url, *args):
+    done = subprocess.run(
+        [sys.executable, "-m", "hag.cli", "explain", *args],
+        capture_output=True, text=True, env={**os.environ, "DATABASE_URL": database_url},
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_explain_prints_a_learned_sequence_edges_terms_equal_to_its_confidence(
+    db, units, database_url
+):
+    """Real sessions learn leads_to rsa -> signatures (three learners, one of them also moving
+    primes -> signatures so chance is not 0) and fallback signatures -> rsa (two learners),
+    both supported by the walked prerequisite signatures -> rsa: the terms `hag explain` prints
+    (CLI text and --json, and `hag.Memory.explain_edge`) give each one's stored confidence to
+    1e-9, and an authored sequence edge has none."""
+    e = topic_entries(db)
+    f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    authored = f.edge(db, e["hashing"], e["primes"], edge_type="leads_to", confidence=0.7)
+    db.commit()
+    run(db, *(_moves(db, e, "rsa", "signatures", f"l{n}", f"l{n}", n) for n in range(3)),
+        _moves(db, e, "primes", "signatures", "l0", "p0", 5),
+        *(_moves(db, e, "signatures", "rsa", f"b{n}", f"b{n}", 10 + n, "failure")
+          for n in range(2)))  # fmt: skip
+    learned = [
+        edge_row(db, e["rsa"], e["signatures"], "leads_to"),
+        edge_row(db, e["signatures"], e["rsa"], "fallback"),
+    ]
+    for edge in learned:
+        assert edge is not None and edge["source_type"] == "learned"
+        terms = edge_sequence_terms(db, edge["id"], edge["source_entry_id"], units)
+        assert terms is not None and terms["prior"] > 0
+        assert abs(terms["confidence"] - edge["confidence"]) <= 1e-9
+        shown = json.loads(_explain_cli(database_url, str(edge["id"])[:12], "--json"))
+        assert shown["terms"] == terms
+        text = _explain_cli(database_url, str(edge["id"]))
+        assert f"result {edge['confidence']:.6f}" in text and "unprompted moves" in text
+        with hag.Memory(database_url) as memory:
+            why = memory.explain_edge(str(edge["id"]))
+        assert why.terms is not None
+        assert abs(why.terms["confidence"] - edge["confidence"]) <= 1e-9
+    leads, back = (edge_sequence_terms(db, r["id"], r["source_entry_id"], units) for r in learned)
+    assert leads is not None and back is not None
+    assert (leads["learners"], back["learners"]) == (3, 2) and leads["chance"] > 0
+    assert edge_sequence_terms(db, authored, e["hashing"], units) is None
+    assert "no evidence terms" in _explain_cli(database_url, str(authored))
+
+
+def test_a_moved_leads_to_writes_its_terms_in_the_history_row(db, units, database_url):
+    """Every history row the sequence re-weigh writes for a learned leads_to carries the
+    formula's terms; the latest equals what `hag explain EDGE --json` prints now."""
+    e = topic_entries(db)
+    f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    db.commit()
+    for n in range(3):
+        run(db, _leads(db, e, f"learner-{n}", f"h{n}", n))
+    edge = edge_row(db, e["rsa"], e["signatures"], "leads_to")["id"]
+    rows = db.execute(
+        "SELECT reason, new_value, terms FROM hag_confidence_history WHERE entity_id = %s "
+        "ORDER BY history_id",
+        (edge,),
+    ).fetchall()
+    reweighed = [r for r in rows if r["reason"] == "sequence evidence (units)"]
+    assert len(reweighed) >= 2 and all(r["terms"] is not None for r in reweighed)
+    last = rows[-1]
+    assert last["reason"] == "sequence evidence (units)"
+    now = edge_sequence_terms(db, edge, e["rsa"], units)
+    assert now is not None and last["terms"] == now
+    assert abs(last["new_value"] - now["confidence"]) <= 1e-9
+    assert json.loads(_explain_cli(database_url, str(edge), "--json"))["terms"] == last["terms"]

@@ -1,6 +1,9 @@
-"""`hag explain EDGE`: why a prerequisite has its confidence, term by term."""
+"""`hag explain EDGE`: why a prerequisite or a learned sequence edge has its confidence,
+term by term."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
@@ -17,7 +20,10 @@ def explain(edge_id: str, as_json: bool) -> None:
     live prerequisite under the units rule (`prerequisite_confidence_rule = units`): the units
     and distinct learners that report it, its concept's units and learners, the chance and
     reverse evidence netted out, the prior of an authored edge, and the result, which is the
-    confidence the re-weigh stores. Otherwise the edge as it stands (`hag history EDGE` shows
+    confidence the re-weigh stores. For a learned leads_to or fallback under
+    `edge_grading_rule = units`: its unprompted units and learners, the chance and reverse
+    units, the prior of the walked prerequisite meaning the same step, the holds, and the
+    result. Otherwise the edge as it stands (`hag history EDGE` shows
     how it got there).
     """
     from hag import settings
@@ -44,7 +50,10 @@ def explain(edge_id: str, as_json: bool) -> None:
     )
     t = terms
     if t is None:
-        click.echo("no evidence terms: not a prerequisite weighed by the units rule")
+        click.echo("no evidence terms: not an edge the units rule weighs by its formula")
+        return
+    if edge["edge_type"] != "prerequisite":
+        _echo_sequence(t)
         return
     click.echo(
         f"  reports: {t['units']:.4f} units from {t['learners']} learner(s); its concept "
@@ -67,4 +76,22 @@ def explain(edge_id: str, as_json: bool) -> None:
             f"  prior {t['prior']:.6f}, support {t['support']:.4f} units: {verdict} "
             f"(needs {t['min_learners']} learners on its concept)"
         )
+    click.echo(f"  result {t['confidence']:.6f}")
+
+
+def _echo_sequence(t: dict[str, Any]) -> None:
+    """A learned leads_to's or fallback's terms (`hag.evidence.sequences.SequenceTerms`)."""
+    click.echo(f"  unprompted moves: {t['units']:.4f} units from {t['learners']} learner(s)")
+    prior = "none" if t["prior"] is None else f"{t['prior']:.4f}"
+    click.echo(
+        f"  chance {t['chance']:.4f}, reverse {t['reverse']:.4f}, prior {prior} (walked "
+        f"prerequisite meaning the same step), k {t['k']:g}: net {t['net']:.4f}, "
+        f"lift net/(net+k) {t['lift']:.6f}"
+    )
+    holds = []
+    if t["hold"] is not None:
+        holds.append(f"held at {t['hold']:.6f} (fewer than {t['min_learners']} learners)")
+    if t["unsupported"] is not None:
+        holds.append(f"held at {t['unsupported']:.6f} (no walked prerequisite: moves alone)")
+    click.echo(f"  {'; '.join(holds) if holds else 'not held'}")
     click.echo(f"  result {t['confidence']:.6f}")

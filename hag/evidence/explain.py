@@ -1,9 +1,12 @@
-"""The terms of a prerequisite's confidence under the units rule, read now (`hag explain`).
+"""The terms of an edge's confidence under the units rule, read now (`hag explain`).
 
 The re-weigh (`hag.evidence.reweigh`) reads the evidence around a concept
 (`store.prerequisite_evidence`) and stores `model.unit_terms(...).confidence`; this reads the
 same facts for one edge's source concept and returns the same terms, so what `hag explain`
-prints is what the re-weigh computes from the memory as it stands now.
+prints is what the re-weigh computes from the memory as it stands now. A learned `leads_to`
+or `fallback` under `edge_grading_rule = units` gets the sequence formula's terms the same
+way (`store.sequence_evidence`, `sequences.sequence_terms`); session-end writes the same dict
+onto the history row of each one it moves (`sequence_terms`).
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from dataclasses import asdict
 from typing import Any
 from uuid import UUID
 
-from hag.evidence import model, store
+from hag.evidence import model, sequences, store
+from hag.evidence.sequences import SequenceEvidence
 from hag.settings import Settings
 from hag.storage.db import Conn
 
@@ -31,11 +35,38 @@ def evidence_terms(
     return None
 
 
+def sequence_terms(fact: SequenceEvidence, dials: Settings) -> dict[str, Any] | None:
+    """A learned sequence edge's terms as a dict (`sequences.SequenceTerms`: units, learners,
+    chance, reverse, prior, hold, the hold of moves without a walked prerequisite, result);
+    None for an authored or enriched one (struggles judge it: no formula)."""
+    if fact.source_type != "learned":
+        return None
+    return asdict(sequences.sequence_terms(fact, dials))
+
+
+def edge_sequence_terms(
+    conn: Conn, edge_id: UUID, source_entry_id: UUID, dials: Settings
+) -> dict[str, Any] | None:
+    """`sequence_terms` for a live sequence edge read now; None when the units rule is not
+    selected for sequence edges or the edge is not a learned one."""
+    if not sequences.units_selected(dials):
+        return None
+    for fact in store.sequence_evidence(conn, [source_entry_id], [], dials):
+        if fact.edge_id == edge_id:
+            return sequence_terms(fact, dials)
+    return None
+
+
 def edge_terms(
     conn: Conn, edge_id: UUID, edge: dict[str, Any], dials: Settings
 ) -> dict[str, Any] | None:
-    """`evidence_terms` for an edge as `storage.history.explain_edge` found it: None once
-    culled or when it is not a prerequisite (the API's and the service's `terms`)."""
-    if edge["culled"] or edge["edge_type"] != "prerequisite":
+    """The terms of an edge as `storage.history.explain_edge` found it (the CLI's, the
+    API's and the service's `terms`): a prerequisite's `evidence_terms`, a learned sequence
+    edge's `edge_sequence_terms`; None once culled or for any other edge."""
+    if edge["culled"]:
         return None
-    return evidence_terms(conn, edge_id, edge["source_entry_id"], dials)
+    if edge["edge_type"] == "prerequisite":
+        return evidence_terms(conn, edge_id, edge["source_entry_id"], dials)
+    if edge["edge_type"] in sequences.SEQUENCE_TYPES:
+        return edge_sequence_terms(conn, edge_id, edge["source_entry_id"], dials)
+    return None

@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from hag.evidence.model import PrerequisiteEvidence
+from hag.evidence.sequences import SequenceEvidence
 from hag.settings import Settings
 from hag.storage.db import Conn
 from hag.storage.edges import say_why
@@ -54,6 +55,34 @@ def prerequisite_evidence(
             reverse_units=None if r["reverse_units"] is None else float(r["reverse_units"]),
         )
         for r in rows
+    ]
+
+
+def sequence_evidence(
+    conn: Conn, sources: Sequence[UUID], targets: Sequence[UUID], dials: Settings
+) -> list[SequenceEvidence]:
+    """The sequence edges out of `sources` or into `targets`, with their evidence
+    (sql/queries/sequences.sql; `hag.evidence.sequences`)."""
+    sql = query("sequences", "sequence_evidence")
+    params = with_dials(sql, dials, sources=list(sources), targets=list(targets))
+    return [
+        SequenceEvidence(
+            edge_id=r["id"],
+            edge_type=r["edge_type"],
+            units=float(r["units"]),
+            learners=int(r["learners"]),
+            out_units=float(r["out_units"]),
+            in_units=float(r["in_units"]),
+            total_units=float(r["total_units"]),
+            reverse_units=float(r["reverse_units"]),
+            prerequisite=None if r["prerequisite"] is None else float(r["prerequisite"]),
+            source_type=r["source_type"],
+            confidence=float(r["confidence"]),
+            unlearned_from=r["unlearned_from"],
+            needing_units=float(r["needing_units"]),
+            needing_learners=int(r["needing_learners"]),
+        )
+        for r in conn.execute(sql, params).fetchall()
     ]
 
 

@@ -14,14 +14,15 @@ from collections.abc import Sequence
 from uuid import UUID
 
 from hag.evidence import sequences, store
-from hag.evidence.sequences import Move, SequenceEvidence
+from hag.evidence.explain import sequence_terms
+from hag.evidence.sequences import Move
 from hag.session import facts, rules
 from hag.session.contract import SessionPayload, Turn
 from hag.session.facts import Connection
 from hag.session.summary import SessionCounts
 from hag.settings import Settings
 from hag.storage.edges import EdgeObservation
-from hag.storage.sqlfiles import query, with_dials
+from hag.storage.sqlfiles import query
 
 
 def lock_ends(
@@ -64,33 +65,6 @@ def session_moves(conn: Connection, turns: Sequence[Turn]) -> list[Move]:
     return moves
 
 
-def sequence_evidence(
-    conn: Connection, sources: Sequence[UUID], targets: Sequence[UUID], dials: Settings
-) -> list[SequenceEvidence]:
-    """The sequence edges out of `sources` or into `targets`, with their evidence."""
-    sql = query("sequences", "sequence_evidence")
-    params = with_dials(sql, dials, sources=list(sources), targets=list(targets))
-    return [
-        SequenceEvidence(
-            edge_id=r["id"],
-            edge_type=r["edge_type"],
-            units=float(r["units"]),
-            learners=int(r["learners"]),
-            out_units=float(r["out_units"]),
-            in_units=float(r["in_units"]),
-            total_units=float(r["total_units"]),
-            reverse_units=float(r["reverse_units"]),
-            prerequisite=None if r["prerequisite"] is None else float(r["prerequisite"]),
-            source_type=r["source_type"],
-            confidence=float(r["confidence"]),
-            unlearned_from=r["unlearned_from"],
-            needing_units=float(r["needing_units"]),
-            needing_learners=int(r["needing_learners"]),
-        )
-        for r in conn.execute(sql, params).fetchall()
-    ]
-
-
 def weigh_sequence_evidence(
     conn: Connection,
     session: SessionPayload,
@@ -120,11 +94,13 @@ def weigh_sequence_evidence(
                 "shares": [units[k][1] for k in keys],
             },
         )
+    evidence = store.sequence_evidence(conn, sources, targets, dials)
     counts.edges_reweighed += store.set_edge_confidences(
         conn,
-        sequences.sequence_states(sequence_evidence(conn, sources, targets, dials), dials),
+        sequences.sequence_states(evidence, dials),
         at=session.ended_at,
         reason="sequence evidence (units)",
         session_id=session.session_id,
         run_id=run_id,
+        terms={e.edge_id: t for e in evidence if (t := sequence_terms(e, dials)) is not None},
     )
