@@ -283,6 +283,7 @@ class Settings(Mapping[str, Any]):
     nightly_log_max_promotions: int = _num(20, 0, 100000, "ours: promoted entries a nightly run names in its log (id and concept), then 'and K more'; 0 names none", "hag/nightly/sweeps.py")
     # --- the HTTP service (docs/service.md) ---
     service_threads: int = _num(16, 1, 1000, "ours (measured, docs/service.md): requests the service runs at once in each of its two thread pools (retrieves; ingests and explains); more wait their turn, so the read pool's connections are not oversubscribed", "hag/service")
+    service_switch_interval_ms: float = _num(0.5, 0.05, 100, "ours (measured, docs/journal/2026-12-02-thread-per-connection.md): the service process's interpreter switch interval (Python's default is 5 ms): a connection's thread whose socket read returned waits at most about this long for a running retrieve to yield the interpreter; at 8 clients and demo size 0.5 ms took HTTP's p99 from +8.2 to +2.2 ms over in process (mean of 4 A/B runs each)", "hag/service")
     # --- data-quality suites (SPEC §8) ---
     suite_work_mem_mb: int = _num(128, 4, 65536, "ours: PostgreSQL work_mem of the suites' own sessions (uniqueness checks hash every row's key)", "hag/quality")
     suite_concurrency: int = _num(2, 1, 16, "ours: data-quality suites run at the same time, each on its own PostgreSQL sessions (the work is the server's)", "hag/quality")

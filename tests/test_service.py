@@ -705,6 +705,16 @@ def test_the_thread_pool_is_sized_by_its_dial(db, dials):
         assert running.app.state.retrieve_pool._max_workers == 3
 
 
+def test_the_switch_interval_is_set_by_its_dial_and_put_back(db, dials):
+    """service_switch_interval_ms is the running service's interpreter switch interval;
+    at shutdown the process's own interval is back."""
+    before = sys.getswitchinterval()
+    dials(service_switch_interval_ms=2.5)
+    with Running():
+        assert sys.getswitchinterval() == pytest.approx(0.0025)
+    assert sys.getswitchinterval() == before
+
+
 def test_the_published_openapi_schema_is_current():
     """docs/openapi.json is what `python -m hag.service.openapi` prints now."""
     from hag.service.openapi import schema_text

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import sys
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -125,9 +126,16 @@ class Service(FastAPI):
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Size the thread pools from the dials; at shutdown close them and the database pools
-    (nothing left open)."""
-    threads = await run_in_threadpool(lambda: settings.current().service_threads)
+    """Size the thread pools and set the interpreter's switch interval from the dials; at
+    shutdown close them and the database pools (nothing left open) and put the interval
+    back."""
+    dials = await run_in_threadpool(settings.current)
+    threads = dials.service_threads
+    # A connection's thread that has read a request waits for the interpreter behind a
+    # running retrieve for up to the switch interval (5 ms by default), a wait the same
+    # retrieve in the tutor's process mostly does not pay (docs/service.md).
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(dials.service_switch_interval_ms / 1000)
     anyio.to_thread.current_default_thread_limiter().total_tokens = threads
     app.state.threads = threads
     app.state.retrieve_pool = ThreadPoolExecutor(threads, thread_name_prefix="hag-service")
@@ -138,6 +146,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         app.state.retrieve_pool.shutdown(wait=True)
         await run_in_threadpool(db.close_all)
+        sys.setswitchinterval(interval)
 
 
 def _routes(app: FastAPI) -> None:
