@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,9 @@ import numpy as np
 
 TOPICS = 50
 CLUSTERS = 200
+CHUNK = 50_000
+# Past this many rows the corpus's vectors are not held in the benchmark's memory.
+HOLD_MAX_ROWS = int(os.environ.get("HAG_BENCH_HOLD_MAX_ROWS", "2000000"))
 MATURITIES = np.array(["candidate", "pattern", "proven", "archived"])
 MATURITY_P = [0.35, 0.35, 0.25, 0.05]
 
@@ -95,16 +98,43 @@ class Corpus:
     maturity: np.ndarray
     confidence: np.ndarray
     ids: list[uuid.UUID]
-    vectors: np.ndarray
+    vectors: np.ndarray | None  # None past HOLD_MAX_ROWS: regenerated chunk by chunk
     centres: np.ndarray
     learners: int
+    dim: int
+    cluster: np.ndarray | None = None  # each row's centre (rows not held)
+    noise_seed: int = 0  # the noise of rows not held, drawn again the same way
+
+    def chunks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, unit vectors) in chunks of CHUNK rows, held or drawn again."""
+        n = len(self.topic)
+        if self.vectors is not None:
+            for start in range(0, n, CHUNK):
+                yield start, self.vectors[start : start + CHUNK]
+            return
+        assert self.cluster is not None
+        rng = np.random.default_rng(self.noise_seed)
+        for start in range(0, n, CHUNK):
+            part = slice(start, min(n, start + CHUNK))
+            yield start, noisy(self.centres[self.cluster[part]], rng)
 
 
 def unit(m: np.ndarray) -> np.ndarray:
     return (m / np.linalg.norm(m, axis=-1, keepdims=True)).astype(np.float32)
 
 
+def noisy(centres: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Unit vectors scattered around their centres (one row each)."""
+    dim = centres.shape[1]
+    noise = rng.standard_normal(centres.shape).astype(np.float32)
+    return unit(centres + noise * (1.2 / np.sqrt(dim)))
+
+
 def make_corpus(n: int, dim: int, rng: np.random.Generator) -> Corpus:
+    """The rows for `n` and the seed. Up to HOLD_MAX_ROWS the vectors are held in memory,
+    drawn as every earlier round drew them; past it (10M × 384 is 15 GB of float32, more
+    than a 24 GB machine gives one process beside its database) only the rows' centres are
+    held and each chunk's vectors are drawn again from a seed of their own when read."""
     centres = unit(rng.standard_normal((CLUSTERS, dim)))
     topic = rng.integers(0, TOPICS, n)
     scope = rng.choice(3, n, p=[0.85, 0.05, 0.10])
@@ -112,12 +142,15 @@ def make_corpus(n: int, dim: int, rng: np.random.Generator) -> Corpus:
     learner = np.where(scope == 2, rng.integers(0, learners, n), -1)
     own = topic * (CLUSTERS // TOPICS) + rng.integers(0, CLUSTERS // TOPICS, n)
     cluster = np.where(scope == 0, own, rng.integers(0, CLUSTERS, n))
-    vectors = np.empty((n, dim), dtype=np.float32)
-    step = 50_000
-    for start in range(0, n, step):
-        part = slice(start, min(n, start + step))
-        noise = rng.standard_normal((part.stop - part.start, dim)).astype(np.float32)
-        vectors[part] = unit(centres[cluster[part]] + noise * (1.2 / np.sqrt(dim)) * 1.0)
+    if n > HOLD_MAX_ROWS:
+        noise_seed = int(rng.integers(0, 2**63 - 1))
+        vectors = None
+    else:
+        noise_seed = 0
+        vectors = np.empty((n, dim), dtype=np.float32)
+        for start in range(0, n, CHUNK):
+            part = slice(start, min(n, start + CHUNK))
+            vectors[part] = noisy(centres[cluster[part]], rng)
     return Corpus(
         topic,
         scope,
@@ -128,6 +161,9 @@ def make_corpus(n: int, dim: int, rng: np.random.Generator) -> Corpus:
         vectors,
         centres,
         learners,
+        dim,
+        None if vectors is not None else cluster,
+        noise_seed,
     )
 
 
@@ -139,8 +175,7 @@ def copy_rows(conn: Any, c: Corpus) -> float:
     """Binary COPY of every row; returns rows per second."""
     started = time.perf_counter()
     header = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
-    dim = c.vectors.shape[1]
-    vec_head = struct.pack("!ihh", 4 + 4 * dim, dim, 0)
+    vec_head = struct.pack("!ihh", 4 + 4 * c.dim, c.dim, 0)
 
     def text(s: str) -> bytes:
         b = s.encode()
@@ -151,9 +186,9 @@ def copy_rows(conn: Any, c: Corpus) -> float:
     )
     with conn.cursor().copy(f"COPY hag_entries ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
         copy.write(header)
-        chunk: list[bytes] = []
-        for i in range(len(c.ids)):
-            chunk.append(
+        for start, vectors in c.chunks():
+            big_endian = vectors.astype(">f4")
+            chunk = [
                 b"".join(
                     (
                         b"\x00\x08",
@@ -166,14 +201,13 @@ def copy_rows(conn: Any, c: Corpus) -> float:
                         struct.pack("!id", 8, float(c.confidence[i])),
                         text(f"Advice number {i}. It is about cluster things."),
                         vec_head,
-                        c.vectors[i].astype(">f4").tobytes(),
+                        big_endian[i - start].tobytes(),
                     )
                 )
-            )
-            if len(chunk) == 5000:
-                copy.write(b"".join(chunk))
-                chunk = []
-        copy.write(b"".join(chunk) + b"\xff\xff")
+                for i in range(start, start + len(vectors))
+            ]
+            copy.write(b"".join(chunk))
+        copy.write(b"\xff\xff")
     conn.commit()
     return len(c.ids) / (time.perf_counter() - started)
 
@@ -200,12 +234,21 @@ class Floor:
 
         by_maturity = {m: maturity_boost(m, dials) for m in set(c.maturity)}
         boost = np.vectorize(by_maturity.get)(c.maturity).astype(np.float32)
+        # Only the eligible rows of the topics and the tutor scope, gathered chunk by chunk
+        # (a corpus past HOLD_MAX_ROWS does not hold its vectors).
+        public, tutor = ok & (c.scope == 0), ok & (c.scope == 1)
+        kept: dict[int, list[np.ndarray]] = {t: [] for t in [*range(TOPICS), -1]}
+        for start, vectors in c.chunks():
+            part = slice(start, start + len(vectors))
+            for t in range(TOPICS):
+                kept[t].append(vectors[np.flatnonzero(public[part] & (c.topic[part] == t))])
+            kept[-1].append(vectors[np.flatnonzero(tutor[part])])
         self.topic = {}
         for t in range(TOPICS):
-            rows = np.flatnonzero(ok & (c.topic == t) & (c.scope == 0))
-            self.topic[t] = (np.ascontiguousarray(c.vectors[rows]), boost[rows], rows)
-        rows = np.flatnonzero(ok & (c.scope == 1))
-        self.tutor = (np.ascontiguousarray(c.vectors[rows]), boost[rows], rows)
+            rows = np.flatnonzero(public & (c.topic == t))
+            self.topic[t] = (np.concatenate(kept.pop(t)), boost[rows], rows)
+        rows = np.flatnonzero(tutor)
+        self.tutor = (np.concatenate(kept.pop(-1)), boost[rows], rows)
 
     @staticmethod
     def top(part: tuple[np.ndarray, np.ndarray, np.ndarray], q: np.ndarray, k: int) -> np.ndarray:
@@ -502,7 +545,7 @@ def make_samples(
     """Queries cycling through `kinds`: 'related' (a centre of the query's own topic),
     'other topic' (another topic's centre: unrelated to its topic, the issue's hard case for a
     filtered search) and 'no centre' (a random direction, near no stored row at all)."""
-    dim = c.vectors.shape[1]
+    dim = c.dim
     per_topic = CLUSTERS // TOPICS
     learners_with_rows = np.unique(c.learner[c.learner >= 0])
     samples = []
