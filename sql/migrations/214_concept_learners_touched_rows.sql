@@ -1,0 +1,119 @@
+-- Why: (issue 29, review) the trigger that keeps the evidence sums (migrations 210 and 213)
+-- ended every delete of reports (a cull, an erasure) with `DELETE FROM hag_concept_learners
+-- WHERE pairs <= 0`: a scan of the whole table to find the few rows the statement had just
+-- brought to nothing. The rows that fall to nothing are now deleted in the statement that
+-- lowers the others, found through the (concept, learner) pairs the removed reports touched.
+-- The sums are unchanged; only where the work happens moves.
+CREATE OR REPLACE FUNCTION hag_edge_units_keep() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_cap double precision := hag_setting_float('prerequisite_learner_cap');
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        TRUNCATE hag_edge_learner_units, hag_edge_units, hag_concept_learners;
+        RETURN NULL;
+    END IF;
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        WITH d AS (
+            SELECT o.edge_id, o.learner_id, sum(o.share) AS ds, count(*)::int AS dn
+            FROM removed_reports o GROUP BY o.edge_id, o.learner_id
+        ), up AS (
+            UPDATE hag_edge_learner_units u
+            SET share = u.share - d.ds, sessions = u.sessions - d.dn
+            FROM d
+            WHERE u.edge_id = d.edge_id AND u.learner_id = d.learner_id
+            RETURNING u.edge_id, u.learner_id, u.source_entry_id, u.prerequisite,
+                      u.share AS new_share, u.sessions AS new_sessions, d.ds, d.dn
+        ), per_edge AS (
+            UPDATE hag_edge_units b
+            SET units = CASE WHEN b.cap = v_cap THEN b.units
+                             ELSE (SELECT COALESCE(sum(least(v_cap, x.share)), 0)
+                                   FROM hag_edge_learner_units x WHERE x.edge_id = b.edge_id)
+                        END + c.du,
+                cap = v_cap, learners = b.learners - c.gone, sessions = b.sessions - c.dn
+            FROM (SELECT up.edge_id,
+                         sum(CASE WHEN up.new_sessions > 0 THEN least(v_cap, up.new_share)
+                                  ELSE 0 END
+                             - least(v_cap, up.new_share + up.ds)) AS du,
+                         count(*) FILTER (WHERE up.new_sessions <= 0)::int AS gone,
+                         sum(up.dn)::int AS dn
+                  FROM up GROUP BY up.edge_id) c
+            WHERE b.edge_id = c.edge_id
+            RETURNING b.edge_id
+        ), fell AS (  -- each (concept, learner) whose pair on an edge fell to nothing
+            SELECT up.source_entry_id, up.learner_id, count(*)::int AS n
+            FROM up WHERE up.new_sessions <= 0 AND up.prerequisite
+            GROUP BY up.source_entry_id, up.learner_id
+        ), gone AS (  -- its last pair: the row goes (only the rows this statement touched)
+            DELETE FROM hag_concept_learners cl
+            USING fell c
+            WHERE cl.source_entry_id = c.source_entry_id AND cl.learner_id = c.learner_id
+              AND cl.pairs <= c.n
+            RETURNING cl.source_entry_id
+        )
+        UPDATE hag_concept_learners cl
+        SET pairs = cl.pairs - c.n
+        FROM fell c
+        WHERE cl.source_entry_id = c.source_entry_id AND cl.learner_id = c.learner_id
+          AND cl.pairs > c.n;
+        -- what fell to nothing goes (what would stay of a share is rounding residue)
+        DELETE FROM hag_edge_learner_units u
+        USING (SELECT DISTINCT o.edge_id, o.learner_id FROM removed_reports o) d
+        WHERE u.edge_id = d.edge_id AND u.learner_id = d.learner_id AND u.sessions <= 0;
+        DELETE FROM hag_edge_units b
+        USING (SELECT DISTINCT o.edge_id FROM removed_reports o) d
+        WHERE b.edge_id = d.edge_id AND b.sessions <= 0;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        WITH d AS (
+            SELECT n.edge_id, n.learner_id, e.source_entry_id,
+                   e.edge_type = 'prerequisite' AS prerequisite, sum(n.share) AS ds,
+                   count(*)::int AS dn
+            FROM added_reports n
+            JOIN hag_edges e ON e.id = n.edge_id
+            GROUP BY n.edge_id, n.learner_id, e.source_entry_id, e.edge_type
+        ), up AS (
+            INSERT INTO hag_edge_learner_units AS u
+                (edge_id, learner_id, source_entry_id, prerequisite, share, sessions)
+            SELECT d.edge_id, d.learner_id, d.source_entry_id, d.prerequisite, d.ds, d.dn
+            FROM d ORDER BY d.edge_id, d.learner_id
+            ON CONFLICT (edge_id, learner_id) DO UPDATE
+                SET share = u.share + EXCLUDED.share, sessions = u.sessions + EXCLUDED.sessions
+            RETURNING u.edge_id, u.learner_id, u.source_entry_id, u.prerequisite, u.share,
+                      u.sessions
+        ), ch AS (
+            SELECT up.edge_id, up.learner_id, up.source_entry_id, up.prerequisite,
+                   up.share AS new_share,
+                   up.share - d.ds AS old_share, up.sessions - d.dn AS old_sessions, d.dn
+            FROM up JOIN d ON d.edge_id = up.edge_id AND d.learner_id = up.learner_id
+        ), per_edge AS (
+            INSERT INTO hag_edge_units AS b
+                (edge_id, source_entry_id, cap, units, learners, sessions)
+            SELECT c.edge_id, c.source_entry_id, v_cap,
+                   sum(least(v_cap, c.new_share)
+                       - CASE WHEN c.old_sessions > 0 THEN least(v_cap, c.old_share) ELSE 0 END),
+                   count(*) FILTER (WHERE c.old_sessions = 0), sum(c.dn)
+            FROM ch c
+            GROUP BY c.edge_id, c.source_entry_id
+            ORDER BY c.edge_id
+            ON CONFLICT (edge_id) DO UPDATE
+                SET units = CASE WHEN b.cap = EXCLUDED.cap THEN b.units
+                                 ELSE (SELECT COALESCE(sum(least(EXCLUDED.cap, x.share)), 0)
+                                       FROM hag_edge_learner_units x
+                                       WHERE x.edge_id = b.edge_id)
+                            END + EXCLUDED.units,
+                    cap = EXCLUDED.cap,
+                    learners = b.learners + EXCLUDED.learners,
+                    sessions = b.sessions + EXCLUDED.sessions
+            RETURNING b.edge_id
+        )
+        INSERT INTO hag_concept_learners AS cl (source_entry_id, learner_id, pairs)
+        SELECT c.source_entry_id, c.learner_id, count(*)
+        FROM ch c WHERE c.old_sessions = 0 AND c.prerequisite
+        GROUP BY c.source_entry_id, c.learner_id
+        ORDER BY c.source_entry_id, c.learner_id
+        ON CONFLICT (source_entry_id, learner_id) DO UPDATE SET pairs = cl.pairs + EXCLUDED.pairs;
+    END IF;
+    RETURN NULL;
+END
+$$;
