@@ -220,7 +220,7 @@ def load() -> str:
 def measure() -> None:
     from bench.figures import record
     from hag import settings
-    from hag.evidence.reweigh import reweigh_every_prerequisite
+    from hag.evidence.reweigh import reweigh_every_edge
     from hag.session.ingest import ingest_payload
     from hag.session.process import process_pending
     from hag.storage import db
@@ -242,7 +242,7 @@ def measure() -> None:
         conn.execute("VACUUM ANALYZE")
     with db.connect() as conn:
         start = time.perf_counter()
-        moved = reweigh_every_prerequisite(conn, settings.load(conn), at=T0)
+        moved, _ = reweigh_every_edge(conn, settings.load(conn), at=T0)
         conn.commit()
         print(
             f"  history re-weighed once: {moved} confidences, {time.perf_counter() - start:.1f} s"

@@ -94,7 +94,8 @@ class EdgeExplanation:
     total_events: int  # every event recorded; `events` holds the newest `limit`
     # under the units rule, a live prerequisite's formula terms now (`hag.evidence.model.EvidenceTerms`:
     # units, learners, chance, reverse, prior, ... and `confidence`, what the re-weigh stores),
-    # or a learned leads_to's or fallback's (`hag.evidence.sequences.SequenceTerms`)
+    # or a leads_to's or fallback's (`hag.evidence.sequences.SequenceTerms` for a learned one,
+    # `AuthoredSequenceTerms` for an authored or enriched one: its prior and the judgement)
     terms: Mapping[str, Any] | None = None
 
 

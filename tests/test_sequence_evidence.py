@@ -89,9 +89,17 @@ def test_an_authored_sequence_edge_is_judged_by_the_struggles_on_its_needing_con
     judged = _fact(source_type="seed", confidence=0.8, prerequisite=None, needing_units=3.0,
                    needing_learners=2)  # fmt: skip
     assert sequences.authored_state(judged, dials) == (dials.edge_confidence_floor, 0.8)
-    back = _fact(source_type="seed", confidence=0.05, unlearned_from=0.8, prerequisite=0.9,
+    # the prior is the value its author wrote it with, whatever the stored state says: a
+    # lowered edge whose support arrived goes back to it
+    back = _fact(source_type="seed", confidence=0.05, prior_confidence=0.8, prerequisite=0.9,
                  needing_units=3.0, needing_learners=2)  # fmt: skip
     assert sequences.authored_state(back, dials) == (0.8, None)
+    terms = sequences.authored_terms(back, dials)
+    assert (terms.prior, terms.judged, terms.supported) == (0.8, True, 0.9)
+    short = _fact(source_type="seed", confidence=0.05, prior_confidence=0.8, needing_units=3.0,
+                  needing_learners=1)  # fmt: skip
+    assert sequences.authored_terms(short, dials).judged is False
+    assert sequences.authored_state(short, dials) == (0.8, None)
 
 
 # --- on the database --------------------------------------------------------------------------
@@ -272,7 +280,7 @@ def test_explain_prints_a_learned_sequence_edges_terms_equal_to_its_confidence(
     primes -> signatures so chance is not 0) and fallback signatures -> rsa (two learners),
     both supported by the walked prerequisite signatures -> rsa: the terms `hag explain` prints
     (CLI text and --json, and `hag.Memory.explain_edge`) give each one's stored confidence to
-    1e-9, and an authored sequence edge has none."""
+    1e-9; an authored sequence edge's terms are its prior, not yet judged."""
     e = topic_entries(db)
     f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
     authored = f.edge(db, e["hashing"], e["primes"], edge_type="leads_to", confidence=0.7)
@@ -301,8 +309,72 @@ def test_explain_prints_a_learned_sequence_edges_terms_equal_to_its_confidence(
     leads, back = (edge_sequence_terms(db, r["id"], r["source_entry_id"], units) for r in learned)
     assert leads is not None and back is not None
     assert (leads["learners"], back["learners"]) == (3, 2) and leads["chance"] > 0
-    assert edge_sequence_terms(db, authored, e["hashing"], units) is None
-    assert "no evidence terms" in _explain_cli(database_url, str(authored))
+    own = edge_sequence_terms(db, authored, e["hashing"], units)
+    assert own is not None and own["source_type"] == "seed"
+    assert (own["prior"], own["judged"], own["confidence"]) == (0.7, False, 0.7)
+    text = _explain_cli(database_url, str(authored))
+    assert "prior 0.700000" in text and "not judged" in text and "result 0.700000" in text
+
+
+def test_an_authored_leads_to_is_judged_by_struggles_from_its_prior_and_explained(
+    db, units, database_url
+):
+    """An authored leads_to hashing -> primes at 0.7, and no prerequisite primes -> hashing to
+    support it: learners who come from hashing and fail on primes, naming rsa as what they
+    miss, give primes struggle units; once they reach the dials (units and learners) the edge
+    is judged and sits at the edge floor. `hag explain` prints the judgement, its result is
+    the stored confidence, and the history row of the move carries the same terms."""
+    e = topic_entries(db)
+    authored = f.edge(db, e["hashing"], e["primes"], edge_type="leads_to", confidence=0.7)
+    db.commit()
+    needed = max(int(units.prerequisite_unlearn_min_reports), units.prerequisite_min_learners)
+    sessions = [
+        payload(
+            f"j{n}",
+            [turn(0, decision=e["hashing"], outcome="success"),
+             turn(1, decision=e["primes"], outcome="failure",
+                  struggles=[struggle("primes", "rsa")])],
+            learner=f"j{n}", day=n,
+        )
+        for n in range(needed)
+    ]  # fmt: skip
+    run(db, *sessions[:-1])
+    assert float(edge_row(db, e["hashing"], e["primes"], "leads_to")["confidence"]) == 0.7
+    run(db, sessions[-1])
+    stored = float(edge_row(db, e["hashing"], e["primes"], "leads_to")["confidence"])
+    assert stored == pytest.approx(units.edge_confidence_floor)
+    shown = json.loads(_explain_cli(database_url, str(authored), "--json"))["terms"]
+    assert shown["judged"] is True and shown["prior"] == 0.7 and shown["prerequisite"] is None
+    assert abs(shown["confidence"] - stored) <= 1e-9
+    assert "judged: it may hold" in _explain_cli(database_url, str(authored))
+    last = db.execute(
+        "SELECT terms FROM hag_confidence_history WHERE entity_id = %s "
+        "ORDER BY history_id DESC LIMIT 1",
+        (authored,),
+    ).fetchone()
+    assert last["terms"] == shown
+
+
+def test_the_evidence_profile_moves_learned_sequence_edges_at_once(db, database_url):
+    """Under the seed's rules two sessions reinforce a learned leads_to rsa -> signatures and
+    record no sequence evidence; `hag settings profile evidence` re-weighs it under units at
+    once: no unprompted units from any learner, so it sits at the edge floor, and the count
+    is printed."""
+    e = topic_entries(db)
+    db.commit()
+    run(db, _leads(db, e, "learner-1", "a", 0), _leads(db, e, "learner-2", "b", 1))
+    before = _confidence(db, e)
+    settings.invalidate()
+    assert before > settings.current().edge_confidence_floor
+    done = subprocess.run(
+        [sys.executable, "-m", "hag.cli", "settings", "profile", "evidence", "--json"],
+        capture_output=True, text=True, env={**os.environ, "DATABASE_URL": database_url},
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["reweighed_sequence_edges"] >= 1
+    settings.invalidate()
+    assert _confidence(db, e) == pytest.approx(settings.current().edge_confidence_floor)
 
 
 def test_a_moved_leads_to_writes_its_terms_in_the_history_row(db, units, database_url):

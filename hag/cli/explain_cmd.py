@@ -80,7 +80,25 @@ def explain(edge_id: str, as_json: bool) -> None:
 
 
 def _echo_sequence(t: dict[str, Any]) -> None:
-    """A learned leads_to's or fallback's terms (`hag.evidence.sequences.SequenceTerms`)."""
+    """A leads_to's or fallback's terms: a learned one's formula
+    (`hag.evidence.sequences.SequenceTerms`), an authored or enriched one's judgement
+    (`hag.evidence.sequences.AuthoredSequenceTerms`)."""
+    if t["source_type"] != "learned":
+        prerequisite = "none" if t["prerequisite"] is None else f"{t['prerequisite']:.4f}"
+        verdict = (
+            f"judged: it may hold {t['supported']:.6f} (the prerequisite meaning the same "
+            "step, or the edge floor)"
+            if t["judged"]
+            else f"not judged (needs {t['min_reports']} units from {t['min_learners']} learners)"
+        )
+        click.echo(
+            f"  prior {t['prior']:.6f}; struggles on the concept its step says needs the "
+            f"other: {t['needing_units']:.4f} units from {t['needing_learners']} learner(s); "
+            f"prerequisite meaning the same step {prerequisite}"
+        )
+        click.echo(f"  {verdict}")
+        click.echo(f"  result {t['confidence']:.6f}")
+        return
     click.echo(f"  unprompted moves: {t['units']:.4f} units from {t['learners']} learner(s)")
     prior = "none" if t["prior"] is None else f"{t['prior']:.4f}"
     click.echo(

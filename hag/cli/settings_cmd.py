@@ -132,22 +132,23 @@ def profile(name: str, as_json: bool) -> None:
     """Set a whole rule profile in one step (seed: the seed's rules; evidence: the units rule).
 
     Prints every dial it changed, with the old and new value (nothing when already set); when
-    the profile's rules weigh prerequisites by evidence, every prerequisite is re-weighed under
-    them at once, and the count printed.
+    the profile's rules weigh prerequisites (or leads_to and fallback) by evidence, every such
+    edge is re-weighed under them at once, and the counts printed.
     """
     from datetime import UTC, datetime
 
     from hag import settings as s
-    from hag.evidence.reweigh import reweigh_every_prerequisite
+    from hag.evidence.reweigh import reweigh_every_edge
     from hag.storage import db
 
     ready()
     with db.connect() as conn:
         changed = s.apply_profile(conn, name)
         # the memory moves to the profile's rules at once, in the same transaction: every
-        # prerequisite re-weighed under the dials just set (read back from this transaction)
-        moved = (
-            reweigh_every_prerequisite(conn, s.load(conn), at=datetime.now(UTC)) if changed else 0
+        # edge the evidence model owns re-weighed under the dials just set (read back from
+        # this transaction)
+        moved, moved_sequences = (
+            reweigh_every_edge(conn, s.load(conn), at=datetime.now(UTC)) if changed else (0, 0)
         )
         conn.commit()
     if as_json:
@@ -156,6 +157,7 @@ def profile(name: str, as_json: bool) -> None:
                 "profile": name,
                 "changed": [{"key": k, "old": o, "new": n} for k, o, n in changed],
                 "reweighed": moved,
+                "reweighed_sequence_edges": moved_sequences,
             }
         )
         return
@@ -167,3 +169,7 @@ def profile(name: str, as_json: bool) -> None:
         click.echo(f"  {key}: {json.dumps(old)} -> {json.dumps(new)}")
     if moved:
         click.echo(f"  {moved} prerequisite confidence(s) re-weighed under the new rules")
+    if moved_sequences:
+        click.echo(
+            f"  {moved_sequences} leads_to/fallback confidence(s) re-weighed under the new rules"
+        )

@@ -5,8 +5,9 @@ The re-weigh (`hag.evidence.reweigh`) reads the evidence around a concept
 same facts for one edge's source concept and returns the same terms, so what `hag explain`
 prints is what the re-weigh computes from the memory as it stands now. A learned `leads_to`
 or `fallback` under `edge_grading_rule = units` gets the sequence formula's terms the same
-way (`store.sequence_evidence`, `sequences.sequence_terms`); session-end writes the same dict
-onto the history row of each one it moves (`sequence_terms`).
+way (`store.sequence_evidence`, `sequences.edge_terms`), an authored or enriched one the terms
+of its judgement; each re-weigh writes the same dict onto the history row of each edge it
+moves.
 """
 
 from __future__ import annotations
@@ -35,20 +36,19 @@ def evidence_terms(
     return None
 
 
-def sequence_terms(fact: SequenceEvidence, dials: Settings) -> dict[str, Any] | None:
-    """A learned sequence edge's terms as a dict (`sequences.SequenceTerms`: units, learners,
-    chance, reverse, prior, hold, the hold of moves without a walked prerequisite, result);
-    None for an authored or enriched one (struggles judge it: no formula)."""
-    if fact.source_type != "learned":
-        return None
-    return asdict(sequences.sequence_terms(fact, dials))
+def sequence_terms(fact: SequenceEvidence, dials: Settings) -> dict[str, Any]:
+    """A sequence edge's terms as a dict: a learned one's `sequences.SequenceTerms` (units,
+    learners, chance, reverse, prior, hold, the hold of moves without a walked prerequisite,
+    result), an authored or enriched one's `sequences.AuthoredSequenceTerms` (its prior, the
+    struggles that judge it, result)."""
+    return asdict(sequences.edge_terms(fact, dials))
 
 
 def edge_sequence_terms(
     conn: Conn, edge_id: UUID, source_entry_id: UUID, dials: Settings
 ) -> dict[str, Any] | None:
     """`sequence_terms` for a live sequence edge read now; None when the units rule is not
-    selected for sequence edges or the edge is not a learned one."""
+    selected for sequence edges."""
     if not sequences.units_selected(dials):
         return None
     for fact in store.sequence_evidence(conn, [source_entry_id], [], dials):

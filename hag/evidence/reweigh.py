@@ -1,8 +1,9 @@
 """The re-weigh: prerequisites take the confidence their evidence earns now.
 
-Session-end calls `reweigh_prerequisites` for the concepts a session reported on, the
-nightly cull for the concepts whose prerequisites it deleted, and `hag settings profile`
-`reweigh_every_prerequisite` when it changes the rules. Each reads the facts around the
+Session-end calls `reweigh_prerequisites` for the concepts a session reported on (and
+`reweigh_sequence_edges` around its moves), the nightly cull for the concepts whose
+prerequisites it deleted, and `hag settings profile` `reweigh_every_edge` when it changes
+the rules. Each reads the facts around the
 concepts (`store.prerequisite_evidence`), decides with the model (`model.evidence_state`)
 and writes (`store.set_edge_confidences`), inside the caller's transaction.
 """
@@ -14,7 +15,7 @@ from dataclasses import asdict
 from datetime import datetime
 from uuid import UUID
 
-from hag.evidence import model, store
+from hag.evidence import model, sequences, store
 from hag.settings import Settings
 from hag.storage.db import Conn
 
@@ -34,7 +35,7 @@ def reweigh_prerequisites(
     row of each move carries); how many confidences changed.
 
     The caller holds the row locks, taken in the one sorted pass (`lock_rows` for a
-    session, `lock_cull` for the nightly cull, `store.lock_every_prerequisite`), so writers
+    session, `lock_cull` for the nightly cull, `store.lock_every_edge_of`), so writers
     sharing rows queue.
     """
     if not sources:
@@ -62,13 +63,57 @@ def reweigh_prerequisites(
     )
 
 
-def reweigh_every_prerequisite(conn: Conn, dials: Settings, *, at: datetime) -> int:
-    """Every prerequisite re-weighed under the rules `dials` select (lift or units), in the
-    caller's transaction, its rows locked in one sorted pass first: what `hag settings profile`
-    runs after it changed the rules, so a memory moves to them at once rather than concept by
-    concept as sessions report on them. How many confidences changed."""
-    if not model.lift_selected(dials):
+def reweigh_sequence_edges(
+    conn: Conn,
+    sources: Sequence[UUID],
+    targets: Sequence[UUID],
+    dials: Settings,
+    *,
+    at: datetime,
+    reason: str,
+    session_id: str | None = None,
+    run_id: UUID | None = None,
+) -> int:
+    """Every `leads_to` and `fallback` out of `sources` or into `targets` takes the confidence
+    the units rule gives it (`sequences.sequence_state`), each history row of a move carrying
+    its terms (`sequences.edge_terms`); how many confidences changed. The caller holds the
+    row locks, as for `reweigh_prerequisites`."""
+    if not sources and not targets:
         return 0
-    store.lock_every_prerequisite(conn)
-    sources = store.prerequisite_sources(conn)
-    return reweigh_prerequisites(conn, sources, dials, at=at, reason="profile: re-weighed")
+    evidence = store.sequence_evidence(conn, sources, targets, dials)
+    return store.set_edge_confidences(
+        conn,
+        sequences.sequence_states(evidence, dials),
+        at=at,
+        reason=reason,
+        session_id=session_id,
+        run_id=run_id,
+        terms={e.edge_id: asdict(sequences.edge_terms(e, dials)) for e in evidence},
+    )
+
+
+def reweigh_every_edge(conn: Conn, dials: Settings, *, at: datetime) -> tuple[int, int]:
+    """Every edge whose rule the evidence model owns re-weighed under the rules `dials`
+    select, in the caller's transaction, their rows locked in one sorted pass first: every
+    prerequisite under the lift or units rule, every `leads_to` and `fallback` under
+    `edge_grading_rule = units`. What `hag settings profile` runs after it changed the rules,
+    so a memory moves to them at once rather than concept by concept as sessions report on
+    them. How many confidences changed: (prerequisites, sequence edges)."""
+    prerequisites = model.lift_selected(dials)
+    moves = sequences.units_selected(dials)
+    types = [
+        *(["prerequisite"] if prerequisites else []),
+        *(sequences.SEQUENCE_TYPES if moves else ()),
+    ]
+    if not types:
+        return 0, 0
+    store.lock_every_edge_of(conn, types)
+    reason = "profile: re-weighed"
+    return (
+        reweigh_prerequisites(conn, store.prerequisite_sources(conn), dials, at=at, reason=reason)
+        if prerequisites
+        else 0,
+        reweigh_sequence_edges(conn, store.sequence_sources(conn), [], dials, at=at, reason=reason)
+        if moves
+        else 0,
+    )

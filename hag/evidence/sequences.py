@@ -31,8 +31,8 @@ confidence = net / (net + k), net = max(0, units + prior - chance - reverse), k 
 `prerequisite_lift_k`; then the learner hold, the edge floor and ceiling. Without a walked
 prerequisite meaning the same step the moves hold the edge below the walk floor, at
 `edge_min_confidence` x lift: moves alone are the tutor's habits, and a line it renders
-would feed them back. Authored and enriched sequence edges are judged by struggles instead
-(`authored_state`). No sequence edge is outcome-graded under this rule.
+would feed them back. Authored and enriched sequence edges are judged by struggles instead,
+from their prior and the current counts (`authored_terms`). No sequence edge is outcome-graded under this rule.
 """
 
 from __future__ import annotations
@@ -106,11 +106,12 @@ class SequenceEvidence:
     total_units: float
     reverse_units: float = 0.0
     prerequisite: float | None = None
-    # an authored or enriched edge: its confidence, the value it held before it was lowered,
-    # and the struggle evidence on the concept its step says needs the other (units, learners)
+    # an authored or enriched edge: its confidence, the value its author wrote it with
+    # (`hag_edges.prior_confidence`, migration 211; never moved by a re-weigh), and the
+    # struggle evidence on the concept its step says needs the other (units, learners)
     source_type: str = "learned"
     confidence: float = 0.0
-    unlearned_from: float | None = None
+    prior_confidence: float | None = None
     needing_units: float = 0.0
     needing_learners: int = 0
 
@@ -130,6 +131,25 @@ class SequenceTerms:
     min_learners: int
     hold: float | None
     unsupported: float | None
+    confidence: float
+    source_type: str = "learned"
+
+
+@dataclass(frozen=True)
+class AuthoredSequenceTerms:
+    """The terms of an authored or enriched sequence edge's confidence: its prior, the
+    struggle evidence on the concept its step says needs the other and the bounds that judge
+    it, the prerequisite meaning the same step, and the result the re-weigh stores."""
+
+    source_type: str
+    prior: float
+    needing_units: float
+    needing_learners: int
+    min_reports: int
+    min_learners: int
+    judged: bool
+    prerequisite: float | None
+    supported: float | None  # what the judged edge may hold: the prerequisite, or the floor
     confidence: float
 
 
@@ -176,33 +196,45 @@ def sequence_terms(fact: SequenceEvidence, dials: Settings) -> SequenceTerms:
     )  # fmt: skip
 
 
-def authored_state(fact: SequenceEvidence, dials: Settings) -> tuple[float, float | None]:
-    """An authored or enriched sequence edge: (confidence, the value kept beside it).
+def authored_terms(fact: SequenceEvidence, dials: Settings) -> AuthoredSequenceTerms:
+    """An authored or enriched sequence edge, judged by struggles rather than moves.
 
-    Its own value (before any lowering) stands until the concept its step says needs the
-    other has struggle evidence from `prerequisite_unlearn_min_reports` units and
+    Its prior (the value its author wrote it with) stands until the concept its step says
+    needs the other has struggle evidence from `prerequisite_unlearn_min_reports` units and
     `prerequisite_min_learners` learners (moves after a rendered line are the line's, so the
     struggles judge it, not the moves); then it sits at no more than the confidence of the
-    prerequisite meaning the same step (the edge floor without one). Read afresh from the
-    current counts at every re-weigh, so support that arrives later gives the value back.
+    prerequisite meaning the same step (the edge floor without one). A function of the prior
+    and the current counts alone, so support that arrives later gives the prior back.
     """
-    own = (
-        fact.confidence
-        if fact.unlearned_from is None
-        else max(fact.confidence, fact.unlearned_from)
-    )
+    prior = fact.confidence if fact.prior_confidence is None else fact.prior_confidence
     min_reports = dials.prerequisite_unlearn_min_reports
+    min_learners = dials.prerequisite_min_learners
     judged = (
         min_reports > 0
         and fact.needing_units >= min_reports
-        and fact.needing_learners >= dials.prerequisite_min_learners
+        and fact.needing_learners >= min_learners
     )
-    if not judged:
-        return own, None
-    supported = max(dials.edge_confidence_floor, fact.prerequisite or 0.0)
-    if supported < own:
-        return supported, own
-    return own, None
+    supported = max(dials.edge_confidence_floor, fact.prerequisite or 0.0) if judged else None
+    confidence = prior if supported is None else min(prior, supported)
+    return AuthoredSequenceTerms(
+        fact.source_type, prior, fact.needing_units, fact.needing_learners, min_reports,
+        min_learners, judged, fact.prerequisite, supported, confidence,
+    )  # fmt: skip
+
+
+def authored_state(fact: SequenceEvidence, dials: Settings) -> tuple[float, float | None]:
+    """An authored or enriched sequence edge: (confidence, its prior while it is lowered:
+    kept beside it for reading, `hag_edges.unlearned_from`)."""
+    terms = authored_terms(fact, dials)
+    return terms.confidence, (terms.prior if terms.confidence < terms.prior else None)
+
+
+def edge_terms(fact: SequenceEvidence, dials: Settings) -> SequenceTerms | AuthoredSequenceTerms:
+    """A sequence edge's terms under the units rule: a learned one's formula
+    (`sequence_terms`), an authored or enriched one's judgement (`authored_terms`)."""
+    if fact.source_type != "learned":
+        return authored_terms(fact, dials)
+    return sequence_terms(fact, dials)
 
 
 def sequence_state(fact: SequenceEvidence, dials: Settings) -> tuple[float, float | None]:

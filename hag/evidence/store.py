@@ -3,7 +3,7 @@
 The reports a session gives each prerequisite (its learner, turns and share, settled when it
 is written), the facts the model decides on around a set of concepts, and the confidences
 the re-weigh stores. Callers hold the row locks (`hag.session.write.lock_rows` for a session,
-the nightly's `lock_cull`, `lock_every_prerequisite` here for `hag settings profile`).
+the nightly's `lock_cull`, `lock_every_edge_of` here for `hag settings profile`).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def sequence_evidence(
             prerequisite=None if r["prerequisite"] is None else float(r["prerequisite"]),
             source_type=r["source_type"],
             confidence=float(r["confidence"]),
-            unlearned_from=r["unlearned_from"],
+            prior_confidence=r["prior_confidence"],
             needing_units=float(r["needing_units"]),
             needing_learners=int(r["needing_learners"]),
         )
@@ -91,9 +91,14 @@ def prerequisite_sources(conn: Conn) -> list[UUID]:
     return [r["source_entry_id"] for r in conn.execute(query("evidence", "prerequisite_sources"))]
 
 
-def lock_every_prerequisite(conn: Conn) -> None:
-    """Lock every prerequisite, in one sorted pass (before a re-weigh of them all)."""
-    conn.execute(query("evidence", "lock_every_prerequisite")).fetchall()
+def sequence_sources(conn: Conn) -> list[UUID]:
+    """Every concept (entry) with a `leads_to` or `fallback` out of it, sorted."""
+    return [r["source_entry_id"] for r in conn.execute(query("evidence", "sequence_sources"))]
+
+
+def lock_every_edge_of(conn: Conn, edge_types: Sequence[str]) -> None:
+    """Lock every edge of these types, in one sorted pass (before a re-weigh of them all)."""
+    conn.execute(query("evidence", "lock_every_edge_of"), {"types": list(edge_types)}).fetchall()
 
 
 def record_reports(

@@ -138,10 +138,10 @@ class EdgeExplanation(_Response):
     terms: dict[str, Any] | None = Field(
         default=None,
         description=(
-            "Under the units rule, a live prerequisite's or learned leads_to's or fallback's"
-            " formula terms now (units, learners, chance, reverse, prior, hold, ... and"
-            " `confidence`, what the re-weigh stores); null for another edge, a culled edge"
-            " or another rule."
+            "Under the units rule, a live prerequisite's, leads_to's or fallback's formula"
+            " terms now (units, learners, chance, reverse, prior, hold, ... and `confidence`,"
+            " what the re-weigh stores; an authored leads_to or fallback: its prior and the"
+            " struggles that judge it); null for another edge, a culled edge or another rule."
         ),
     )
 

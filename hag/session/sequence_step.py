@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID
 
-from hag.evidence import sequences, store
-from hag.evidence.explain import sequence_terms
+from hag.evidence import sequences
+from hag.evidence.reweigh import reweigh_sequence_edges
 from hag.evidence.sequences import Move
 from hag.session import facts, rules
 from hag.session.contract import SessionPayload, Turn
@@ -94,13 +94,13 @@ def weigh_sequence_evidence(
                 "shares": [units[k][1] for k in keys],
             },
         )
-    evidence = store.sequence_evidence(conn, sources, targets, dials)
-    counts.edges_reweighed += store.set_edge_confidences(
+    counts.edges_reweighed += reweigh_sequence_edges(
         conn,
-        sequences.sequence_states(evidence, dials),
+        sources,
+        targets,
+        dials,
         at=session.ended_at,
         reason="sequence evidence (units)",
         session_id=session.session_id,
         run_id=run_id,
-        terms={e.edge_id: t for e in evidence if (t := sequence_terms(e, dials)) is not None},
     )

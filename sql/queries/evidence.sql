@@ -154,11 +154,16 @@ WHERE e.id = c.id
        OR e.unlearned_from IS DISTINCT FROM c.unlearned_from)
 RETURNING e.id, p.confidence AS old_confidence, e.confidence AS new_confidence
 
--- name: lock_every_prerequisite
--- Row locks on every prerequisite, in one sorted pass (the order every edge write uses):
--- what `hag settings profile` takes before it re-weighs them all, so it queues behind the
--- sessions and the cull holding any of them.
-SELECT id FROM hag_edges WHERE edge_type = 'prerequisite' ORDER BY id FOR NO KEY UPDATE
+-- name: lock_every_edge_of
+-- Row locks on every edge of the given types, in one sorted pass (the order every edge write
+-- uses): what `hag settings profile` takes before it re-weighs them all, so it queues behind
+-- the sessions and the cull holding any of them.
+SELECT id FROM hag_edges WHERE edge_type = ANY(%(types)s::text[]) ORDER BY id FOR NO KEY UPDATE
+
+-- name: sequence_sources
+-- Every entry with a leads_to or fallback out of it (`hag settings profile` re-weighs them all).
+SELECT DISTINCT source_entry_id FROM hag_edges WHERE edge_type IN ('leads_to', 'fallback')
+ORDER BY source_entry_id
 
 -- name: record_history_terms
 -- The formula's terms of each re-weighed edge whose confidence moved, on the history row the

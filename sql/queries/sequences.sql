@@ -32,7 +32,8 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- reverse edge's units, and the confidence of the prerequisite meaning the same step
 -- (`leads_to` A -> B: B -> A; `fallback` A -> B: A -> B), and the struggle evidence on the
 -- concept that step says needs the other (B for `leads_to`, A for `fallback`): its units over
--- its prerequisites and its distinct reporting learners (what judges an authored edge).
+-- its prerequisites and its distinct reporting learners (hag_concept_learners, kept at write
+-- time: no past report is read), with an authored edge's prior (what judges it).
 WITH family AS (
     SELECT x.id FROM hag_edges x
     WHERE x.edge_type IN ('leads_to', 'fallback')
@@ -62,7 +63,7 @@ WITH family AS (
 ), members AS (
     -- every family edge: a learned one with its units, an authored or enriched one with none
     SELECT e.id, e.edge_type, e.source_entry_id, e.target_entry_id, e.source_type,
-           e.confidence, e.unlearned_from,
+           e.confidence, e.prior_confidence,
            CASE WHEN e.edge_type = 'fallback' THEN e.source_entry_id
                 ELSE e.target_entry_id END AS needing,
            COALESCE(s.units, 0) AS units, COALESCE(s.learners, 0) AS learners,
@@ -72,15 +73,14 @@ WITH family AS (
     LEFT JOIN sums s ON s.id = e.id
     WHERE e.id IN (SELECT id FROM family)
 )
-SELECT s.id, s.edge_type, s.source_type, s.confidence, s.unlearned_from, s.units, s.learners, s.out_units,
+SELECT s.id, s.edge_type, s.source_type, s.confidence, s.prior_confidence, s.units, s.learners, s.out_units,
        s.in_units, s.total_units, COALESCE(r.units, 0) AS reverse_units,
        (SELECT COALESCE(sum(u.units), 0)
         FROM hag_edges q
         CROSS JOIN LATERAL hag_edge_evidence(q.id, q.hit_count, %(prerequisite_learner_cap)s) u
         WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = s.needing) AS needing_units,
-       (SELECT count(DISTINCT lr.learner_id)
-        FROM hag_edges q JOIN hag_edge_learner_reports lr ON lr.edge_id = q.id
-        WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = s.needing) AS needing_learners,
+       (SELECT count(*) FROM hag_concept_learners cl
+        WHERE cl.source_entry_id = s.needing) AS needing_learners,
        (SELECT max(q.confidence) FROM hag_edges q
         WHERE q.edge_type = 'prerequisite'
           AND ((s.edge_type = 'leads_to' AND q.source_entry_id = s.target_entry_id
