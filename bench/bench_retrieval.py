@@ -472,7 +472,7 @@ def run_scale(scale: Scale, queries: int) -> None:
         retrieval.clear_caches()
         rng = np.random.default_rng(20261130)
         started = time.perf_counter()
-        corpus = make_corpus(scale.rows, scale.dim, rng)  # the same rows for the same seed
+        corpus = make_corpus(scale.rows, scale.dim, rng)  # the same rows for the same seed and size
         made = time.perf_counter() - started
         if not loaded:
             load(corpus, scale, made)

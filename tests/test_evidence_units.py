@@ -391,3 +391,50 @@ def test_the_totals_follow_every_change_of_the_reports(db, units, dials):
     db.execute("TRUNCATE hag_edge_learner_reports")
     assert totals(db) == {"per_learner": {}, "per_edge": {}, "per_concept": {}}
     db.rollback()
+
+
+def test_two_deletes_of_one_learners_last_pairs_leave_no_learner_behind(db, units, database_url):
+    """ann reported rsa -> primes and rsa -> hashing (2 pairs on rsa). Two transactions each
+    delete one pair's reports at once; the second waits on the first's row lock. After both
+    commit ann is no learner of rsa: the second lowers the row the first left at 1 and deletes
+    it at 0 (a condition read before the wait would have left a learner with no report)."""
+    import threading
+
+    import psycopg
+    from psycopg.rows import dict_row
+
+    e = topic_entries(db)
+    db.commit()
+    run(db, payload("a1", [turn(0, outcome="failure",
+                                struggles=[struggle("rsa", "primes"), struggle("rsa", "hashing")])],
+                    learner="ann", day=1))  # fmt: skip
+    assert totals(db)["per_concept"] == {(e["rsa"], "ann"): 2}
+    primes = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    hashing = edge_row(db, e["rsa"], e["hashing"], "prerequisite")["id"]
+    db.commit()
+    first = psycopg.connect(database_url, row_factory=dict_row)
+    second = psycopg.connect(database_url, row_factory=dict_row)
+    delete = "DELETE FROM hag_edge_learner_reports WHERE edge_id = %s AND learner_id = 'ann'"
+    try:
+        first.execute(delete, (primes,))  # holds ann's row on rsa until it commits
+        failed: list[BaseException] = []
+
+        def other() -> None:
+            try:
+                second.execute(delete, (hashing,))
+                second.commit()
+            except BaseException as exc:  # reported on the test's thread
+                failed.append(exc)
+
+        waiting = threading.Thread(target=other)
+        waiting.start()
+        waiting.join(timeout=1.0)
+        assert waiting.is_alive(), "the second delete should wait for the first's row lock"
+        first.commit()
+        waiting.join(timeout=30)
+        assert not waiting.is_alive() and not failed, failed
+    finally:
+        first.close()
+        second.close()
+    assert totals(db)["per_concept"] == {}
+    assert totals(db) == grouped_reports(db)

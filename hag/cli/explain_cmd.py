@@ -1,4 +1,4 @@
-"""`hag explain EDGE`: why a prerequisite or a learned sequence edge has its confidence,
+"""`hag explain EDGE`: why a prerequisite, a leads_to or a fallback has its confidence,
 term by term."""
 
 from __future__ import annotations
@@ -23,8 +23,11 @@ def explain(edge_id: str, as_json: bool) -> None:
     confidence the re-weigh stores. For a learned leads_to or fallback under
     `edge_grading_rule = units`: its unprompted units and learners, the chance and reverse
     units, the prior of the walked prerequisite meaning the same step, the holds, and the
-    result. Otherwise the edge as it stands (`hag history EDGE` shows
-    how it got there).
+    result; for an authored or enriched one, its prior, the struggle units and learners on
+    the concept its step says needs the other, the verdict, and the result. The result is
+    the formula's value now; the stored confidence is its value at the edge's last re-weigh
+    (a sequence edge's chance moves with every move in its topic). Otherwise the edge as it
+    stands (`hag history EDGE` shows how it got there).
     """
     from hag import settings
     from hag.evidence.explain import edge_terms

@@ -61,8 +61,8 @@ def edge_terms(
     conn: Conn, edge_id: UUID, edge: dict[str, Any], dials: Settings
 ) -> dict[str, Any] | None:
     """The terms of an edge as `storage.history.explain_edge` found it (the CLI's, the
-    API's and the service's `terms`): a prerequisite's `evidence_terms`, a learned sequence
-    edge's `edge_sequence_terms`; None once culled or for any other edge."""
+    API's and the service's `terms`): a prerequisite's `evidence_terms`, a leads_to's or
+    fallback's `edge_sequence_terms`; None once culled or for any other edge."""
     if edge["culled"]:
         return None
     if edge["edge_type"] == "prerequisite":

@@ -1,9 +1,10 @@
 -- Why: (issue 29, review) the trigger that keeps the evidence sums (migrations 210 and 213)
 -- ended every delete of reports (a cull, an erasure) with `DELETE FROM hag_concept_learners
 -- WHERE pairs <= 0`: a scan of the whole table to find the few rows the statement had just
--- brought to nothing. The rows that fall to nothing are now deleted in the statement that
--- lowers the others, found through the (concept, learner) pairs the removed reports touched.
--- The sums are unchanged; only where the work happens moves.
+-- brought to nothing. The rows that fall to nothing are now found through the (concept,
+-- learner) pairs the removed reports touched, in a statement of its own after the one that
+-- lowers them (so concurrent writers of the same row are read again, as before). The sums
+-- are unchanged; only where the work happens moves.
 CREATE OR REPLACE FUNCTION hag_edge_units_keep() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -40,22 +41,23 @@ BEGIN
                   FROM up GROUP BY up.edge_id) c
             WHERE b.edge_id = c.edge_id
             RETURNING b.edge_id
-        ), fell AS (  -- each (concept, learner) whose pair on an edge fell to nothing
-            SELECT up.source_entry_id, up.learner_id, count(*)::int AS n
-            FROM up WHERE up.new_sessions <= 0 AND up.prerequisite
-            GROUP BY up.source_entry_id, up.learner_id
-        ), gone AS (  -- its last pair: the row goes (only the rows this statement touched)
-            DELETE FROM hag_concept_learners cl
-            USING fell c
-            WHERE cl.source_entry_id = c.source_entry_id AND cl.learner_id = c.learner_id
-              AND cl.pairs <= c.n
-            RETURNING cl.source_entry_id
         )
         UPDATE hag_concept_learners cl
         SET pairs = cl.pairs - c.n
-        FROM fell c
-        WHERE cl.source_entry_id = c.source_entry_id AND cl.learner_id = c.learner_id
-          AND cl.pairs > c.n;
+        FROM (SELECT up.source_entry_id, up.learner_id, count(*)::int AS n
+              FROM up WHERE up.new_sessions <= 0 AND up.prerequisite
+              GROUP BY up.source_entry_id, up.learner_id) c
+        WHERE cl.source_entry_id = c.source_entry_id AND cl.learner_id = c.learner_id;
+        -- the (concept, learner) rows that fell to nothing go: only those the removed reports
+        -- touched, read in a statement of its own so that a writer that changed the same row
+        -- meanwhile is seen (its lock waited for, its value read again)
+        DELETE FROM hag_concept_learners cl
+        USING hag_edge_learner_units u,
+              (SELECT DISTINCT o.edge_id, o.learner_id FROM removed_reports o) d
+        WHERE u.edge_id = d.edge_id AND u.learner_id = d.learner_id
+          AND u.sessions <= 0 AND u.prerequisite
+          AND cl.source_entry_id = u.source_entry_id AND cl.learner_id = u.learner_id
+          AND cl.pairs <= 0;
         -- what fell to nothing goes (what would stay of a share is rounding residue)
         DELETE FROM hag_edge_learner_units u
         USING (SELECT DISTINCT o.edge_id, o.learner_id FROM removed_reports o) d

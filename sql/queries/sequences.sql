@@ -33,7 +33,8 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- (`leads_to` A -> B: B -> A; `fallback` A -> B: A -> B), and the struggle evidence on the
 -- concept that step says needs the other (B for `leads_to`, A for `fallback`): its units over
 -- its prerequisites and its distinct reporting learners (hag_concept_learners, kept at write
--- time: no past report is read), with an authored edge's prior (what judges it).
+-- time: no past report is read; each unattributed session a learner of its own, as the
+-- prerequisites count them), with an authored edge's prior (what judges it).
 WITH family AS (
     SELECT x.id FROM hag_edges x
     WHERE x.edge_type IN ('leads_to', 'fallback')
@@ -80,7 +81,11 @@ SELECT s.id, s.edge_type, s.source_type, s.confidence, s.prior_confidence, s.uni
         CROSS JOIN LATERAL hag_edge_evidence(q.id, q.hit_count, %(prerequisite_learner_cap)s) u
         WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = s.needing) AS needing_units,
        (SELECT count(*) FROM hag_concept_learners cl
-        WHERE cl.source_entry_id = s.needing) AS needing_learners,
+        WHERE cl.source_entry_id = s.needing)
+       + (SELECT COALESCE(sum(greatest(0, q.hit_count - COALESCE(b.sessions, 0))), 0)
+          FROM hag_edges q LEFT JOIN hag_edge_units b ON b.edge_id = q.id
+          WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = s.needing)::int
+         AS needing_learners,
        (SELECT max(q.confidence) FROM hag_edges q
         WHERE q.edge_type = 'prerequisite'
           AND ((s.edge_type = 'leads_to' AND q.source_entry_id = s.target_entry_id
