@@ -23,10 +23,8 @@ from bench import bench_retrieval as br
 
 
 def main(label: str) -> None:
-    from hag import config, retrieval
     from hag.retrieval import resident
     from hag.storage import db
-    from hag.vectors import embeddings
 
     scale = br.sized(label)
     if scale is None:
@@ -35,14 +33,7 @@ def main(label: str) -> None:
     if not os.path.exists(os.path.join(folder, "loaded")):
         raise SystemExit(f"no kept database in {folder}: load it with bench.bench_retrieval")
     server = br.start_server(os.path.join(folder, "pgdata"))
-    os.environ["DATABASE_URL"] = str(server.get_uri())
-    os.environ["HAG_EMBEDDING_DIM"] = str(scale.dim)
-    os.environ["HAG_EMBEDDING_PROVIDER"] = "offline"
-    config.reset_config()
-    embeddings.reset_embedder()
-    db.close_all()
-    db.close_read_pool()
-    retrieval.clear_caches()
+    br.point_at(server, scale.dim)
     try:
         corpus = br.make_corpus(scale.rows, scale.dim, np.random.default_rng(20261130))
         rng = np.random.default_rng(7)

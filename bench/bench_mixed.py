@@ -420,7 +420,7 @@ def _by_topic(c: br.Corpus) -> dict[int, np.ndarray]:
 
 
 def main() -> None:
-    from hag import config, retrieval, settings
+    from hag import config, settings
     from hag.storage import db
     from hag.vectors import embeddings
 
@@ -440,14 +440,7 @@ def main() -> None:
         flush=True,
     )
     try:
-        os.environ["DATABASE_URL"] = str(server.get_uri())
-        os.environ["HAG_EMBEDDING_DIM"] = str(DIM)
-        os.environ["HAG_EMBEDDING_PROVIDER"] = "offline"
-        config.reset_config()
-        embeddings.reset_embedder()
-        db.close_all()
-        db.close_read_pool()
-        retrieval.clear_caches()
+        br.point_at(server, DIM)
         rng = np.random.default_rng(20261130)
         started = time.perf_counter()
         corpus = br.make_corpus(ROWS, DIM, rng)  # the same rows for the same seed

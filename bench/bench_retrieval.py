@@ -440,6 +440,22 @@ def write_cost(rounds: int = 3) -> None:
         print(f"  {name:<44} {on:8.0f} / {off:8.0f} ms  x{on / off:.2f}")
 
 
+def point_at(server: Any, dim: int) -> None:
+    """Every part of hag reads the benchmark's server, at `dim` dimensions, offline embedder."""
+    from hag import config, retrieval
+    from hag.storage import db
+    from hag.vectors import embeddings
+
+    os.environ["DATABASE_URL"] = str(server.get_uri())
+    os.environ["HAG_EMBEDDING_DIM"] = str(dim)
+    os.environ["HAG_EMBEDDING_PROVIDER"] = "offline"
+    config.reset_config()
+    embeddings.reset_embedder()
+    db.close_all()
+    db.close_read_pool()
+    retrieval.clear_caches()
+
+
 def run_scale(scale: Scale, queries: int) -> None:
     from hag import config, retrieval, settings
     from hag.retrieval import ann
@@ -464,14 +480,7 @@ def run_scale(scale: Scale, queries: int) -> None:
         flush=True,
     )
     try:
-        os.environ["DATABASE_URL"] = str(server.get_uri())
-        os.environ["HAG_EMBEDDING_DIM"] = str(scale.dim)
-        os.environ["HAG_EMBEDDING_PROVIDER"] = "offline"
-        config.reset_config()
-        embeddings.reset_embedder()
-        db.close_all()
-        db.close_read_pool()
-        retrieval.clear_caches()
+        point_at(server, scale.dim)
         rng = np.random.default_rng(20261130)
         started = time.perf_counter()
         corpus = make_corpus(scale.rows, scale.dim, rng)  # the same rows for the same seed and size
