@@ -336,10 +336,48 @@ def test_reported_turns_counts_each_turn_once_per_pair():
         )
     )
     catalogue = Catalogue.from_rows("t", [])
-    got = rules.reported_turns(
-        payload.ordered_turns(), catalogue, {"rsa": a, "primes": b, "hashing": c}
+    per_turn, contradicted = rules.turn_struggles(payload.ordered_turns(), catalogue)
+    got = rules.reported_turns(per_turn, {"rsa": a, "primes": b, "hashing": c})
+    assert (got, contradicted) == ({(a, b): 2, (a, c): 1}, 0)
+
+
+def test_a_struggle_the_learners_record_contradicts_is_not_reported():
+    """rsa blames primes in turns 0 and 2, hashing in turns 0 and 3 (twice, by name and by
+    slug); the learner succeeded on hashing in turn 1, and on primes in an earlier session
+    (`shown`). Not asked (None) every report counts; with an empty `shown` all but the two
+    struggles naming hashing after turn 1; with primes shown, none of primes either."""
+    from hag.session.contract import SessionPayload
+    from hag.session.ladder import Catalogue
+
+    a, b, c = uuid4(), uuid4(), uuid4()
+
+    def s(missing):
+        return {"concept_slug": "rsa", "missing_slug": missing, "evidence": "quoted"}
+
+    payload = SessionPayload.model_validate_json(
+        json.dumps(
+            builders.payload(
+                "s",
+                [
+                    builders.turn(0, outcome="failure", struggles=[s("primes"), s("hashing")]),
+                    builders.turn(1, outcome="success", concepts=["hashing"]),
+                    builders.turn(2, outcome="failure", struggles=[s("primes")]),
+                    builders.turn(3, outcome="failure", struggles=[s("hashing"), s("Hashing")]),
+                ],
+            )
+        )
     )
-    assert got == {(a, b): 2, (a, c): 1}
+    turns, catalogue = payload.ordered_turns(), Catalogue.from_rows("t", [])
+    entries = {"rsa": a, "primes": b, "hashing": c}
+    assert rules.missing_slugs(turns, catalogue) == ["hashing", "primes"]
+
+    def reported(shown):
+        per_turn, contradicted = rules.turn_struggles(turns, catalogue, shown)
+        return rules.reported_turns(per_turn, entries), contradicted
+
+    assert reported(None) == ({(a, b): 2, (a, c): 2}, 0)
+    assert reported(set()) == ({(a, b): 2, (a, c): 1}, 2)
+    assert reported({"primes"}) == ({(a, c): 1}, 4)
 
 
 def test_the_reversal_share_is_shrunk_toward_its_prior():

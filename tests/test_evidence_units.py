@@ -438,3 +438,53 @@ def test_two_deletes_of_one_learners_last_pairs_leave_no_learner_behind(db, unit
         second.close()
     assert totals(db)["per_concept"] == {}
     assert totals(db) == grouped_reports(db)
+
+
+def _reported(db, session_id: str) -> int:
+    row = db.execute(
+        "SELECT count(*) AS n FROM hag_edge_learner_reports WHERE session_id = %s", (session_id,)
+    ).fetchone()
+    return int(row["n"])
+
+
+def test_a_report_against_the_learners_own_record_is_not_evidence(db, units, dials):
+    """learner-2 succeeded on primes on day 1. Its day-5 session blames primes for rsa (and
+    hashing in a turn after a success on hashing): neither is recorded, the run counts two
+    contradicted struggles, and rsa -> primes keeps no units. learner-3, who never showed
+    primes, records its report; with `prerequisite_drop_shown` off learner-2's next session
+    records both. A success in a session that ended later than the report does not count."""
+    e = topic_entries(db)
+    db.commit()
+    run(db, payload("shown", [turn(0, outcome="success", concepts=["primes"])],
+                    learner="learner-2", day=1))  # fmt: skip
+    summary = run(
+        db,
+        payload(
+            "blames",
+            [
+                turn(0, outcome="failure", struggles=[struggle("rsa", "primes")]),
+                turn(1, outcome="success", concepts=["hashing"]),
+                turn(2, outcome="failure", struggles=[struggle("rsa", "hashing")]),
+            ],
+            learner="learner-2",
+            day=5,
+        ),
+        payload("later", [turn(0, outcome="success", concepts=["primes"])],
+                learner="learner-3", day=9),
+        payload("fresh", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                learner="learner-3", day=6),
+    )  # fmt: skip
+    assert summary.struggles_contradicted == 2
+    assert _reported(db, "blames") == 0
+    assert _reported(db, "fresh") == 1
+    fact = next(
+        x
+        for x in _facts(db, e["rsa"])
+        if x.edge_id == edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    )
+    assert (fact.units, fact.learners) == (pytest.approx(1.0), 1)
+    dials(prerequisite_drop_shown=False)
+    run(db, payload("again", [turn(0, outcome="failure",
+                                   struggles=[struggle("rsa", "primes"), struggle("rsa", "hashing")])],
+                    learner="learner-2", day=12))  # fmt: skip
+    assert _reported(db, "again") == 2

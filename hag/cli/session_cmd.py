@@ -223,6 +223,7 @@ def _print_summary(result: dict[str, Any]) -> None:
         "edges_graded_down",
         "entries_graded",
         "struggles_unresolved",
+        "struggles_contradicted",
     ):
         click.echo(f"  {key.replace('_', ' '):<22} {result[key]}")
     for r in result["rejected"]:

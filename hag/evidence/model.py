@@ -30,6 +30,13 @@ def units_selected(dials: Settings) -> bool:
     return bool(dials.prerequisite_confidence_rule == "units")
 
 
+def drops_shown(dials: Settings) -> bool:
+    """Whether a struggle naming as missing a concept its learner already succeeded on is left
+    out of the evidence (the units rule with `prerequisite_drop_shown`): a learner who has
+    shown m is not missing it, so the report is a mistake of the extractor or the learner."""
+    return units_selected(dials) and bool(dials.prerequisite_drop_shown)
+
+
 def session_shares(
     turns_by_pair: Mapping[tuple[UUID, UUID], int],
 ) -> dict[tuple[UUID, UUID], float]:

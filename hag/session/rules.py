@@ -17,7 +17,7 @@ composition equals the turn-by-turn application.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -426,19 +426,52 @@ def reinforced_confidence(confidence: float, hit_count: int, dials: Settings) ->
     return max(confidence, reinforcement_floor(hit_count, dials))
 
 
-def reported_turns(
-    turns: Iterable[Turn], catalogue: Catalogue, topic_entries: Mapping[str, UUID]
-) -> dict[tuple[UUID, UUID], int]:
-    """How many of the session's turns reported each prerequisite (source, target entries):
-    a turn counts once per pair, whatever number of its struggles name it. Pairs that name
-    no two distinct topic entries are left out, as `propose_prerequisites` leaves them."""
-    counted: dict[tuple[UUID, UUID], int] = {}
+def turn_struggles(
+    turns: Iterable[Turn], catalogue: Catalogue, shown: Collection[str] | None = None
+) -> tuple[list[list[StrugglePair]], int]:
+    """Each turn's struggle pairs (`struggle_pairs`), and how many the learner's own record
+    contradicts (left out).
+
+    With `shown` (the concepts the learner succeeded on in earlier sessions of the topic;
+    None: not asked, every struggle kept), a struggle naming as missing a concept in `shown`
+    or in a successful turn earlier in this session is left out: a learner who has shown m is
+    not missing it, so the report is the extractor's (or the learner's) mistake, not evidence
+    (`prerequisite_drop_shown`).
+    """
+    succeeded = set(shown) if shown is not None else None
+    per_turn: list[list[StrugglePair]] = []
+    contradicted = 0
     for t in turns:
-        found = (entry_pair(pair, topic_entries) for pair in struggle_pairs([t], catalogue))
-        seen = {ends for ends in found if ends is not None}
+        pairs = struggle_pairs([t], catalogue)
+        if succeeded is not None:
+            kept = [p for p in pairs if p.missing_slug not in succeeded]
+            contradicted += len(pairs) - len(kept)
+            pairs = kept
+            if t.outcome == "success":
+                succeeded.update(candidate_slug(slug, catalogue) for slug in t.concept_slugs)
+        per_turn.append(pairs)
+    return per_turn, contradicted
+
+
+def reported_turns(
+    per_turn: Iterable[Sequence[StrugglePair]], topic_entries: Mapping[str, UUID]
+) -> dict[tuple[UUID, UUID], int]:
+    """How many of the session's turns (`turn_struggles`) reported each prerequisite (source,
+    target entries): a turn counts once per pair, whatever number of its struggles name it.
+    Pairs that name no two distinct topic entries are left out, as `propose_prerequisites`
+    leaves them."""
+    counted: dict[tuple[UUID, UUID], int] = {}
+    for pairs in per_turn:
+        seen = {ends for ends in (entry_pair(p, topic_entries) for p in pairs) if ends}
         for key in seen:
             counted[key] = counted.get(key, 0) + 1
     return counted
+
+
+def missing_slugs(turns: Iterable[Turn], catalogue: Catalogue) -> list[str]:
+    """The missing concepts a session's struggles name, sorted: those whose earlier
+    successes by the learner session-end looks up (`facts.shown_before`)."""
+    return sorted({p.missing_slug for p in struggle_pairs(turns, catalogue)})
 
 
 # --- step 5: what a session grades (seed) ------------------------------------------------------

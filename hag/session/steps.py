@@ -211,7 +211,9 @@ def propose_prerequisites(
 ) -> tuple[list[EdgeObservation], dict[tuple[UUID, UUID], int]]:
     """Step 3: a `prerequisite` edge per struggle with evidence, struggled -> missing concept,
     between the topic entries of the session's topic (`rules.propose_prerequisites`), and how
-    many turns reported each pair (`rules.reported_turns`, kept with the learner)."""
+    many turns reported each pair (`rules.reported_turns`, kept with the learner). Under the
+    units rule a struggle the learner's own record contradicts proposes nothing
+    (`rules.turn_struggles`, `prerequisite_drop_shown`)."""
     counts.struggles_without_evidence += rules.struggles_without_evidence(session.turns)
     if not plan.struggles:
         return [], {}
@@ -221,10 +223,17 @@ def propose_prerequisites(
         graph_scope("topic", session.learner_id, dials),
         rules.proposal_slugs(plan.struggles),
     )
-    proposals = rules.propose_prerequisites(plan.struggles, found)
+    shown = (
+        facts.shown_before(conn, session, rules.missing_slugs(turns, catalogue))
+        if model.drops_shown(dials)
+        else None
+    )
+    per_turn, contradicted = rules.turn_struggles(turns, catalogue, shown)
+    counts.struggles_contradicted += contradicted
+    proposals = rules.propose_prerequisites([p for pairs in per_turn for p in pairs], found)
     counts.struggles_unresolved += proposals.unresolved
     counts.struggles_proposed += len(proposals.observed)
-    return list(proposals.observed), rules.reported_turns(turns, catalogue, found)
+    return list(proposals.observed), rules.reported_turns(per_turn, found)
 
 
 def reinforce(
