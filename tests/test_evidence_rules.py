@@ -464,3 +464,27 @@ def test_units_negative_evidence_needs_units_and_learners():
 
 
 PROFILE_UNITS = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
+
+
+def test_explain_says_which_condition_spares_an_authored_prerequisite():
+    """`hag explain` names the unmet condition of negative evidence: too few units or learners
+    on the concept, or support above the share; a judged edge says so; with the minimum at 0
+    it is never judged."""
+    from hag.cli.explain_cmd import _authored_verdict
+
+    dials = SEED.with_overrides(
+        prerequisite_unlearn_min_reports=3, prerequisite_unlearn_max_share=0.0
+    )
+    base = {"judged": False, "min_learners": 2, "units": 0.25, "support": 0.0}
+    few = _authored_verdict({**base, "concept_units": 2.0, "concept_learners": 5}, dials)
+    assert few == "not judged (its concept needs 3 units from 2 learners)"
+    alone = _authored_verdict({**base, "concept_units": 9.0, "concept_learners": 1}, dials)
+    assert alone == few
+    spared = _authored_verdict({**base, "concept_units": 15.0, "concept_learners": 15}, dials)
+    assert spared == "not judged (its own and supporting units 0.2500 are above 0 of its concept's)"
+    judged = {**base, "judged": True, "concept_units": 15.0, "concept_learners": 15}
+    assert _authored_verdict(judged, dials) == "judged unsupported"
+    never = SEED.with_overrides(prerequisite_unlearn_min_reports=0)
+    assert "never" in _authored_verdict(
+        {**base, "concept_units": 15.0, "concept_learners": 15}, never
+    )
