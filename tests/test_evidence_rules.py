@@ -369,7 +369,7 @@ def test_a_struggle_the_learners_record_contradicts_is_not_reported():
     )
     turns, catalogue = payload.ordered_turns(), Catalogue.from_rows("t", [])
     entries = {"rsa": a, "primes": b, "hashing": c}
-    assert rules.missing_slugs(turns, catalogue) == ["hashing", "primes"]
+    assert rules.missing_slugs(rules.struggle_pairs(turns, catalogue)) == ["hashing", "primes"]
 
     def reported(shown):
         per_turn, contradicted = rules.turn_struggles(turns, catalogue, shown)
@@ -470,7 +470,7 @@ def test_explain_says_which_condition_spares_an_authored_prerequisite():
     """`hag explain` names the unmet condition of negative evidence: too few units or learners
     on the concept, or support above the share; a judged edge says so; with the minimum at 0
     it is never judged."""
-    from hag.cli.explain_cmd import _authored_verdict
+    from hag.evidence.model import authored_verdict as _authored_verdict
 
     dials = SEED.with_overrides(
         prerequisite_unlearn_min_reports=3, prerequisite_unlearn_max_share=0.0

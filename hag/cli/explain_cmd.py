@@ -31,6 +31,7 @@ def explain(edge_id: str, as_json: bool) -> None:
     """
     from hag import settings
     from hag.evidence.explain import edge_terms
+    from hag.evidence.model import authored_verdict
     from hag.storage import db
     from hag.storage.history import explain_edge
 
@@ -76,25 +77,9 @@ def explain(edge_id: str, as_json: bool) -> None:
     else:
         click.echo(
             f"  prior {t['prior']:.6f}, support {t['support']:.4f} units: "
-            f"{_authored_verdict(t, dials)}"
+            f"{authored_verdict(t, dials)}"
         )
     click.echo(f"  result {t['confidence']:.6f}")
-
-
-def _authored_verdict(t: dict[str, Any], dials: Any) -> str:
-    """Why negative evidence judged an authored prerequisite, or which of its conditions
-    (`model.unit_terms`) is not met."""
-    if t["judged"]:
-        return "judged unsupported"
-    needed, share = dials.prerequisite_unlearn_min_reports, dials.prerequisite_unlearn_max_share
-    if needed <= 0:
-        return "not judged (prerequisite_unlearn_min_reports is 0: never)"
-    if t["concept_units"] < needed or t["concept_learners"] < t["min_learners"]:
-        return f"not judged (its concept needs {needed} units from {t['min_learners']} learners)"
-    return (
-        f"not judged (its own and supporting units {t['units'] + t['support']:.4f} are above "
-        f"{share:g} of its concept's)"
-    )
 
 
 def _echo_sequence(t: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 from hag.settings import Settings
@@ -355,3 +356,20 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
         noise, 0.0, fact.support_units, prior, k, net, lift, min_learners, None, judged,
         lowered, prior if lowered < prior else None,
     )  # fmt: skip
+
+
+def authored_verdict(t: Mapping[str, Any], dials: Settings) -> str:
+    """Why negative evidence judged an authored prerequisite, or which condition of
+    `unit_terms`'s `judged` is not met, from its terms (`EvidenceTerms` as a dict; `hag
+    explain` prints it)."""
+    if t["judged"]:
+        return "judged unsupported"
+    needed, share = dials.prerequisite_unlearn_min_reports, dials.prerequisite_unlearn_max_share
+    if needed <= 0:
+        return "not judged (prerequisite_unlearn_min_reports is 0: never)"
+    if t["concept_units"] < needed or t["concept_learners"] < t["min_learners"]:
+        return f"not judged (its concept needs {needed} units from {t['min_learners']} learners)"
+    return (
+        f"not judged (its own and supporting units {t['units'] + t['support']:.4f} are above "
+        f"{share:g} of its concept's)"
+    )

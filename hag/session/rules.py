@@ -468,10 +468,10 @@ def reported_turns(
     return counted
 
 
-def missing_slugs(turns: Iterable[Turn], catalogue: Catalogue) -> list[str]:
-    """The missing concepts a session's struggles name, sorted: those whose earlier
-    successes by the learner session-end looks up (`facts.shown_before`)."""
-    return sorted({p.missing_slug for p in struggle_pairs(turns, catalogue)})
+def missing_slugs(pairs: Iterable[StrugglePair]) -> list[str]:
+    """The missing concepts a session's struggles name (`struggle_pairs`), sorted: those whose
+    earlier successes by the learner session-end looks up (`facts.shown_before`)."""
+    return sorted({p.missing_slug for p in pairs})
 
 
 # --- step 5: what a session grades (seed) ------------------------------------------------------

@@ -224,7 +224,7 @@ def propose_prerequisites(
         rules.proposal_slugs(plan.struggles),
     )
     shown = (
-        facts.shown_before(conn, session, rules.missing_slugs(turns, catalogue))
+        facts.shown_before(conn, session, rules.missing_slugs(plan.struggles))
         if model.drops_shown(dials)
         else None
     )
