@@ -5,7 +5,8 @@ The re-weigh reads sums kept when reports are written (migration 210: per edge, 
 with a topic's history. Two topics of the same shape share one private embedded database:
 one carries `PAST[0]` past sessions, the other `PAST[1]`, by the same `LEARNERS` learners
 over the same pairs. The history is synthetic and loaded set-based in SQL (sessions,
-reports, and the sums by the migration's own grouping; the row triggers are off for the
+reports, the sums by the migration's own grouping, and what each past session's learner
+succeeded on, which the contradiction lookup probes; the row triggers are off for the
 load only), the learned prerequisites' confidences are then re-weighed once, and batches of
 `SESSIONS` new sessions per topic go through `process_pending` in the order A B B A A B B A, with
 the load average printed beside every batch. The figure: sessions per minute on each topic
@@ -32,6 +33,7 @@ SESSIONS = int(os.environ.get("HAG_BENCH_EVIDENCE_SESSIONS", "100"))
 CONCEPTS = 30
 LEARNERS = 1000
 TURNS = 10
+SHOWN = 5  # every past learner succeeded on concepts 0-4 (the contradiction lookup's hits)
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
@@ -136,6 +138,19 @@ def build_topic(conn: Any, index: int, past: int) -> None:
         "   WHERE abs(hashtext('a' || i)) %% %(n)s <> abs(hashtext('b' || i)) %% %(n)s"
         ") r JOIN bench_pairs p ON p.n = r.n",
         {"topic": topic, "learners": LEARNERS, "t0": T0, "past": past, "n": len(PAIRS)},
+    )
+    # what each past session's learner succeeded on (written at ingest, migration 097): three
+    # of the first `SHOWN` concepts, so every learner of either topic has shown all of them
+    # and the contradiction lookup (`session.sql: shown_before`) drops the same share of the
+    # new sessions' reports on both topics while probing an index `past` times as large
+    conn.execute(
+        "INSERT INTO hag_learner_successes (session_id, concept_slug, topic_id, learner_id, "
+        "ended_at) "
+        "SELECT %(topic)s || '-past-' || i, 'concept-' || ((i + j) %% %(shown)s), %(topic)s, "
+        "'learner-' || (abs(hashtext('l' || i)) %% %(learners)s), "
+        "%(t0)s::timestamptz - make_interval(secs => %(past)s - i) "
+        "FROM generate_series(1, %(past)s) AS i CROSS JOIN generate_series(0, 2) AS j",
+        {"topic": topic, "learners": LEARNERS, "t0": T0, "past": past, "shown": SHOWN},
     )
     conn.execute("SET LOCAL session_replication_role = origin")
     # the sums the triggers keep, grouped as the migration groups them (the per-edge units at
@@ -249,12 +264,14 @@ def measure() -> None:
         )
         counts = conn.execute(
             "SELECT (SELECT count(*) FROM hag_sessions) AS sessions, "
+            "(SELECT count(*) FROM hag_learner_successes) AS successes, "
             "(SELECT count(*) FROM hag_edge_learner_reports) AS reports, "
             "(SELECT count(*) FROM hag_edge_learner_units) AS totals"
         ).fetchone()
         print(
             f"  memory: {counts['sessions']:,} sessions, {counts['reports']:,} reports, "
-            f"{counts['totals']:,} (edge, learner) totals"
+            f"{counts['totals']:,} (edge, learner) totals, {counts['successes']:,} past "
+            f"successes (the contradiction lookup's index)"
         )
     settings.invalidate()
     with db.connect() as conn:  # warm-up, untimed: imports, caches, a first plan of each query
@@ -285,7 +302,10 @@ def measure() -> None:
         print(
             f"  batch {batch + 1} ({_topic(past)}): {SESSIONS} sessions in {took:6.2f} s, "
             f"{SESSIONS / took * 60:7,.0f} sessions/min, reinforcement and re-weigh "
-            f"{1000 * step / SESSIONS:5.1f} ms/session, {summary.edges_reweighed} re-weighed "
+            f"{1000 * step / SESSIONS:5.1f} ms/session, {summary.edges_reweighed} re-weighed, "
+            f"{summary.struggles_contradicted} of "
+            f"{summary.struggles_contradicted + summary.struggles_proposed} struggles "
+            f"contradicted "
             f"(load average {before} -> {load()})",
             flush=True,
         )
