@@ -200,6 +200,29 @@ def test_a_session_of_1000_turns_is_one_unit(db, units):
     assert _confidence(db, e) == pytest.approx(expected)
 
 
+def test_sequence_evidence_reads_the_kept_units_and_sums_learners_at_another_cap(db, units, dials):
+    """learner-1 moves rsa -> signatures in 3 sessions, learner-2 in 1: at the cap the sums
+    were kept at (1) the edge has 1 + 1 units from 2 learners; at cap 2 the kept row does not
+    apply and the per-learner rows are summed, min(2, 3) + 1 = 3, as hag_edge_evidence sums
+    them. Its type's units out of rsa and in the topic are the same sums (the only edge)."""
+    from hag.evidence import store
+
+    e = topic_entries(db)
+    run(db, *(_leads(db, e, "learner-1", f"s{n}", n) for n in range(3)))
+    run(db, _leads(db, e, "learner-2", "other", 5))
+    edge = edge_row(db, e["rsa"], e["signatures"], "leads_to")["id"]
+
+    def read():
+        facts = store.sequence_evidence(db, [e["rsa"]], [], settings.current())
+        fact = next(x for x in facts if x.edge_id == edge)
+        return fact.units, fact.learners, fact.out_units, fact.total_units
+
+    assert read() == (pytest.approx(2.0), 2, pytest.approx(2.0), pytest.approx(2.0))
+    dials(prerequisite_learner_cap=2.0)
+    assert read() == (pytest.approx(3.0), 2, pytest.approx(3.0), pytest.approx(3.0))
+    dials(prerequisite_learner_cap=1.0)
+
+
 def test_moves_do_not_make_a_learner_of_the_concepts_prerequisites(db, units):
     """The prerequisite model counts a concept's learners from struggle reports only: three
     learners' unprompted moves out of rsa (sequence reports in the same table) and one

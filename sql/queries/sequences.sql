@@ -48,11 +48,21 @@ WITH family AS (
     FROM hag_edges e JOIN hag_entries s ON s.id = e.source_entry_id
     WHERE e.id IN (SELECT id FROM family)
 ), pool AS (
+    -- the units kept at write time (hag_edge_units, at this cap) joined set-based; only an
+    -- edge without such a row calls hag_edge_evidence, which then sums its per-learner rows
+    -- (a call per edge of the topic made this step most of session-end's time)
     SELECT e.id, e.edge_type, e.source_entry_id, e.target_entry_id, s.topic_id,
            u.units, u.learners
     FROM hag_edges e
     JOIN hag_entries s ON s.id = e.source_entry_id
-    CROSS JOIN LATERAL hag_edge_evidence(e.id, 0, %(prerequisite_learner_cap)s) u
+    LEFT JOIN hag_edge_units b ON b.edge_id = e.id AND b.cap = %(prerequisite_learner_cap)s
+    CROSS JOIN LATERAL (
+        SELECT b.units, b.learners WHERE b.edge_id IS NOT NULL
+        UNION ALL
+        SELECT f.units, f.learners
+        FROM hag_edge_evidence(e.id, 0, %(prerequisite_learner_cap)s) f
+        WHERE b.edge_id IS NULL
+    ) u
     WHERE e.edge_type IN ('leads_to', 'fallback') AND e.source_type = 'learned'
       AND s.topic_id IN (SELECT topic_id FROM topics)
 ), sums AS (
