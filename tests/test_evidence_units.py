@@ -240,6 +240,38 @@ def test_explain_terms_equal_the_stored_confidence(db, units, database_url):
     assert f"result {edge['confidence']:.6f}" in cli(str(edge["id"])[:12])
 
 
+def test_explain_says_how_many_learners_are_sessions_no_learner_is_recorded_for(
+    db, units, database_url
+):
+    """A learned rsa -> primes carried with 2 reporting sessions and no reporter (a memory
+    from before learners were kept): they count as 2 learners, and `hag explain` says so;
+    one learner's report makes 3 learners, still 2 of them unattributed."""
+    e = topic_entries(db)
+    edge = f.edge(db, e["rsa"], e["primes"], confidence=0.5, source_type="learned", hit_count=2)
+    db.commit()
+    env = {**os.environ, "DATABASE_URL": database_url}
+
+    def explained() -> tuple[dict, str]:
+        def cli(*args: str) -> str:
+            done = subprocess.run(
+                [sys.executable, "-m", "hag.cli", "explain", str(edge), *args],
+                capture_output=True, text=True, env=env, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        return json.loads(cli("--json"))["terms"], cli()
+
+    terms, text = explained()
+    assert (terms["learners"], terms["unattributed"]) == (2, 2)
+    assert "from 2 learner(s) (2 of them sessions no learner is recorded for" in text
+    run(db, payload("n1", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                    learner="learner-1", day=1))  # fmt: skip
+    terms, text = explained()
+    assert (terms["learners"], terms["unattributed"]) == (3, 2)
+    assert "from 3 learner(s) (2 of them sessions no learner is recorded for" in text
+
+
 def test_a_reweigh_that_moves_an_edge_writes_its_terms_in_the_history_row(db, units, database_url):
     """Three learners report rsa -> primes: every history row a re-weigh wrote for it carries
     the formula's terms, and the latest equals what `hag explain EDGE --json` prints now (the

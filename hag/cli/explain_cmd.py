@@ -59,9 +59,15 @@ def explain(edge_id: str, as_json: bool) -> None:
     if edge["edge_type"] != "prerequisite":
         _echo_sequence(t)
         return
+    unattributed = t.get("unattributed") or 0
     click.echo(
-        f"  reports: {t['units']:.4f} units from {t['learners']} learner(s); its concept "
-        f"{t['concept_units']:.4f} units from {t['concept_learners']} learner(s)"
+        f"  reports: {t['units']:.4f} units from {t['learners']} learner(s)"
+        + (
+            f" ({unattributed} of them sessions no learner is recorded for, one learner each)"
+            if unattributed
+            else ""
+        )
+        + f"; its concept {t['concept_units']:.4f} units from {t['concept_learners']} learner(s)"
     )
     click.echo(
         f"  chance {t['chance']:.4f} (noise share {t['noise_share']:.4f}), reverse evidence "

@@ -91,6 +91,10 @@ class PrerequisiteEvidence:
     # an authored or enriched edge's prior: the confidence it was written with by its author,
     # never moved by a re-weigh (migration 211; None: learned, or written with no trigger)
     prior: float | None = None
+    # the edge's sessions no learner is recorded for (its hit count beyond its reported
+    # sessions: a memory from before migration 091, an edge restored from the audit); each
+    # counts as one learner among `learners` (hag_edge_evidence)
+    unattributed: int = 0
 
     @property
     def reports_with_culled(self) -> int:
@@ -304,6 +308,9 @@ class EvidenceTerms:
     judged: bool
     confidence: float
     unlearned_from: float | None
+    # of `learners`, the sessions no learner is recorded for, each counted as one
+    # (`PrerequisiteEvidence.unattributed`)
+    unattributed: int = 0
 
 
 def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
@@ -336,7 +343,7 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
         return EvidenceTerms(
             fact.source_type, fact.units, fact.learners, fact.concept_units,
             fact.concept_learners, chance, noise, reverse, 0.0, None, k, net, lift,
-            min_learners, hold, False, confidence, None,
+            min_learners, hold, False, confidence, None, fact.unattributed,
         )  # fmt: skip
     prior = fact.confidence if fact.prior is None else fact.prior
     reports = max(fact.concept_units, fact.reported_units)
@@ -354,7 +361,7 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
     return EvidenceTerms(
         fact.source_type, fact.units, fact.learners, reports, fact.concept_learners, chance,
         noise, 0.0, fact.support_units, prior, k, net, lift, min_learners, None, judged,
-        lowered, prior if lowered < prior else None,
+        lowered, prior if lowered < prior else None, fact.unattributed,
     )  # fmt: skip
 
 

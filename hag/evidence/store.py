@@ -53,6 +53,7 @@ def prerequisite_evidence(
             support_units=float(r["support_units"]),
             reported_units=float(r["reported_units"]),
             reverse_units=None if r["reverse_units"] is None else float(r["reverse_units"]),
+            unattributed=int(r["unattributed"]),
         )
         for r in rows
     ]

@@ -20,7 +20,9 @@
 -- distinct learners per concept), never from the reports themselves:
 -- the edge's units and learners, its concept's units (live prerequisites) and distinct
 -- learners, the reverse edge's units, the supporting units, and the concept's units over its
--- live and culled prerequisites (a culled edge's sessions count as unattributed ones).
+-- live and culled prerequisites (a culled edge's sessions count as unattributed ones), and
+-- the edge's unattributed sessions (its hit count beyond its reported sessions: counted as a
+-- learner each by hag_edge_evidence; `hag explain` says how many of its learners they are).
 WITH touched AS (
     SELECT e.id, e.source_entry_id
     FROM hag_edges e
@@ -89,6 +91,8 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior
        r.confidence AS reverse_confidence,
        sup.hits AS support_hits, sup.units AS support_units,
        fu.units, fu.learners, fu.concept_units, cl.learners AS concept_learners,
+       greatest(0, f.hit_count - COALESCE((SELECT b.sessions FROM hag_edge_units b
+                                            WHERE b.edge_id = f.id), 0)) AS unattributed,
        COALESCE(ru.units, 0) AS reported_units,
        (SELECT u.units FROM hag_edge_evidence(r.id, r.hit_count, %(prerequisite_learner_cap)s) u
          WHERE r.id IS NOT NULL) AS reverse_units,
