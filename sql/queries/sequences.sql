@@ -83,19 +83,25 @@ WITH family AS (
     FROM hag_edges e
     LEFT JOIN sums s ON s.id = e.id
     WHERE e.id IN (SELECT id FROM family)
+), needs AS MATERIALIZED (
+    -- the struggle evidence on each needing concept, read once per concept (a session's
+    -- family shares a few dozen concepts among its hundreds of edges)
+    SELECT n.needing,
+           (SELECT COALESCE(sum(u.units), 0)
+            FROM hag_edges q
+            CROSS JOIN LATERAL hag_edge_evidence(q.id, q.hit_count, %(prerequisite_learner_cap)s) u
+            WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = n.needing) AS units,
+           (SELECT count(*) FROM hag_concept_learners cl
+            WHERE cl.source_entry_id = n.needing)
+           + (SELECT COALESCE(sum(greatest(0, q.hit_count - COALESCE(b.sessions, 0))), 0)
+              FROM hag_edges q LEFT JOIN hag_edge_units b ON b.edge_id = q.id
+              WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = n.needing)::int
+             AS learners
+    FROM (SELECT DISTINCT needing FROM members) n
 )
 SELECT s.id, s.edge_type, s.source_type, s.confidence, s.prior_confidence, s.units, s.learners, s.out_units,
        s.in_units, s.total_units, COALESCE(r.units, 0) AS reverse_units,
-       (SELECT COALESCE(sum(u.units), 0)
-        FROM hag_edges q
-        CROSS JOIN LATERAL hag_edge_evidence(q.id, q.hit_count, %(prerequisite_learner_cap)s) u
-        WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = s.needing) AS needing_units,
-       (SELECT count(*) FROM hag_concept_learners cl
-        WHERE cl.source_entry_id = s.needing)
-       + (SELECT COALESCE(sum(greatest(0, q.hit_count - COALESCE(b.sessions, 0))), 0)
-          FROM hag_edges q LEFT JOIN hag_edge_units b ON b.edge_id = q.id
-          WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = s.needing)::int
-         AS needing_learners,
+       nd.units AS needing_units, nd.learners AS needing_learners,
        (SELECT max(q.confidence) FROM hag_edges q
         WHERE q.edge_type = 'prerequisite'
           AND ((s.edge_type = 'leads_to' AND q.source_entry_id = s.target_entry_id
@@ -103,6 +109,7 @@ SELECT s.id, s.edge_type, s.source_type, s.confidence, s.prior_confidence, s.uni
             OR (s.edge_type = 'fallback' AND q.source_entry_id = s.source_entry_id
                 AND q.target_entry_id = s.target_entry_id))) AS prerequisite
 FROM members s
+JOIN needs nd ON nd.needing = s.needing
 LEFT JOIN sums r ON r.edge_type = s.edge_type AND r.source_entry_id = s.target_entry_id
                 AND r.target_entry_id = s.source_entry_id
 ORDER BY s.id
