@@ -10,9 +10,10 @@ and writes (`store.set_edge_confidences`), inside the caller's transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from hag.evidence import model, sequences, store
@@ -59,7 +60,7 @@ def reweigh_prerequisites(
         reason=reason,
         session_id=session_id,
         run_id=run_id,
-        terms={i: asdict(t) for i, t in terms.items()} or None,
+        terms=_of_moves(terms, {e.edge_id: e.confidence for e in evidence}),
     )
 
 
@@ -81,15 +82,31 @@ def reweigh_sequence_edges(
     if not sources and not targets:
         return 0
     evidence = store.sequence_evidence(conn, sources, targets, dials)
+    states = sequences.sequence_states(evidence, dials)
     return store.set_edge_confidences(
         conn,
-        sequences.sequence_states(evidence, dials),
+        states,
         at=at,
         reason=reason,
         session_id=session_id,
         run_id=run_id,
-        terms={e.edge_id: asdict(sequences.edge_terms(e, dials)) for e in evidence},
+        terms={
+            e.edge_id: asdict(sequences.edge_terms(e, dials))
+            for e in evidence
+            if states[e.edge_id][0] != e.confidence
+        },
     )
+
+
+def _of_moves(
+    terms: Mapping[UUID, model.EvidenceTerms], stored: Mapping[UUID, float]
+) -> dict[UUID, dict[str, Any]] | None:
+    """The terms, as dicts, of the edges whose confidence they move from the value read
+    under the row lock: only a move writes a history row to carry them (a re-weigh reads a
+    hundred edges or more and moves a few). None under a rule without terms."""
+    if not terms:
+        return None
+    return {i: asdict(t) for i, t in terms.items() if t.confidence != stored[i]}
 
 
 def reweigh_every_edge(conn: Conn, dials: Settings, *, at: datetime) -> tuple[int, int]:
