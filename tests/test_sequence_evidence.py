@@ -220,7 +220,41 @@ def test_sequence_evidence_reads_the_kept_units_and_sums_learners_at_another_cap
     assert read() == (pytest.approx(2.0), 2, pytest.approx(2.0), pytest.approx(2.0))
     dials(prerequisite_learner_cap=2.0)
     assert read() == (pytest.approx(3.0), 2, pytest.approx(3.0), pytest.approx(3.0))
-    dials(prerequisite_learner_cap=1.0)
+
+
+def test_every_edge_into_a_concept_reads_its_struggle_evidence_whole(db, units):
+    """Three leads_to into signatures share its struggle evidence, read once per concept:
+    a carried signatures -> hashing with 3 sessions no learner is recorded for, then reported
+    by learner-1 and learner-2, is 2 + 3 units from 2 + 3 learners for each of them, the one
+    with no report (and no kept units) too, which stands at 0 units from 0 learners."""
+    from hag.evidence import store
+
+    e = topic_entries(db)
+    f.edge(db, e["signatures"], e["hashing"], confidence=0.5, source_type="learned", hit_count=3)
+    quiet = f.edge(db, e["hashing"], e["signatures"], "leads_to", confidence=0.3,
+                   source_type="learned")  # fmt: skip
+    db.commit()
+    primes_then_signatures = payload(
+        "m2",
+        [turn(0, decision=e["primes"], outcome="success"),
+         turn(1, decision=e["signatures"], outcome="success")],
+        learner="learner-2", day=2,
+    )  # fmt: skip
+    run(db, _leads(db, e, "learner-1", "m1", 1), primes_then_signatures)
+    for n, who in enumerate(("learner-1", "learner-2")):
+        failed = turn(0, outcome="failure", struggles=[struggle("signatures", "hashing")])
+        run(db, payload(f"s{n}", [failed], learner=who, day=3 + n))
+    into = [
+        edge_row(db, e["rsa"], e["signatures"], "leads_to")["id"],
+        edge_row(db, e["primes"], e["signatures"], "leads_to")["id"],
+        quiet,
+    ]
+    facts = {x.edge_id: x for x in store.sequence_evidence(db, [], [e["signatures"]], units)}
+    for edge in into:
+        assert (facts[edge].needing_units, facts[edge].needing_learners) == (
+            pytest.approx(5.0), 5
+        )  # fmt: skip
+    assert (facts[quiet].units, facts[quiet].learners) == (0.0, 0)
 
 
 def test_moves_do_not_make_a_learner_of_the_concepts_prerequisites(db, units):
