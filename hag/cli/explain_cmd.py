@@ -59,7 +59,7 @@ def explain(edge_id: str, as_json: bool) -> None:
     if edge["edge_type"] != "prerequisite":
         _echo_sequence(t)
         return
-    unattributed = t.get("unattributed") or 0
+    unattributed = t["unattributed"]
     click.echo(
         f"  reports: {t['units']:.4f} units from {t['learners']} learner(s)"
         + (

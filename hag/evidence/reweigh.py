@@ -10,7 +10,7 @@ and writes (`store.set_edge_confidences`), inside the caller's transaction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -60,7 +60,7 @@ def reweigh_prerequisites(
         reason=reason,
         session_id=session_id,
         run_id=run_id,
-        terms=_of_moves(terms, {e.edge_id: e.confidence for e in evidence}),
+        terms={i: asdict(terms[i]) for i in _moving(states, evidence)} if terms else None,
     )
 
 
@@ -83,6 +83,7 @@ def reweigh_sequence_edges(
         return 0
     evidence = store.sequence_evidence(conn, sources, targets, dials)
     states = sequences.sequence_states(evidence, dials)
+    moving = _moving(states, evidence)
     return store.set_edge_confidences(
         conn,
         states,
@@ -93,20 +94,18 @@ def reweigh_sequence_edges(
         terms={
             e.edge_id: asdict(sequences.edge_terms(e, dials))
             for e in evidence
-            if states[e.edge_id][0] != e.confidence
+            if e.edge_id in moving
         },
     )
 
 
-def _of_moves(
-    terms: Mapping[UUID, model.EvidenceTerms], stored: Mapping[UUID, float]
-) -> dict[UUID, dict[str, Any]] | None:
-    """The terms, as dicts, of the edges whose confidence they move from the value read
-    under the row lock: only a move writes a history row to carry them (a re-weigh reads a
-    hundred edges or more and moves a few). None under a rule without terms."""
-    if not terms:
-        return None
-    return {i: asdict(t) for i, t in terms.items() if t.confidence != stored[i]}
+def _moving(
+    states: Mapping[UUID, tuple[float, float | None]], evidence: Iterable[Any]
+) -> set[UUID]:
+    """The edges whose new confidence differs from the one read under the row lock: the
+    only ones `store.set_edge_confidences` can report as moved, so the only ones whose terms
+    a history row carries (a re-weigh reads a hundred edges or more and moves a few)."""
+    return {e.edge_id for e in evidence if states[e.edge_id][0] != e.confidence}
 
 
 def reweigh_every_edge(conn: Conn, dials: Settings, *, at: datetime) -> tuple[int, int]:

@@ -32,7 +32,10 @@ WITH touched AS (
 ), family AS (
     SELECT e.id, e.source_entry_id, e.target_entry_id, e.source_type, e.hit_count,
            e.confidence, e.unlearned_from, e.prior_confidence,
-           sum(e.hit_count) OVER (PARTITION BY e.source_entry_id) AS concept_reports
+           sum(e.hit_count) OVER (PARTITION BY e.source_entry_id) AS concept_reports,
+           -- its sessions no learner is recorded for (hit count beyond reported sessions)
+           greatest(0, e.hit_count - COALESCE((SELECT b.sessions FROM hag_edge_units b
+                                                WHERE b.edge_id = e.id), 0)) AS unattributed
     FROM hag_edges e
     WHERE e.edge_type = 'prerequisite'
       AND e.source_entry_id IN (SELECT source_entry_id FROM touched)
@@ -48,9 +51,7 @@ WITH touched AS (
     SELECT z.source_entry_id,
            (SELECT count(*) FROM hag_concept_learners cl
              WHERE cl.source_entry_id = z.source_entry_id)
-           + sum(greatest(0, z.hit_count - COALESCE((SELECT b.sessions FROM hag_edge_units b
-                                                      WHERE b.edge_id = z.id), 0)))::int
-             AS learners
+           + sum(z.unattributed)::int AS learners
     FROM family z
     GROUP BY z.source_entry_id
 ), reported AS (
@@ -91,8 +92,7 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior
        r.confidence AS reverse_confidence,
        sup.hits AS support_hits, sup.units AS support_units,
        fu.units, fu.learners, fu.concept_units, cl.learners AS concept_learners,
-       greatest(0, f.hit_count - COALESCE((SELECT b.sessions FROM hag_edge_units b
-                                            WHERE b.edge_id = f.id), 0)) AS unattributed,
+       f.unattributed,
        COALESCE(ru.units, 0) AS reported_units,
        (SELECT u.units FROM hag_edge_evidence(r.id, r.hit_count, %(prerequisite_learner_cap)s) u
          WHERE r.id IS NOT NULL) AS reverse_units,
