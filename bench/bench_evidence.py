@@ -142,7 +142,7 @@ def build_topic(conn: Any, index: int, past: int) -> None:
     # what each past session's learner succeeded on (written at ingest, migration 097): three
     # of the first `SHOWN` concepts, so every learner with two past sessions has shown all of
     # them (all but a handful when `past` is well above `LEARNERS`, as at 10k and 1M) and the
-    # contradiction lookup (`session.sql: shown_before`) drops the same share of the
+    # contradiction lookup (`session.sql: shown_concepts`) drops the same share of the
     # new sessions' reports on both topics while probing an index `past` times as large
     conn.execute(
         "INSERT INTO hag_learner_successes (session_id, concept_slug, topic_id, learner_id, "

@@ -369,7 +369,6 @@ def test_a_struggle_the_learners_record_contradicts_is_not_reported():
     )
     turns, catalogue = payload.ordered_turns(), Catalogue.from_rows("t", [])
     entries = {"rsa": a, "primes": b, "hashing": c}
-    assert rules.missing_slugs(rules.struggle_pairs(turns, catalogue)) == ["hashing", "primes"]
 
     def reported(shown):
         per_turn, contradicted = rules.turn_struggles(turns, catalogue, shown)
@@ -447,6 +446,73 @@ def test_units_lift_nets_out_chance_and_the_reverse_and_holds_one_learner():
     alone = model.unit_terms(learned(1.0, 1, 1.0, 1), PROFILE_UNITS)
     assert alone.confidence == pytest.approx(PROFILE_UNITS.edge_min_confidence / 2)
     assert alone.confidence < PROFILE_UNITS.edge_min_confidence
+
+
+def test_the_invented_term_scales_the_shown_learners_rate_to_the_others():
+    """10 failed sessions on c, 4 by learners who had shown m, 1 of those named m anyway:
+    (10 - 4) x 1/4 = 1.5 invented reports, before any shown learner: none. With 6 units from
+    6 learners and chance 2 (as above), invented 1.5 leaves chance the larger (net 4); with 3
+    of the 4 shown sessions naming m, invented 4.5 takes net to 1.5. An authored edge's
+    judgement does not read it."""
+    k = PROFILE_UNITS.prerequisite_lift_k
+    assert model.invented_reports(10, 4, 1) == pytest.approx(1.5)
+    assert model.invented_reports(10, 0, 0) == 0.0
+    assert model.invented_reports(3, 3, 3) == 0.0
+    base = learned(6.0, 6, 30.0, 9)
+    low = model.unit_terms(replace(base, failed_sessions=10, shown_sessions=4, shown_named=1),
+                           PROFILE_UNITS)  # fmt: skip
+    assert (low.chance, low.invented, low.net) == pytest.approx((2.0, 1.5, 4.0))
+    high = model.unit_terms(replace(base, failed_sessions=10, shown_sessions=4, shown_named=3),
+                            PROFILE_UNITS)  # fmt: skip
+    assert (high.invented, high.net) == pytest.approx((4.5, 1.5))
+    assert high.confidence == pytest.approx(1.5 / (1.5 + k))
+    authored = replace(unreported_authored_edge(0), concept_units=3.0, concept_learners=2,
+                       prior=0.9, failed_sessions=10, shown_sessions=4, shown_named=3)  # fmt: skip
+    assert model.unit_terms(authored, PROFILE_UNITS).invented == 0.0
+
+
+def test_a_sessions_exposures_are_what_its_learner_had_shown_at_its_first_failure():
+    """The learner had shown primes and modular before the session. Turn 0 succeeds on
+    hashing; turn 1 fails on rsa naming hashing and primes as missing; turn 2 fails on hashing
+    (itself excepted); turn 3, with no outcome, shows nothing (signatures); turn 4 succeeds on
+    key-exchange; turn 5 fails on rsa again (its first failure decided) and on key-exchange
+    (itself excepted)."""
+    from hag.session.contract import SessionPayload
+    from hag.session.ladder import Catalogue
+
+    def s(missing):
+        return {"concept_slug": "rsa", "missing_slug": missing, "evidence": "quoted"}
+
+    payload = SessionPayload.model_validate_json(
+        json.dumps(
+            builders.payload(
+                "s",
+                [
+                    builders.turn(0, outcome="success", concepts=["hashing"]),
+                    builders.turn(1, outcome="failure", concepts=["rsa"],
+                                  struggles=[s("hashing"), s("primes")]),
+                    builders.turn(2, outcome="failure", concepts=["hashing"]),
+                    builders.turn(3, concepts=["signatures"]),
+                    builders.turn(4, outcome="success", concepts=["key-exchange"]),
+                    builders.turn(5, outcome="failure", concepts=["rsa", "key-exchange"]),
+                ],
+            )
+        )
+    )  # fmt: skip
+    got = rules.shown_exposures(
+        payload.ordered_turns(), Catalogue.from_rows("t", []), {"primes", "modular"}
+    )
+    assert got.failed == ("hashing", "key-exchange", "rsa")
+    assert dict(got.named) == {
+        ("hashing", "modular"): False,
+        ("hashing", "primes"): False,
+        ("key-exchange", "hashing"): False,
+        ("key-exchange", "modular"): False,
+        ("key-exchange", "primes"): False,
+        ("rsa", "hashing"): True,
+        ("rsa", "modular"): False,
+        ("rsa", "primes"): True,
+    }
 
 
 def test_units_negative_evidence_needs_units_and_learners():

@@ -520,3 +520,74 @@ def test_a_report_against_the_learners_own_record_is_not_evidence(db, units, dia
                                    struggles=[struggle("rsa", "primes"), struggle("rsa", "hashing")])],
                     learner="learner-2", day=12))  # fmt: skip
     assert _reported(db, "again") == 2
+
+
+def test_learners_who_had_shown_the_target_and_were_named_missing_it_set_its_invented_term(
+    db, units, database_url
+):
+    """Four learners succeed on primes, then fail on rsa; the extractor names primes as
+    missing for two of them (contradicted: no units). Four learners who never showed primes
+    fail on rsa, three of them named missing primes. Of the 8 failed sessions on rsa, 4 had
+    shown primes and 2 of those were named anyway: the pair's own record expects
+    (8 - 4) x 2/4 = 2 invented reports among the others, so rsa -> primes keeps 3 - 2 = 1 net
+    unit, 1/(1 + k), where chance alone (0: no other report on rsa) would give 3/(3 + k). A
+    session ingested again adds nothing."""
+    e = topic_entries(db)
+    db.commit()
+
+    def fails(session: str, learner: str, day: int, named: bool) -> dict:
+        blamed = [struggle("rsa", "primes")] if named else []
+        return payload(session, [turn(0, outcome="failure", concepts=["rsa"], struggles=blamed)],
+                       learner=learner, day=day)  # fmt: skip
+
+    shown = [f"shown-{n}" for n in range(4)]
+    run(db, *(payload(f"ok-{n}", [turn(0, outcome="success", concepts=["primes"])],
+                      learner=who, day=1) for n, who in enumerate(shown)))  # fmt: skip
+    run(db, *(fails(f"s-{n}", who, 5, named=n < 2) for n, who in enumerate(shown)))
+    run(db, *(fails(f"n-{n}", f"new-{n}", 6 + n, named=n < 3) for n in range(4)))
+
+    failed = db.execute(
+        "SELECT sessions FROM hag_concept_failures WHERE source_entry_id = %s", (e["rsa"],)
+    ).fetchone()
+    exposures = db.execute(
+        "SELECT source_entry_id, target_entry_id, shown_sessions, shown_named"
+        " FROM hag_shown_exposures"
+    ).fetchall()
+    assert failed["sessions"] == 8
+    assert [tuple(r.values()) for r in exposures] == [(e["rsa"], e["primes"], 4, 2)]
+    k = units.prerequisite_lift_k
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(1 / (1 + k))
+    edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    terms = evidence_terms(db, edge, e["rsa"], units)
+    assert terms is not None
+    assert (terms["invented"], terms["chance"], terms["units"]) == pytest.approx((2.0, 0.0, 3.0))
+    said = subprocess.run(
+        [sys.executable, "-m", "hag.cli", "explain", str(edge)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "DATABASE_URL": database_url},
+    )  # fmt: skip
+    assert said.returncode == 0, said.stderr
+    assert "invented 2.0000: of 8 sessions failed on its concept, 4 by learners" in said.stdout
+
+    from hag.session.process import process_pending
+    from tests.session_builders import ingest
+
+    ingest(db, fails("n-0", "new-0", 6, named=True))
+    process_pending()
+    again = db.execute(
+        "SELECT sessions FROM hag_concept_failures WHERE source_entry_id = %s", (e["rsa"],)
+    ).fetchone()
+    assert again["sessions"] == 8
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(1 / (1 + k))
+
+
+def test_the_invented_term_is_kept_only_under_the_units_rule(db):
+    """Under the seed's rules a failed session keeps no counts (nothing reads them)."""
+    e = topic_entries(db)
+    db.commit()
+    run(db, payload("ok", [turn(0, outcome="success", concepts=["primes"])], day=1),
+        payload("f", [turn(0, outcome="failure", concepts=["rsa"],
+                           struggles=[struggle("rsa", "primes")])], day=2))  # fmt: skip
+    assert edge_row(db, e["rsa"], e["primes"], "prerequisite") is not None
+    assert db.execute("SELECT count(*) AS n FROM hag_concept_failures").fetchone()["n"] == 0
+    assert db.execute("SELECT count(*) AS n FROM hag_shown_exposures").fetchone()["n"] == 0

@@ -51,12 +51,16 @@ def session_shares(
     return {pair: turns / totals[pair[0]] for pair, turns in turns_by_pair.items()}
 
 
-def lift_sources(observed: Iterable[EdgeObservation], dials: Settings) -> list[UUID]:
-    """Under the lift rule, the concepts (entries) this session reports struggles on: every
+def lift_sources(
+    observed: Iterable[EdgeObservation], dials: Settings, failed: Iterable[UUID] = ()
+) -> list[UUID]:
+    """Under the lift rule, the concepts (entries) this session reports struggles on, and under
+    the units rule those it failed a turn on (`failed`: their `invented` term moved): every
     prerequisite out of them (their chance changed) or into them is re-weighed."""
     if not lift_selected(dials):
         return []
-    return sorted({o.source_entry_id for o in observed if o.edge_type == "prerequisite"}, key=str)
+    reported = {o.source_entry_id for o in observed if o.edge_type == "prerequisite"}
+    return sorted(reported | set(failed), key=str)
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,12 @@ class PrerequisiteEvidence:
     # sessions: a memory from before migration 091, an edge restored from the audit); each
     # counts as one learner among `learners` (hag_edge_evidence)
     unattributed: int = 0
+    # the `invented` term's counts (migration 215, `invented_reports`): the sessions that
+    # failed a turn on the edge's concept, of them those whose learner had shown its target,
+    # and of those the ones whose struggles named the edge anyway
+    failed_sessions: int = 0
+    shown_sessions: int = 0
+    shown_named: int = 0
 
     @property
     def reports_with_culled(self) -> int:
@@ -267,6 +277,21 @@ def undoable_unlearning(
     return own, None
 
 
+def invented_reports(failed: int, shown: int, named: int) -> float:
+    """The sessions expected to name c -> m by the extractor's invention alone: the failed
+    sessions on c whose learner had not shown m, times the share of those whose learner had
+    shown m that named it anyway (0 before any such learner failed on c).
+
+    A learner who has shown m is not missing it, so every report of c -> m among them is
+    invented; an invention does not depend on whether the learner knows m, so the same rate
+    applies to the others. The term is the pair's own record, with no dial: an extractor
+    that repeats one misreading, or a learner's misconception, raises it for that pair alone.
+    """
+    if shown <= 0:
+        return 0.0
+    return max(0, failed - shown) * named / shown
+
+
 def edge_bounds(x: float, dials: Settings) -> float:
     """Within the edge floor and ceiling."""
     return min(dials.edge_confidence_ceiling, max(dials.edge_confidence_floor, x))
@@ -280,9 +305,10 @@ class EvidenceTerms:
     """The terms of one prerequisite's confidence under the units rule, as `hag explain`
     prints them; `confidence` is what the re-weigh stores.
 
-    Learned: `lift` = net/(net + k), net = max(0, units - chance - reverse), chance = the
-    concept's other units spread over `spread` concepts and scaled by 1 + noise weight x
-    `noise_share`; fewer than `min_learners` distinct learners hold it at `hold` =
+    Learned: `lift` = net/(net + k), net = max(0, units - max(chance, invented) - reverse),
+    chance = the concept's other units spread over `spread` concepts and scaled by 1 + noise
+    weight x `noise_share`, invented = the reports the pair's own record says the extractor
+    invents (`invented_reports`); fewer than `min_learners` distinct learners hold it at `hold` =
     edge_min_confidence x learners / min_learners; then the edge floor and ceiling.
     Authored or enriched: `prior` (the confidence its author wrote it with,
     `PrerequisiteEvidence.prior`: no stored lowering state is read); `judged` when its concept has `min_reports` units from `min_learners` learners
@@ -311,6 +337,13 @@ class EvidenceTerms:
     # of `learners`, the sessions no learner is recorded for, each counted as one
     # (`PrerequisiteEvidence.unattributed`)
     unattributed: int = 0
+    # a learned edge's reports expected from the extractor's invention (`invented_reports`),
+    # from its concept's failed sessions, those by learners who had shown its target, and of
+    # those the ones that named it
+    invented: float = 0.0
+    failed_sessions: int = 0
+    shown_sessions: int = 0
+    shown_named: int = 0
 
 
 def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
@@ -332,7 +365,8 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
         reverse = reverse_evidence(
             fact.reverse_units, fact.reverse_source_type, fact.reverse_confidence, dials
         )
-        net = max(0.0, fact.units - chance - reverse)
+        invented = invented_reports(fact.failed_sessions, fact.shown_sessions, fact.shown_named)
+        net = max(0.0, fact.units - max(chance, invented) - reverse)
         lift = net / (net + k)
         hold = (
             dials.edge_min_confidence * fact.learners / min_learners
@@ -343,7 +377,8 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
         return EvidenceTerms(
             fact.source_type, fact.units, fact.learners, fact.concept_units,
             fact.concept_learners, chance, noise, reverse, 0.0, None, k, net, lift,
-            min_learners, hold, False, confidence, None, fact.unattributed,
+            min_learners, hold, False, confidence, None, fact.unattributed, invented,
+            fact.failed_sessions, fact.shown_sessions, fact.shown_named,
         )  # fmt: skip
     prior = fact.confidence if fact.prior is None else fact.prior
     reports = max(fact.concept_units, fact.reported_units)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -54,6 +55,9 @@ def prerequisite_evidence(
             reported_units=float(r["reported_units"]),
             reverse_units=None if r["reverse_units"] is None else float(r["reverse_units"]),
             unattributed=int(r["unattributed"]),
+            failed_sessions=int(r["failed_sessions"]),
+            shown_sessions=int(r["shown_sessions"]),
+            shown_named=int(r["shown_named"]),
         )
         for r in rows
     ]
@@ -125,6 +129,32 @@ def record_reports(
             "edge_ids": ids,
             "turns": [turns_by_edge[i][0] for i in ids],
             "shares": [turns_by_edge[i][1] for i in ids],
+        },
+    )
+
+
+@dataclass(frozen=True)
+class ExposureRows:
+    """What one session adds to the `invented` term's counts (migration 215), as topic
+    entries: the concepts it failed a turn on, and per failed concept c and concept m its
+    learner had shown there, ((c, m), whether its struggles named c -> m); each key once."""
+
+    failed: Sequence[UUID]
+    pairs: Sequence[tuple[tuple[UUID, UUID], bool]]
+
+
+def record_exposures(conn: Conn, rows: ExposureRows | None) -> None:
+    """Add a session's failed concepts and shown pairs to the kept counts, in key order (the
+    session's ledger row makes it once per session)."""
+    if rows is None or not rows.failed:
+        return
+    conn.execute(
+        query("evidence", "record_exposures"),
+        {
+            "failed": list(rows.failed),
+            "sources": [c for (c, _), _ in rows.pairs],
+            "targets": [m for (_, m), _ in rows.pairs],
+            "named": [named for _, named in rows.pairs],
         },
     )
 

@@ -80,22 +80,15 @@ def topic_entries(
     return {r["concept_slug"]: r["id"] for r in rows}
 
 
-def shown_before(conn: Connection, session: SessionPayload, slugs: Sequence[str]) -> set[str]:
-    """Of `slugs`, the concepts the session's learner succeeded on in an earlier session of
-    its topic (by `ended_at`, whatever order sessions are processed in)."""
-    if not slugs:
-        return set()
-    rows = _all(
-        conn,
-        "shown_before",
-        {
-            "slugs": list(slugs),
-            "topic_id": session.topic_id,
-            "learner_id": session.learner_id,
-            "ended_at": session.ended_at,
-        },
-    )
-    return {r["slug"] for r in rows}
+def shown_concepts(conn: Connection, session: SessionPayload) -> set[str]:
+    """Every concept the session's learner succeeded on in an earlier session of its topic
+    (by `ended_at`, whatever order sessions are processed in)."""
+    params = {
+        "topic_id": session.topic_id,
+        "learner_id": session.learner_id,
+        "ended_at": session.ended_at,
+    }
+    return {r["slug"] for r in _all(conn, "shown_concepts", params)}
 
 
 def edge_grading_state(conn: Connection, ids: Iterable[UUID]) -> dict[UUID, EdgeGradingState]:

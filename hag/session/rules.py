@@ -468,10 +468,44 @@ def reported_turns(
     return counted
 
 
-def missing_slugs(pairs: Iterable[StrugglePair]) -> list[str]:
-    """The missing concepts a session's struggles name (`struggle_pairs`), sorted: those whose
-    earlier successes by the learner session-end looks up (`facts.shown_before`)."""
-    return sorted({p.missing_slug for p in pairs})
+@dataclass(frozen=True)
+class ShownExposures:
+    """What a session adds to the counts the `invented` term reads (migration 215): the
+    concepts it failed a turn on, and per failed concept c and concept m its learner had shown
+    by its first failed turn on c, whether its struggles named c -> m."""
+
+    failed: tuple[str, ...]
+    named: Mapping[tuple[str, str], bool]
+
+    def slugs(self) -> list[str]:
+        """Every concept named, sorted (their topic entries are looked up)."""
+        return sorted(set(self.failed) | {m for _, m in self.named})
+
+
+def shown_exposures(
+    turns: Iterable[Turn], catalogue: Catalogue, shown: Collection[str]
+) -> ShownExposures:
+    """A session's failed concepts and, for each, the concepts its learner had shown when it
+    first failed there: those in `shown` (succeeded on in earlier sessions of the topic) or
+    in a successful turn earlier in the session, itself excepted. A pair counts as named when
+    any struggle of the session with evidence names it (`struggle_pairs`), kept or
+    contradicted: the rate at which learners who had shown m are named as missing it is the
+    extractor's own, the `invented` term's (hag.evidence.model.unit_terms)."""
+    turns = list(turns)
+    named = {(p.concept_slug, p.missing_slug) for p in struggle_pairs(turns, catalogue)}
+    succeeded = set(shown)
+    first: dict[str, frozenset[str]] = {}
+    for t in turns:
+        slugs = [candidate_slug(slug, catalogue) for slug in t.concept_slugs]
+        if t.outcome == "failure":
+            for c in slugs:
+                first.setdefault(c, frozenset(succeeded - {c}))
+        elif t.outcome == "success":
+            succeeded.update(slugs)
+    return ShownExposures(
+        tuple(sorted(first)),
+        {(c, m): (c, m) in named for c, had in sorted(first.items()) for m in sorted(had)},
+    )
 
 
 # --- step 5: what a session grades (seed) ------------------------------------------------------

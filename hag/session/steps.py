@@ -143,12 +143,13 @@ def apply_session(
     with timed(timings, "discovery"):
         observed = discover(conn, turns)
     with timed(timings, "proposals"):
-        proposed, turns_by_pair = propose_prerequisites(
-            conn, session, plan, turns, catalogue, dials, counts
-        )
-        observed += proposed
+        proposed = propose_prerequisites(conn, session, plan, turns, catalogue, dials, counts)
+        observed += proposed.observed
     with timed(timings, "reinforcement"):
-        sources = model.lift_sources(observed, dials)
+        # the concepts reported on, and those failed on (their `invented` term moved)
+        sources = model.lift_sources(
+            observed, dials, proposed.exposures.failed if proposed.exposures else ()
+        )
         write.lock_rows(
             conn,
             list({i for t in turns for i in rules.graded_entries(t)}),
@@ -157,7 +158,8 @@ def apply_session(
             sources,
             sequence_step.lock_ends(observed, dials),
         )
-        reinforce(conn, session, observed, dials, counts, run_id, turns_by_pair)
+        reinforce(conn, session, observed, dials, counts, run_id, proposed.turns_by_pair)
+        store.record_exposures(conn, proposed.exposures)
         weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id)
         sequence_step.weigh_sequence_evidence(conn, session, turns, observed, dials, counts, run_id)
     with timed(timings, "grading"):
@@ -208,32 +210,65 @@ def propose_prerequisites(
     catalogue: Catalogue,
     dials: Settings,
     counts: SessionCounts,
-) -> tuple[list[EdgeObservation], dict[tuple[UUID, UUID], int]]:
+) -> Proposed:
     """Step 3: a `prerequisite` edge per struggle with evidence, struggled -> missing concept,
     between the topic entries of the session's topic (`rules.propose_prerequisites`), and how
     many turns reported each pair (`rules.reported_turns`, kept with the learner). Under the
     units rule a struggle the learner's own record contradicts proposes nothing
-    (`rules.turn_struggles`, `prerequisite_drop_shown`)."""
+    (`rules.turn_struggles`, `prerequisite_drop_shown`), and the session's failed concepts
+    with what its learner had shown there are kept for the `invented` term
+    (`rules.shown_exposures`, `Proposed.exposures`)."""
     counts.struggles_without_evidence += rules.struggles_without_evidence(session.turns)
-    if not plan.struggles:
-        return [], {}
+    units = model.units_selected(dials)
+    shown = facts.shown_concepts(conn, session) if units else None
+    exposures = rules.shown_exposures(turns, catalogue, shown) if shown is not None else None
+    slugs = set(rules.proposal_slugs(plan.struggles))
+    slugs.update(exposures.slugs() if exposures is not None else ())
+    if not slugs:
+        return Proposed([], {}, None)
     found = facts.topic_entries(
-        conn,
-        session.topic_id,
-        graph_scope("topic", session.learner_id, dials),
-        rules.proposal_slugs(plan.struggles),
+        conn, session.topic_id, graph_scope("topic", session.learner_id, dials), sorted(slugs)
     )
-    shown = (
-        facts.shown_before(conn, session, rules.missing_slugs(plan.struggles))
-        if model.drops_shown(dials)
-        else None
+    per_turn, contradicted = rules.turn_struggles(
+        turns, catalogue, shown if model.drops_shown(dials) else None
     )
-    per_turn, contradicted = rules.turn_struggles(turns, catalogue, shown)
     counts.struggles_contradicted += contradicted
     proposals = rules.propose_prerequisites([p for pairs in per_turn for p in pairs], found)
     counts.struggles_unresolved += proposals.unresolved
     counts.struggles_proposed += len(proposals.observed)
-    return list(proposals.observed), rules.reported_turns(per_turn, found)
+    return Proposed(
+        list(proposals.observed),
+        rules.reported_turns(per_turn, found),
+        None if exposures is None else exposure_rows(exposures, found),
+    )
+
+
+def exposure_rows(
+    exposures: rules.ShownExposures, topic_entries: Mapping[str, UUID]
+) -> store.ExposureRows:
+    """The session's failed concepts and shown pairs as topic entries, each once (named if
+    any of its slugs' pairs was): a concept with no entry in the topic, or a pair naming one
+    entry twice, is left out."""
+    pairs: dict[tuple[UUID, UUID], bool] = {}
+    for (c, m), named in exposures.named.items():
+        ends = rules.entry_pair(StrugglePair(c, m), topic_entries)
+        if ends is not None:
+            pairs[ends] = pairs.get(ends, False) or named
+    return store.ExposureRows(
+        failed=sorted({topic_entries[c] for c in exposures.failed if c in topic_entries}, key=str),
+        pairs=sorted(pairs.items(), key=lambda p: (str(p[0][0]), str(p[0][1]))),
+    )
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """Step 3's result: the prerequisites proposed, how many turns reported each pair, and
+    under the units rule the session's failed concepts with what its learner had shown there
+    (topic entries; None under other rules)."""
+
+    observed: list[EdgeObservation]
+    turns_by_pair: dict[tuple[UUID, UUID], int]
+    exposures: store.ExposureRows | None
 
 
 def reinforce(

@@ -22,7 +22,9 @@
 -- learners, the reverse edge's units, the supporting units, and the concept's units over its
 -- live and culled prerequisites (a culled edge's sessions count as unattributed ones), and
 -- the edge's unattributed sessions (its hit count beyond its reported sessions: counted as a
--- learner each by hag_edge_evidence; `hag explain` says how many of its learners they are).
+-- learner each by hag_edge_evidence; `hag explain` says how many of its learners they are),
+-- and the counts of the `invented` term (migration 215): its concept's failed sessions, of
+-- them those whose learner had shown the target, and of those the ones naming the edge.
 WITH touched AS (
     SELECT e.id, e.source_entry_id
     FROM hag_edges e
@@ -96,7 +98,10 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior
        COALESCE(ru.units, 0) AS reported_units,
        (SELECT u.units FROM hag_edge_evidence(r.id, r.hit_count, %(prerequisite_learner_cap)s) u
          WHERE r.id IS NOT NULL) AS reverse_units,
-       COALESCE(rs.reports, ARRAY[0, 0]) AS reversal_reports
+       COALESCE(rs.reports, ARRAY[0, 0]) AS reversal_reports,
+       COALESCE(cf.sessions, 0) AS failed_sessions,
+       COALESCE(sx.shown_sessions, 0) AS shown_sessions,
+       COALESCE(sx.shown_named, 0) AS shown_named
 FROM family f
 JOIN hag_entries s ON s.id = f.source_entry_id
 LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
@@ -105,6 +110,9 @@ LEFT JOIN reversals rs ON rs.source_entry_id = f.source_entry_id
 JOIN units fu ON fu.id = f.id
 JOIN concept_learners cl ON cl.source_entry_id = f.source_entry_id
 LEFT JOIN reported_units ru ON ru.source_entry_id = f.source_entry_id
+LEFT JOIN hag_concept_failures cf ON cf.source_entry_id = f.source_entry_id
+LEFT JOIN hag_shown_exposures sx ON sx.source_entry_id = f.source_entry_id
+                                AND sx.target_entry_id = f.target_entry_id
 CROSS JOIN LATERAL (
     SELECT COALESCE(sum(o.hit_count), 0) AS hits, COALESCE(sum(o.units), 0) AS units
     FROM reported o
@@ -137,6 +145,23 @@ INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, sh
 SELECT r.edge_id, %(session_id)s, %(learner_id)s, r.turns, r.share, %(at)s
 FROM unnest(%(edge_ids)s::uuid[], %(turns)s::int[], %(shares)s::float8[]) AS r (edge_id, turns, share)
 ON CONFLICT (edge_id, session_id) DO NOTHING
+
+-- name: record_exposures
+-- The session's failed concepts and, per failed concept c and concept m its learner had
+-- shown, whether its struggles named c -> m (migration 215), added to the kept counts in key
+-- order (the session's edge rows are locked already; counts are only ever added to here).
+WITH failed AS (
+    INSERT INTO hag_concept_failures AS f (source_entry_id, sessions)
+    SELECT c, 1 FROM unnest(%(failed)s::uuid[]) AS x (c) ORDER BY c
+    ON CONFLICT (source_entry_id) DO UPDATE SET sessions = f.sessions + 1
+)  -- a data-modifying WITH runs to completion whether or not the statement reads it
+INSERT INTO hag_shown_exposures AS x (source_entry_id, target_entry_id, shown_sessions, shown_named)
+SELECT r.c, r.m, 1, r.named::int
+FROM unnest(%(sources)s::uuid[], %(targets)s::uuid[], %(named)s::boolean[]) AS r (c, m, named)
+ORDER BY r.c, r.m
+ON CONFLICT (source_entry_id, target_entry_id) DO UPDATE
+SET shown_sessions = x.shown_sessions + 1,
+    shown_named = x.shown_named + EXCLUDED.shown_named
 
 -- name: set_edge_confidences
 -- Evidence-rule confidences computed in hag/session/rules.py, with the value negative evidence

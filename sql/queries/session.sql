@@ -150,17 +150,14 @@ FROM hag_entries
 WHERE topic_id = %(topic_id)s AND visibility_scope = %(scope)s
   AND concept_slug = ANY(%(slugs)s::text[]) AND concept_slug <> '_unanchored_'
 
--- name: shown_before
--- Of the named concepts, those the learner succeeded on in a session of the topic that ended
--- strictly before this one (hag_learner_successes, written at ingest, so the answer does not
--- depend on the order sessions are processed in): one index probe per concept.
-SELECT s.slug
-FROM unnest(%(slugs)s::text[]) AS s (slug)
-WHERE EXISTS (
-    SELECT 1 FROM hag_learner_successes l
-    WHERE l.topic_id = %(topic_id)s AND l.learner_id = %(learner_id)s
-      AND l.concept_slug = s.slug AND l.ended_at < %(ended_at)s
-)
+-- name: shown_concepts
+-- Every concept the learner succeeded on in a session of the topic that ended strictly
+-- before this one (hag_learner_successes, written at ingest, so the answer does not depend
+-- on the order sessions are processed in): the learner's rows of the topic, one index range.
+SELECT DISTINCT l.concept_slug AS slug
+FROM hag_learner_successes l
+WHERE l.topic_id = %(topic_id)s AND l.learner_id = %(learner_id)s
+  AND l.ended_at < %(ended_at)s
 
 -- name: grade_edges
 -- Outcome grading of the edges whose lines reached the prompt (seed: +-0.05 within
