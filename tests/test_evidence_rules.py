@@ -452,8 +452,9 @@ def test_the_invented_term_scales_the_shown_learners_rate_to_the_others():
     """10 failed sessions on c, 4 by learners who had shown m, 1 of those named m anyway:
     (10 - 4) x 1/4 = 1.5 invented reports, before any shown learner: none. With 6 units from
     6 learners and chance 2 (as above), invented 1.5 leaves chance the larger (net 4); with 3
-    of the 4 shown sessions naming m, invented 4.5 takes net to 1.5. An authored edge's
-    judgement does not read it."""
+    of the 4 shown sessions naming m, invented 4.5 takes net to 1.5. With
+    `prerequisite_drop_shown` off the shown sessions' reports are evidence too, so the rate
+    applies to all 10: 7.5. An authored edge's judgement does not read it."""
     k = PROFILE_UNITS.prerequisite_lift_k
     assert model.invented_reports(10, 4, 1) == pytest.approx(1.5)
     assert model.invented_reports(10, 0, 0) == 0.0
@@ -466,6 +467,11 @@ def test_the_invented_term_scales_the_shown_learners_rate_to_the_others():
                             PROFILE_UNITS)  # fmt: skip
     assert (high.invented, high.net) == pytest.approx((4.5, 1.5))
     assert high.confidence == pytest.approx(1.5 / (1.5 + k))
+    kept = PROFILE_UNITS.with_overrides(prerequisite_drop_shown=False)
+    assert model.invented_reports(10, 4, 1, shown_dropped=False) == pytest.approx(2.5)
+    both = model.unit_terms(replace(base, failed_sessions=10, shown_sessions=4, shown_named=3),
+                            kept)  # fmt: skip
+    assert both.invented == pytest.approx(7.5)
     authored = replace(unreported_authored_edge(0), concept_units=3.0, concept_learners=2,
                        prior=0.9, failed_sessions=10, shown_sessions=4, shown_named=3)  # fmt: skip
     assert model.unit_terms(authored, PROFILE_UNITS).invented == 0.0
@@ -502,6 +508,9 @@ def test_a_sessions_exposures_are_what_its_learner_had_shown_at_its_first_failur
     got = rules.shown_exposures(
         payload.ordered_turns(), Catalogue.from_rows("t", []), {"primes", "modular"}
     )
+    assert rules.failed_slugs(payload.ordered_turns(), Catalogue.from_rows("t", [])) == [
+        "hashing", "key-exchange", "rsa"
+    ]  # fmt: skip
     assert got.failed == ("hashing", "key-exchange", "rsa")
     assert dict(got.named) == {
         ("hashing", "modular"): False,
@@ -513,6 +522,40 @@ def test_a_sessions_exposures_are_what_its_learner_had_shown_at_its_first_failur
         ("rsa", "modular"): False,
         ("rsa", "primes"): True,
     }
+
+
+def test_only_a_report_made_after_its_concept_was_shown_counts_as_named():
+    """Turn 0 (no outcome) names primes missing for rsa before the learner shows primes in
+    turn 1; turn 2 fails on rsa. The report is evidence (kept by `turn_struggles`), so the
+    shown session does not count it as named: one report is never both. An earlier success
+    recorded under an alias (`prime numbers`) counts as primes shown."""
+    from hag.session.contract import SessionPayload
+    from hag.session.ladder import Catalogue
+
+    blame = {"concept_slug": "rsa", "missing_slug": "primes", "evidence": "quoted"}
+    payload = SessionPayload.model_validate_json(
+        json.dumps(
+            builders.payload(
+                "s",
+                [
+                    builders.turn(0, struggles=[blame]),
+                    builders.turn(1, outcome="success", concepts=["primes"]),
+                    builders.turn(2, outcome="failure", concepts=["rsa"]),
+                ],
+            )
+        )
+    )
+    turns = payload.ordered_turns()
+    plain = Catalogue.from_rows("t", [])
+    assert dict(rules.shown_exposures(turns, plain, set()).named) == {("rsa", "primes"): False}
+    kept, contradicted = rules.turn_struggles(turns, plain, set())
+    assert (kept[0], contradicted) == ([rules.StrugglePair("rsa", "primes")], 0)
+    aliased = Catalogue.from_rows(
+        "t", [{"slug": "primes", "title": "Primes", "aliases": ["prime numbers"]}]
+    )
+    early = rules.shown_exposures(turns, aliased, {"prime numbers"})
+    assert dict(early.named) == {("rsa", "primes"): True}
+    assert rules.turn_struggles(turns, aliased, {"prime numbers"})[1] == 1
 
 
 def test_units_negative_evidence_needs_units_and_learners():

@@ -277,10 +277,12 @@ def undoable_unlearning(
     return own, None
 
 
-def invented_reports(failed: int, shown: int, named: int) -> float:
+def invented_reports(failed: int, shown: int, named: int, shown_dropped: bool = True) -> float:
     """The sessions expected to name c -> m by the extractor's invention alone: the failed
-    sessions on c whose learner had not shown m, times the share of those whose learner had
-    shown m that named it anyway (0 before any such learner failed on c).
+    sessions on c whose reports count as evidence, times the share of the sessions whose
+    learner had shown m that named it anyway (0 before any such learner failed on c). The
+    sessions whose learner had shown m are left out of the first count when their reports are
+    (`shown_dropped`, `prerequisite_drop_shown`), and counted when they are kept.
 
     A learner who has shown m is not missing it, so every report of c -> m among them is
     invented; an invention does not depend on whether the learner knows m, so the same rate
@@ -289,7 +291,7 @@ def invented_reports(failed: int, shown: int, named: int) -> float:
     """
     if shown <= 0:
         return 0.0
-    return max(0, failed - shown) * named / shown
+    return max(0, failed - (shown if shown_dropped else 0)) * named / shown
 
 
 def edge_bounds(x: float, dials: Settings) -> float:
@@ -365,7 +367,9 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
         reverse = reverse_evidence(
             fact.reverse_units, fact.reverse_source_type, fact.reverse_confidence, dials
         )
-        invented = invented_reports(fact.failed_sessions, fact.shown_sessions, fact.shown_named)
+        invented = invented_reports(
+            fact.failed_sessions, fact.shown_sessions, fact.shown_named, drops_shown(dials)
+        )
         net = max(0.0, fact.units - max(chance, invented) - reverse)
         lift = net / (net + k)
         hold = (

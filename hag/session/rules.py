@@ -438,7 +438,7 @@ def turn_struggles(
     not missing it, so the report is the extractor's (or the learner's) mistake, not evidence
     (`prerequisite_drop_shown`).
     """
-    succeeded = set(shown) if shown is not None else None
+    succeeded = {candidate_slug(s, catalogue) for s in shown} if shown is not None else None
     per_turn: list[list[StrugglePair]] = []
     contradicted = 0
     for t in turns:
@@ -482,20 +482,33 @@ class ShownExposures:
         return sorted(set(self.failed) | {m for _, m in self.named})
 
 
+def failed_slugs(turns: Iterable[Turn], catalogue: Catalogue) -> list[str]:
+    """The concepts of a session's failed turns, read through the catalogue, sorted."""
+    return sorted(
+        {candidate_slug(slug, catalogue) for t in turns if t.outcome == "failure"
+         for slug in t.concept_slugs}
+    )  # fmt: skip
+
+
 def shown_exposures(
     turns: Iterable[Turn], catalogue: Catalogue, shown: Collection[str]
 ) -> ShownExposures:
     """A session's failed concepts and, for each, the concepts its learner had shown when it
-    first failed there: those in `shown` (succeeded on in earlier sessions of the topic) or
-    in a successful turn earlier in the session, itself excepted. A pair counts as named when
-    any struggle of the session with evidence names it (`struggle_pairs`), kept or
-    contradicted: the rate at which learners who had shown m are named as missing it is the
-    extractor's own, the `invented` term's (hag.evidence.model.unit_terms)."""
-    turns = list(turns)
-    named = {(p.concept_slug, p.missing_slug) for p in struggle_pairs(turns, catalogue)}
-    succeeded = set(shown)
+    first failed there: those in `shown` (succeeded on in earlier sessions of the topic, read
+    through the catalogue) or in a successful turn earlier in the session, itself excepted.
+    A pair counts as named when a struggle of the session with evidence named it after its
+    learner had shown the missing concept: a report `turn_struggles` finds contradicted, never
+    one kept as evidence. The rate at which learners who had shown m are named as missing it
+    is the extractor's own, the `invented` term's (hag.evidence.model.invented_reports)."""
+    succeeded = {candidate_slug(slug, catalogue) for slug in shown}
     first: dict[str, frozenset[str]] = {}
+    contradicted: set[tuple[str, str]] = set()
     for t in turns:
+        contradicted.update(
+            (p.concept_slug, p.missing_slug)
+            for p in struggle_pairs([t], catalogue)
+            if p.missing_slug in succeeded
+        )
         slugs = [candidate_slug(slug, catalogue) for slug in t.concept_slugs]
         if t.outcome == "failure":
             for c in slugs:
@@ -504,7 +517,7 @@ def shown_exposures(
             succeeded.update(slugs)
     return ShownExposures(
         tuple(sorted(first)),
-        {(c, m): (c, m) in named for c, had in sorted(first.items()) for m in sorted(had)},
+        {(c, m): (c, m) in contradicted for c, had in sorted(first.items()) for m in sorted(had)},
     )
 
 

@@ -111,6 +111,11 @@ def plan_session(
         if o.graph == "topic" and r.anchored
     }
     keys.update(f"entry:{session.topic_id}:{topic_scope}:{s}" for s in rules.proposal_slugs(pairs))
+    if model.units_selected(dials):  # its failed concepts are re-weighed (`Proposed.exposures`)
+        keys.update(
+            f"entry:{session.topic_id}:{topic_scope}:{s}"
+            for s in rules.failed_slugs(turns, catalogue)
+        )
     if any(o.graph == "student" for _, o in items):
         keys.add(f"learner:{session.learner_id}")
     observations = tuple(
@@ -202,6 +207,17 @@ def discover(conn: Connection, turns: Sequence[Turn]) -> list[EdgeObservation]:
     return rules.discover(turns, facts.entry_slugs(conn, decisions))
 
 
+@dataclass(frozen=True)
+class Proposed:
+    """Step 3's result: the prerequisites proposed, how many turns reported each pair, and
+    under the units rule the session's failed concepts with what its learner had shown there
+    (topic entries; None under other rules)."""
+
+    observed: list[EdgeObservation]
+    turns_by_pair: dict[tuple[UUID, UUID], int]
+    exposures: store.ExposureRows | None
+
+
 def propose_prerequisites(
     conn: Connection,
     session: SessionPayload,
@@ -258,17 +274,6 @@ def exposure_rows(
         failed=sorted({topic_entries[c] for c in exposures.failed if c in topic_entries}, key=str),
         pairs=sorted(pairs.items(), key=lambda p: (str(p[0][0]), str(p[0][1]))),
     )
-
-
-@dataclass(frozen=True)
-class Proposed:
-    """Step 3's result: the prerequisites proposed, how many turns reported each pair, and
-    under the units rule the session's failed concepts with what its learner had shown there
-    (topic entries; None under other rules)."""
-
-    observed: list[EdgeObservation]
-    turns_by_pair: dict[tuple[UUID, UUID], int]
-    exposures: store.ExposureRows | None
 
 
 def reinforce(

@@ -11,8 +11,8 @@
 --     (a success on m in an earlier session of the topic, or earlier in the same session
 --     before its first failed turn on c), and of those the ones whose struggles named c -> m.
 -- A session is applied once (its ledger row), so the counts need no per-session rows. They
--- name no learner and no session: an erasure leaves them as it leaves an edge's hit count,
--- and an entry's delete (a learner's own scope, erased) takes its rows with it.
+-- name no learner and no session, and are keyed on shared topic entries: an erasure never
+-- touches them, as it leaves an edge's hit count.
 CREATE TABLE hag_concept_failures (
     source_entry_id uuid    PRIMARY KEY REFERENCES hag_entries (id) ON DELETE CASCADE,
     sessions        integer NOT NULL CHECK (sessions >= 0)
