@@ -259,6 +259,26 @@ OTHER_CHECKS = [
         "reported_at) VALUES (gen_random_uuid(), 's', 'l', 1, 1.5, now())",
         "hag_edge_learner_reports_share_check",
     ),
+    (
+        "INSERT INTO hag_concept_failures (source_entry_id, sessions) "
+        "VALUES (gen_random_uuid(), -1)",
+        "hag_concept_failures_sessions_check",
+    ),
+    (
+        "INSERT INTO hag_shown_exposures (source_entry_id, target_entry_id, shown_sessions, "
+        "shown_named) VALUES (gen_random_uuid(), gen_random_uuid(), 2, 3)",
+        "hag_shown_exposures_named_within",
+    ),
+    (
+        "INSERT INTO hag_shown_exposures (source_entry_id, target_entry_id, shown_sessions, "
+        "shown_named) VALUES (gen_random_uuid(), gen_random_uuid(), -1, 0)",
+        "hag_shown_exposures_named_within",
+    ),
+    (
+        "INSERT INTO hag_shown_exposures (source_entry_id, target_entry_id, shown_sessions, "
+        "shown_named) SELECT u, u, 1, 0 FROM gen_random_uuid() AS u",
+        "hag_shown_exposures_two_entries",
+    ),
     ("INSERT INTO hag_runs (kind) VALUES ('Nightly Run')", "hag_runs_kind_check"),
     ("INSERT INTO hag_runs (kind, status) VALUES ('nightly', 'crashed')", "hag_runs_status_check"),
     (
@@ -288,7 +308,8 @@ OTHER_CHECKS = [
     ("statement", "constraint"), OTHER_CHECKS, ids=[c for _, c in OTHER_CHECKS]
 )
 def test_other_checks_refuse_bad_values(db, statement, constraint):
-    """The CHECKs of topics, concepts, history, runs, sessions and settings each refuse by name."""
+    """The CHECKs of topics, concepts, history, reports, the invented term's counts, runs,
+    sessions and settings each refuse by name."""
     f.topic(db, "t")
     with pytest.raises(psycopg.errors.CheckViolation) as info:
         db.execute(statement)

@@ -21,10 +21,11 @@ CREATE TABLE hag_concept_failures (
 CREATE TABLE hag_shown_exposures (
     source_entry_id uuid    NOT NULL REFERENCES hag_entries (id) ON DELETE CASCADE,
     target_entry_id uuid    NOT NULL REFERENCES hag_entries (id) ON DELETE CASCADE,
-    shown_sessions  integer NOT NULL CHECK (shown_sessions >= 0),
-    shown_named     integer NOT NULL CHECK (shown_named BETWEEN 0 AND shown_sessions),
+    shown_sessions  integer NOT NULL,
+    shown_named     integer NOT NULL,
     PRIMARY KEY (source_entry_id, target_entry_id),
-    CHECK (source_entry_id <> target_entry_id)
+    CONSTRAINT hag_shown_exposures_named_within CHECK (shown_named BETWEEN 0 AND shown_sessions),
+    CONSTRAINT hag_shown_exposures_two_entries CHECK (source_entry_id <> target_entry_id)
 );
 
 CREATE INDEX hag_shown_exposures_target_idx ON hag_shown_exposures (target_entry_id);
