@@ -308,6 +308,19 @@ def test_spread_of_per_seed_figures():
 # --- who reported it: repetition-weighted evidence (fourth round) ------------------------------
 
 
+def quoted(concept: str, missing: str) -> dict[str, str]:
+    """A struggle with the extractor's quoted evidence."""
+    return {"concept_slug": concept, "missing_slug": missing, "evidence": "quoted"}
+
+
+def ordered_turns(*turns: dict) -> list:
+    """One session's turns (`session_builders.turn` dicts) as the contract reads them."""
+    from hag.session.contract import SessionPayload
+
+    payload = SessionPayload.model_validate_json(json.dumps(builders.payload("s", list(turns))))
+    return payload.ordered_turns()
+
+
 def test_reported_turns_counts_each_turn_once_per_pair():
     """Two turns name rsa -> primes (one of them twice), one names rsa -> hashing; a pair
     without two distinct topic entries is left out."""
@@ -346,28 +359,20 @@ def test_a_struggle_the_learners_record_contradicts_is_not_reported():
     slug); the learner succeeded on hashing in turn 1, and on primes in an earlier session
     (`shown`). Not asked (None) every report counts; with an empty `shown` all but the two
     struggles naming hashing after turn 1; with primes shown, none of primes either."""
-    from hag.session.contract import SessionPayload
     from hag.session.ladder import Catalogue
 
     a, b, c = uuid4(), uuid4(), uuid4()
 
     def s(missing):
-        return {"concept_slug": "rsa", "missing_slug": missing, "evidence": "quoted"}
+        return quoted("rsa", missing)
 
-    payload = SessionPayload.model_validate_json(
-        json.dumps(
-            builders.payload(
-                "s",
-                [
-                    builders.turn(0, outcome="failure", struggles=[s("primes"), s("hashing")]),
-                    builders.turn(1, outcome="success", concepts=["hashing"]),
-                    builders.turn(2, outcome="failure", struggles=[s("primes")]),
-                    builders.turn(3, outcome="failure", struggles=[s("hashing"), s("Hashing")]),
-                ],
-            )
-        )
+    turns = ordered_turns(
+        builders.turn(0, outcome="failure", struggles=[s("primes"), s("hashing")]),
+        builders.turn(1, outcome="success", concepts=["hashing"]),
+        builders.turn(2, outcome="failure", struggles=[s("primes")]),
+        builders.turn(3, outcome="failure", struggles=[s("hashing"), s("Hashing")]),
     )
-    turns, catalogue = payload.ordered_turns(), Catalogue.from_rows("t", [])
+    catalogue = Catalogue.from_rows("t", [])
     entries = {"rsa": a, "primes": b, "hashing": c}
 
     def reported(shown):
@@ -483,34 +488,20 @@ def test_a_sessions_exposures_are_what_its_learner_had_shown_at_its_first_failur
     (itself excepted); turn 3, with no outcome, shows nothing (signatures); turn 4 succeeds on
     key-exchange; turn 5 fails on rsa again (its first failure decided) and on key-exchange
     (itself excepted)."""
-    from hag.session.contract import SessionPayload
     from hag.session.ladder import Catalogue
 
-    def s(missing):
-        return {"concept_slug": "rsa", "missing_slug": missing, "evidence": "quoted"}
-
-    payload = SessionPayload.model_validate_json(
-        json.dumps(
-            builders.payload(
-                "s",
-                [
-                    builders.turn(0, outcome="success", concepts=["hashing"]),
-                    builders.turn(1, outcome="failure", concepts=["rsa"],
-                                  struggles=[s("hashing"), s("primes")]),
-                    builders.turn(2, outcome="failure", concepts=["hashing"]),
-                    builders.turn(3, concepts=["signatures"]),
-                    builders.turn(4, outcome="success", concepts=["key-exchange"]),
-                    builders.turn(5, outcome="failure", concepts=["rsa", "key-exchange"]),
-                ],
-            )
-        )
+    turns = ordered_turns(
+        builders.turn(0, outcome="success", concepts=["hashing"]),
+        builders.turn(1, outcome="failure", concepts=["rsa"],
+                      struggles=[quoted("rsa", "hashing"), quoted("rsa", "primes")]),
+        builders.turn(2, outcome="failure", concepts=["hashing"]),
+        builders.turn(3, concepts=["signatures"]),
+        builders.turn(4, outcome="success", concepts=["key-exchange"]),
+        builders.turn(5, outcome="failure", concepts=["rsa", "key-exchange"]),
     )  # fmt: skip
-    got = rules.shown_exposures(
-        payload.ordered_turns(), Catalogue.from_rows("t", []), {"primes", "modular"}
-    )
-    assert rules.failed_slugs(payload.ordered_turns(), Catalogue.from_rows("t", [])) == [
-        "hashing", "key-exchange", "rsa"
-    ]  # fmt: skip
+    catalogue = Catalogue.from_rows("t", [])
+    got = rules.shown_exposures(turns, catalogue, {"primes", "modular"})
+    assert rules.failed_slugs(turns, catalogue) == ["hashing", "key-exchange", "rsa"]
     assert got.failed == ("hashing", "key-exchange", "rsa")
     assert dict(got.named) == {
         ("hashing", "modular"): False,
@@ -529,23 +520,13 @@ def test_only_a_report_made_after_its_concept_was_shown_counts_as_named():
     turn 1; turn 2 fails on rsa. The report is evidence (kept by `turn_struggles`), so the
     shown session does not count it as named: one report is never both. An earlier success
     recorded under an alias (`prime numbers`) counts as primes shown."""
-    from hag.session.contract import SessionPayload
     from hag.session.ladder import Catalogue
 
-    blame = {"concept_slug": "rsa", "missing_slug": "primes", "evidence": "quoted"}
-    payload = SessionPayload.model_validate_json(
-        json.dumps(
-            builders.payload(
-                "s",
-                [
-                    builders.turn(0, struggles=[blame]),
-                    builders.turn(1, outcome="success", concepts=["primes"]),
-                    builders.turn(2, outcome="failure", concepts=["rsa"]),
-                ],
-            )
-        )
+    turns = ordered_turns(
+        builders.turn(0, struggles=[quoted("rsa", "primes")]),
+        builders.turn(1, outcome="success", concepts=["primes"]),
+        builders.turn(2, outcome="failure", concepts=["rsa"]),
     )
-    turns = payload.ordered_turns()
     plain = Catalogue.from_rows("t", [])
     assert dict(rules.shown_exposures(turns, plain, set()).named) == {("rsa", "primes"): False}
     kept, contradicted = rules.turn_struggles(turns, plain, set())

@@ -17,7 +17,7 @@ composition equals the turn-by-turn application.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -438,19 +438,43 @@ def turn_struggles(
     not missing it, so the report is the extractor's (or the learner's) mistake, not evidence
     (`prerequisite_drop_shown`).
     """
-    succeeded = {candidate_slug(s, catalogue) for s in shown} if shown is not None else None
+    if shown is None:
+        return [struggle_pairs([t], catalogue) for t in turns], 0
     per_turn: list[list[StrugglePair]] = []
     contradicted = 0
-    for t in turns:
-        pairs = struggle_pairs([t], catalogue)
-        if succeeded is not None:
-            kept = [p for p in pairs if p.missing_slug not in succeeded]
-            contradicted += len(pairs) - len(kept)
-            pairs = kept
-            if t.outcome == "success":
-                succeeded.update(candidate_slug(slug, catalogue) for slug in t.concept_slugs)
-        per_turn.append(pairs)
+    for step in shown_walk(turns, catalogue, shown):
+        kept = [p for p in step.pairs if p.missing_slug not in step.had]
+        contradicted += len(step.pairs) - len(kept)
+        per_turn.append(kept)
     return per_turn, contradicted
+
+
+@dataclass(frozen=True)
+class ShownStep:
+    """One turn as the learner's record reads it: its struggle pairs, its concepts (through
+    the catalogue), and the concepts its learner had shown before it (`had`: the walk's own
+    set, read before the next step)."""
+
+    turn: Turn
+    pairs: list[StrugglePair]
+    concepts: list[str]
+    had: Collection[str]
+
+
+def shown_walk(
+    turns: Iterable[Turn], catalogue: Catalogue, shown: Collection[str]
+) -> Iterator[ShownStep]:
+    """A session's turns in order, each with what its learner had shown before it: the
+    concepts in `shown` (succeeded on in earlier sessions of the topic) and those of the
+    session's successful turns so far, all read through the catalogue. The one definition of
+    "shown" that the contradiction rule (`turn_struggles`) and the invented term's counts
+    (`shown_exposures`) both read."""
+    succeeded = {candidate_slug(slug, catalogue) for slug in shown}
+    for t in turns:
+        concepts = [candidate_slug(slug, catalogue) for slug in t.concept_slugs]
+        yield ShownStep(t, struggle_pairs([t], catalogue), concepts, succeeded)
+        if t.outcome == "success":
+            succeeded.update(concepts)
 
 
 def reported_turns(
@@ -500,21 +524,15 @@ def shown_exposures(
     learner had shown the missing concept: a report `turn_struggles` finds contradicted, never
     one kept as evidence. The rate at which learners who had shown m are named as missing it
     is the extractor's own, the `invented` term's (hag.evidence.model.invented_reports)."""
-    succeeded = {candidate_slug(slug, catalogue) for slug in shown}
     first: dict[str, frozenset[str]] = {}
     contradicted: set[tuple[str, str]] = set()
-    for t in turns:
+    for step in shown_walk(turns, catalogue, shown):
         contradicted.update(
-            (p.concept_slug, p.missing_slug)
-            for p in struggle_pairs([t], catalogue)
-            if p.missing_slug in succeeded
+            (p.concept_slug, p.missing_slug) for p in step.pairs if p.missing_slug in step.had
         )
-        slugs = [candidate_slug(slug, catalogue) for slug in t.concept_slugs]
-        if t.outcome == "failure":
-            for c in slugs:
-                first.setdefault(c, frozenset(succeeded - {c}))
-        elif t.outcome == "success":
-            succeeded.update(slugs)
+        if step.turn.outcome == "failure":
+            for c in step.concepts:
+                first.setdefault(c, frozenset(step.had) - {c})
     return ShownExposures(
         tuple(sorted(first)),
         {(c, m): (c, m) in contradicted for c, had in sorted(first.items()) for m in sorted(had)},

@@ -235,9 +235,8 @@ def propose_prerequisites(
     with what its learner had shown there are kept for the `invented` term
     (`rules.shown_exposures`, `Proposed.exposures`)."""
     counts.struggles_without_evidence += rules.struggles_without_evidence(session.turns)
-    units = model.units_selected(dials)
-    shown = facts.shown_concepts(conn, session) if units else None
-    exposures = rules.shown_exposures(turns, catalogue, shown) if shown is not None else None
+    shown = facts.shown_concepts(conn, session) if model.units_selected(dials) else None
+    exposures = None if shown is None else rules.shown_exposures(turns, catalogue, shown)
     slugs = set(rules.proposal_slugs(plan.struggles))
     slugs.update(exposures.slugs() if exposures is not None else ())
     if not slugs:
