@@ -240,14 +240,14 @@ def test_explain_terms_equal_the_stored_confidence(db, units, database_url):
     assert f"result {edge['confidence']:.6f}" in cli(str(edge["id"])[:12])
 
 
-def test_explain_says_how_many_learners_are_sessions_no_learner_is_recorded_for(
-    db, units, database_url
-):
-    """A learned rsa -> primes carried with 2 reporting sessions and no reporter (a memory
-    from before learners were kept): they count as 2 learners, and `hag explain` says so;
-    one learner's report makes 3 learners, still 2 of them unattributed."""
+def test_sessions_no_learner_is_recorded_for_count_as_one_learner(db, units, database_url):
+    """A learned rsa -> primes carried with 100 reporting sessions and no reporter (a memory
+    from before learners were kept, or an edge restored from the audit): they may all be one
+    learner's, so however many units they give they count as one learner, held below the
+    walk floor like any one learner, and `hag explain` says so. One learner's report makes 2
+    learners and 101 units."""
     e = topic_entries(db)
-    edge = f.edge(db, e["rsa"], e["primes"], confidence=0.5, source_type="learned", hit_count=2)
+    edge = f.edge(db, e["rsa"], e["primes"], confidence=0.5, source_type="learned", hit_count=100)
     db.commit()
     env = {**os.environ, "DATABASE_URL": database_url}
 
@@ -262,14 +262,20 @@ def test_explain_says_how_many_learners_are_sessions_no_learner_is_recorded_for(
 
         return json.loads(cli("--json"))["terms"], cli()
 
+    k = units.prerequisite_lift_k
     terms, text = explained()
-    assert (terms["learners"], terms["unattributed"]) == (2, 2)
-    assert "from 2 learner(s) (2 of them sessions no learner is recorded for" in text
+    assert (terms["learners"], terms["unattributed"], terms["units"]) == (1, 100, 100.0)
+    assert terms["confidence"] == pytest.approx(units.edge_min_confidence / 2)
+    assert "from 1 learner(s) (one of them 100 session(s) no learner is recorded for" in text
     run(db, payload("n1", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
                     learner="learner-1", day=1))  # fmt: skip
     terms, text = explained()
-    assert (terms["learners"], terms["unattributed"]) == (3, 2)
-    assert "from 3 learner(s) (2 of them sessions no learner is recorded for" in text
+    assert (terms["learners"], terms["unattributed"]) == (2, 100)
+    assert terms["units"] == pytest.approx(101.0)
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(
+        min(units.edge_confidence_ceiling, 101 / (101 + k))
+    )
+    assert "from 2 learner(s) (one of them 100 session(s) no learner is recorded for" in text
 
 
 def test_a_reweigh_that_moves_an_edge_writes_its_terms_in_the_history_row(db, units, database_url):

@@ -63,7 +63,8 @@ def explain(edge_id: str, as_json: bool) -> None:
     click.echo(
         f"  reports: {t['units']:.4f} units from {t['learners']} learner(s)"
         + (
-            f" ({unattributed} of them sessions no learner is recorded for, one learner each)"
+            f" (one of them {unattributed} session(s) no learner is recorded for, counted as"
+            " one learner)"
             if unattributed
             else ""
         )

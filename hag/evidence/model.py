@@ -96,8 +96,9 @@ class PrerequisiteEvidence:
     # never moved by a re-weigh (migration 211; None: learned, or written with no trigger)
     prior: float | None = None
     # the edge's sessions no learner is recorded for (its hit count beyond its reported
-    # sessions: a memory from before migration 091, an edge restored from the audit); each
-    # counts as one learner among `learners` (hag_edge_evidence)
+    # sessions: a memory from before migration 091, an edge restored from the audit); they
+    # count a unit each but may all be one learner's, so together they are one learner among
+    # `learners` (hag_edge_evidence)
     unattributed: int = 0
     # the `invented` term's counts (migration 215, `invented_reports`): the sessions that
     # failed a turn on the edge's concept, of them those whose learner had shown its target,
@@ -336,7 +337,7 @@ class EvidenceTerms:
     judged: bool
     confidence: float
     unlearned_from: float | None
-    # of `learners`, the sessions no learner is recorded for, each counted as one
+    # the edge's sessions no learner is recorded for, together one of `learners`
     # (`PrerequisiteEvidence.unattributed`)
     unattributed: int = 0
     # a learned edge's reports expected from the extractor's invention (`invented_reports`),

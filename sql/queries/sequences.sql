@@ -33,7 +33,7 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- (`leads_to` A -> B: B -> A; `fallback` A -> B: A -> B), and the struggle evidence on the
 -- concept that step says needs the other (B for `leads_to`, A for `fallback`): its units over
 -- its prerequisites and its distinct reporting learners (hag_concept_learners, kept at write
--- time: no past report is read; each unattributed session a learner of its own, as the
+-- time: no past report is read; its unattributed sessions together one learner, as the
 -- prerequisites count them), with an authored edge's prior (what judges it).
 WITH family AS (
     SELECT x.id FROM hag_edges x
@@ -93,9 +93,10 @@ WITH family AS (
             WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = n.needing) AS units,
            (SELECT count(*) FROM hag_concept_learners cl
             WHERE cl.source_entry_id = n.needing)
-           + (SELECT COALESCE(sum(greatest(0, q.hit_count - COALESCE(b.sessions, 0))), 0)
-              FROM hag_edges q LEFT JOIN hag_edge_units b ON b.edge_id = q.id
-              WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = n.needing)::int
+           + (SELECT EXISTS (SELECT 1
+                             FROM hag_edges q LEFT JOIN hag_edge_units b ON b.edge_id = q.id
+                             WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = n.needing
+                               AND q.hit_count > COALESCE(b.sessions, 0)))::int
              AS learners
     FROM (SELECT DISTINCT needing FROM members) n
 )
