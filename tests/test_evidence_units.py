@@ -576,37 +576,6 @@ def test_learners_who_had_shown_the_target_and_were_named_missing_it_set_its_inv
     assert "invented 2.0000: of 8 sessions failed on its concept, 4 by learners" in said.stdout
 
 
-def test_an_authored_prerequisite_whose_own_reports_are_invented_is_judged(db, units, dials):
-    """rsa -> primes is authored at 0.9. Four learners who never showed primes fail on rsa:
-    two are named missing primes, two missing hashing (4 units on rsa from 4 learners, 2 of
-    them rsa -> primes'). Its own units keep it at its prior while nothing says they are
-    invented. Then four learners succeed on primes and fail on rsa, and two of them are named
-    missing primes anyway: the pair's own record expects (8 - 4) x 2/4 = 2 invented reports
-    among the others, all of its own, so nothing speaks for it and it falls to the floor."""
-    e = topic_entries(db)
-    authored = f.edge(db, e["rsa"], e["primes"], confidence=0.9)
-    db.commit()
-
-    def fails(session: str, learner: str, day: int, missing: str | None) -> dict:
-        blamed = [struggle("rsa", missing)] if missing else []
-        return payload(session, [turn(0, outcome="failure", concepts=["rsa"], struggles=blamed)],
-                       learner=learner, day=day)  # fmt: skip
-
-    named = ("primes", "primes", "hashing", "hashing")
-    run(db, *(fails(f"n-{n}", f"new-{n}", 1 + n, m) for n, m in enumerate(named)))
-    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(0.9)
-    shown = [f"shown-{n}" for n in range(4)]
-    run(db, *(payload(f"ok-{n}", [turn(0, outcome="success", concepts=["primes"])],
-                      learner=who, day=10) for n, who in enumerate(shown)))  # fmt: skip
-    run(db, *(fails(f"s-{n}", who, 12, "primes" if n < 2 else None) for n, who in enumerate(shown)))
-    terms = evidence_terms(db, authored, e["rsa"], units)
-    assert terms is not None
-    assert (terms["units"], terms["invented"]) == pytest.approx((2.0, 2.0))
-    assert terms["judged"]
-    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(units.edge_confidence_floor)
-    assert model.own_support(2.0, 1.5, 0.25) == pytest.approx(0.75)
-
-
 def test_the_invented_term_is_kept_only_under_the_units_rule(db):
     """Under the seed's rules a failed session keeps no counts (nothing reads them)."""
     e = topic_entries(db)

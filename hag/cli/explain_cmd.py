@@ -74,13 +74,13 @@ def explain(edge_id: str, as_json: bool) -> None:
         f"  chance {t['chance']:.4f} (noise share {t['noise_share']:.4f}), reverse evidence "
         f"{t['reverse']:.4f}, k {t['k']:g}: net {t['net']:.4f}, lift net/(net+k) {t['lift']:.6f}"
     )
-    click.echo(
-        f"  invented {t['invented']:.4f}: of {t['failed_sessions']} sessions failed on its "
-        f"concept, {t['shown_sessions']} by learners who had shown its target, "
-        f"{t['shown_named']} of those naming it anyway (net takes the larger of chance "
-        "and invented)"
-    )
     if t["source_type"] == "learned":
+        click.echo(
+            f"  invented {t['invented']:.4f}: of {t['failed_sessions']} sessions failed on its "
+            f"concept, {t['shown_sessions']} by learners who had shown its target, "
+            f"{t['shown_named']} of those naming it anyway (net takes the larger of chance "
+            "and invented)"
+        )
         held = (
             "not held"
             if t["hold"] is None

@@ -314,11 +314,9 @@ class EvidenceTerms:
     invents (`invented_reports`); fewer than `min_learners` distinct learners hold it at `hold` =
     edge_min_confidence x learners / min_learners; then the edge floor and ceiling.
     Authored or enriched: `prior` (the confidence its author wrote it with,
-    `PrerequisiteEvidence.prior`: no stored lowering state is read); `judged` when its concept
-    has `min_reports` units from `min_learners` learners and the units speaking for it
-    (`own_support`: its own net of `invented`, and those naming a concept resting on its
-    target, `support`) are at most max_share of them: then it sits at min(prior, lift of its
-    own units net of the larger of chance and invented), else at `prior`.
+    `PrerequisiteEvidence.prior`: no stored lowering state is read); `judged` when its concept has `min_reports` units from `min_learners` learners
+    and the units naming its target or a concept resting on it (`support`) are at most
+    max_share of them: then it sits at min(prior, lift of its own units), else at `prior`.
     """
 
     source_type: str
@@ -390,33 +388,21 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
     prior = fact.confidence if fact.prior is None else fact.prior
     reports = max(fact.concept_units, fact.reported_units)
     chance = scaled_chance(fact.units, reports, fact.n_concepts, noise, dials)
-    invented = invented_reports(
-        fact.failed_sessions, fact.shown_sessions, fact.shown_named, drops_shown(dials)
-    )
-    net = max(0.0, fact.units - max(chance, invented))
+    net = max(0.0, fact.units - chance)
     lift = edge_bounds(net / (net + k), dials)
     min_reports = dials.prerequisite_unlearn_min_reports
     judged = (
         min_reports > 0
         and reports >= min_reports
         and fact.concept_learners >= min_learners
-        and own_support(fact.units, invented, fact.support_units)
-        <= dials.prerequisite_unlearn_max_share * reports
+        and fact.units + fact.support_units <= dials.prerequisite_unlearn_max_share * reports
     )
     lowered = min(prior, lift) if judged else prior
     return EvidenceTerms(
         fact.source_type, fact.units, fact.learners, reports, fact.concept_learners, chance,
         noise, 0.0, fact.support_units, prior, k, net, lift, min_learners, None, judged,
-        lowered, prior if lowered < prior else None, fact.unattributed, invented,
-        fact.failed_sessions, fact.shown_sessions, fact.shown_named,
+        lowered, prior if lowered < prior else None, fact.unattributed,
     )  # fmt: skip
-
-
-def own_support(units: float, invented: float, support: float) -> float:
-    """The units that speak for an authored c -> m: its own, less those its own record says
-    the extractor invents (`invented_reports`: a report the pair's rate of invention explains
-    supports nothing), and those naming a concept resting on m (`support`)."""
-    return max(0.0, units - invented) + support
 
 
 def authored_verdict(t: Mapping[str, Any], dials: Settings) -> str:
@@ -430,8 +416,7 @@ def authored_verdict(t: Mapping[str, Any], dials: Settings) -> str:
         return "not judged (prerequisite_unlearn_min_reports is 0: never)"
     if t["concept_units"] < needed or t["concept_learners"] < t["min_learners"]:
         return f"not judged (its concept needs {needed} units from {t['min_learners']} learners)"
-    own = own_support(t["units"], t["invented"], t["support"])
     return (
-        f"not judged (its own units net of invented, and supporting units, {own:.4f} are "
-        f"above {share:g} of its concept's)"
+        f"not judged (its own and supporting units {t['units'] + t['support']:.4f} are above "
+        f"{share:g} of its concept's)"
     )
