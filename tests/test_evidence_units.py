@@ -576,6 +576,34 @@ def test_learners_who_had_shown_the_target_and_were_named_missing_it_set_its_inv
     assert "invented 2.0000: of 8 sessions failed on its concept, 4 by learners" in said.stdout
 
 
+def test_one_contradicted_session_does_not_lower_an_authored_prerequisite(db, units):
+    """rsa -> primes is authored at 0.9; three learners who never showed primes fail on rsa,
+    one named missing primes and two missing hashing (3 units on rsa from 3 learners, so
+    negative evidence may judge rsa's edges). One session by a learner who had shown primes,
+    failing on rsa and named missing primes anyway, is one session: rsa -> primes keeps its
+    prior (a rule that took the pair's invented term off an authored edge's own units would
+    have judged it on that one report: invented (4 - 1) x 1/1 = 3 against its 1 unit)."""
+    e = topic_entries(db)
+    f.edge(db, e["rsa"], e["primes"], confidence=0.9)
+    db.commit()
+
+    def fails(session: str, learner: str, day: int, missing: str) -> dict:
+        return payload(session, [turn(0, outcome="failure", concepts=["rsa"],
+                                      struggles=[struggle("rsa", missing)])],
+                       learner=learner, day=day)  # fmt: skip
+
+    run(db, *(fails(f"n-{n}", f"new-{n}", 1 + n, m)
+              for n, m in enumerate(("primes", "hashing", "hashing"))))  # fmt: skip
+    run(db, payload("ok", [turn(0, outcome="success", concepts=["primes"])],
+                    learner="shown", day=10),
+        fails("s", "shown", 12, "primes"))  # fmt: skip
+    failed = db.execute(
+        "SELECT sessions FROM hag_concept_failures WHERE source_entry_id = %s", (e["rsa"],)
+    ).fetchone()
+    assert failed["sessions"] == 4
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(0.9)
+
+
 def test_the_invented_term_is_kept_only_under_the_units_rule(db):
     """Under the seed's rules a failed session keeps no counts (nothing reads them)."""
     e = topic_entries(db)
