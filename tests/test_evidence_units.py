@@ -240,16 +240,18 @@ def test_explain_terms_equal_the_stored_confidence(db, units, database_url):
     assert f"result {edge['confidence']:.6f}" in cli(str(edge["id"])[:12])
 
 
-def test_sessions_no_learner_is_recorded_for_count_as_one_learner(db, units, database_url):
+def test_sessions_no_learner_is_recorded_for_never_add_a_learner(db, units, database_url):
     """A learned rsa -> primes carried with 100 reporting sessions and no reporter (a memory
     from before learners were kept, or an edge restored from the audit): they may all be one
-    learner's, so however many units they give they count as one learner, held below the
-    walk floor like any one learner, and `hag explain` says so. One learner's report makes 2
-    learners and 101 units."""
+    learner's, and that learner may be any recorded one. So however many units they give,
+    they are one learner while no learner is recorded and add none after: the edge (and its
+    concept) has 1 learner, held below the walk floor, still 1 after learner-1 names it, and 2
+    only after learner-2 does; `hag explain` says so."""
     e = topic_entries(db)
     edge = f.edge(db, e["rsa"], e["primes"], confidence=0.5, source_type="learned", hit_count=100)
     db.commit()
     env = {**os.environ, "DATABASE_URL": database_url}
+    held = units.edge_min_confidence / units.prerequisite_min_learners
 
     def explained() -> tuple[dict, str]:
         def cli(*args: str) -> str:
@@ -262,20 +264,26 @@ def test_sessions_no_learner_is_recorded_for_count_as_one_learner(db, units, dat
 
         return json.loads(cli("--json"))["terms"], cli()
 
+    def names(session: str, learner: str, day: int) -> None:
+        run(db, payload(session, [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=learner, day=day))  # fmt: skip
+
+    terms, text = explained()
+    assert (terms["learners"], terms["concept_learners"], terms["unattributed"]) == (1, 1, 100)
+    assert terms["units"] == pytest.approx(100.0)
+    assert terms["confidence"] == pytest.approx(held)
+    assert "from 1 learner(s) (and 100 session(s) no learner is recorded for" in text
+    names("n1", "learner-1", 1)
+    terms, text = explained()
+    assert (terms["learners"], terms["concept_learners"], terms["units"]) == (1, 1, 101.0)
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
+    names("n2", "learner-2", 2)
+    terms, _ = explained()
+    assert (terms["learners"], terms["concept_learners"], terms["units"]) == (2, 2, 102.0)
     k = units.prerequisite_lift_k
-    terms, text = explained()
-    assert (terms["learners"], terms["unattributed"], terms["units"]) == (1, 100, 100.0)
-    assert terms["confidence"] == pytest.approx(units.edge_min_confidence / 2)
-    assert "from 1 learner(s) (one of them 100 session(s) no learner is recorded for" in text
-    run(db, payload("n1", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
-                    learner="learner-1", day=1))  # fmt: skip
-    terms, text = explained()
-    assert (terms["learners"], terms["unattributed"]) == (2, 100)
-    assert terms["units"] == pytest.approx(101.0)
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(
-        min(units.edge_confidence_ceiling, 101 / (101 + k))
+        min(units.edge_confidence_ceiling, 102 / (102 + k))
     )
-    assert "from 2 learner(s) (one of them 100 session(s) no learner is recorded for" in text
 
 
 def test_a_reweigh_that_moves_an_edge_writes_its_terms_in_the_history_row(db, units, database_url):

@@ -225,9 +225,9 @@ def test_sequence_evidence_reads_the_kept_units_and_sums_learners_at_another_cap
 def test_every_edge_into_a_concept_reads_its_struggle_evidence_whole(db, units):
     """Three leads_to into signatures share its struggle evidence, read once per concept:
     a carried signatures -> hashing with 3 sessions no learner is recorded for (a unit each,
-    together one learner), then reported by learner-1 and learner-2, is 2 + 3 units from
-    2 + 1 learners for each of them, the one with no report (and no kept units) too, which
-    stands at 0 units from 0 learners."""
+    one learner while no learner is recorded: 3 units from 1 learner), then reported by
+    learner-1 and learner-2, is 2 + 3 units from 2 learners for each of them, the one with no
+    report (and no kept units) too, which stands at 0 units from 0 learners."""
     from hag.evidence import store
 
     e = topic_entries(db)
@@ -242,6 +242,11 @@ def test_every_edge_into_a_concept_reads_its_struggle_evidence_whole(db, units):
         learner="learner-2", day=2,
     )  # fmt: skip
     run(db, _leads(db, e, "learner-1", "m1", 1), primes_then_signatures)
+    into_rsa = edge_row(db, e["rsa"], e["signatures"], "leads_to")["id"]
+    carried = store.sequence_evidence(db, [], [e["signatures"]], units)
+    assert [(x.needing_units, x.needing_learners) for x in carried if x.edge_id == into_rsa] == [
+        (pytest.approx(3.0), 1)
+    ]
     for n, who in enumerate(("learner-1", "learner-2")):
         failed = turn(0, outcome="failure", struggles=[struggle("signatures", "hashing")])
         run(db, payload(f"s{n}", [failed], learner=who, day=3 + n))
@@ -253,7 +258,7 @@ def test_every_edge_into_a_concept_reads_its_struggle_evidence_whole(db, units):
     facts = {x.edge_id: x for x in store.sequence_evidence(db, [], [e["signatures"]], units)}
     for edge in into:
         assert (facts[edge].needing_units, facts[edge].needing_learners) == (
-            pytest.approx(5.0), 3
+            pytest.approx(5.0), 2
         )  # fmt: skip
     assert (facts[quiet].units, facts[quiet].learners) == (0.0, 0)
 

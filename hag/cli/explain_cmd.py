@@ -63,8 +63,8 @@ def explain(edge_id: str, as_json: bool) -> None:
     click.echo(
         f"  reports: {t['units']:.4f} units from {t['learners']} learner(s)"
         + (
-            f" (one of them {unattributed} session(s) no learner is recorded for, counted as"
-            " one learner)"
+            f" (and {unattributed} session(s) no learner is recorded for: one learner when no"
+            " other is, else none, as they may be a recorded learner's)"
             if unattributed
             else ""
         )

@@ -97,8 +97,9 @@ class PrerequisiteEvidence:
     prior: float | None = None
     # the edge's sessions no learner is recorded for (its hit count beyond its reported
     # sessions: a memory from before migration 091, an edge restored from the audit); they
-    # count a unit each but may all be one learner's, so together they are one learner among
-    # `learners` (hag_edge_evidence)
+    # count a unit each, but they may all be one learner's, and that learner may be one of
+    # those recorded: they make `learners` 1 when none is recorded and add none to those
+    # recorded (hag_edge_evidence)
     unattributed: int = 0
     # the `invented` term's counts (migration 215, `invented_reports`): the sessions that
     # failed a turn on the edge's concept, of them those whose learner had shown its target,
@@ -337,8 +338,8 @@ class EvidenceTerms:
     judged: bool
     confidence: float
     unlearned_from: float | None
-    # the edge's sessions no learner is recorded for, together one of `learners`
-    # (`PrerequisiteEvidence.unattributed`)
+    # the edge's sessions no learner is recorded for, one of `learners` only when none is
+    # recorded (`PrerequisiteEvidence.unattributed`)
     unattributed: int = 0
     # a learned edge's reports expected from the extractor's invention (`invented_reports`),
     # from its concept's failed sessions, those by learners who had shown its target, and of

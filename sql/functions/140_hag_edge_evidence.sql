@@ -8,10 +8,11 @@
 -- carried over) the per-learner rows of hag_edge_learner_units are summed at p_cap. Sessions
 -- the memory did not attribute to a learner (the edge's hit count beyond its reported
 -- sessions: before migration 091, or an edge restored from the audit) count least(1, p_cap)
--- units each, as they always have, but together as one learner: they may all be one
--- learner's, so however many there are they never make the distinct learners the walk floor
--- needs. Returns the units and the distinct learners (attributed learners, plus one when any
--- session is unattributed).
+-- units each, as they always have, but they may all be one learner's, and that learner may
+-- be one of the attributed ones: so they make one learner only when no learner is recorded,
+-- and never add one to those recorded. However many there are, they never make the distinct
+-- learners the walk floor needs. Returns the units and the distinct learners (the attributed
+-- learners, or 1 when there are none and some session is unattributed).
 --
 -- PL/pgSQL rather than SQL: its body is checked when it runs, not when it is created, so
 -- this file also applies to a schema migrated only part of the way (tests/test_migrate.py).
@@ -34,7 +35,7 @@ BEGIN
         HAVING NOT EXISTS (SELECT 1 FROM kept)
     )
     SELECT a.units + least(1.0, p_cap) * greatest(0, COALESCE(p_hits, 0) - a.sessions),
-           a.learners + (COALESCE(p_hits, 0) > a.sessions)::integer
+           greatest(a.learners, (COALESCE(p_hits, 0) > a.sessions)::integer)
     FROM attributed a;
 END
 $$;

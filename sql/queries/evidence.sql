@@ -20,9 +20,10 @@
 -- distinct learners per concept), never from the reports themselves:
 -- the edge's units and learners, its concept's units (live prerequisites) and distinct
 -- learners, the reverse edge's units, the supporting units, and the concept's units over its
--- live and culled prerequisites (a culled edge's sessions count as unattributed ones), and
--- the edge's unattributed sessions (its hit count beyond its reported sessions: a unit each
--- and together one learner in hag_edge_evidence; `hag explain` says how many there are),
+-- live and culled prerequisites (a culled edge's sessions a unit each), and
+-- the edge's unattributed sessions (its hit count beyond its reported sessions: a unit each,
+-- and one learner only when no learner is recorded, in hag_edge_evidence; `hag explain`
+-- says how many there are),
 -- and the counts of the `invented` term (migration 215): its concept's failed sessions, of
 -- them those whose learner had shown the target, and of those the ones naming the edge.
 WITH touched AS (
@@ -49,11 +50,12 @@ WITH touched AS (
     CROSS JOIN LATERAL hag_edge_evidence(f.id, f.hit_count, %(prerequisite_learner_cap)s) u
 ), concept_learners AS (
     -- per source: the distinct learners who reported any prerequisite out of it, its
-    -- unattributed sessions together one learner (as hag_edge_evidence counts them)
+    -- unattributed sessions one learner only when none is recorded (as hag_edge_evidence
+    -- counts them: they may be any recorded learner's)
     SELECT z.source_entry_id,
-           (SELECT count(*) FROM hag_concept_learners cl
-             WHERE cl.source_entry_id = z.source_entry_id)
-           + (sum(z.unattributed) > 0)::int AS learners
+           greatest((SELECT count(*) FROM hag_concept_learners cl
+                      WHERE cl.source_entry_id = z.source_entry_id),
+                    (sum(z.unattributed) > 0)::int)::int AS learners
     FROM family z
     GROUP BY z.source_entry_id
 ), reported AS (
