@@ -50,14 +50,9 @@ WITH touched AS (
     CROSS JOIN LATERAL hag_edge_evidence(f.id, f.hit_count, %(prerequisite_learner_cap)s) u
 ), concept_learners AS (
     -- per source: the distinct learners who reported any prerequisite out of it, its
-    -- unattributed sessions one learner only when none is recorded (as hag_edge_evidence
-    -- counts them: they may be any recorded learner's)
-    SELECT z.source_entry_id,
-           greatest((SELECT count(*) FROM hag_concept_learners cl
-                      WHERE cl.source_entry_id = z.source_entry_id),
-                    (sum(z.unattributed) > 0)::int)::int AS learners
-    FROM family z
-    GROUP BY z.source_entry_id
+    -- unattributed sessions one learner only when none is recorded (hag_concept_learner_count)
+    SELECT z.source_entry_id, hag_concept_learner_count(z.source_entry_id) AS learners
+    FROM (SELECT DISTINCT source_entry_id FROM family) z
 ), reported AS (
     -- each source's reports per prerequisite, live and culled (the audit keeps a culled
     -- edge's reports; a restored one is live again): read once, by support and reversals

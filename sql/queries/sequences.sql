@@ -32,9 +32,8 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- reverse edge's units, and the confidence of the prerequisite meaning the same step
 -- (`leads_to` A -> B: B -> A; `fallback` A -> B: A -> B), and the struggle evidence on the
 -- concept that step says needs the other (B for `leads_to`, A for `fallback`): its units over
--- its prerequisites and its distinct reporting learners (hag_concept_learners, kept at write
--- time: no past report is read; its unattributed sessions one learner only when none is
--- recorded, as the prerequisites count them), with an authored edge's prior (what judges it).
+-- its prerequisites and its distinct reporting learners (hag_concept_learner_count, from
+-- counts kept at write time: no past report is read, as the prerequisites count them), with an authored edge's prior (what judges it).
 WITH family AS (
     SELECT x.id FROM hag_edges x
     WHERE x.edge_type IN ('leads_to', 'fallback')
@@ -91,13 +90,7 @@ WITH family AS (
             FROM hag_edges q
             CROSS JOIN LATERAL hag_edge_evidence(q.id, q.hit_count, %(prerequisite_learner_cap)s) u
             WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = n.needing) AS units,
-           greatest((SELECT count(*) FROM hag_concept_learners cl
-                      WHERE cl.source_entry_id = n.needing),
-                    (SELECT EXISTS (SELECT 1
-                             FROM hag_edges q LEFT JOIN hag_edge_units b ON b.edge_id = q.id
-                             WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = n.needing
-                               AND q.hit_count > COALESCE(b.sessions, 0)))::int)::int
-             AS learners
+           hag_concept_learner_count(n.needing) AS learners
     FROM (SELECT DISTINCT needing FROM members) n
 )
 SELECT s.id, s.edge_type, s.source_type, s.confidence, s.prior_confidence, s.units, s.learners, s.out_units,
