@@ -152,21 +152,22 @@ def apply_session(
         observed += proposed.observed
     with timed(timings, "reinforcement"):
         # the concepts reported on, and those failed on (their `invented` term moved)
-        sources = model.lift_sources(
-            observed, dials, proposed.exposures.failed if proposed.exposures else ()
-        )
+        failed = proposed.exposures.failed if proposed.exposures else ()
+        sources = model.lift_sources(observed, dials, failed)
         write.lock_rows(
             conn,
             list({i for t in turns for i in rules.graded_entries(t)}),
             list({i for t in turns for i in t.rendered_edge_ids}),
             observed,
             sources,
-            sequence_step.lock_ends(observed, dials),
+            sequence_step.lock_ends(observed, dials, failed),
         )
         reinforce(conn, session, observed, dials, counts, run_id, proposed.turns_by_pair)
-        store.record_exposures(conn, proposed.exposures)
+        store.record_exposures(conn, proposed.exposures, session.learner_id)
         weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id)
-        sequence_step.weigh_sequence_evidence(conn, session, turns, observed, dials, counts, run_id)
+        sequence_step.weigh_sequence_evidence(
+            conn, session, turns, observed, dials, counts, run_id, failed
+        )
     with timed(timings, "grading"):
         grade_outcomes(conn, session, turns, dials, counts, run_id)
     return counts
