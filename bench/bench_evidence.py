@@ -5,8 +5,7 @@ The re-weigh reads sums kept when reports are written (migration 210: per edge, 
 with a topic's history. Two topics of the same shape share one private embedded database:
 one carries `PAST[0]` past sessions, the other `PAST[1]`, by the same `LEARNERS` learners
 over the same pairs. The history is synthetic and loaded set-based in SQL (sessions,
-reports, the sums by the migration's own grouping, each concept's failed sessions and
-failing learners (migrations 215, 216), and what each past session's learner
+reports, the sums by the migration's own grouping, and what each past session's learner
 succeeded on, which the contradiction lookup probes; the row triggers are off for the
 load only), the learned prerequisites' confidences are then re-weighed once, and batches of
 `SESSIONS` new sessions per topic go through `process_pending` in the order A B B A A B B A, with
@@ -176,18 +175,6 @@ def build_topic(conn: Any, index: int, past: int) -> None:
         "INSERT INTO hag_concept_learners (source_entry_id, learner_id, pairs) "
         "SELECT u.source_entry_id, u.learner_id, count(*) FROM hag_edge_learner_units u "
         "JOIN bench_pairs p ON p.edge_id = u.edge_id GROUP BY u.source_entry_id, u.learner_id"
-    )
-    # the failure counts (migrations 215, 216): each past session failed on the concepts it
-    # reported on, by its learner (who therefore failed there)
-    conn.execute(
-        "INSERT INTO hag_concept_failures (source_entry_id, sessions) "
-        "SELECT p.source, count(DISTINCT r.session_id) FROM hag_edge_learner_reports r "
-        "JOIN bench_pairs p ON p.edge_id = r.edge_id GROUP BY p.source"
-    )
-    conn.execute(
-        "INSERT INTO hag_concept_failure_learners (source_entry_id, learner_id) "
-        "SELECT DISTINCT u.source_entry_id, u.learner_id FROM hag_edge_learner_units u "
-        "JOIN bench_pairs p ON p.edge_id = u.edge_id"
     )
     conn.execute(
         "UPDATE hag_edges e SET hit_count = c.n FROM (SELECT r.edge_id, count(*) AS n "

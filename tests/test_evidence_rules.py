@@ -539,59 +539,39 @@ def test_only_a_report_made_after_its_concept_was_shown_counts_as_named():
     assert rules.turn_struggles(turns, aliased, {"prime numbers"})[1] == 1
 
 
-def test_units_negative_evidence_needs_unshown_failures_and_learners():
-    """An unsupported authored edge written at 0.9 (its prior), its concept failed in 3
-    sessions by learners who had not shown its target: from 1 learner it is not judged; from 2
-    learners (reporting or failing) it falls to the floor with 0.9 said beside it; support
-    brings 0.9 back, from the prior alone (no kept value is read: `unlearned_from` is None
-    here). With 2 of the 3 failed sessions by learners who had shown the target, its
-    concept's units and learners judge nothing: a learner who had shown it is not missing it,
-    so only the others could have named it."""
-    one = replace(unreported_authored_edge(0), concept_units=3.0, concept_learners=1, prior=0.9,
-                  failed_sessions=3, failed_learners=1)  # fmt: skip
+def test_units_negative_evidence_needs_units_and_learners():
+    """An unsupported authored edge written at 0.9 (its prior): 3 units from 1 learner are
+    not judged; from 2 learners it falls to the floor with 0.9 said beside it; support brings
+    0.9 back, from the prior alone (no kept value is read: `unlearned_from` is None here)."""
+    one = replace(unreported_authored_edge(0), concept_units=3.0, concept_learners=1, prior=0.9)
     assert model.evidence_state(one, PROFILE_UNITS) == (0.9, None)
     two = replace(one, concept_learners=2)
     assert model.evidence_state(two, PROFILE_UNITS) == (pytest.approx(0.05), 0.9)
-    failing = replace(one, failed_learners=2)
-    assert model.evidence_state(failing, PROFILE_UNITS) == (pytest.approx(0.05), 0.9)
     lowered = replace(two, confidence=0.05, unlearned_from=None, support_units=0.5)
     assert model.evidence_state(lowered, PROFILE_UNITS) == (0.9, None)
     still = replace(two, confidence=0.05, unlearned_from=None)
     assert model.evidence_state(still, PROFILE_UNITS) == (pytest.approx(0.05), 0.9)
-    shown = replace(two, concept_units=30.0, concept_learners=20, shown_sessions=2)
-    assert model.evidence_state(shown, PROFILE_UNITS) == (0.9, None)
 
 
 PROFILE_UNITS = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
 
 
 def test_explain_says_which_condition_spares_an_authored_prerequisite():
-    """`hag explain` names the unmet condition of negative evidence: too few failed sessions by
-    learners who had not shown the target, or too few learners on the concept, or support
-    above the share; a judged edge says so; with the minimum at 0 it is never judged."""
+    """`hag explain` names the unmet condition of negative evidence: too few units or learners
+    on the concept, or support above the share; a judged edge says so; with the minimum at 0
+    it is never judged."""
     from hag.evidence.model import authored_verdict as _authored_verdict
 
     dials = SEED.with_overrides(
         prerequisite_unlearn_min_reports=3, prerequisite_unlearn_max_share=0.0
     )
-    base = {"judged": False, "min_learners": 2, "units": 0.25, "support": 0.0, "unshown": 3}
-    few = _authored_verdict({**base, "concept_units": 9.0, "concept_learners": 5, "unshown": 2},
-                            dials)  # fmt: skip
-    assert few == (
-        "not judged (its concept needs 3 failed sessions by learners who had not shown its "
-        "target, and 2 reporting or failing learners)"
-    )
+    base = {"judged": False, "min_learners": 2, "units": 0.25, "support": 0.0}
+    few = _authored_verdict({**base, "concept_units": 2.0, "concept_learners": 5}, dials)
+    assert few == "not judged (its concept needs 3 units from 2 learners)"
     alone = _authored_verdict({**base, "concept_units": 9.0, "concept_learners": 1}, dials)
     assert alone == few
-    one_failing = {"failed_learners": 1}
-    assert _authored_verdict({**base, "concept_units": 2.0, "concept_learners": 1,
-                              **one_failing}, dials) == few  # fmt: skip
     spared = _authored_verdict({**base, "concept_units": 15.0, "concept_learners": 15}, dials)
     assert spared == "not judged (its own and supporting units 0.2500 are above 0 of its concept's)"
-    failing = {"failed_learners": 2}
-    by_failures = _authored_verdict({**base, "concept_units": 0.0, "concept_learners": 0,
-                                     **failing}, dials)  # fmt: skip
-    assert by_failures == spared
     judged = {**base, "judged": True, "concept_units": 15.0, "concept_learners": 15}
     assert _authored_verdict(judged, dials) == "judged unsupported"
     never = SEED.with_overrides(prerequisite_unlearn_min_reports=0)

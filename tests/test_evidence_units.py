@@ -158,25 +158,19 @@ def test_a_turn_with_54_struggles_lowers_no_authored_prerequisite(db, units, dia
     assert [float(r["s"]) for r in shares] == [pytest.approx(1 / 3)]
 
 
-def _names_primes(session: str, learner: str, day: int) -> dict:
-    """A session whose turn fails on rsa (its concept named) and reports rsa -> primes."""
-    return payload(session, [turn(0, outcome="failure", concepts=["rsa"],
-                                  struggles=[struggle("rsa", "primes")])],
-                   learner=learner, day=day)  # fmt: skip
-
-
 def test_negative_evidence_needs_several_learners(db, units):
-    """rsa -> hashing (authored 0.92) is unsupported by 5 sessions of one learner who never
-    showed hashing, failing on rsa and naming primes: one learner is too few to judge it. Two more learners' sessions naming primes
+    """rsa -> hashing (authored 0.92) is unsupported by 5 sessions of one learner naming
+    primes: one learner is too few to judge it. Two more learners' sessions naming primes
     make three learners and 3 units on rsa: it falls to what its own units earn (the floor),
     with 0.92 kept beside it, and gets 0.92 back once a learner names hashing."""
     e = topic_entries(db)
     wrong = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
     db.commit()
-    run(db, *(_names_primes(f"n{d}", "learner-1", d) for d in range(5)))
+    run(db, *(reports(f"n{d}", [("rsa", "primes")], day=d) for d in range(5)))
     assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
     for n in (2, 3):
-        run(db, _names_primes(f"o{n}", f"learner-{n}", 10 + n))
+        run(db, payload(f"o{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=10 + n))  # fmt: skip
     row = db.execute("SELECT confidence, unlearned_from FROM hag_edges WHERE id = %s", (wrong,))
     got = row.fetchone()
     assert (got["confidence"], got["unlearned_from"]) == (
@@ -200,7 +194,8 @@ def test_an_authored_prior_comes_from_its_provenance_not_from_stored_state(db, u
         "prior_confidence"
     ] == pytest.approx(0.92)
     for n in range(3):
-        run(db, _names_primes(f"p{n}", f"learner-{n}", n))
+        run(db, payload(f"p{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
     assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(units.edge_confidence_floor)
     db.execute("UPDATE hag_edges SET unlearned_from = NULL WHERE id = %s", (wrong,))
     db.commit()
@@ -615,75 +610,6 @@ def test_one_contradicted_session_does_not_lower_an_authored_prerequisite(db, un
     ).fetchone()
     assert failed["sessions"] == 4
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(0.9)
-
-
-def _fails_on(session: str, learner: str, day: int, concept: str = "rsa") -> dict:
-    """A session whose one turn fails on `concept` and names no struggle."""
-    return payload(session, [turn(0, outcome="failure", concepts=[concept])],
-                   learner=learner, day=day)  # fmt: skip
-
-
-def test_failures_no_report_names_judge_an_authored_prerequisite(db, units, database_url):
-    """rsa -> hashing is authored at 0.9, and no struggle is ever reported on rsa (a concept
-    whose gaps the extractor never names has no report to judge it by). Learners who never
-    showed hashing fail on rsa: sessions a real gap under hashing would have been named in.
-    One learner's failures judge nothing however many there are (10 sessions: the prior
-    stands); a second learner's one failure makes 11 such sessions from 2 failing learners, so
-    the edge is judged and sits at the lift of its own units, none: the edge floor. A report
-    of rsa -> hashing then speaks for it, and it has its prior back. `hag explain` prints the
-    failures and its result equals the stored confidence."""
-    e = topic_entries(db)
-    f.edge(db, e["rsa"], e["hashing"], confidence=0.9)
-    db.commit()
-    run(db, *(_fails_on(f"a-{n}", "learner-a", n) for n in range(10)))
-    assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.9)
-    run(db, _fails_on("b-0", "learner-b", 11))
-    failing = db.execute(
-        "SELECT learner_id FROM hag_concept_failure_learners WHERE source_entry_id = %s"
-        " ORDER BY learner_id",
-        (e["rsa"],),
-    ).fetchall()
-    assert [r["learner_id"] for r in failing] == ["learner-a", "learner-b"]
-    lowered = confidence(db, e["rsa"], e["hashing"])
-    assert lowered == pytest.approx(units.edge_confidence_floor)
-    edge = edge_row(db, e["rsa"], e["hashing"], "prerequisite")["id"]
-    said = subprocess.run(
-        [sys.executable, "-m", "hag.cli", "explain", str(edge), "--json"],
-        capture_output=True, text=True, check=False,
-        env={**os.environ, "DATABASE_URL": database_url},
-    )  # fmt: skip
-    assert said.returncode == 0, said.stderr
-    terms = json.loads(said.stdout)["terms"]
-    assert (terms["unshown"], terms["failed_learners"], terms["judged"]) == (11, 2, True)
-    assert abs(terms["confidence"] - lowered) <= 1e-9
-    text = subprocess.run(
-        [sys.executable, "-m", "hag.cli", "explain", str(edge)],
-        capture_output=True, text=True, check=False,
-        env={**os.environ, "DATABASE_URL": database_url},
-    ).stdout  # fmt: skip
-    assert "failures: 11 of its concept's 11 failed session(s) by learners who had not" in text
-    assert "from 2 failing learner(s)" in text and "judged unsupported" in text
-    run(db, payload("c-0", [turn(0, outcome="failure", concepts=["rsa"],
-                                 struggles=[struggle("rsa", "hashing")])],
-                    learner="learner-c", day=12))  # fmt: skip
-    assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.9)
-
-
-def test_failures_by_learners_who_had_shown_the_target_judge_nothing(db, units):
-    """Two learners succeed on hashing, then fail on rsa in three sessions each with no
-    struggle named: their failures say nothing about a gap under hashing (they had shown it),
-    so the authored rsa -> hashing keeps its prior; the failures still count for rsa's other
-    authored edge, rsa -> primes, whose target neither had shown (6 sessions, 2 learners)."""
-    e = topic_entries(db)
-    f.edge(db, e["rsa"], e["hashing"], confidence=0.9)
-    f.edge(db, e["rsa"], e["primes"], confidence=0.8)
-    db.commit()
-    for who in ("learner-a", "learner-b"):
-        run(db, payload(f"{who}-ok", [turn(0, outcome="success", concepts=["hashing"])],
-                        learner=who, day=1))  # fmt: skip
-        run(db, *(_fails_on(f"{who}-{n}", who, 2 + n) for n in range(3)))
-    assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.9)
-    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(units.edge_confidence_floor)
 
 
 def test_the_invented_term_is_kept_only_under_the_units_rule(db):

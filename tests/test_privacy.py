@@ -116,13 +116,6 @@ def memory(db, dials):
     )
     assert [r.status for r in ingest(db, refused, peeking)] == ["quarantined", "quarantined"]
     ada += [refused, peeking]
-    # who failed on rsa (migration 216: written by session-end under the units rule, which
-    # this memory does not run; set here so erasure and export are shown to cover it)
-    db.execute(
-        "INSERT INTO hag_concept_failure_learners (source_entry_id, learner_id)"
-        " VALUES (%s, %s), (%s, %s)",
-        (e["rsa"], ADA, e["rsa"], BOB),
-    )
     # a queued session session-end cannot apply: rejected, listed in its run's summary
     db.execute(
         "INSERT INTO hag_sessions (session_id, learner_id, topic_id, ended_at, payload,"
@@ -218,7 +211,6 @@ def test_the_scan_covers_every_table_and_finds_what_is_there(db, memory):
         "hag_entries",
         "hag_edge_learner_reports",
         "hag_learner_successes",
-        "hag_concept_failure_learners",
         "hag_session_quarantine",
         "hag_confidence_history",
         "hag_edges",
@@ -276,10 +268,6 @@ def test_erased_evidence_keeps_one_pseudonym_per_learner_and_one_per_session(db,
         "SELECT DISTINCT learner_id FROM hag_learner_successes WHERE learner_id <> %s", (BOB,)
     ).fetchall()
     assert [r["learner_id"] for r in succ] == [rows[0]["learner_id"]]
-    failing = db.execute(
-        "SELECT learner_id FROM hag_concept_failure_learners ORDER BY learner_id"
-    ).fetchall()
-    assert sorted(r["learner_id"] for r in failing) == sorted([BOB, rows[0]["learner_id"]])
 
 
 def test_an_erased_session_sent_again_is_refused_not_applied_twice(db, memory):
@@ -335,8 +323,7 @@ def test_an_unknown_or_erased_learner_is_refused_in_one_line(db, memory, tmp_pat
 
 def test_the_export_holds_everything_and_a_manifest(db, memory, tmp_path):
     """Every session payload as kept, the private entries with their history, the reports,
-    successes, failed concepts and refused payloads, one JSON object a line, the counts
-    last."""
+    successes and refused payloads, one JSON object a line, the counts last."""
     out = tmp_path / "ada.jsonl"
     result = privacy.export_learner(ADA, out, conn=db)
     lines = [json.loads(x) for x in out.read_text().splitlines()]
@@ -355,9 +342,6 @@ def test_the_export_holds_everything_and_a_manifest(db, memory, tmp_path):
     assert len(by_table["hag_maturity_history"]) >= 1
     assert len(by_table["hag_edge_learner_reports"]) == 3
     assert len(by_table["hag_learner_successes"]) >= 3
-    assert by_table["hag_concept_failure_learners"] == [
-        {"source_entry_id": str(memory["entries"]["rsa"]), "learner_id": ADA}
-    ]
     assert len(by_table["hag_session_quarantine"]) == 3
     assert f"{BOB}-s" not in out.read_text()  # none of the other learner's sessions
 

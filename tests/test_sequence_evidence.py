@@ -80,41 +80,26 @@ def test_terms_hold_one_learner_and_unsupported_moves_below_the_walk_floor():
     assert sequences.chance_units(1.0, 1.0, 1.0, 1.0) == 0.0
 
 
-def test_an_authored_sequence_edge_is_judged_by_failures_on_its_needing_concept():
-    """Judged once the concept its step says needs the other has 3 failed sessions by
-    learners who had not shown the other concept, from 2 reporting or failing learners: then
-    it sits at the floor without a prerequisite meaning the same step. Struggle units alone,
-    from learners who had all shown the other concept, judge nothing (they could not have
-    named it)."""
+def test_an_authored_sequence_edge_is_judged_by_the_struggles_on_its_needing_concept():
     dials = dataclasses.replace(
         settings.defaults(), prerequisite_unlearn_min_reports=3, prerequisite_min_learners=2
     )
     authored = _fact(source_type="seed", confidence=0.8, prerequisite=None)
     assert sequences.authored_state(authored, dials) == (0.8, None)  # not judged yet
     judged = _fact(source_type="seed", confidence=0.8, prerequisite=None, needing_units=3.0,
-                   needing_learners=2, needing_unshown=3)  # fmt: skip
+                   needing_learners=2)  # fmt: skip
     assert sequences.authored_state(judged, dials) == (dials.edge_confidence_floor, 0.8)
-    shown = dataclasses.replace(judged, needing_unshown=0, needing_units=30.0)
-    assert sequences.authored_state(shown, dials) == (0.8, None)
     # the prior is the value its author wrote it with, whatever the stored state says: a
     # lowered edge whose support arrived goes back to it
     back = _fact(source_type="seed", confidence=0.05, prior_confidence=0.8, prerequisite=0.9,
-                 needing_units=3.0, needing_learners=2, needing_unshown=3)  # fmt: skip
+                 needing_units=3.0, needing_learners=2)  # fmt: skip
     assert sequences.authored_state(back, dials) == (0.8, None)
     terms = sequences.authored_terms(back, dials)
     assert (terms.prior, terms.judged, terms.supported) == (0.8, True, 0.9)
     short = _fact(source_type="seed", confidence=0.05, prior_confidence=0.8, needing_units=3.0,
-                  needing_learners=1, needing_unshown=3, needing_failed_learners=1)  # fmt: skip
+                  needing_learners=1)  # fmt: skip
     assert sequences.authored_terms(short, dials).judged is False
     assert sequences.authored_state(short, dials) == (0.8, None)
-    # failing learners count as reporting ones do
-    failing = _fact(source_type="seed", confidence=0.8, prerequisite=None, needing_unshown=3,
-                    needing_failed_learners=2)  # fmt: skip
-    assert sequences.authored_state(failing, dials) == (dials.edge_confidence_floor, 0.8)
-    alone = dataclasses.replace(failing, needing_unshown=30, needing_failed_learners=1)
-    assert sequences.authored_state(alone, dials) == (0.8, None)
-    fewer = dataclasses.replace(failing, needing_unshown=2, needing_failed_learners=5)
-    assert sequences.authored_state(fewer, dials) == (0.8, None)
 
 
 # --- on the database --------------------------------------------------------------------------
@@ -398,9 +383,9 @@ def test_an_authored_leads_to_is_judged_by_struggles_from_its_prior_and_explaine
     db, units, database_url
 ):
     """An authored leads_to hashing -> primes at 0.7, and no prerequisite primes -> hashing to
-    support it: learners who come from hashing (a turn naming no concept: none of them has
-    shown hashing) and fail on primes, naming rsa as what they miss; once their failed
-    sessions and learners reach the dials the edge is judged and sits at the edge floor. `hag explain` prints the judgement, its result is
+    support it: learners who come from hashing and fail on primes, naming rsa as what they
+    miss, give primes struggle units; once they reach the dials (units and learners) the edge
+    is judged and sits at the edge floor. `hag explain` prints the judgement, its result is
     the stored confidence, and the history row of the move carries the same terms."""
     e = topic_entries(db)
     authored = f.edge(db, e["hashing"], e["primes"], edge_type="leads_to", confidence=0.7)
@@ -410,7 +395,7 @@ def test_an_authored_leads_to_is_judged_by_struggles_from_its_prior_and_explaine
         payload(
             f"j{n}",
             [turn(0, decision=e["hashing"], outcome="success"),
-             turn(1, decision=e["primes"], outcome="failure", concepts=["primes"],
+             turn(1, decision=e["primes"], outcome="failure",
                   struggles=[struggle("primes", "rsa")])],
             learner=f"j{n}", day=n,
         )
@@ -431,36 +416,6 @@ def test_an_authored_leads_to_is_judged_by_struggles_from_its_prior_and_explaine
         (authored,),
     ).fetchone()
     assert last["terms"] == shown
-
-
-def test_an_authored_fallback_is_judged_by_failures_on_its_needing_concept(db, units, database_url):
-    """An authored fallback rsa -> hashing at 0.8 (rsa needs hashing) with no prerequisite
-    rsa -> hashing: learners who never showed hashing fail on rsa and no struggle is named.
-    Two sessions from two learners judge nothing; a third session from a third learner makes
-    3 such sessions from 3 failing learners, so the edge sits at the edge floor (no
-    prerequisite means the same step), and `hag explain` prints the counts. A learner who had
-    shown hashing adds a failed session but no unshown one."""
-    e = topic_entries(db)
-    authored = f.edge(db, e["rsa"], e["hashing"], edge_type="fallback", confidence=0.8)
-    db.commit()
-
-    def fails(session: str, learner: str, day: int) -> dict:
-        return payload(session, [turn(0, outcome="failure", concepts=["rsa"])],
-                       learner=learner, day=day)  # fmt: skip
-
-    run(db, payload("ok", [turn(0, outcome="success", concepts=["hashing"])], learner="shown",
-                    day=0), fails("shown-0", "shown", 1))  # fmt: skip
-    run(db, fails("f-0", "learner-0", 2), fails("f-1", "learner-1", 3))
-    assert float(edge_row(db, e["rsa"], e["hashing"], "fallback")["confidence"]) == 0.8
-    run(db, fails("f-2", "learner-2", 4))
-    stored = float(edge_row(db, e["rsa"], e["hashing"], "fallback")["confidence"])
-    assert stored == pytest.approx(units.edge_confidence_floor)
-    shown = json.loads(_explain_cli(database_url, str(authored), "--json"))["terms"]
-    assert (shown["needing_unshown"], shown["needing_failed_learners"]) == (3, 4)
-    assert shown["judged"] is True and abs(shown["confidence"] - stored) <= 1e-9
-    assert "3 failed session(s) by learners who had not shown the other from 4 failing" in (
-        _explain_cli(database_url, str(authored))
-    )
 
 
 def test_the_evidence_profile_moves_learned_sequence_edges_at_once(db, database_url):

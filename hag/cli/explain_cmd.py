@@ -89,11 +89,6 @@ def explain(edge_id: str, as_json: bool) -> None:
         click.echo(f"  {held}")
     else:
         click.echo(
-            f"  failures: {t['unshown']} of its concept's {t['failed_sessions']} failed "
-            f"session(s) by learners who had not shown its target, from "
-            f"{t['failed_learners']} failing learner(s)"
-        )
-        click.echo(
             f"  prior {t['prior']:.6f}, support {t['support']:.4f} units: "
             f"{authored_verdict(t, dials)}"
         )
@@ -110,17 +105,11 @@ def _echo_sequence(t: dict[str, Any]) -> None:
             f"judged: it may hold {t['supported']:.6f} (the prerequisite meaning the same "
             "step, or the edge floor)"
             if t["judged"]
-            else (
-                f"not judged (needs {t['min_reports']} failed sessions by learners who had not "
-                f"shown the other concept, and {t['min_learners']} reporting or failing "
-                "learners)"
-            )
+            else f"not judged (needs {t['min_reports']} units from {t['min_learners']} learners)"
         )
         click.echo(
             f"  prior {t['prior']:.6f}; struggles on the concept its step says needs the "
-            f"other: {t['needing_units']:.4f} units from {t['needing_learners']} learner(s), "
-            f"{t['needing_unshown']} failed session(s) by learners who had not shown the "
-            f"other from {t['needing_failed_learners']} failing learner(s); "
+            f"other: {t['needing_units']:.4f} units from {t['needing_learners']} learner(s); "
             f"prerequisite meaning the same step {prerequisite}"
         )
         click.echo(f"  {verdict}")

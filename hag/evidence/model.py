@@ -107,15 +107,6 @@ class PrerequisiteEvidence:
     failed_sessions: int = 0
     shown_sessions: int = 0
     shown_named: int = 0
-    # the distinct learners who failed on the edge's concept (migration 216): negative
-    # evidence from its failed sessions needs as many as negative evidence from reports
-    failed_learners: int = 0
-
-    @property
-    def unshown_failures(self) -> int:
-        """The sessions that failed on the edge's concept by learners who had not shown its
-        target: each one a session a real gap under the target would have been named in."""
-        return max(0, self.failed_sessions - self.shown_sessions)
 
     @property
     def reports_with_culled(self) -> int:
@@ -324,16 +315,9 @@ class EvidenceTerms:
     invents (`invented_reports`); fewer than `min_learners` distinct learners hold it at `hold` =
     edge_min_confidence x learners / min_learners; then the edge floor and ceiling.
     Authored or enriched: `prior` (the confidence its author wrote it with,
-    `PrerequisiteEvidence.prior`: no stored lowering state is read); `judged` when its concept
-    has `min_reports` failed sessions by learners who had not shown its target (`unshown`:
-    the sessions in which a gap under the target could have been named; a learner who had
-    shown it is not missing it), its evidence comes from `min_learners` learners (reporting
-    or failing), and the units naming its target or a concept resting on it (`support`) are
-    at most max_share of the larger of its concept's units and `unshown`: then it sits at
-    min(prior, lift of its own units), else at `prior`. The pair's `invented` term is not
-    read for it (0): a true authored edge's few units are often as many as the extractor
-    invents for a confusable pair, and netting them judged true edges (the journal,
-    2026-12-03).
+    `PrerequisiteEvidence.prior`: no stored lowering state is read); `judged` when its concept has `min_reports` units from `min_learners` learners
+    and the units naming its target or a concept resting on it (`support`) are at most
+    max_share of them: then it sits at min(prior, lift of its own units), else at `prior`.
     """
 
     source_type: str
@@ -364,10 +348,6 @@ class EvidenceTerms:
     failed_sessions: int = 0
     shown_sessions: int = 0
     shown_named: int = 0
-    # an authored edge's negative evidence from failures: its concept's failed sessions by
-    # learners who had not shown its target, and its distinct failing learners
-    unshown: int = 0
-    failed_learners: int = 0
 
 
 def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
@@ -412,21 +392,17 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
     net = max(0.0, fact.units - chance)
     lift = edge_bounds(net / (net + k), dials)
     min_reports = dials.prerequisite_unlearn_min_reports
-    unshown = fact.unshown_failures
     judged = (
         min_reports > 0
-        and unshown >= min_reports
-        and max(fact.concept_learners, fact.failed_learners) >= min_learners
-        and fact.units + fact.support_units
-        <= dials.prerequisite_unlearn_max_share * max(reports, unshown)
+        and reports >= min_reports
+        and fact.concept_learners >= min_learners
+        and fact.units + fact.support_units <= dials.prerequisite_unlearn_max_share * reports
     )
     lowered = min(prior, lift) if judged else prior
     return EvidenceTerms(
         fact.source_type, fact.units, fact.learners, reports, fact.concept_learners, chance,
         noise, 0.0, fact.support_units, prior, k, net, lift, min_learners, None, judged,
-        lowered, prior if lowered < prior else None, fact.unattributed, 0.0,
-        fact.failed_sessions, fact.shown_sessions, fact.shown_named, unshown,
-        fact.failed_learners,
+        lowered, prior if lowered < prior else None, fact.unattributed,
     )  # fmt: skip
 
 
@@ -439,12 +415,8 @@ def authored_verdict(t: Mapping[str, Any], dials: Settings) -> str:
     needed, share = dials.prerequisite_unlearn_min_reports, dials.prerequisite_unlearn_max_share
     if needed <= 0:
         return "not judged (prerequisite_unlearn_min_reports is 0: never)"
-    learners = max(t["concept_learners"], t.get("failed_learners", 0))
-    if t.get("unshown", 0) < needed or learners < t["min_learners"]:
-        return (
-            f"not judged (its concept needs {needed} failed sessions by learners who had not "
-            f"shown its target, and {t['min_learners']} reporting or failing learners)"
-        )
+    if t["concept_units"] < needed or t["concept_learners"] < t["min_learners"]:
+        return f"not judged (its concept needs {needed} units from {t['min_learners']} learners)"
     return (
         f"not judged (its own and supporting units {t['units'] + t['support']:.4f} are above "
         f"{share:g} of its concept's)"

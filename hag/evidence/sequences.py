@@ -114,10 +114,6 @@ class SequenceEvidence:
     prior_confidence: float | None = None
     needing_units: float = 0.0
     needing_learners: int = 0
-    # ...and its failed sessions by learners who had not shown the other concept, with its
-    # distinct failing learners (migrations 215, 216)
-    needing_unshown: int = 0
-    needing_failed_learners: int = 0
 
 
 @dataclass(frozen=True)
@@ -149,8 +145,6 @@ class AuthoredSequenceTerms:
     prior: float
     needing_units: float
     needing_learners: int
-    needing_unshown: int
-    needing_failed_learners: int
     min_reports: int
     min_learners: int
     judged: bool
@@ -206,11 +200,9 @@ def authored_terms(fact: SequenceEvidence, dials: Settings) -> AuthoredSequenceT
     """An authored or enriched sequence edge, judged by struggles rather than moves.
 
     Its prior (the value its author wrote it with) stands until the concept its step says
-    needs the other has `prerequisite_unlearn_min_reports` failed sessions by learners who
-    had not shown the other concept, and `prerequisite_min_learners` reporting or failing
-    learners (the prerequisites' judgement; moves after a rendered line are the line's, so
-    the struggles and failures judge it, not the moves); then it sits at no more than the
-    confidence of the
+    needs the other has struggle evidence from `prerequisite_unlearn_min_reports` units and
+    `prerequisite_min_learners` learners (moves after a rendered line are the line's, so the
+    struggles judge it, not the moves); then it sits at no more than the confidence of the
     prerequisite meaning the same step (the edge floor without one). A function of the prior
     and the current counts alone, so support that arrives later gives the prior back.
     """
@@ -219,15 +211,14 @@ def authored_terms(fact: SequenceEvidence, dials: Settings) -> AuthoredSequenceT
     min_learners = dials.prerequisite_min_learners
     judged = (
         min_reports > 0
-        and fact.needing_unshown >= min_reports
-        and max(fact.needing_learners, fact.needing_failed_learners) >= min_learners
+        and fact.needing_units >= min_reports
+        and fact.needing_learners >= min_learners
     )
     supported = max(dials.edge_confidence_floor, fact.prerequisite or 0.0) if judged else None
     confidence = prior if supported is None else min(prior, supported)
     return AuthoredSequenceTerms(
-        fact.source_type, prior, fact.needing_units, fact.needing_learners,
-        fact.needing_unshown, fact.needing_failed_learners, min_reports, min_learners, judged,
-        fact.prerequisite, supported, confidence,
+        fact.source_type, prior, fact.needing_units, fact.needing_learners, min_reports,
+        min_learners, judged, fact.prerequisite, supported, confidence,
     )  # fmt: skip
 
 

@@ -56,7 +56,6 @@ def prerequisite_evidence(
             reverse_units=None if r["reverse_units"] is None else float(r["reverse_units"]),
             unattributed=int(r["unattributed"]),
             failed_sessions=int(r["failed_sessions"]),
-            failed_learners=int(r["failed_learners"]),
             shown_sessions=int(r["shown_sessions"]),
             shown_named=int(r["shown_named"]),
         )
@@ -87,8 +86,6 @@ def sequence_evidence(
             prior_confidence=r["prior_confidence"],
             needing_units=float(r["needing_units"]),
             needing_learners=int(r["needing_learners"]),
-            needing_unshown=int(r["needing_unshown"]),
-            needing_failed_learners=int(r["needing_failed_learners"]),
         )
         for r in conn.execute(sql, params).fetchall()
     ]
@@ -146,16 +143,14 @@ class ExposureRows:
     pairs: Sequence[tuple[tuple[UUID, UUID], bool]]
 
 
-def record_exposures(conn: Conn, rows: ExposureRows | None, learner_id: str) -> None:
-    """Add a session's failed concepts and shown pairs to the kept counts, and its learner to
-    each failed concept's failing learners (migration 216), in key order (the session's
-    ledger row makes it once per session)."""
+def record_exposures(conn: Conn, rows: ExposureRows | None) -> None:
+    """Add a session's failed concepts and shown pairs to the kept counts, in key order (the
+    session's ledger row makes it once per session)."""
     if rows is None or not rows.failed:
         return
     conn.execute(
         query("evidence", "record_exposures"),
         {
-            "learner_id": learner_id,
             "failed": list(rows.failed),
             "sources": [c for (c, _), _ in rows.pairs],
             "targets": [m for (_, m), _ in rows.pairs],

@@ -62,7 +62,6 @@ EXPORT_QUERIES = (
     "export_maturity_history",
     "export_reports",
     "export_successes",
-    "export_failing_learners",
     "export_quarantine",
 )
 
@@ -79,7 +78,6 @@ ERASE_STEPS = (
     ("erase_private_entries", "hag_entries", "deleted"),
     ("pseudonymise_reports", "hag_edge_learner_reports", "pseudonymised"),
     ("pseudonymise_successes", "hag_learner_successes", "pseudonymised"),
-    ("pseudonymise_failing_learners", "hag_concept_failure_learners", "pseudonymised"),
     ("pseudonymise_history_sessions", "hag_confidence_history", "pseudonymised"),
     ("pseudonymise_edge_sessions", "hag_edges", "pseudonymised"),
     ("pseudonymise_audit_sessions", "hag_edge_audit", "pseudonymised"),

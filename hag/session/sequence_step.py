@@ -10,7 +10,7 @@ sequence edge out of the moves' sources or into their targets. The rows were loc
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from uuid import UUID
 
 from hag.evidence import sequences
@@ -26,18 +26,17 @@ from hag.storage.sqlfiles import query
 
 
 def lock_ends(
-    observed: Sequence[EdgeObservation], dials: Settings, failed: Iterable[UUID] = ()
+    observed: Sequence[EdgeObservation], dials: Settings
 ) -> tuple[list[UUID], list[UUID]]:
     """Under the units rule, the sources and targets whose sequence edges the session
     re-weighs (so `write.lock_rows` locks them): the moves' ends, and the concepts it reports
-    struggles on or failed a turn on (`failed`: they judge the authored `fallback` out of and
-    `leads_to` into them); otherwise none."""
+    struggles on (they judge the authored `fallback` out of and `leads_to` into them);
+    otherwise none."""
     if not sequences.units_selected(dials):
         return [], []
     sources, targets = sequences.moves_ends(observed)
-    judging = {o.source_entry_id for o in observed if o.edge_type == "prerequisite"}
-    judging.update(failed)
-    return sorted(judging.union(sources), key=str), sorted(judging.union(targets), key=str)
+    reported = {o.source_entry_id for o in observed if o.edge_type == "prerequisite"}
+    return sorted(reported.union(sources), key=str), sorted(reported.union(targets), key=str)
 
 
 def session_moves(conn: Connection, turns: Sequence[Turn]) -> list[Move]:
@@ -74,11 +73,9 @@ def weigh_sequence_evidence(
     dials: Settings,
     counts: SessionCounts,
     run_id: UUID | None,
-    failed: Iterable[UUID] = (),
 ) -> None:
-    """Record the session's unprompted moves and re-weigh the sequence edges around them and
-    around the concepts it reported struggles on or failed on (`lock_ends`)."""
-    sources, targets = lock_ends(observed, dials, failed)
+    """Record the session's unprompted moves and re-weigh the sequence edges around them."""
+    sources, targets = lock_ends(observed, dials)
     if not sources:
         return
     units = sequences.session_units(session_moves(conn, turns))

@@ -152,22 +152,21 @@ def apply_session(
         observed += proposed.observed
     with timed(timings, "reinforcement"):
         # the concepts reported on, and those failed on (their `invented` term moved)
-        failed = proposed.exposures.failed if proposed.exposures else ()
-        sources = model.lift_sources(observed, dials, failed)
+        sources = model.lift_sources(
+            observed, dials, proposed.exposures.failed if proposed.exposures else ()
+        )
         write.lock_rows(
             conn,
             list({i for t in turns for i in rules.graded_entries(t)}),
             list({i for t in turns for i in t.rendered_edge_ids}),
             observed,
             sources,
-            sequence_step.lock_ends(observed, dials, failed),
+            sequence_step.lock_ends(observed, dials),
         )
         reinforce(conn, session, observed, dials, counts, run_id, proposed.turns_by_pair)
-        store.record_exposures(conn, proposed.exposures, session.learner_id)
+        store.record_exposures(conn, proposed.exposures)
         weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id)
-        sequence_step.weigh_sequence_evidence(
-            conn, session, turns, observed, dials, counts, run_id, failed
-        )
+        sequence_step.weigh_sequence_evidence(conn, session, turns, observed, dials, counts, run_id)
     with timed(timings, "grading"):
         grade_outcomes(conn, session, turns, dials, counts, run_id)
     return counts

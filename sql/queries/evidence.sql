@@ -25,9 +25,7 @@
 -- and one learner only when no learner is recorded, in hag_edge_evidence; `hag explain`
 -- says how many there are),
 -- and the counts of the `invented` term (migration 215): its concept's failed sessions, of
--- them those whose learner had shown the target, and of those the ones naming the edge, with
--- the distinct learners who failed on its concept (migration 216: negative evidence from
--- failures needs as many as from reports).
+-- them those whose learner had shown the target, and of those the ones naming the edge.
 WITH touched AS (
     SELECT e.id, e.source_entry_id
     FROM hag_edges e
@@ -52,11 +50,8 @@ WITH touched AS (
     CROSS JOIN LATERAL hag_edge_evidence(f.id, f.hit_count, %(prerequisite_learner_cap)s) u
 ), concept_learners AS (
     -- per source: the distinct learners who reported any prerequisite out of it, its
-    -- unattributed sessions one learner only when none is recorded (hag_concept_learner_count),
-    -- and the distinct learners who failed on it (migration 216)
-    SELECT z.source_entry_id, hag_concept_learner_count(z.source_entry_id) AS learners,
-           (SELECT count(*) FROM hag_concept_failure_learners fl
-             WHERE fl.source_entry_id = z.source_entry_id) AS failed_learners
+    -- unattributed sessions one learner only when none is recorded (hag_concept_learner_count)
+    SELECT z.source_entry_id, hag_concept_learner_count(z.source_entry_id) AS learners
     FROM (SELECT DISTINCT source_entry_id FROM family) z
 ), reported AS (
     -- each source's reports per prerequisite, live and culled (the audit keeps a culled
@@ -102,7 +97,6 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior
          WHERE r.id IS NOT NULL) AS reverse_units,
        COALESCE(rs.reports, ARRAY[0, 0]) AS reversal_reports,
        COALESCE(cf.sessions, 0) AS failed_sessions,
-       cl.failed_learners,
        COALESCE(sx.shown_sessions, 0) AS shown_sessions,
        COALESCE(sx.shown_named, 0) AS shown_named
 FROM family f
@@ -152,16 +146,11 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- name: record_exposures
 -- The session's failed concepts and, per failed concept c and concept m its learner had
 -- shown, whether its struggles named c -> m (migration 215), added to the kept counts in key
--- order (the session's edge rows are locked already; counts are only ever added to here),
--- and its learner among each failed concept's failing learners (migration 216).
+-- order (the session's edge rows are locked already; counts are only ever added to here).
 WITH failed AS (
     INSERT INTO hag_concept_failures AS f (source_entry_id, sessions)
     SELECT c, 1 FROM unnest(%(failed)s::uuid[]) AS x (c) ORDER BY c
     ON CONFLICT (source_entry_id) DO UPDATE SET sessions = f.sessions + 1
-), failing AS (
-    INSERT INTO hag_concept_failure_learners (source_entry_id, learner_id)
-    SELECT c, %(learner_id)s FROM unnest(%(failed)s::uuid[]) AS x (c) ORDER BY c
-    ON CONFLICT DO NOTHING
 )  -- a data-modifying WITH runs to completion whether or not the statement reads it
 INSERT INTO hag_shown_exposures AS x (source_entry_id, target_entry_id, shown_sessions, shown_named)
 SELECT r.c, r.m, 1, r.named::int

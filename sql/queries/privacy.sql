@@ -16,7 +16,6 @@ SELECT EXISTS (SELECT 1 FROM hag_sessions WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_entries WHERE visibility_scope = %(scope)s)
     OR EXISTS (SELECT 1 FROM hag_edge_learner_reports WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_learner_successes WHERE learner_id = %(learner_id)s)
-    OR EXISTS (SELECT 1 FROM hag_concept_failure_learners WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_session_quarantine
                WHERE raw ~ %(pattern)s OR reason ~ %(pattern)s OR session_id ~ %(id_in_session)s)
     AS present
@@ -73,13 +72,6 @@ UPDATE hag_learner_successes l
 SET learner_id = %(pseudonym)s, session_id = s.pseudonym
 FROM hag_erase_sessions s
 WHERE l.learner_id = %(learner_id)s AND l.session_id = s.session_id
-
--- name: pseudonymise_failing_learners
--- Who failed on a concept (negative evidence from failures counts them, migration 216): the
--- learner becomes the same pseudonym, so each concept's count stays.
-UPDATE hag_concept_failure_learners
-SET learner_id = %(pseudonym)s
-WHERE learner_id = %(learner_id)s
 
 -- name: pseudonymise_history_sessions
 -- The shared graph's confidence history keeps its numbers; the session it names becomes the
@@ -213,11 +205,6 @@ ORDER BY r.reported_at, r.session_id, r.edge_id
 SELECT 'hag_learner_successes' AS tbl, to_jsonb(l)::text AS row
 FROM hag_learner_successes l WHERE l.learner_id = %(learner_id)s
 ORDER BY l.ended_at, l.session_id, l.concept_slug
-
--- name: export_failing_learners
-SELECT 'hag_concept_failure_learners' AS tbl, to_jsonb(f)::text AS row
-FROM hag_concept_failure_learners f WHERE f.learner_id = %(learner_id)s
-ORDER BY f.source_entry_id
 
 -- name: export_quarantine
 SELECT 'hag_session_quarantine' AS tbl, to_jsonb(q)::text AS row

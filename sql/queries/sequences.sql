@@ -33,9 +33,7 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- (`leads_to` A -> B: B -> A; `fallback` A -> B: A -> B), and the struggle evidence on the
 -- concept that step says needs the other (B for `leads_to`, A for `fallback`): its units over
 -- its prerequisites and its distinct reporting learners (hag_concept_learner_count, from
--- counts kept at write time: no past report is read, as the prerequisites count them), and its failed sessions by learners who had not
--- shown the other concept with its distinct failing learners (migrations 215, 216), with an
--- authored edge's prior (what judges it).
+-- counts kept at write time: no past report is read, as the prerequisites count them), with an authored edge's prior (what judges it).
 WITH family AS (
     SELECT x.id FROM hag_edges x
     WHERE x.edge_type IN ('leads_to', 'fallback')
@@ -78,8 +76,6 @@ WITH family AS (
            e.confidence, e.prior_confidence,
            CASE WHEN e.edge_type = 'fallback' THEN e.source_entry_id
                 ELSE e.target_entry_id END AS needing,
-           CASE WHEN e.edge_type = 'fallback' THEN e.target_entry_id
-                ELSE e.source_entry_id END AS needed,
            COALESCE(s.units, 0) AS units, COALESCE(s.learners, 0) AS learners,
            COALESCE(s.out_units, 0) AS out_units, COALESCE(s.in_units, 0) AS in_units,
            COALESCE(s.total_units, 0) AS total_units
@@ -94,18 +90,12 @@ WITH family AS (
             FROM hag_edges q
             CROSS JOIN LATERAL hag_edge_evidence(q.id, q.hit_count, %(prerequisite_learner_cap)s) u
             WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = n.needing) AS units,
-           hag_concept_learner_count(n.needing) AS learners,
-           (SELECT COALESCE(max(cf.sessions), 0) FROM hag_concept_failures cf
-             WHERE cf.source_entry_id = n.needing) AS failed_sessions,
-           (SELECT count(*) FROM hag_concept_failure_learners fl
-             WHERE fl.source_entry_id = n.needing) AS failed_learners
+           hag_concept_learner_count(n.needing) AS learners
     FROM (SELECT DISTINCT needing FROM members) n
 )
 SELECT s.id, s.edge_type, s.source_type, s.confidence, s.prior_confidence, s.units, s.learners, s.out_units,
        s.in_units, s.total_units, COALESCE(r.units, 0) AS reverse_units,
        nd.units AS needing_units, nd.learners AS needing_learners,
-       greatest(0, nd.failed_sessions - COALESCE(sx.shown_sessions, 0)) AS needing_unshown,
-       nd.failed_learners AS needing_failed_learners,
        (SELECT max(q.confidence) FROM hag_edges q
         WHERE q.edge_type = 'prerequisite'
           AND ((s.edge_type = 'leads_to' AND q.source_entry_id = s.target_entry_id
@@ -116,6 +106,4 @@ FROM members s
 JOIN needs nd ON nd.needing = s.needing
 LEFT JOIN sums r ON r.edge_type = s.edge_type AND r.source_entry_id = s.target_entry_id
                 AND r.target_entry_id = s.source_entry_id
-LEFT JOIN hag_shown_exposures sx ON sx.source_entry_id = s.needing
-                                AND sx.target_entry_id = s.needed
 ORDER BY s.id
