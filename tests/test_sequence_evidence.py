@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import uuid
+from datetime import timedelta
 
 import pytest
 
@@ -23,7 +24,7 @@ from hag.evidence.sequences import Move, SequenceEvidence
 from hag.storage.edges import EdgeObservation
 from tests import factories as f
 from tests import test_evidence_units
-from tests.session_builders import edge_row, payload, run, turn
+from tests.session_builders import T0, edge_row, payload, run, turn
 from tests.test_evidence_session import struggle, topic_entries
 
 A, B, C = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
@@ -462,3 +463,60 @@ def test_a_moved_leads_to_writes_its_terms_in_the_history_row(db, units, databas
     assert now is not None and last["terms"] == now
     assert abs(last["new_value"] - now["confidence"]) <= 1e-9
     assert json.loads(_explain_cli(database_url, str(edge), "--json"))["terms"] == last["terms"]
+
+
+# --- the nightly re-weighs what sessions left behind -------------------------------------------
+
+
+def test_the_nightly_re_weighs_sequence_edges_no_session_touched(db, units, database_url):
+    """Three learners learn leads_to rsa -> signatures (a fourth moves primes -> signatures,
+    so its chance is not 0); later sessions move only hashing -> key-exchange, which grows
+    the topic's total and shrinks the edge's chance, but no session re-weighs the edge, so its
+    stored confidence is no longer its formula's. A dry run says it would move it and moves
+    nothing; the nightly moves it, writing the terms and its run id on the history row, and
+    after it every sequence edge's stored confidence is `hag explain`'s result to 1e-9."""
+    from hag.nightly.sweeps import SEQUENCE_REWEIGH_REASON, run_nightly
+
+    e = topic_entries(db)
+    f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    db.commit()
+    run(db, *(_moves(db, e, "rsa", "signatures", f"l{n}", f"l{n}", n) for n in range(3)),
+        _moves(db, e, "primes", "signatures", "l9", "p0", 4))  # fmt: skip
+    edge = edge_row(db, e["rsa"], e["signatures"], "leads_to")
+    assert edge is not None
+    stored = float(edge["confidence"])
+    then = edge_sequence_terms(db, edge["id"], edge["source_entry_id"], units)
+    assert then is not None and abs(then["confidence"] - stored) <= 1e-9
+    run(db, *(_moves(db, e, "hashing", "key-exchange", f"h{n}", f"h{n}", 10 + n)
+              for n in range(8)))  # fmt: skip
+    assert float(edge_row(db, e["rsa"], e["signatures"], "leads_to")["confidence"]) == stored
+    now = edge_sequence_terms(db, edge["id"], edge["source_entry_id"], units)
+    assert now is not None and now["chance"] < then["chance"]
+    assert abs(now["confidence"] - stored) > 1e-6  # drifted: what the nightly must mend
+
+    as_of = T0 + timedelta(days=40)
+    forecast = run_nightly(as_of=as_of, dry_run=True)
+    assert forecast.sequence_reweighed >= 1 and forecast.run_id is None
+    db.rollback()
+    assert float(edge_row(db, e["rsa"], e["signatures"], "leads_to")["confidence"]) == stored
+
+    summary = run_nightly(as_of=as_of)
+    assert summary.sequence_reweighed == forecast.sequence_reweighed
+    assert summary.counts()["sequence_reweighed"] == summary.sequence_reweighed
+    db.rollback()
+    after = float(edge_row(db, e["rsa"], e["signatures"], "leads_to")["confidence"])
+    assert abs(after - now["confidence"]) <= 1e-9
+    history = db.execute(
+        "SELECT reason, run_id, terms FROM hag_confidence_history WHERE entity_id = %s "
+        "ORDER BY history_id DESC LIMIT 1",
+        (edge["id"],),
+    ).fetchone()
+    assert history["reason"] == SEQUENCE_REWEIGH_REASON
+    assert history["run_id"] == summary.run_id and history["terms"] == now
+    for row in db.execute(
+        "SELECT id, source_entry_id, confidence FROM hag_edges "
+        "WHERE edge_type IN ('leads_to', 'fallback')"
+    ).fetchall():
+        terms = edge_sequence_terms(db, row["id"], row["source_entry_id"], units)
+        assert terms is not None and abs(terms["confidence"] - row["confidence"]) <= 1e-9
+    assert run_nightly(as_of=as_of).sequence_reweighed == 0  # a fixed point

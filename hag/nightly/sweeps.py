@@ -5,7 +5,8 @@ A run is: read the dials in force → decide and apply every step in SQL, in one
 written by the AFTER DELETE statement trigger of migration 001 inside that same
 transaction, from the run id, reason and rule values this module sets first. Under the lift
 rule the cull re-weighs the prerequisites its deletions touch in that transaction too
-(`_cull`). A dry run
+(`_cull`). Under `edge_grading_rule = units` a run first re-weighs every `leads_to` and
+`fallback`, in a transaction of its own (`_reweigh_sequences`). A dry run
 asks the same rules what they would do and writes nothing at all: no run row, and so no
 run id (its summary's `run_id` is None: there would be nothing to look up).
 
@@ -35,8 +36,10 @@ from typing import Any
 
 from hag import settings
 from hag.errors import ValidationError
+from hag.evidence import sequences
+from hag.evidence import store as evidence
 from hag.evidence.model import lift_selected
-from hag.evidence.reweigh import reweigh_prerequisites
+from hag.evidence.reweigh import reweigh_prerequisites, reweigh_sequence_edges
 from hag.operations import privacy
 from hag.settings import Settings
 from hag.storage import db, runs
@@ -60,6 +63,7 @@ CULL_RULE_KEYS = (
     "as_of",
 )
 REWEIGH_REASON = "cull: the survivors re-weighed (lift)"
+SEQUENCE_REWEIGH_REASON = "nightly: sequence edges re-weighed (units)"
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,9 @@ class NightlySummary:
     # under the lift rule: prerequisites whose confidence the cull's re-weigh of the survivors
     # changed (the siblings of a culled prerequisite, and the edges into its concept)
     reweighed: int = 0
+    # under edge_grading_rule = units: leads_to and fallback edges whose confidence the run's
+    # re-weigh moved to what their formula gives now (`_reweigh_sequences`)
+    sequence_reweighed: int = 0
     culled_by_source_type: dict[str, int] = field(default_factory=dict)
     culled_edges: list[CulledEdge] = field(default_factory=list)  # the first report_max_rows
     rule_values: dict[str, Any] = field(default_factory=dict)
@@ -146,6 +153,7 @@ class NightlySummary:
             "culled": self.culled,
             "culled_by_source_type": self.culled_by_source_type,
             **({"reweighed": self.reweighed} if self.reweighed else {}),
+            **({"sequence_reweighed": self.sequence_reweighed} if self.sequence_reweighed else {}),
             **({"guard": self.guard} if self.guard else {}),
             **({"retention": self.retention} if any(self.retention.values()) else {}),
         }
@@ -244,7 +252,8 @@ def sweep(
         flow_run_id=str(flow_run_id) if flow_run_id else None,
     )
     params = sweep_parameters(dials, when, summary.run_id)
-    if dry_run:
+    if dry_run:  # the forecast reads the confidences the real run's first step would write
+        _reweigh_sequences(conn, summary, dials)
         _forecast(conn, params, summary, dials)
         conn.rollback()
     else:
@@ -261,7 +270,11 @@ def _recorded_run(
     dials: Settings,
     decide: Decide | None,
 ) -> None:
-    """A real run: its row (and liveness lock) first, then the work, then the row closed."""
+    """A real run: its row (and liveness lock) first, then the work, then the row closed.
+
+    The sequence re-weigh commits before the sweep's transaction: if the sweep fails, the
+    confidences it wrote are still what their formula gives (a re-weigh is idempotent), and
+    the run row says the run failed."""
     run_id = summary.run_id
     assert run_id is not None
     runs.reap(conn)
@@ -279,6 +292,8 @@ def _recorded_run(
         runs.link_flow_run(conn, run_id, summary.flow_run_id)
         conn.commit()
         try:
+            _reweigh_sequences(conn, summary, dials)
+            conn.commit()
             _apply(conn, params, summary, dials, decide)
             conn.execute(
                 query("sweeps", "finish_run"),
@@ -289,6 +304,36 @@ def _recorded_run(
             conn.rollback()
             _record_failure(conn, run_id, exc)
             raise
+
+
+def _reweigh_sequences(conn: Conn, summary: NightlySummary, dials: Settings) -> None:
+    """Under `edge_grading_rule = units`, every `leads_to` and `fallback` takes the confidence
+    its formula gives now (`hag.evidence.reweigh.reweigh_sequence_edges`).
+
+    Session-end re-weighs the sequence edges around a session's moves only, yet a learned
+    edge's chance reads its topic's total of moves and its prior reads a prerequisite's
+    confidence, and both move with sessions that never touch the edge: without this step an
+    edge keeps the confidence of its last re-weigh, which the cull below and the tutor's
+    reads then use. After it, `hag explain` gives every sequence edge's stored confidence.
+    One sorted lock pass over the sequence edges, alone in its transaction: a second pass
+    beside the cull's could deadlock with a session's single pass. A dry run re-weighs in
+    its own transaction, which it rolls back, so its forecast reads what the real run's cull
+    will.
+    """
+    if not sequences.units_selected(dials):
+        return
+    with timed(summary.step_seconds, "sequence reweigh"):
+        conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
+        evidence.lock_every_edge_of(conn, sequences.SEQUENCE_TYPES)
+        summary.sequence_reweighed = reweigh_sequence_edges(
+            conn,
+            evidence.sequence_sources(conn),
+            [],
+            dials,
+            at=summary.as_of,
+            reason=SEQUENCE_REWEIGH_REASON,
+            run_id=summary.run_id,
+        )
 
 
 def rule_values(dials: Settings, as_of: datetime) -> dict[str, Any]:
@@ -501,6 +546,8 @@ def render_markdown(summary: NightlySummary) -> str:
         f"| reprieved (lifted back to the floor) | {summary.reprieved} |",
         f"| edges culled | {summary.culled} |",
     ]
+    if summary.sequence_reweighed:
+        lines.append(f"| sequence edges re-weighed (units) | {summary.sequence_reweighed} |")
     for source_type, n in summary.culled_by_source_type.items():
         lines.append(f"| culled, {source_type} | {n} |")
     if summary.guard:
