@@ -339,6 +339,36 @@ def test_the_evidence_profile_moves_an_old_memory_to_units_at_once(db, database_
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
 
 
+def test_the_simulators_profile_moves_the_memory_as_the_command_does(db, dials):
+    """The simulator's `--profile` (`set_profile`) runs what `hag settings profile` runs: the
+    same learner's 3 sessions under the lift rule, at 3/5, are held at edge_min_confidence / 2
+    once it sets the evidence profile, and the move's history row is dated at the run's start
+    it was given (a simulated memory starts where an operator's would, not at its first
+    session on the concept)."""
+    from hag_lab.simulate.experiment import set_profile
+
+    dials(prerequisite_confidence_rule="lift")
+    e = topic_entries(db)
+    db.commit()
+    run(db, *(reports(f"s{d}", [("rsa", "primes")], day=d) for d in range(3)))
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(3 / 5)
+    start = T0 + timedelta(days=40)
+    changed = set_profile("evidence", at=start)
+    assert ("prerequisite_confidence_rule", "lift", "units") in changed
+    settings.invalidate()
+    held = settings.current().edge_min_confidence / 2
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
+    edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    last = db.execute(
+        "SELECT reason, new_value, at FROM hag_confidence_history WHERE entity_id = %s "
+        "ORDER BY history_id DESC LIMIT 1",
+        (edge,),
+    ).fetchone()
+    assert (last["reason"], last["at"]) == ("profile: re-weighed", start)
+    assert last["new_value"] == pytest.approx(held)
+    assert set_profile("evidence", at=start) == []
+
+
 # --- the per-(edge, learner) totals the re-weigh reads (migration 210) ------------------------
 
 

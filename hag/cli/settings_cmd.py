@@ -137,20 +137,14 @@ def profile(name: str, as_json: bool) -> None:
     """
     from datetime import UTC, datetime
 
-    from hag import settings as s
-    from hag.evidence.reweigh import reweigh_every_edge
+    from hag.evidence.reweigh import move_to_profile
     from hag.storage import db
 
     ready()
     with db.connect() as conn:
-        changed = s.apply_profile(conn, name)
-        # the memory moves to the profile's rules at once, in the same transaction: every
-        # edge the evidence model owns re-weighed under the dials just set (read back from
-        # this transaction)
-        moved, moved_sequences = (
-            reweigh_every_edge(conn, s.load(conn), at=datetime.now(UTC)) if changed else (0, 0)
-        )
+        move = move_to_profile(conn, name, by="cli", at=datetime.now(UTC))
         conn.commit()
+    changed, moved, moved_sequences = move.changed, move.reweighed, move.reweighed_sequences
     if as_json:
         echo_json(
             {

@@ -2,8 +2,8 @@
 
 Session-end calls `reweigh_prerequisites` for the concepts a session reported on (and
 `reweigh_sequence_edges` around its moves), the nightly cull for the concepts whose
-prerequisites it deleted, and `hag settings profile` `reweigh_every_edge` when it changes
-the rules. Each reads the facts around the
+prerequisites it deleted, and `move_to_profile` (`hag settings profile`, the simulator's
+`--profile`) `reweigh_every_edge` when it changes the rules. Each reads the facts around the
 concepts (`store.prerequisite_evidence`), decides with the model (`model.evidence_state`)
 and writes (`store.set_edge_confidences`), inside the caller's transaction.
 """
@@ -11,11 +11,12 @@ and writes (`store.set_edge_confidences`), inside the caller's transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from hag import settings
 from hag.evidence import model, sequences, store
 from hag.settings import Settings
 from hag.storage.db import Conn
@@ -133,3 +134,25 @@ def reweigh_every_edge(conn: Conn, dials: Settings, *, at: datetime) -> tuple[in
         if moves
         else 0,
     )
+
+
+@dataclass(frozen=True)
+class ProfileMove:
+    """What moving a memory to a rule profile did: each dial it changed (key, old, new), and
+    how many confidences the re-weigh under the new rules changed."""
+
+    changed: list[tuple[str, Any, Any]]
+    reweighed: int = 0
+    reweighed_sequences: int = 0
+
+
+def move_to_profile(conn: Conn, name: str, *, by: str, at: datetime) -> ProfileMove:
+    """Set a rule profile's dials and move the memory to its rules at once, in the caller's
+    transaction: every edge the evidence model owns re-weighed under the dials just set (read
+    back from this transaction), its history rows at `at`. Nothing is re-weighed when no dial
+    changed. `hag settings profile` and the simulator's `--profile` both run this, so a
+    simulated memory starts where an operator's would."""
+    changed = settings.apply_profile(conn, name, by=by)
+    if not changed:
+        return ProfileMove(changed)
+    return ProfileMove(changed, *reweigh_every_edge(conn, settings.load(conn), at=at))

@@ -16,6 +16,8 @@ from hag_lab.simulate.run import SimulationConfig, SimulationRun, simulate
 from hag_lab.simulate.world import World, world_corpus
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from hag.quality import CheckResult
 
 
@@ -51,17 +53,19 @@ def load_starting_memory(world: World, corpus: Mapping[str, Any] | None) -> dict
     return report.as_dict()
 
 
-def set_profile(name: str | None) -> list[tuple[str, Any, Any]]:
-    """Set a rule profile on the configured database before a run (None: leave the dials)."""
+def set_profile(name: str | None, *, at: datetime) -> list[tuple[str, Any, Any]]:
+    """Set a rule profile on the configured database before a run (None: leave the dials),
+    as `hag settings profile` does: every edge the profile's rules own re-weighed at once,
+    its history rows at `at` (the run's start)."""
     if name is None:
         return []
-    from hag import settings
+    from hag.evidence.reweigh import move_to_profile
     from hag.storage import db
 
     with db.connect() as conn:
-        changed = settings.apply_profile(conn, name, by="simulate")
+        move = move_to_profile(conn, name, by="simulate", at=at)
         conn.commit()
-    return changed
+    return move.changed
 
 
 def run_checks() -> CheckResult:
@@ -81,7 +85,7 @@ def run_experiment(exp: Experiment) -> Outcome:
         f"starting memory: {loaded['entries']} entries, {loaded['edges']} edges "
         f"({loaded['embedded']} embedded)"
     )
-    changed = set_profile(exp.config.profile)
+    changed = set_profile(exp.config.profile, at=exp.config.start)
     if exp.config.profile is not None:
         exp.note(f"profile {exp.config.profile}: {len(changed)} dial(s) changed")
     t0 = time.monotonic()
