@@ -87,5 +87,14 @@ def edge_row(db: Any, source: Any, target: Any, edge_type: str) -> dict[str, Any
     ).fetchone()
 
 
+def edge_history(db: Any, edge_id: Any) -> list[dict[str, Any]]:
+    """An edge's confidence history rows, oldest first (reason, values, terms, time)."""
+    return db.execute(
+        "SELECT reason, old_value, new_value, terms, at FROM hag_confidence_history "
+        "WHERE entity_id = %s ORDER BY history_id",
+        (edge_id,),
+    ).fetchall()
+
+
 def entry_row(db: Any, entry_id: Any) -> dict[str, Any]:
     return db.execute("SELECT * FROM hag_entries WHERE id = %s", (entry_id,)).fetchone()

@@ -17,7 +17,7 @@ from hag import settings
 from hag.evidence import model
 from hag.evidence.explain import evidence_terms
 from tests import factories as f
-from tests.session_builders import T0, edge_row, payload, run, turn
+from tests.session_builders import T0, edge_history, edge_row, payload, run, turn
 from tests.test_evidence_session import reports, struggle, topic_entries
 
 pytestmark = pytest.mark.pg_versions
@@ -296,11 +296,7 @@ def test_a_reweigh_that_moves_an_edge_writes_its_terms_in_the_history_row(db, un
         run(db, payload(f"h{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
                         learner=f"learner-{n}", day=n))  # fmt: skip
     edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
-    rows = db.execute(
-        "SELECT reason, new_value, terms FROM hag_confidence_history WHERE entity_id = %s "
-        "ORDER BY history_id",
-        (edge,),
-    ).fetchall()
+    rows = edge_history(db, edge)
     reweighed = [r for r in rows if r["reason"] == "prerequisite evidence (lift)"]
     assert len(reweighed) >= 2 and all(r["terms"] is not None for r in reweighed)
     assert all(r["terms"] is None for r in rows if r["reason"] != "prerequisite evidence (lift)")
@@ -318,15 +314,22 @@ def test_a_reweigh_that_moves_an_edge_writes_its_terms_in_the_history_row(db, un
     assert json.loads(done.stdout)["terms"] == last["terms"]
 
 
-def test_the_evidence_profile_moves_an_old_memory_to_units_at_once(db, database_url, dials):
-    """Under the lift rule (session counts, k 2) one learner's 3 sessions put rsa -> primes at
-    3/5, above the walk floor; `hag settings profile evidence` re-weighs every prerequisite
-    under units at once: one learner, held at edge_min_confidence / 2, and says how many."""
+def one_learner_under_lift(db, dials) -> dict:
+    """An old memory under the lift rule (session counts, k 2): one learner's 3 sessions put
+    rsa -> primes at 3/5, above the walk floor. The topic's entries."""
     dials(prerequisite_confidence_rule="lift")
     e = topic_entries(db)
     db.commit()
     run(db, *(reports(f"s{d}", [("rsa", "primes")], day=d) for d in range(3)))
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(3 / 5)
+    return e
+
+
+def test_the_evidence_profile_moves_an_old_memory_to_units_at_once(db, database_url, dials):
+    """Under the lift rule (session counts, k 2) one learner's 3 sessions put rsa -> primes at
+    3/5, above the walk floor; `hag settings profile evidence` re-weighs every prerequisite
+    under units at once: one learner, held at edge_min_confidence / 2, and says how many."""
+    e = one_learner_under_lift(db, dials)
     done = subprocess.run(
         [sys.executable, "-m", "hag.cli", "settings", "profile", "evidence"],
         capture_output=True, text=True, env={**os.environ, "DATABASE_URL": database_url},
@@ -347,11 +350,7 @@ def test_the_simulators_profile_moves_the_memory_as_the_command_does(db, dials):
     session on the concept)."""
     from hag_lab.simulate.experiment import set_profile
 
-    dials(prerequisite_confidence_rule="lift")
-    e = topic_entries(db)
-    db.commit()
-    run(db, *(reports(f"s{d}", [("rsa", "primes")], day=d) for d in range(3)))
-    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(3 / 5)
+    e = one_learner_under_lift(db, dials)
     start = T0 + timedelta(days=40)
     changed = set_profile("evidence", at=start)
     assert ("prerequisite_confidence_rule", "lift", "units") in changed
@@ -359,11 +358,7 @@ def test_the_simulators_profile_moves_the_memory_as_the_command_does(db, dials):
     held = settings.current().edge_min_confidence / 2
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
     edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
-    last = db.execute(
-        "SELECT reason, new_value, at FROM hag_confidence_history WHERE entity_id = %s "
-        "ORDER BY history_id DESC LIMIT 1",
-        (edge,),
-    ).fetchone()
+    last = edge_history(db, edge)[-1]
     assert (last["reason"], last["at"]) == ("profile: re-weighed", start)
     assert last["new_value"] == pytest.approx(held)
     assert set_profile("evidence", at=start) == []

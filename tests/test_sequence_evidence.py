@@ -24,7 +24,7 @@ from hag.evidence.sequences import Move, SequenceEvidence
 from hag.storage.edges import EdgeObservation
 from tests import factories as f
 from tests import test_evidence_units
-from tests.session_builders import T0, edge_row, payload, run, turn
+from tests.session_builders import T0, edge_history, edge_row, payload, run, turn
 from tests.test_evidence_session import struggle, topic_entries
 
 A, B, C = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
@@ -450,11 +450,7 @@ def test_a_moved_leads_to_writes_its_terms_in_the_history_row(db, units, databas
     for n in range(3):
         run(db, _leads(db, e, f"learner-{n}", f"h{n}", n))
     edge = edge_row(db, e["rsa"], e["signatures"], "leads_to")["id"]
-    rows = db.execute(
-        "SELECT reason, new_value, terms FROM hag_confidence_history WHERE entity_id = %s "
-        "ORDER BY history_id",
-        (edge,),
-    ).fetchall()
+    rows = edge_history(db, edge)
     reweighed = [r for r in rows if r["reason"] == "sequence evidence (units)"]
     assert len(reweighed) >= 2 and all(r["terms"] is not None for r in reweighed)
     last = rows[-1]
