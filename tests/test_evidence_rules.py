@@ -515,6 +515,27 @@ def test_a_sessions_exposures_are_what_its_learner_had_shown_at_its_first_failur
     }
 
 
+def test_a_struggle_in_a_failed_turn_is_a_failure_on_its_concept():
+    """Turn 0 fails listing no concept, with a struggle on rsa naming primes; turn 1 fails on
+    hashing with a struggle on signatures; turn 2 (no outcome) names a struggle on modular.
+    The failed concepts are rsa, hashing and signatures: a struggle on c in a failed turn is a
+    failure on c whether or not the tutor listed c, and a struggle outside a failed turn is
+    none."""
+    from hag.session.ladder import Catalogue
+
+    turns = ordered_turns(
+        builders.turn(0, outcome="failure", struggles=[quoted("rsa", "primes")]),
+        builders.turn(1, outcome="failure", concepts=["hashing"],
+                      struggles=[quoted("signatures", "hashing")]),
+        builders.turn(2, struggles=[quoted("modular", "primes")]),
+    )  # fmt: skip
+    catalogue = Catalogue.from_rows("t", [])
+    assert rules.failed_slugs(turns, catalogue) == ["hashing", "rsa", "signatures"]
+    assert rules.shown_exposures(turns, catalogue, set()).failed == (
+        "hashing", "rsa", "signatures"
+    )  # fmt: skip
+
+
 def test_only_a_report_made_after_its_concept_was_shown_counts_as_named():
     """Turn 0 (no outcome) names primes missing for rsa before the learner shows primes in
     turn 1; turn 2 fails on rsa. The report is evidence (kept by `turn_struggles`), so the

@@ -506,11 +506,18 @@ class ShownExposures:
         return sorted(set(self.failed) | {m for _, m in self.named})
 
 
+def failed_concepts(concepts: Iterable[str], pairs: Iterable[StrugglePair]) -> set[str]:
+    """What a failed turn failed on: its concepts and those its struggles name as struggled
+    (a struggle on c is a failure on c, whether or not the tutor listed c with the turn)."""
+    return set(concepts) | {p.concept_slug for p in pairs}
+
+
 def failed_slugs(turns: Iterable[Turn], catalogue: Catalogue) -> list[str]:
-    """The concepts of a session's failed turns, read through the catalogue, sorted."""
+    """The concepts of a session's failed turns (`failed_concepts`), read through the
+    catalogue, sorted."""
     return sorted(
-        {candidate_slug(slug, catalogue) for t in turns if t.outcome == "failure"
-         for slug in t.concept_slugs}
+        {slug for step in shown_walk(turns, catalogue, ()) if step.turn.outcome == "failure"
+         for slug in failed_concepts(step.concepts, step.pairs)}
     )  # fmt: skip
 
 
@@ -531,7 +538,7 @@ def shown_exposures(
             (p.concept_slug, p.missing_slug) for p in step.pairs if p.missing_slug in step.had
         )
         if step.turn.outcome == "failure":
-            for c in step.concepts:
+            for c in sorted(failed_concepts(step.concepts, step.pairs)):
                 first.setdefault(c, frozenset(step.had) - {c})
     return ShownExposures(
         tuple(sorted(first)),
