@@ -70,7 +70,12 @@ def test_terms_hold_one_learner_and_unsupported_moves_below_the_walk_floor():
     supported = sequences.sequence_terms(_fact(), dials)
     prior = k * 0.8 / 0.2
     assert supported.confidence == pytest.approx((2 + prior) / (2 + prior + k))
-    assert sequences.sequence_terms(_fact(learners=1, units=1.0), dials).confidence < floor
+    # one learner's moves add nothing to the walked prerequisite's 0.8; without one, below
+    # the walk floor
+    one = sequences.sequence_terms(_fact(learners=1, units=1.0), dials)
+    assert (one.hold, one.confidence) == (0.8, pytest.approx(0.8))
+    lone = sequences.sequence_terms(_fact(learners=1, units=1.0, prerequisite=None), dials)
+    assert lone.confidence < floor
     alone = sequences.sequence_terms(_fact(prerequisite=None, units=50.0, learners=50), dials)
     assert alone.confidence < floor and alone.unsupported is not None
     below = sequences.sequence_terms(_fact(prerequisite=floor / 2), dials)
@@ -124,22 +129,23 @@ def _confidence(db, e):
 
 
 def test_a_leads_to_prompted_by_a_rendered_line_does_not_count(db, units):
-    """signatures needs rsa (a walked prerequisite, so leads_to rsa -> signatures has support);
-    three learners move rsa -> signatures right after the prerequisite's line was rendered:
-    no unit, the edge stays at the floor. Two learners making the move unprompted lift it."""
+    """signatures needs rsa (a walked prerequisite at 0.9, so leads_to rsa -> signatures has
+    support); three learners move rsa -> signatures right after the prerequisite's line was
+    rendered: no unit, and the edge stands at what the prerequisite gives alone, 0.9. Two
+    learners making the move unprompted lift it above."""
     assert units.edge_grading_rule == "units"
     e = topic_entries(db)
     line = f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
     db.commit()
     run(db, *(_leads(db, e, f"l{n}", f"p{n}", n, rendered=[line]) for n in range(3)))
-    assert _confidence(db, e) == units.edge_confidence_floor
+    assert _confidence(db, e) == pytest.approx(0.9)
     reports = db.execute(
         "SELECT count(*) AS n FROM hag_edge_learner_reports WHERE edge_id = %s",
         (edge_row(db, e["rsa"], e["signatures"], "leads_to")["id"],),
     ).fetchone()
     assert reports["n"] == 0
     run(db, *(_leads(db, e, f"u{n}", f"u{n}", 10 + n) for n in range(2)))
-    assert _confidence(db, e) >= 0.6
+    assert _confidence(db, e) > 0.9 + 1e-6
 
 
 def _fallback(e, learner, session, day):
@@ -156,20 +162,32 @@ def _fallback(e, learner, session, day):
 @pytest.mark.parametrize("kind", ["leads_to", "fallback"])
 def test_one_learner_alone_never_lifts_a_sequence_edge_to_the_walk_floor(db, units, kind):
     """learner-1 makes the same unprompted move in 100 sessions (leads_to rsa -> signatures,
-    or fallback signatures -> rsa), a walked prerequisite signatures -> rsa supporting both:
-    held at edge_min_confidence x 1/2; a second learner's one session lifts it past 0.6."""
+    or fallback signatures -> rsa) and no walked prerequisite states the step: below the walk
+    floor; a second learner's session leaves it there (moves alone are the tutor's habits)."""
+    e = topic_entries(db)
+    db.commit()
+    ends = (e["rsa"], e["signatures"]) if kind == "leads_to" else (e["signatures"], e["rsa"])
+    make = _leads if kind == "leads_to" else lambda db, *a: _fallback(*a)
+    run(db, *(make(db, e, "learner-1", f"s{n}", n % 20) for n in range(100)))
+    assert float(edge_row(db, *ends, kind)["confidence"]) < units.edge_min_confidence
+    run(db, make(db, e, "learner-2", "other", 30))
+    assert float(edge_row(db, *ends, kind)["confidence"]) < units.edge_min_confidence
+
+
+@pytest.mark.parametrize("kind", ["leads_to", "fallback"])
+def test_one_learners_moves_add_nothing_to_a_walked_prerequisite(db, units, kind):
+    """The same 100 sessions with a walked prerequisite signatures -> rsa at 0.9 stating the
+    step: the edge stands at 0.9, what the prerequisite gives alone (one learner's moves add
+    nothing); a second learner's one session lifts it above."""
     e = topic_entries(db)
     f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
     db.commit()
     ends = (e["rsa"], e["signatures"]) if kind == "leads_to" else (e["signatures"], e["rsa"])
     make = _leads if kind == "leads_to" else lambda db, *a: _fallback(*a)
     run(db, *(make(db, e, "learner-1", f"s{n}", n % 20) for n in range(100)))
-    held = units.edge_min_confidence / units.prerequisite_min_learners
-    confidence = float(edge_row(db, *ends, kind)["confidence"])
-    assert confidence == pytest.approx(held)
-    assert confidence < units.edge_min_confidence
+    assert float(edge_row(db, *ends, kind)["confidence"]) == pytest.approx(0.9)
     run(db, make(db, e, "learner-2", "other", 30))
-    assert float(edge_row(db, *ends, kind)["confidence"]) >= 0.6
+    assert float(edge_row(db, *ends, kind)["confidence"]) > 0.9 + 1e-6
 
 
 def test_a_session_of_1000_turns_is_one_unit(db, units):

@@ -15,9 +15,11 @@ prerequisites' units rule:
 - **A session is one unit about a concept's next step.** Each unprompted pair gets the
   session's moves of that type out of A naming it over all of them (`session_units`), so
   1,000 turns repeating A -> B give it 1.
-- **A learner's total is capped** at `prerequisite_learner_cap`, and fewer than
-  `prerequisite_min_learners` distinct learners hold the edge at `edge_min_confidence` x
-  learners / min, below the walk floor (`hag_edge_evidence`, the prerequisites' function).
+- **A learner's total is capped** at `prerequisite_learner_cap`, and the moves of fewer than
+  `prerequisite_min_learners` distinct learners add nothing of their own: they hold the edge
+  at the confidence of the walked prerequisite meaning the same step (what its prior alone
+  gives), or without one at `edge_min_confidence` x learners / min, below the walk floor
+  (`hag_edge_evidence`, the prerequisites' function).
 - **Chance**: how often A's moves would land on B if they went where everyone else's moves
   go: U(A) x (I(B) - u) / (T - U(A)), U(A) the units out of A, I(B) the units into B, T the
   units of the type in the topic (B's share of the moves that do not start at A).
@@ -25,7 +27,11 @@ prerequisites' units rule:
 - **Prior**: a walked prerequisite that means the same step supports it as the evidence its
   confidence stands for, k p / (1 - p): `leads_to` A -> B by the prerequisite B -> A (B
   needs A, so A comes first), `fallback` A -> B by A -> B (A needs B, so B is where to go
-  back). Struggle reports are the extractor's, not the tutor's moves: independent evidence.
+  back). Struggle reports are the extractor's, not the tutor's moves: independent evidence,
+  already bound by the prerequisites' own learner hold. So a sequence edge whose step a
+  walked prerequisite states stands at that prerequisite's confidence with no move of its
+  own counted (the moves that discovered it may all be prompted), and unprompted moves from
+  enough learners lift it above.
 
 confidence = net / (net + k), net = max(0, units + prior - chance - reverse), k =
 `prerequisite_lift_k`; then the learner hold, the edge floor and ceiling. Without a walked
@@ -180,11 +186,16 @@ def sequence_terms(fact: SequenceEvidence, dials: Settings) -> SequenceTerms:
     prior = prior_units(fact.prerequisite, dials)
     net = max(0.0, fact.units + prior - chance - fact.reverse_units)
     lift = 1.0 if math.isinf(net) else net / (net + k)
-    hold = (
-        dials.edge_min_confidence * fact.learners / min_learners
-        if fact.learners < min_learners
-        else None
-    )
+    # Fewer learners than the bound add nothing of their own: their moves hold the edge at
+    # what the walked prerequisite meaning the same step gives alone (its confidence p, as
+    # k p / (1 - p) units give), or below the walk floor without one.
+    hold = None
+    if fact.learners < min_learners:
+        hold = (
+            fact.prerequisite
+            if prior > 0.0 and fact.prerequisite is not None
+            else dials.edge_min_confidence * fact.learners / min_learners
+        )
     # Moves are the tutor's: without a walked prerequisite meaning the same step they confirm
     # nothing, and hold the edge below the walk floor (ranked by their lift).
     unsupported = dials.edge_min_confidence * lift if prior == 0.0 else None
