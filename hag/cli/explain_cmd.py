@@ -123,13 +123,12 @@ def _echo_sequence(t: dict[str, Any]) -> None:
         f"lift net/(net+k) {t['lift']:.6f}"
     )
     holds = []
-    if t["hold"] is not None and t["prior"]:
+    if t["hold"] is not None:
+        why = ": the walked prerequisite meaning the same step, no move of its own"
         holds.append(
-            f"held at {t['hold']:.6f} (fewer than {t['min_learners']} learners: the walked "
-            "prerequisite meaning the same step, no move of its own)"
+            f"held at {t['hold']:.6f} (fewer than {t['min_learners']} learners"
+            f"{why if t['prior'] else ''})"
         )
-    elif t["hold"] is not None:
-        holds.append(f"held at {t['hold']:.6f} (fewer than {t['min_learners']} learners)")
     if t["unsupported"] is not None:
         holds.append(f"held at {t['unsupported']:.6f} (no walked prerequisite: moves alone)")
     click.echo(f"  {'; '.join(holds) if holds else 'not held'}")

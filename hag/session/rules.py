@@ -516,8 +516,9 @@ def failed_slugs(turns: Iterable[Turn], catalogue: Catalogue) -> list[str]:
     """The concepts of a session's failed turns (`failed_concepts`), read through the
     catalogue, sorted."""
     return sorted(
-        {slug for step in shown_walk(turns, catalogue, ()) if step.turn.outcome == "failure"
-         for slug in failed_concepts(step.concepts, step.pairs)}
+        {slug for t in turns if t.outcome == "failure"
+         for slug in failed_concepts((candidate_slug(s, catalogue) for s in t.concept_slugs),
+                                     struggle_pairs([t], catalogue))}
     )  # fmt: skip
 
 
