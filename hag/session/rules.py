@@ -461,6 +461,11 @@ class ShownStep:
     had: Collection[str]
 
 
+def turn_concepts(t: Turn, catalogue: Catalogue) -> list[str]:
+    """A turn's concepts, each read through the catalogue (`ladder.candidate_slug`)."""
+    return [candidate_slug(slug, catalogue) for slug in t.concept_slugs]
+
+
 def shown_walk(
     turns: Iterable[Turn], catalogue: Catalogue, shown: Collection[str]
 ) -> Iterator[ShownStep]:
@@ -471,7 +476,7 @@ def shown_walk(
     (`shown_exposures`) both read."""
     succeeded = {candidate_slug(slug, catalogue) for slug in shown}
     for t in turns:
-        concepts = [candidate_slug(slug, catalogue) for slug in t.concept_slugs]
+        concepts = turn_concepts(t, catalogue)
         yield ShownStep(t, struggle_pairs([t], catalogue), concepts, succeeded)
         if t.outcome == "success":
             succeeded.update(concepts)
@@ -517,8 +522,7 @@ def failed_slugs(turns: Iterable[Turn], catalogue: Catalogue) -> list[str]:
     catalogue, sorted."""
     return sorted(
         {slug for t in turns if t.outcome == "failure"
-         for slug in failed_concepts((candidate_slug(s, catalogue) for s in t.concept_slugs),
-                                     struggle_pairs([t], catalogue))}
+         for slug in failed_concepts(turn_concepts(t, catalogue), struggle_pairs([t], catalogue))}
     )  # fmt: skip
 
 
