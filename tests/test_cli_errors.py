@@ -111,6 +111,11 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
         (["simulate", "--world", "random:99"], 1, "--world"),
         (["simulate", "--world", "cryptography,random:30"], 1, "several only with --error-kinds"),
         (["simulate", "--misconception-share", "2"], 1, "--misconception-share"),
+        (
+            ["simulate", "--database", "configured", "--drop-databases"],
+            2,
+            "private databases only",
+        ),
     ],
 }
 

@@ -70,7 +70,8 @@ def test_compare_table_has_a_column_per_profile():
 
 def test_simulate_compare_runs_each_profile_on_the_same_seeds(tmp_path):
     """A tiny random world under seed and evidence, seeds 3 and 4: one table, per-seed reports
-    whose config says the profile and seed, and aggregates with the old and new keys."""
+    whose config says the profile and seed, aggregates with the old and new keys, and each
+    run's database kept beside its report (no --drop-databases)."""
     out = tmp_path / "cmp"
     args = [sys.executable, "-m", "hag.cli", "simulate", "--world", "random", "--concepts", "6"]
     args += ["--learners", "3", "--sessions", "10", "--days", "2", "--enrich-every", "0"]
@@ -87,6 +88,7 @@ def test_simulate_compare_runs_each_profile_on_the_same_seeds(tmp_path):
             assert report["config"]["noise_kind"] == "structured"
             assert set(report["headline"]) >= OLD_HEADLINE_KEYS
             assert "learned_prereq_truth_brier" in report["headline"]
+            assert (out / profile / f"seed-{seed}" / "db" / "pgdata" / "PG_VERSION").is_file()
         aggregate = json.loads((out / profile / "report.json").read_text())
         assert set(aggregate["headline"]) >= OLD_HEADLINE_KEYS and aggregate["seeds"] == [3, 4]
         assert aggregate["spread"]["decision_log_loss"]["n"] == 2
@@ -117,13 +119,13 @@ def test_simulate_refuses_a_bad_profile_list(tmp_path):
 
 def test_simulate_error_kinds_runs_each_kind_on_each_world_and_prints_one_table(tmp_path):
     """--error-kinds on the random topic, two seeds, two jobs: one table row per kind, each
-    seed's report run with the kind's options, and the repeated misreading in every session
-    at share 1."""
+    seed's report run with the kind's options, the repeated misreading in every session at
+    share 1, and with --drop-databases no run's database left behind its report."""
     out = tmp_path / "kinds"
     args = [sys.executable, "-m", "hag.cli", "simulate", "--world", "random:30"]
     args += ["--learners", "3", "--sessions", "6", "--days", "2", "--enrich-every", "0"]
     args += ["--error-kinds", "independent:0.3,repeated:1", "--profile", "evidence"]
-    args += ["--seeds", "3,4", "--jobs", "2", "--out", str(out)]
+    args += ["--seeds", "3,4", "--jobs", "2", "--drop-databases", "--out", str(out)]
     result = subprocess.run(
         args, capture_output=True, text=True, timeout=900, cwd=PROJECT_ROOT, check=False
     )
@@ -141,3 +143,6 @@ def test_simulate_error_kinds_runs_each_kind_on_each_world_and_prints_one_table(
         config = json.loads((noisy / "report.json").read_text())["config"]
         assert (config["p_miss"], config["p_repeat_session"]) == (0.3, 0.0)
     assert (out / "kinds.md").read_text().startswith("seeds 3, 4;")
+    reports = sorted(p.parent.name for p in out.rglob("seed-*/report.json"))
+    assert reports == ["seed-3", "seed-3", "seed-4", "seed-4"]
+    assert not [p for p in out.rglob("db") if p.is_dir()]

@@ -134,6 +134,13 @@ from hag.cli._common import echo_json, json_option, note
     "(it receives every simulated session).",
 )
 @click.option(
+    "--drop-databases",
+    is_flag=True,
+    help="With a private database: remove each run's database once its report is written "
+    "(about 0.7 GB a run at demo size), keeping only the reports; `hag explain` then has no "
+    "run memory to read.",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path),
     default=Path("reports/simulation"),
@@ -176,6 +183,7 @@ def simulate(
     enrich_every: int,
     use_flows: bool,
     database: str,
+    drop_databases: bool,
     out: Path,
     profile: str | None,
     seeds: str | None,
@@ -207,6 +215,10 @@ def simulate(
     profiles = _profile_list(compare) if compare else []
     if (len(seed_list) > 1 or profiles or error_kinds) and database != "private":
         raise click.UsageError("--seeds, --compare and --error-kinds run on private databases only")
+    if drop_databases and database != "private":
+        raise click.UsageError(
+            "--drop-databases removes private databases only, never the configured one"
+        )
     world_specs = [part.strip() for part in world_name.split(",") if part.strip()]
     try:
         kinds = parse_kinds(error_kinds) if error_kinds else []
@@ -250,6 +262,7 @@ def simulate(
             out,
             jobs=jobs,
             note=note,
+            drop_databases=drop_databases,
         )
         if as_json:
             echo_json(result["rows"])
@@ -263,7 +276,14 @@ def simulate(
 
         if profiles:
             comparison = run_compare(
-                world, config, profiles, seed_list, out, corpus=corpus, note=note
+                world,
+                config,
+                profiles,
+                seed_list,
+                out,
+                corpus=corpus,
+                note=note,
+                drop_databases=drop_databases,
             )
             if as_json:
                 echo_json({n: r["spread"] for n, r in comparison["results"].items()})
@@ -272,7 +292,9 @@ def simulate(
                     click.echo(line)
                 click.echo(f"reports: {out / 'compare.md'}, {out}/<profile>/seed-<seed>/")
             return
-        aggregate = run_seeds(world, config, seed_list, out, corpus=corpus, note=note)
+        aggregate = run_seeds(
+            world, config, seed_list, out, corpus=corpus, note=note, drop_databases=drop_databases
+        )
         if as_json:
             echo_json(aggregate["headline"])
         else:
@@ -283,7 +305,7 @@ def simulate(
         return
     experiment = Experiment(world, config, out_dir=out, name=out.name, corpus=corpus, note=note)
     if database == "private":
-        with private_database(out / "db"):
+        with private_database(out / "db", drop=drop_databases):
             outcome = run_experiment(experiment)
     else:
         from hag.cli._common import ready

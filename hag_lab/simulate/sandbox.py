@@ -66,15 +66,20 @@ def _switch(url: str | None) -> None:
 
 
 @contextmanager
-def private_database(folder: Path, *, keep_running: bool = False) -> Iterator[str]:
+def private_database(
+    folder: Path, *, keep_running: bool = False, drop: bool = False
+) -> Iterator[str]:
     """An emptied, migrated embedded database in `folder` for the duration of the block.
 
     `folder` must be new, empty, or one this function made before (claim_folder): only then
     is its database stopped and cleared.
 
     The environment's DATABASE_URL is put back afterwards; the server is stopped unless
-    `keep_running` (then `DATABASE_URL=<printed url>` reaches it later).
+    `keep_running` (then `DATABASE_URL=<printed url>` reaches it later). With `drop` the
+    stopped server's folder is removed as well (a run that keeps only its report).
     """
+    if drop and keep_running:
+        raise ValueError("a private database cannot be both kept running and dropped")
     from hag.storage import db
     from hag.storage.migrate import migrate_database
 
@@ -95,3 +100,5 @@ def private_database(folder: Path, *, keep_running: bool = False) -> Iterator[st
         _switch(previous)
         if not keep_running:
             server.stop()
+        if drop:
+            shutil.rmtree(folder)

@@ -3,7 +3,8 @@
 One seed's figures move by about 0.1 between seeds, so a headline figure is the mean over
 several seeds with its spread beside it. Each (profile, seed) run is a whole experiment on
 its own private embedded database (emptied first), with its own report in
-`OUT/<profile>/seed-<seed>/`; the aggregate keeps the single report's `headline` keys (as
+`OUT/<profile>/seed-<seed>/` (its database under `db/`, removed after the report when
+`drop_databases`); the aggregate keeps the single report's `headline` keys (as
 means) and adds `spread` (mean, sample sd, min, max per key) and the per-seed values.
 """
 
@@ -36,10 +37,20 @@ def run_seeds(
     corpus: Mapping[str, Any] | None,
     note: Callable[[str], None] = lambda message: None,
     progress: bool = True,
+    drop_databases: bool = False,
 ) -> dict[str, Any]:
     """One profile over `seeds`; writes `OUT/report.json` with the aggregate and returns it."""
     reports = [
-        seed_report(world, config, seed, out, corpus=corpus, note=note, progress=progress)
+        seed_report(
+            world,
+            config,
+            seed,
+            out,
+            corpus=corpus,
+            note=note,
+            progress=progress,
+            drop_database=drop_databases,
+        )
         for seed in seeds
     ]
     aggregate = aggregate_reports(reports, profile=config.profile, seeds=seeds)
@@ -56,8 +67,10 @@ def seed_report(
     corpus: Mapping[str, Any] | None,
     note: Callable[[str], None],
     progress: bool,
+    drop_database: bool = False,
 ) -> dict[str, Any]:
-    """One seed's whole experiment on its own private database, reported in `OUT/seed-<seed>/`."""
+    """One seed's whole experiment on its own private database, reported in `OUT/seed-<seed>/`
+    (the database in its `db/`, removed once the report is written when `drop_database`)."""
     from hag_lab.simulate.sandbox import private_database
 
     folder = out / f"seed-{seed}"
@@ -71,7 +84,7 @@ def seed_report(
         note=note,
         progress=progress,
     )
-    with private_database(folder / "db"):
+    with private_database(folder / "db", drop=drop_database):
         outcome = run_experiment(exp)
     assert outcome.report is not None
     return outcome.report
@@ -105,6 +118,7 @@ def run_compare(
     corpus: Mapping[str, Any] | None,
     note: Callable[[str], None] = lambda message: None,
     progress: bool = True,
+    drop_databases: bool = False,
 ) -> dict[str, Any]:
     """Every profile on the same seeds; writes `OUT/compare.json` and `OUT/compare.md`."""
     results = {
@@ -116,6 +130,7 @@ def run_compare(
             corpus=corpus,
             note=note,
             progress=progress,
+            drop_databases=drop_databases,
         )
         for name in profiles
     }
@@ -195,6 +210,7 @@ def run_kinds(
     jobs: int = 1,
     note: Callable[[str], None] = _quiet,
     progress: bool = True,
+    drop_databases: bool = False,
 ) -> dict[str, Any]:
     """Each (world, error kind, profile) over `seeds`, each run on its own private database
     in `OUT/<world>/<kind>/<profile>/seed-<seed>/` (the cell's aggregate beside them, as
@@ -219,7 +235,9 @@ def run_kinds(
     ]
     if jobs == 1:
         reports = [
-            seed_report(w, c, s, o, corpus=cp, note=note, progress=progress)
+            seed_report(
+                w, c, s, o, corpus=cp, note=note, progress=progress, drop_database=drop_databases
+            )
             for w, c, s, o, cp in runs
         ]
     else:
@@ -229,7 +247,17 @@ def run_kinds(
         # spawn: a fresh interpreter per worker (no inherited database pools or servers)
         with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
             futures = [
-                pool.submit(seed_report, w, c, s, o, corpus=cp, note=note, progress=False)
+                pool.submit(
+                    seed_report,
+                    w,
+                    c,
+                    s,
+                    o,
+                    corpus=cp,
+                    note=note,
+                    progress=False,
+                    drop_database=drop_databases,
+                )
                 for w, c, s, o, cp in runs
             ]
             reports = [f.result() for f in futures]
