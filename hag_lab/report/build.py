@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hag import settings
 from hag.operations.corpus import export_rows
 from hag.settings import REGISTRY
 from hag.storage.db import Conn
@@ -112,6 +113,32 @@ def recovery(
             )
         out[kind] = curves
     return out
+
+
+def recall_bound(
+    world: World,
+    before: Sequence[EdgeFact],
+    struggles: Sequence[Mapping[str, Any]],
+    min_learners: int,
+) -> dict[str, Any]:
+    """The learned-prerequisite recall the reports allow under the units rule: of the true
+    pairs the memory lacked at the start (the `learned` recall's denominator), the share
+    named by at least `min_learners` learners who had not shown the missing concept. Fewer
+    such learners hold a pair below the walk floor, and a report from a learner who had
+    shown it is dropped, so no rule bound by both can recall more."""
+    truth = world.truth_for("prerequisite")
+    assert truth is not None
+    lacked = set(truth) - _pairs(before, "prerequisite", exclude="learned")
+    named = {
+        (s["concept"], s["missing"]) for s in struggles if s["unshown_learners"] >= min_learners
+    }
+    reachable = len(named & lacked)
+    return {
+        "min_learners": min_learners,
+        "pairs": len(lacked),
+        "named": reachable,
+        "recall_bound": reachable / len(lacked) if lacked else None,
+    }
 
 
 def extractor_baseline(world: World, struggles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -278,6 +305,7 @@ def headline(
     baseline: Mapping[str, Any],
     by_hits: Sequence[Mapping[str, Any]],
     truth: Mapping[str, Any] | None = None,
+    bound: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     prereq = rec["prerequisite"]
     learned06, learned03 = (
@@ -288,6 +316,7 @@ def headline(
     return {
         "learned_prereq_precision_at_0.6": learned06["precision"],
         "learned_prereq_recall_at_0.6": learned06["recall"],
+        "learned_prereq_recall_bound": bound["recall_bound"] if bound else None,
         "learned_prereq_precision_at_0.3": learned03["precision"],
         "learned_prereq_recall_at_0.3": learned03["recall"],
         "learned_prereq_direction_accuracy_at_0.3": learned03["direction_accuracy"],
@@ -397,6 +426,7 @@ def write_report(
     after = metrics.edge_facts(exported["edges"], exported["entries"], world.topic_id)
 
     rec = recovery(world, before, after, struggles)
+    bound = recall_bound(world, before, struggles, settings.current().prerequisite_min_learners)
     cal = calibration(run.uses)
     days = timeline(run)
     last = (
@@ -435,9 +465,10 @@ def write_report(
             "reported_misconception": run.error_reports["misconception"],
         },
         "profile": run.config.profile,
-        "headline": headline(rec, cal, lifecycle, baseline, by_hits, truth),
+        "headline": headline(rec, cal, lifecycle, baseline, by_hits, truth, bound),
         "truth_scores": truth,
         "recovery": rec,
+        "recall_bound": bound,
         "precision_by_hits": by_hits,
         "provenance_at_0.3": metrics.provenance_breakdown(
             after, world.prerequisites, world.slugs, "prerequisite", ENTRY_THRESHOLD
@@ -501,7 +532,9 @@ def summary_lines(report: Mapping[str, Any], folder: Path | None = None) -> list
         f"recall {fmt(h['learned_prereq_recall_at_0.6'])} at >= 0.6; precision "
         f"{fmt(h['learned_prereq_precision_at_0.3'])} recall {fmt(h['learned_prereq_recall_at_0.3'])} "
         f"direction {fmt(h['learned_prereq_direction_accuracy_at_0.3'])} at >= 0.3 "
-        f"(trusting every report: precision {fmt(h['extractor_precision_reported_1x'])})",
+        f"(trusting every report: precision {fmt(h['extractor_precision_reported_1x'])}; "
+        f"recall the reports allow {fmt(h['learned_prereq_recall_bound'])}: true pairs named "
+        "by enough learners who had not shown the target)",
         f"learned prerequisites seen in >= 3 sessions: precision "
         f"{fmt(h['learned_prereq_precision_hits_ge_3'])}",
         f"whole memory at >= 0.6: prerequisite precision {fmt(h['memory_prereq_precision_at_0.6'])} "

@@ -97,6 +97,10 @@ class SimulationRun:
     # the persistent error kinds: reports per kind, sessions that repeated a misreading
     error_reports: Counter[str] = field(default_factory=Counter)
     repeating_sessions: int = 0
+    # per reported pair: the learners who named it before they had shown its missing concept
+    # (the reports the units rule keeps as evidence); per learner: the concepts shown so far
+    unshown_namers: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    shown: dict[str, set[str]] = field(default_factory=dict)
     sessions: int = 0
     turns: int = 0
     successes: int = 0
@@ -107,8 +111,23 @@ class SimulationRun:
     def end(self) -> DaySnapshot:
         return self.days[-1] if self.days else self.before
 
+    def note_reports(self, learner_id: str, payload: Mapping[str, Any]) -> None:
+        """Walk one session's turns in order: a struggle naming m from a learner who had not
+        shown m (succeeded on it in an earlier turn of the session or an earlier session)
+        adds the learner to the pair's `unshown_namers`; successful turns show concepts."""
+        shown = self.shown.setdefault(learner_id, set())
+        for turn in payload.get("turns", []):
+            if turn.get("outcome") == "success":
+                shown.update(turn.get("concept_slugs") or ())
+            elif turn.get("outcome") == "failure":
+                for struggle in turn.get("struggles") or ():
+                    if struggle["missing_slug"] not in shown:
+                        pair = (struggle["concept_slug"], struggle["missing_slug"])
+                        self.unshown_namers.setdefault(pair, set()).add(learner_id)
+
     def struggle_table(self) -> list[dict[str, Any]]:
-        """Per (concept, missing): true struggles, reported true ones, invented ones."""
+        """Per (concept, missing): true struggles, reported true ones, invented ones, and the
+        learners who named it before they had shown the missing concept."""
         pairs = sorted({(c, m) for c, m, _ in self.struggles})
         return [
             {
@@ -117,6 +136,7 @@ class SimulationRun:
                 "true": self.struggles[(c, m, "true")],
                 "reported_true": self.struggles[(c, m, "reported_true")],
                 "reported_false": self.struggles[(c, m, "reported_false")],
+                "unshown_learners": len(self.unshown_namers.get((c, m), ())),
             }
             for c, m in pairs
         ]
@@ -372,6 +392,7 @@ def simulate(
                 ):
                     run.quarantined += 1
                 run.uses.extend(record.uses)
+                run.note_reports(learners[who].learner_id, record.payload)
                 for c, m in record.true_struggles:
                     run.struggles[(c, m, "true")] += 1
                 for c, m, is_true in record.reported_struggles:
