@@ -391,8 +391,9 @@ def simulate(
                     or getattr(result, "accepted", True) is False
                 ):
                     run.quarantined += 1
+                else:  # what the memory holds: its successes and reports
+                    run.note_reports(learners[who].learner_id, record.payload)
                 run.uses.extend(record.uses)
-                run.note_reports(learners[who].learner_id, record.payload)
                 for c, m in record.true_struggles:
                     run.struggles[(c, m, "true")] += 1
                 for c, m, is_true in record.reported_struggles:
