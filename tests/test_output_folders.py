@@ -68,3 +68,19 @@ def test_claim_folder_takes_new_empty_and_marked_folders_only(tmp_path):
     with pytest.raises(FolderError, match="is a file"):
         claim_folder(other / "x", "--out")
     assert sorted(p.name for p in other.iterdir()) == ["x"]
+
+
+def test_a_dropped_private_database_goes_only_after_its_block_finished(tmp_path):
+    """`drop`: the folder is removed once the block has finished; a block that raised keeps
+    it (a failed run's memory stays to be read), its server stopped either way."""
+    from hag.storage import db
+
+    done = tmp_path / "done"
+    with private_database(done, drop=True):
+        assert (done / "pgdata" / "PG_VERSION").is_file()
+    assert not done.exists()
+    failed = tmp_path / "failed"
+    with pytest.raises(RuntimeError, match="run failed"), private_database(failed, drop=True):
+        raise RuntimeError("run failed")
+    assert (failed / "pgdata" / "PG_VERSION").is_file()
+    assert db.running_postmaster(failed / "pgdata") is None

@@ -1,40 +1,99 @@
 """The simulator's count of the learners who named a pair before they had shown its missing
-concept (the reports the units rule keeps), and the recall bound read from it."""
+concept (the reports the units rule keeps), checked against the memory's own kept reports,
+and the recall bound read from it."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
+import numpy as np
+import pytest
+
+from hag_lab.report import build
 from hag_lab.report.build import recall_bound
-from hag_lab.simulate.run import SimulationRun
+from hag_lab.simulate.experiment import load_starting_memory, set_profile
+from hag_lab.simulate.run import SimulationConfig, simulate
+from hag_lab.simulate.world import random_world
+
+WORLD = random_world(np.random.default_rng(33), 10, edge_probability=0.35)
 
 
-def turn(outcome, concepts, struggles=()):
-    return {
-        "outcome": outcome,
-        "concept_slugs": list(concepts),
-        "struggles": [
-            {"concept_slug": c, "missing_slug": m, "evidence": "…"} for c, m in struggles
-        ],
+@pytest.fixture(scope="module")
+def evidence_run(database_url, tmp_path_factory):
+    """A small, noisy simulation under the evidence profile (the units rule and its drop
+    rule): its report folder, and the memory it leaves in the test database."""
+    from hag.storage import db as hdb
+    from tests.fix_db import reset_database
+
+    with hdb.connect() as conn:
+        reset_database(conn)
+    load_starting_memory(WORLD, None)
+    config = SimulationConfig(
+        learners=8, sessions=80, days=2, p_miss=0.2, p_false=0.4, seed=5, profile="evidence"
+    )
+    set_profile("evidence", at=config.start)
+    run = simulate(WORLD, config, progress=False)
+    out = tmp_path_factory.mktemp("bound")
+    build.write_report(run, out, name="bound")
+    return out
+
+
+def test_unshown_learners_are_the_learners_whose_reports_the_memory_kept(evidence_run):
+    """For every learned prerequisite in the memory, the distinct learners of the reports it
+    kept as evidence (the drop rule applied) equal the simulator's `unshown_learners` for
+    the pair; and some pair was named by more learners than that (the rule dropped some)."""
+    from hag.storage import db as hdb
+
+    truth = json.loads((evidence_run / "truth.json").read_text())
+    counted = {(s["concept"], s["missing"]): s["unshown_learners"] for s in truth["struggles"]}
+    with hdb.connect() as conn:
+        kept = {
+            (r["source"], r["target"]): r["learners"]
+            for r in conn.execute(
+                """
+                SELECT s.concept_slug AS source, t.concept_slug AS target,
+                       count(DISTINCT r.learner_id) AS learners
+                FROM hag_edge_learner_reports r
+                JOIN hag_edges e ON e.id = r.edge_id
+                JOIN hag_entries s ON s.id = e.source_entry_id
+                JOIN hag_entries t ON t.id = e.target_entry_id
+                WHERE e.edge_type = 'prerequisite'
+                GROUP BY 1, 2
+                """
+            ).fetchall()
+        }
+        contradicted = conn.execute(
+            "SELECT sum((summary ->> 'struggles_contradicted')::int) AS n FROM hag_sessions"
+        ).fetchone()
+    assert len(kept) >= 3  # something to compare: the check has teeth
+    assert {pair: counted.get(pair, 0) for pair in kept} == kept
+    assert contradicted["n"] and contradicted["n"] > 0
+
+
+def test_the_bound_reads_the_runs_learner_hold(evidence_run):
+    """Under the evidence profile the report's bound is taken at the run's
+    `prerequisite_min_learners` and matches a recount from the exported files."""
+    report = json.loads((evidence_run / "report.json").read_text())
+    truth = json.loads((evidence_run / "truth.json").read_text())
+    before = json.loads((evidence_run / "edges_before.json").read_text())
+    held = {
+        (b["source_slug"], b["target_slug"])
+        for b in before
+        if b["edge_type"] == "prerequisite" and b["source_type"] != "learned"
     }
-
-
-def test_a_learner_counts_for_a_pair_only_before_showing_its_missing_concept():
-    """A names c → m before succeeding on m; B succeeds on m first (in the session, then in
-    an earlier session) and names it after; C names c → x. Only A counts for c → m, C for
-    c → x, each once however often they name it."""
-    run = SimulationRun(config=None, world=None, learners=[], before=None)  # type: ignore[arg-type]
-    run.note_reports(
-        "A",
-        {"turns": [turn("failure", ["c"], [("c", "m")]), turn("success", ["m"]),
-                   turn("failure", ["c"], [("c", "m")])]},
-    )  # fmt: skip
-    run.note_reports("A", {"turns": [turn("failure", ["c"], [("c", "m")])]})
-    run.note_reports("B", {"turns": [turn("success", ["m"]), turn("failure", ["c"], [("c", "m")])]})
-    run.note_reports("B", {"turns": [turn("failure", ["c"], [("c", "m")])]})
-    run.note_reports("C", {"turns": [turn("failure", ["c"], [("c", "x"), ("c", "x")])]})
-    assert run.unshown_namers == {("c", "m"): {"A"}, ("c", "x"): {"C"}}
-    assert run.shown == {"A": {"m"}, "B": {"m"}, "C": set()}
+    lacked = {tuple(p) for p in truth["prerequisite"]} - held
+    named = {(s["concept"], s["missing"]) for s in truth["struggles"] if s["unshown_learners"] >= 2}
+    assert lacked
+    assert report["recall_bound"] == {
+        "min_learners": 2,
+        "pairs": len(lacked),
+        "named": len(named & lacked),
+        "recall_bound": len(named & lacked) / len(lacked),
+    }
+    assert (
+        report["headline"]["learned_prereq_recall_bound"] == report["recall_bound"]["recall_bound"]
+    )
 
 
 def test_the_bound_counts_lacked_true_pairs_named_by_enough_learners():

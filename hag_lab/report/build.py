@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hag import settings
+from hag.evidence.model import drops_shown
 from hag.operations.corpus import export_rows
 from hag.settings import REGISTRY
 from hag.storage.db import Conn
@@ -121,11 +122,12 @@ def recall_bound(
     struggles: Sequence[Mapping[str, Any]],
     min_learners: int,
 ) -> dict[str, Any]:
-    """The learned-prerequisite recall the reports allow under the units rule: of the true
-    pairs the memory lacked at the start (the `learned` recall's denominator), the share
-    named by at least `min_learners` learners who had not shown the missing concept. Fewer
-    such learners hold a pair below the walk floor, and a report from a learner who had
-    shown it is dropped, so no rule bound by both can recall more."""
+    """The learned-prerequisite recall the reports allow under the units rule with its drop
+    rule (`model.drops_shown`): of the true pairs the memory lacked at the start (the
+    `learned` recall's denominator), the share named by at least `min_learners` learners who
+    had not shown the missing concept. Fewer such learners hold a pair below the walk floor,
+    and a report from a learner who had shown it is dropped, so that rule cannot recall
+    more."""
     truth = world.truth_for("prerequisite")
     assert truth is not None
     lacked = set(truth) - _pairs(before, "prerequisite", exclude="learned")
@@ -426,7 +428,12 @@ def write_report(
     after = metrics.edge_facts(exported["edges"], exported["entries"], world.topic_id)
 
     rec = recovery(world, before, after, struggles)
-    bound = recall_bound(world, before, struggles, settings.current().prerequisite_min_learners)
+    dials = settings.current()
+    bound = (
+        recall_bound(world, before, struggles, dials.prerequisite_min_learners)
+        if drops_shown(dials)
+        else None  # other rules keep those reports, or one learner's: no bound from them
+    )
     cal = calibration(run.uses)
     days = timeline(run)
     last = (

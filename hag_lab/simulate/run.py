@@ -13,6 +13,7 @@ order, so a seed reproduces the sessions (and, on the same starting memory, the 
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections import Counter
@@ -23,6 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from hag.session.contract import SessionPayload
+from hag.session.ladder import Catalogue
+from hag.session.rules import shown_walk
 from hag.storage.db import Conn, one
 from hag.storage.sqlfiles import query
 from hag.support.orchestration import flow
@@ -100,7 +104,7 @@ class SimulationRun:
     # per reported pair: the learners who named it before they had shown its missing concept
     # (the reports the units rule keeps as evidence); per learner: the concepts shown so far
     unshown_namers: dict[tuple[str, str], set[str]] = field(default_factory=dict)
-    shown: dict[str, set[str]] = field(default_factory=dict)
+    shown_by_learner: dict[str, set[str]] = field(default_factory=dict)
     sessions: int = 0
     turns: int = 0
     successes: int = 0
@@ -111,19 +115,22 @@ class SimulationRun:
     def end(self) -> DaySnapshot:
         return self.days[-1] if self.days else self.before
 
-    def note_reports(self, learner_id: str, payload: Mapping[str, Any]) -> None:
-        """Walk one session's turns in order: a struggle naming m from a learner who had not
-        shown m (succeeded on it in an earlier turn of the session or an earlier session)
-        adds the learner to the pair's `unshown_namers`; successful turns show concepts."""
-        shown = self.shown.setdefault(learner_id, set())
-        for turn in payload.get("turns", []):
-            if turn.get("outcome") == "success":
-                shown.update(turn.get("concept_slugs") or ())
-            elif turn.get("outcome") == "failure":
-                for struggle in turn.get("struggles") or ():
-                    if struggle["missing_slug"] not in shown:
-                        pair = (struggle["concept_slug"], struggle["missing_slug"])
-                        self.unshown_namers.setdefault(pair, set()).add(learner_id)
+    def note_reports(self, payload: Mapping[str, Any], catalogue: Catalogue) -> None:
+        """One accepted session, walked as the memory's contradiction rule walks it
+        (`rules.shown_walk`: turns by index, names read through the catalogue, struggles with
+        quoted evidence): a struggle naming m from a learner who had not shown m (a successful
+        turn on it earlier in the session or in an earlier session) adds the learner to the
+        pair's `unshown_namers`. Sessions must come in the order they ended."""
+        session = SessionPayload.model_validate_json(json.dumps(payload))  # as ingest reads it
+        learner = session.learner_id
+        shown = self.shown_by_learner.setdefault(learner, set())
+        for step in shown_walk(session.ordered_turns(), catalogue, shown):
+            for pair in step.pairs:
+                if pair.missing_slug not in step.had:
+                    key = (pair.concept_slug, pair.missing_slug)
+                    self.unshown_namers.setdefault(key, set()).add(learner)
+            if step.turn.outcome == "success":
+                shown.update(step.concepts)
 
     def struggle_table(self) -> list[dict[str, Any]]:
         """Per (concept, missing): true struggles, reported true ones, invented ones, and the
@@ -365,6 +372,7 @@ def simulate(
                     query("simulate", "topic_entry_concepts"), {"topic_id": world.topic_id}
                 )
             }
+            catalogue = Catalogue.load(conn, world.topic_id)  # names as session-end reads them
             conn.rollback()
             day_turns = day_successes = day_decisions = 0
             for k, (who, ended_at) in enumerate(sessions):
@@ -392,7 +400,7 @@ def simulate(
                 ):
                     run.quarantined += 1
                 else:  # what the memory holds: its successes and reports
-                    run.note_reports(learners[who].learner_id, record.payload)
+                    run.note_reports(record.payload, catalogue)
                 run.uses.extend(record.uses)
                 for c, m in record.true_struggles:
                     run.struggles[(c, m, "true")] += 1

@@ -76,7 +76,8 @@ def private_database(
 
     The environment's DATABASE_URL is put back afterwards; the server is stopped unless
     `keep_running` (then `DATABASE_URL=<printed url>` reaches it later). With `drop` the
-    stopped server's folder is removed as well (a run that keeps only its report).
+    stopped server's folder is removed as well once the block has finished (a run that keeps
+    only its report); a block that raised leaves it.
     """
     if drop and keep_running:
         raise ValueError("a private database cannot be both kept running and dropped")
@@ -93,12 +94,14 @@ def private_database(
     previous = os.environ.get("DATABASE_URL")
     url = str(server.get_uri())
     _switch(url)
+    finished = False
     try:
         migrate_database()
         yield url
+        finished = True
     finally:
         _switch(previous)
         if not keep_running:
             server.stop()
-        if drop:
-            shutil.rmtree(folder)
+    if drop and finished:  # a run that failed keeps its database, to be read
+        shutil.rmtree(folder)

@@ -295,8 +295,9 @@ def kinds_table(result: Mapping[str, Any]) -> list[str]:
         f"seeds {', '.join(str(s) for s in result['seeds'])}; {size['sessions']} sessions, "
         f"{size['learners']} learners, {size['days']} days; {result['noise_kind']} noise; "
         "mean ± sd; P/R: precision/recall of learned prerequisites (leads_to, fallback: "
-        "every edge of the type) at ≥ 0.6; R bound: the recall the reports allow (true pairs "
-        "named by prerequisite_min_learners learners who had not shown the target)",
+        "every edge of the type) at ≥ 0.6; R bound: the recall the reports allow under the units "
+        "rule (true pairs named by at least prerequisite_min_learners learners who had not "
+        "shown the target; – under other rules)",
         "",
         "| world | error kind | profile | " + " | ".join(h for _, h, _ in KIND_COLUMNS) + " |",
         "| --- | --- | --- |" + " ---: |" * len(KIND_COLUMNS),
