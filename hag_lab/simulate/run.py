@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from hag.session.contract import SessionPayload
+from hag.session.facts import shown_concepts
 from hag.session.ladder import Catalogue
-from hag.session.rules import shown_walk
+from hag.session.rules import turn_struggles
 from hag.storage.db import Conn, one
 from hag.storage.sqlfiles import query
 from hag.support.orchestration import flow
@@ -102,9 +103,8 @@ class SimulationRun:
     error_reports: Counter[str] = field(default_factory=Counter)
     repeating_sessions: int = 0
     # per reported pair: the learners who named it before they had shown its missing concept
-    # (the reports the units rule keeps as evidence); per learner: the concepts shown so far
+    # (the reports the units rule keeps as evidence)
     unshown_namers: dict[tuple[str, str], set[str]] = field(default_factory=dict)
-    shown_by_learner: dict[str, set[str]] = field(default_factory=dict)
     sessions: int = 0
     turns: int = 0
     successes: int = 0
@@ -115,22 +115,17 @@ class SimulationRun:
     def end(self) -> DaySnapshot:
         return self.days[-1] if self.days else self.before
 
-    def note_reports(self, payload: Mapping[str, Any], catalogue: Catalogue) -> None:
-        """One accepted session, walked as the memory's contradiction rule walks it
-        (`rules.shown_walk`: turns by index, names read through the catalogue, struggles with
-        quoted evidence): a struggle naming m from a learner who had not shown m (a successful
-        turn on it earlier in the session or in an earlier session) adds the learner to the
-        pair's `unshown_namers`. Sessions must come in the order they ended."""
+    def note_reports(self, conn: Conn, payload: Mapping[str, Any], catalogue: Catalogue) -> None:
+        """One session the memory accepted, read by the memory's own contradiction rule: its
+        learner's earlier successes (`facts.shown_concepts`, the rows ingest wrote) and
+        `rules.turn_struggles` over its turns; each struggle the rule keeps adds its learner to
+        the pair's `unshown_namers`."""
         session = SessionPayload.model_validate_json(json.dumps(payload))  # as ingest reads it
-        learner = session.learner_id
-        shown = self.shown_by_learner.setdefault(learner, set())
-        for step in shown_walk(session.ordered_turns(), catalogue, shown):
-            for pair in step.pairs:
-                if pair.missing_slug not in step.had:
-                    key = (pair.concept_slug, pair.missing_slug)
-                    self.unshown_namers.setdefault(key, set()).add(learner)
-            if step.turn.outcome == "success":
-                shown.update(step.concepts)
+        kept, _ = turn_struggles(session.ordered_turns(), catalogue, shown_concepts(conn, session))
+        for pairs in kept:
+            for pair in pairs:
+                key = (pair.concept_slug, pair.missing_slug)
+                self.unshown_namers.setdefault(key, set()).add(session.learner_id)
 
     def struggle_table(self) -> list[dict[str, Any]]:
         """Per (concept, missing): true struggles, reported true ones, invented ones, and the
@@ -393,14 +388,14 @@ def simulate(
                     error_rng=errors,
                 )
                 result = memory.ingest_payload(conn, record.payload, source="simulator")
-                conn.commit()
                 if (
                     getattr(result, "quarantined", False)
                     or getattr(result, "accepted", True) is False
                 ):
                     run.quarantined += 1
                 else:  # what the memory holds: its successes and reports
-                    run.note_reports(record.payload, catalogue)
+                    run.note_reports(conn, record.payload, catalogue)
+                conn.commit()
                 run.uses.extend(record.uses)
                 for c, m in record.true_struggles:
                     run.struggles[(c, m, "true")] += 1
