@@ -599,3 +599,78 @@ def test_explain_says_which_condition_spares_an_authored_prerequisite():
     assert "never" in _authored_verdict(
         {**base, "concept_units": 15.0, "concept_learners": 15}, never
     )
+
+
+def test_a_struggle_its_learner_contradicts_later_is_not_reported():
+    """rsa blames primes in turn 0 and hashing in turn 1; turn 2 succeeds on hashing, turn 3
+    on rsa. The hashing report stands (hashing shown before the success on rsa), the primes
+    one is contradicted by turn 3, unless turn 3's prompt had a line to primes (the tutor
+    supplied it: that success is passed over). Without `later` (not asked) nothing is read
+    forward. A report the session leaves undecided is decided by the first later session
+    that succeeds on primes, or on rsa with no line to primes, read as a whole."""
+    from hag.session.ladder import Catalogue
+
+    a, b, c = uuid4(), uuid4(), uuid4()
+    turns = ordered_turns(
+        builders.turn(0, outcome="failure", struggles=[quoted("rsa", "primes")]),
+        builders.turn(1, outcome="failure", struggles=[quoted("rsa", "hashing")]),
+        builders.turn(2, outcome="success", concepts=["hashing"]),
+        builders.turn(3, outcome="success", concepts=["rsa"]),
+    )
+    catalogue = Catalogue.from_rows("t", [])
+    entries = {"rsa": a, "primes": b, "hashing": c}
+
+    def reported(later, supplied=None):
+        per_turn, contradicted = rules.turn_struggles(turns, catalogue, set(), later, supplied)
+        return rules.reported_turns(per_turn, entries), contradicted
+
+    assert reported(None) == ({(a, b): 1, (a, c): 1}, 0)
+    assert reported([]) == ({(a, c): 1}, 1)
+    assert reported([], [[], [], [], ["primes"]]) == ({(a, b): 1, (a, c): 1}, 0)
+
+    alone = ordered_turns(builders.turn(0, outcome="failure", struggles=[quoted("rsa", "primes")]))
+
+    def later(*sessions):
+        return [rules.Success(frozenset(s), frozenset(p)) for s, p in sessions]
+
+    def dropped(*sessions):
+        return rules.turn_struggles(alone, catalogue, set(), later(*sessions))[1]
+
+    assert dropped() == 0
+    assert dropped(({"hashing"}, ()), ({"rsa"}, ())) == 1
+    assert dropped(({"primes"}, ()), ({"rsa"}, ())) == 0
+    assert dropped(({"rsa", "primes"}, ())) == 0
+    assert dropped(({"rsa"}, {("rsa", "primes")})) == 0
+    assert dropped(({"rsa"}, {("rsa", "primes")}), ({"rsa"}, ())) == 1
+    assert dropped(({"rsa"}, {("rsa", "primes")}), ({"primes"}, ())) == 0
+    assert dropped(({"rsa"}, {("rsa", "hashing")})) == 1
+
+
+def test_a_success_withdraws_only_the_reports_nothing_has_answered_since():
+    """Four recorded reports out of rsa, made on days 1, 2, 3 and 3, and one out of aes; this
+    session succeeds on rsa. primes was succeeded on day 2: the day-1 and day-2 reports of
+    rsa -> primes stand (a success on the report's own day came after it), the day-3 one is
+    withdrawn. The hashing report stands when this session's success on rsa had a line to
+    hashing (passed over: the report waits for the next success); a report out of a concept
+    this session did not succeed on is never withdrawn."""
+    from dataclasses import dataclass
+    from datetime import UTC, datetime
+
+    @dataclass(frozen=True)
+    class Report:
+        source_slug: str
+        target_slug: str
+        reported_at: datetime
+
+    def day(d):
+        return datetime(2026, 1, d, tzinfo=UTC)
+
+    reports = [Report("rsa", "primes", day(1)), Report("rsa", "primes", day(2)),
+               Report("rsa", "primes", day(3)), Report("rsa", "hashing", day(3)),
+               Report("aes", "primes", day(3))]  # fmt: skip
+    here = rules.Success(frozenset({"rsa"}), frozenset({("rsa", "hashing")}))
+    between = [(day(2), rules.Success(frozenset({"primes"})))]
+    assert rules.withdrawn_reports(reports, here, between) == [reports[2]]
+    plain = rules.Success(frozenset({"rsa"}))
+    assert rules.withdrawn_reports(reports, plain, between) == [reports[2], reports[3]]
+    assert rules.withdrawn_reports(reports, plain, []) == reports[:4]

@@ -647,3 +647,109 @@ def test_the_invented_term_is_kept_only_under_the_units_rule(db):
     assert edge_row(db, e["rsa"], e["primes"], "prerequisite") is not None
     assert db.execute("SELECT count(*) AS n FROM hag_concept_failures").fetchone()["n"] == 0
     assert db.execute("SELECT count(*) AS n FROM hag_shown_exposures").fetchone()["n"] == 0
+
+
+def _hits_and_withdrawn(db, edge_id) -> tuple[int, int]:
+    row = db.execute(
+        "SELECT e.hit_count, COALESCE(w.sessions, 0) AS withdrawn FROM hag_edges e"
+        " LEFT JOIN hag_edge_withdrawn w ON w.edge_id = e.id WHERE e.id = %s",
+        (edge_id,),
+    ).fetchone()
+    return int(row["hit_count"]), int(row["withdrawn"])
+
+
+def test_a_report_its_learner_contradicts_later_is_withdrawn(db, units, dials, database_url):
+    """learner-4, learner-5 and learner-6 blame primes for rsa on day 2 (three learners, three
+    units). On day 4 learner-4 succeeds on rsa without having shown primes: its report is
+    withdrawn (out of the units, the learners and the hit count, counted on the edge).
+    learner-5 succeeds on primes first, then on rsa, and learner-6 succeeds on rsa in a turn
+    whose prompt rendered the line rsa -> primes (the tutor supplied primes): their reports
+    stand. With `prerequisite_drop_shown` off a later success withdraws nothing."""
+    e = topic_entries(db)
+    db.commit()
+    blame = [turn(0, outcome="failure", concepts=["rsa"], struggles=[struggle("rsa", "primes")])]
+    run(db, *(payload(f"b{n}", blame, learner=f"learner-{n}", day=2) for n in (4, 5, 6)))
+    edge_id = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    fact = next(x for x in _facts(db, e["rsa"]) if x.edge_id == edge_id)
+    assert (fact.units, fact.learners) == (pytest.approx(3.0), 3)
+    assert _hits_and_withdrawn(db, edge_id) == (3, 0)
+
+    summary = run(
+        db,
+        payload("s4", [turn(0, outcome="success", concepts=["rsa"])], learner="learner-4", day=4),
+        payload("s5", [turn(0, outcome="success", concepts=["primes"]),
+                       turn(1, outcome="success", concepts=["rsa"])],
+                learner="learner-5", day=4),
+        payload("s6", [turn(0, outcome="success", concepts=["rsa"], rendered=[str(edge_id)])],
+                learner="learner-6", day=4),
+    )  # fmt: skip
+    assert summary.reports_withdrawn == 1
+    assert [_reported(db, s) for s in ("b4", "b5", "b6")] == [0, 1, 1]
+    fact = next(x for x in _facts(db, e["rsa"]) if x.edge_id == edge_id)
+    assert (fact.units, fact.learners) == (pytest.approx(2.0), 2)
+    assert _hits_and_withdrawn(db, edge_id) == (2, 1)
+    k = units.prerequisite_lift_k
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
+    terms = evidence_terms(db, edge_id, e["rsa"], units)
+    assert terms is not None and terms["withdrawn"] == 1 and terms["learners"] == 2
+    assert terms["confidence"] == pytest.approx(confidence(db, e["rsa"], e["primes"]), abs=1e-9)
+    shown = subprocess.run(
+        [sys.executable, "-m", "hag.cli", "explain", str(edge_id)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "DATABASE_URL": database_url},
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "withdrawn: 1 report(s)" in shown.stdout
+    assert totals(db) == grouped_reports(db)
+
+    dials(prerequisite_drop_shown=False)
+    run(db, payload("b7", blame, learner="learner-7", day=6))
+    summary = run(
+        db,
+        payload("s7", [turn(0, outcome="success", concepts=["rsa"])], learner="learner-7", day=7),
+    )
+    assert summary.reports_withdrawn == 0 and _reported(db, "b7") == 1
+
+
+def test_a_contradiction_applied_first_leaves_the_same_record(db, units):
+    """learner-7's success on rsa (day 9) is applied before its day-8 session blaming primes
+    for rsa: the report never reaches the record (a contradicted struggle), as it would have
+    been withdrawn in the other order; learner-8's success that ended before its report
+    contradicts nothing, and a success on primes in between keeps learner-9's report."""
+    e = topic_entries(db)
+    db.commit()
+    blame = [turn(0, outcome="failure", concepts=["rsa"], struggles=[struggle("rsa", "primes")])]
+    succeed = [turn(0, outcome="success", concepts=["rsa"])]
+    run(db, payload("s7", succeed, learner="learner-7", day=9),
+        payload("s8", succeed, learner="learner-8", day=7),
+        payload("p9", [turn(0, outcome="success", concepts=["primes"])], learner="learner-9", day=8),
+        payload("s9", succeed, learner="learner-9", day=9))  # fmt: skip
+    summary = run(db, payload("b7", blame, learner="learner-7", day=8),
+                  payload("b8", blame, learner="learner-8", day=8),
+                  payload("b9", blame, learner="learner-9", day=7))  # fmt: skip
+    assert summary.struggles_contradicted == 1 and summary.reports_withdrawn == 0
+    assert [_reported(db, s) for s in ("b7", "b8", "b9")] == [0, 1, 1]
+    edge_id = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    assert _hits_and_withdrawn(db, edge_id) == (2, 0)
+
+
+def test_a_withdrawn_report_still_supports_an_authored_prerequisite(db, units):
+    """rsa -> hashing (authored 0.92): three learners name primes on rsa, learner-5 names
+    hashing, and learner-5 then succeeds on rsa without having shown hashing. The report is
+    withdrawn (no evidence for a learned pair), yet negative evidence still reads it: the
+    extractor named hashing on rsa's failures, so the authored edge keeps 0.92."""
+    e = topic_entries(db)
+    authored = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
+    db.commit()
+    for n in (2, 3, 4):
+        run(db, payload(f"o{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+    run(db, payload("h5", [turn(0, outcome="failure", struggles=[struggle("rsa", "hashing")])],
+                    learner="learner-5", day=5))  # fmt: skip
+    summary = run(db, payload("s5", [turn(0, outcome="success", concepts=["rsa"])],
+                              learner="learner-5", day=6))  # fmt: skip
+    assert summary.reports_withdrawn == 1
+    assert _hits_and_withdrawn(db, authored)[1] == 1
+    assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
+    terms = evidence_terms(db, authored, e["rsa"], units)
+    assert terms is not None and not terms["judged"] and terms["units"] == pytest.approx(1.0)

@@ -40,34 +40,37 @@ def evidence_run(database_url, tmp_path_factory):
 
 
 def test_unshown_learners_are_the_learners_whose_reports_the_memory_kept(evidence_run):
-    """For every learned prerequisite in the memory, the distinct learners of the reports it
-    kept as evidence (the drop rule applied) equal the simulator's `unshown_learners` for
-    the pair; and some pair was named by more learners than that (the rule dropped some)."""
+    """For every learned prerequisite in the memory none of whose reports was withdrawn, the
+    distinct learners of the reports it kept as evidence (the drop rule applied) equal the
+    simulator's `unshown_learners` for the pair, and for the others they are fewer (a
+    report contradicted forward in time leaves; the bound counts it); and some pair was named
+    by more learners than that (the rule dropped some)."""
     from hag.storage import db as hdb
 
     truth = json.loads((evidence_run / "truth.json").read_text())
     counted = {(s["concept"], s["missing"]): s["unshown_learners"] for s in truth["struggles"]}
     with hdb.connect() as conn:
-        kept = {
-            (r["source"], r["target"]): r["learners"]
-            for r in conn.execute(
-                """
-                SELECT s.concept_slug AS source, t.concept_slug AS target,
-                       count(DISTINCT r.learner_id) AS learners
-                FROM hag_edge_learner_reports r
-                JOIN hag_edges e ON e.id = r.edge_id
-                JOIN hag_entries s ON s.id = e.source_entry_id
-                JOIN hag_entries t ON t.id = e.target_entry_id
-                WHERE e.edge_type = 'prerequisite'
-                GROUP BY 1, 2
-                """
-            ).fetchall()
-        }
+        rows = conn.execute(
+            """
+            SELECT s.concept_slug AS source, t.concept_slug AS target,
+                   count(DISTINCT r.learner_id) AS learners, w.sessions AS withdrawn
+            FROM hag_edge_learner_reports r
+            JOIN hag_edges e ON e.id = r.edge_id
+            JOIN hag_entries s ON s.id = e.source_entry_id
+            JOIN hag_entries t ON t.id = e.target_entry_id
+            LEFT JOIN hag_edge_withdrawn w ON w.edge_id = e.id
+            WHERE e.edge_type = 'prerequisite'
+            GROUP BY 1, 2, w.sessions
+            """
+        ).fetchall()
+        kept = {(r["source"], r["target"]): r["learners"] for r in rows if not r["withdrawn"]}
+        fewer = {(r["source"], r["target"]): r["learners"] for r in rows if r["withdrawn"]}
         contradicted = conn.execute(
             "SELECT sum((summary ->> 'struggles_contradicted')::int) AS n FROM hag_sessions"
         ).fetchone()
     assert len(kept) >= 3  # something to compare: the check has teeth
     assert {pair: counted.get(pair, 0) for pair in kept} == kept
+    assert all(n <= counted.get(pair, 0) for pair, n in fewer.items()), fewer
     assert contradicted["n"] and contradicted["n"] > 0
 
 

@@ -70,6 +70,11 @@ def explain(edge_id: str, as_json: bool) -> None:
         )
         + f"; its concept {t['concept_units']:.4f} units from {t['concept_learners']} learner(s)"
     )
+    if t.get("withdrawn"):
+        click.echo(
+            f"  withdrawn: {t['withdrawn']} report(s) whose learner next succeeded on its concept"
+            " before showing its target (counted nowhere above)"
+        )
     click.echo(
         f"  chance {t['chance']:.4f} (noise share {t['noise_share']:.4f}), reverse evidence "
         f"{t['reverse']:.4f}, k {t['k']:g}: net {t['net']:.4f}, lift net/(net+k) {t['lift']:.6f}"

@@ -224,6 +224,7 @@ def _print_summary(result: dict[str, Any]) -> None:
         "entries_graded",
         "struggles_unresolved",
         "struggles_contradicted",
+        "reports_withdrawn",
     ):
         click.echo(f"  {key.replace('_', ' '):<22} {result[key]}")
     for r in result["rejected"]:

@@ -107,6 +107,9 @@ class PrerequisiteEvidence:
     failed_sessions: int = 0
     shown_sessions: int = 0
     shown_named: int = 0
+    # its reports withdrawn because their learner next succeeded on its concept before
+    # showing its target (migration 216): already out of every count above, for reading
+    withdrawn: int = 0
 
     @property
     def reports_with_culled(self) -> int:
@@ -318,6 +321,9 @@ class EvidenceTerms:
     `PrerequisiteEvidence.prior`: no stored lowering state is read); `judged` when its concept has `min_reports` units from `min_learners` learners
     and the units naming its target or a concept resting on it (`support`) are at most
     max_share of them: then it sits at min(prior, lift of its own units), else at `prior`.
+    An authored edge's units, its concept's and its support count the reports withdrawn as
+    contradicted forward in time too (a session a unit each): negative evidence asks
+    whether the extractor ever names the target on its concept's failures.
     """
 
     source_type: str
@@ -348,6 +354,8 @@ class EvidenceTerms:
     failed_sessions: int = 0
     shown_sessions: int = 0
     shown_named: int = 0
+    # its reports withdrawn as contradicted forward in time (out of `units` already)
+    withdrawn: int = 0
 
 
 def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
@@ -384,25 +392,29 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
             fact.source_type, fact.units, fact.learners, fact.concept_units,
             fact.concept_learners, chance, noise, reverse, 0.0, None, k, net, lift,
             min_learners, hold, False, confidence, None, fact.unattributed, invented,
-            fact.failed_sessions, fact.shown_sessions, fact.shown_named,
+            fact.failed_sessions, fact.shown_sessions, fact.shown_named, fact.withdrawn,
         )  # fmt: skip
     prior = fact.confidence if fact.prior is None else fact.prior
     reports = max(fact.concept_units, fact.reported_units)
-    chance = scaled_chance(fact.units, reports, fact.n_concepts, noise, dials)
-    net = max(0.0, fact.units - chance)
+    # its own reports withdrawn as contradicted still say the extractor named its target (a
+    # session a unit each, as `reported_units` counts them)
+    own = fact.units + min(1.0, dials.prerequisite_learner_cap) * fact.withdrawn
+    chance = scaled_chance(own, reports, fact.n_concepts, noise, dials)
+    net = max(0.0, own - chance)
     lift = edge_bounds(net / (net + k), dials)
     min_reports = dials.prerequisite_unlearn_min_reports
     judged = (
         min_reports > 0
         and reports >= min_reports
         and fact.concept_learners >= min_learners
-        and fact.units + fact.support_units <= dials.prerequisite_unlearn_max_share * reports
+        and own + fact.support_units <= dials.prerequisite_unlearn_max_share * reports
     )
     lowered = min(prior, lift) if judged else prior
     return EvidenceTerms(
-        fact.source_type, fact.units, fact.learners, reports, fact.concept_learners, chance,
+        fact.source_type, own, fact.learners, reports, fact.concept_learners, chance,
         noise, 0.0, fact.support_units, prior, k, net, lift, min_learners, None, judged,
         lowered, prior if lowered < prior else None, fact.unattributed,
+        withdrawn=fact.withdrawn,
     )  # fmt: skip
 
 

@@ -58,6 +58,7 @@ def prerequisite_evidence(
             failed_sessions=int(r["failed_sessions"]),
             shown_sessions=int(r["shown_sessions"]),
             shown_named=int(r["shown_named"]),
+            withdrawn=int(r["withdrawn"]),
         )
         for r in rows
     ]
@@ -131,6 +132,53 @@ def record_reports(
             "shares": [turns_by_edge[i][1] for i in ids],
         },
     )
+
+
+@dataclass(frozen=True)
+class LearnerReport:
+    """One recorded report of a prerequisite by the learner of a session (its edge, the
+    session that made it and when that session ended, the pair's concepts)."""
+
+    edge_id: UUID
+    session_id: str
+    reported_at: datetime
+    source_entry_id: UUID
+    source_slug: str
+    target_slug: str
+
+
+def learner_reports_out_of(
+    conn: Conn, learner_id: str, sources: Sequence[UUID], before: datetime
+) -> list[LearnerReport]:
+    """The learner's recorded reports of prerequisites out of `sources`, from sessions that
+    ended before `before`."""
+    if not sources:
+        return []
+    rows = conn.execute(
+        query("evidence", "learner_reports_out_of"),
+        {"learner_id": learner_id, "sources": list(sources), "ended_at": before},
+    ).fetchall()
+    return [
+        LearnerReport(
+            r["edge_id"], r["session_id"], r["reported_at"], r["source_entry_id"],
+            r["source_slug"], r["target_slug"],
+        )
+        for r in rows
+    ]  # fmt: skip
+
+
+def withdraw_reports(conn: Conn, reports: Sequence[LearnerReport]) -> int:
+    """Withdraw reports contradicted forward in time (migration 216), in one statement: out
+    of the kept units and the edges' hit counts, counted per edge; how many were withdrawn.
+    The caller holds the edges' row locks."""
+    if not reports:
+        return 0
+    keys = sorted({(r.edge_id, r.session_id) for r in reports}, key=lambda k: (str(k[0]), k[1]))
+    row = conn.execute(
+        query("evidence", "withdraw_reports"),
+        {"edge_ids": [e for e, _ in keys], "session_ids": [s for _, s in keys]},
+    ).fetchone()
+    return int(row["withdrawn"]) if row else 0
 
 
 @dataclass(frozen=True)

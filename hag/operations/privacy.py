@@ -62,6 +62,7 @@ EXPORT_QUERIES = (
     "export_maturity_history",
     "export_reports",
     "export_successes",
+    "export_bridged",
     "export_quarantine",
 )
 
@@ -78,6 +79,7 @@ ERASE_STEPS = (
     ("erase_private_entries", "hag_entries", "deleted"),
     ("pseudonymise_reports", "hag_edge_learner_reports", "pseudonymised"),
     ("pseudonymise_successes", "hag_learner_successes", "pseudonymised"),
+    ("pseudonymise_bridged", "hag_learner_bridged", "pseudonymised"),
     ("pseudonymise_history_sessions", "hag_confidence_history", "pseudonymised"),
     ("pseudonymise_edge_sessions", "hag_edges", "pseudonymised"),
     ("pseudonymise_audit_sessions", "hag_edge_audit", "pseudonymised"),

@@ -9,6 +9,7 @@ reads where a concurrent session could change them (`hag.session.write.lock_*`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any, TypeAlias
 from uuid import UUID
 
@@ -89,6 +90,40 @@ def shown_concepts(conn: Connection, session: SessionPayload) -> set[str]:
         "ended_at": session.ended_at,
     }
     return {r["slug"] for r in _all(conn, "shown_concepts", params)}
+
+
+def successes_since(
+    conn: Connection,
+    session: SessionPayload,
+    since: datetime,
+    *,
+    inclusive: bool = False,
+    until: datetime | None = None,
+) -> list[tuple[str, datetime, list[str], list[list[str]]]]:
+    """Each of the learner's sessions of the topic with a successful turn that ended after
+    `since` (or at it, `inclusive`) and before `until` (None: any time), in order: its id, its
+    end, the concepts of its successful turns and the (c, m) of a success on c whose prompt
+    had a line to m, as ingest kept them."""
+    params = {
+        "topic_id": session.topic_id,
+        "learner_id": session.learner_id,
+        "since": since,
+        "inclusive": inclusive,
+        "until": until,
+    }
+    return [
+        (r["session_id"], r["ended_at"], list(r["slugs"]), [list(p) for p in r["bridged"] or ()])
+        for r in _all(conn, "successes_between", params)
+    ]
+
+
+def rendered_targets(conn: Connection, edge_ids: Iterable[UUID]) -> dict[UUID, str]:
+    """The target concept of each rendered prerequisite or fallback line (other types and
+    edges no longer held are left out)."""
+    ids = sorted(set(edge_ids), key=str)
+    if not ids:
+        return {}
+    return {r["id"]: r["slug"] for r in _all(conn, "rendered_targets", {"ids": ids})}
 
 
 def edge_grading_state(conn: Connection, ids: Iterable[UUID]) -> dict[UUID, EdgeGradingState]:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, TypeVar
 from uuid import UUID
 
 import numpy as np
@@ -427,7 +429,11 @@ def reinforced_confidence(confidence: float, hit_count: int, dials: Settings) ->
 
 
 def turn_struggles(
-    turns: Iterable[Turn], catalogue: Catalogue, shown: Collection[str] | None = None
+    turns: Iterable[Turn],
+    catalogue: Catalogue,
+    shown: Collection[str] | None = None,
+    later: Sequence[Success] | None = None,
+    supplied: Sequence[Collection[str]] | None = None,
 ) -> tuple[list[list[StrugglePair]], int]:
     """Each turn's struggle pairs (`struggle_pairs`), and how many the learner's own record
     contradicts (left out).
@@ -436,17 +442,121 @@ def turn_struggles(
     None: not asked, every struggle kept), a struggle naming as missing a concept in `shown`
     or in a successful turn earlier in this session is left out: a learner who has shown m is
     not missing it, so the report is the extractor's (or the learner's) mistake, not evidence
-    (`prerequisite_drop_shown`).
+    (`prerequisite_drop_shown`). With `later` too (the learner's later sessions with a
+    successful turn, in order), a struggle c -> m whose learner next succeeds on c before
+    showing m is left out as well (`succeeded_first`): in the session's later turns (each
+    with the concepts its prompt's lines `supplied`), else in the later sessions.
     """
+    turns = list(turns)
     if shown is None:
         return [struggle_pairs([t], catalogue) for t in turns], 0
+    own = turn_successes(turns, catalogue, supplied)
     per_turn: list[list[StrugglePair]] = []
     contradicted = 0
-    for step in shown_walk(turns, catalogue, shown):
-        kept = [p for p in step.pairs if p.missing_slug not in step.had]
+    for i, step in enumerate(shown_walk(turns, catalogue, shown)):
+        kept = []
+        for p in step.pairs:
+            if p.missing_slug in step.had:
+                continue
+            if later is not None:
+                first = succeeded_first(p, [s for s in own[i + 1 :] if s is not None])
+                if first is None:
+                    first = succeeded_first(p, later)
+                if first:
+                    continue
+            kept.append(p)
         contradicted += len(step.pairs) - len(kept)
         per_turn.append(kept)
     return per_turn, contradicted
+
+
+@dataclass(frozen=True)
+class Success:
+    """A successful turn, or a session's successful turns together, as the forward
+    contradiction reads them: the concepts succeeded on, and the (c, m) of a success on c
+    whose prompt had a prerequisite or fallback line to m (the tutor supplied m there)."""
+
+    concepts: frozenset[str]
+    bridged: frozenset[tuple[str, str]] = frozenset()
+
+
+def read_success(
+    slugs: Iterable[str], bridged: Iterable[Sequence[str]], catalogue: Catalogue
+) -> Success:
+    """A session's successes as ingest kept them, each concept read through the catalogue."""
+    return Success(
+        frozenset(candidate_slug(s, catalogue) for s in slugs),
+        frozenset((candidate_slug(c, catalogue), candidate_slug(m, catalogue)) for c, m in bridged),
+    )
+
+
+def turn_successes(
+    turns: Sequence[Turn], catalogue: Catalogue, supplied: Sequence[Collection[str]] | None
+) -> list[Success | None]:
+    """Each turn as a `Success` (None for a turn that did not succeed), with the concepts its
+    prompt's lines supplied (`supplied`, one collection per turn; None: none)."""
+    out: list[Success | None] = []
+    for i, t in enumerate(turns):
+        if t.outcome != "success":
+            out.append(None)
+            continue
+        concepts = frozenset(turn_concepts(t, catalogue))
+        lines = {candidate_slug(m, catalogue) for m in (supplied[i] if supplied else ())}
+        out.append(Success(concepts, frozenset((c, m) for c in concepts for m in lines)))
+    return out
+
+
+def succeeded_first(pair: StrugglePair, successes: Iterable[Success]) -> bool | None:
+    """Whether a report c -> m is contradicted forward in time: True when its learner's next
+    success on c (`successes`, in order) comes before any success on m, False when a success
+    on m comes first, None when neither comes.
+
+    The report says the learner failed c for want of m. Had c needed m and the learner lacked
+    it, no success on c could come before the learner showed m; one that does says the
+    learner did not lack m there, or c does not need it. A success on c whose prompt had a
+    line to m says nothing either way (the tutor supplied m in the turn: whether the report
+    was true or not, the learner could succeed) and is passed over. A success that holds
+    both c and m (a session read as a whole) counts m first: the report stands."""
+    c, m = pair.concept_slug, pair.missing_slug
+    for s in successes:
+        if m in s.concepts:
+            return False
+        if c in s.concepts and (c, m) not in s.bridged:
+            return True
+    return None
+
+
+class Reported(Protocol):
+    """A recorded report as `withdrawn_reports` reads it (`hag.evidence.store.LearnerReport`)."""
+
+    @property
+    def source_slug(self) -> str: ...
+    @property
+    def target_slug(self) -> str: ...
+    @property
+    def reported_at(self) -> datetime: ...
+
+
+R = TypeVar("R", bound=Reported)
+
+
+def withdrawn_reports(
+    reports: Iterable[R], here: Success, between: Sequence[tuple[datetime, Success]]
+) -> list[R]:
+    """The recorded reports c -> m this session contradicts forward in time: it succeeded on c
+    with no line to m and did not succeed on m (`here`, the session read as a whole, as
+    `turn_struggles` reads a later session), and no session of the learner since the report
+    (`between`: each one's end and successes, the report's own session included) succeeded
+    on m. A session between that succeeded on c with no line to m would have withdrawn it
+    already."""
+    out = []
+    for r in reports:
+        pair = StrugglePair(r.source_slug, r.target_slug)
+        if succeeded_first(pair, [here]) and not any(
+            at >= r.reported_at and r.target_slug in s.concepts for at, s in between
+        ):
+            out.append(r)
+    return out
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,12 @@ def plan_session(
             f"entry:{session.topic_id}:{topic_scope}:{s}"
             for s in rules.failed_slugs(turns, catalogue)
         )
+    if model.drops_shown(dials):  # its successes may withdraw reports (`contradicted_reports`)
+        keys.update(
+            f"entry:{session.topic_id}:{topic_scope}:{s}"
+            for t in turns if t.outcome == "success"
+            for s in rules.turn_concepts(t, catalogue)
+        )  # fmt: skip
     if any(o.graph == "student" for _, o in items):
         keys.add(f"learner:{session.learner_id}")
     observations = tuple(
@@ -151,9 +157,16 @@ def apply_session(
         proposed = propose_prerequisites(conn, session, plan, turns, catalogue, dials, counts)
         observed += proposed.observed
     with timed(timings, "reinforcement"):
-        # the concepts reported on, and those failed on (their `invented` term moved)
+        withdrawn = contradicted_reports(conn, session, turns, catalogue, dials)
+        # the concepts reported on, those failed on (their `invented` term moved), and those
+        # whose reports this session withdraws
         sources = model.lift_sources(
-            observed, dials, proposed.exposures.failed if proposed.exposures else ()
+            observed,
+            dials,
+            [
+                *(proposed.exposures.failed if proposed.exposures else ()),
+                *(r.source_entry_id for r in withdrawn),
+            ],
         )
         write.lock_rows(
             conn,
@@ -165,6 +178,7 @@ def apply_session(
         )
         reinforce(conn, session, observed, dials, counts, run_id, proposed.turns_by_pair)
         store.record_exposures(conn, proposed.exposures)
+        counts.reports_withdrawn += store.withdraw_reports(conn, withdrawn)
         weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id)
         sequence_step.weigh_sequence_evidence(conn, session, turns, observed, dials, counts, run_id)
     with timed(timings, "grading"):
@@ -207,6 +221,62 @@ def discover(conn: Connection, turns: Sequence[Turn]) -> list[EdgeObservation]:
     return rules.discover(turns, facts.entry_slugs(conn, decisions))
 
 
+def contradicted_reports(
+    conn: Connection,
+    session: SessionPayload,
+    turns: Sequence[Turn],
+    catalogue: Catalogue,
+    dials: Settings,
+) -> list[store.LearnerReport]:
+    """The learner's recorded reports this session contradicts forward in time (under the
+    units rule with `prerequisite_drop_shown`): a report c -> m from an earlier session whose
+    learner succeeds on c here without showing m, and showed m in no session since it
+    (`rules.withdrawn_reports`). A report a session already ingested contradicts never
+    reaches the record (`rules.turn_struggles` with `later`), so the order sessions are
+    applied in does not change what stays."""
+    if not model.drops_shown(dials) or not any(t.outcome == "success" for t in turns):
+        return []
+    mine = [r for r in facts.successes_since(conn, session, session.ended_at, inclusive=True)
+            if r[0] == session.session_id]  # fmt: skip
+    if not mine:
+        return []
+    here = rules.read_success(mine[0][2], mine[0][3], catalogue)
+    found = facts.topic_entries(
+        conn, session.topic_id, graph_scope("topic", session.learner_id, dials),
+        sorted(here.concepts),
+    )  # fmt: skip
+    reports = store.learner_reports_out_of(
+        conn, session.learner_id, sorted(set(found.values()), key=str), session.ended_at
+    )
+    if not reports:
+        return []
+    between = [
+        (at, rules.read_success(slugs, bridged, catalogue))
+        for _, at, slugs, bridged in facts.successes_since(
+            conn, session, min(r.reported_at for r in reports), inclusive=True,
+            until=session.ended_at,
+        )
+    ]  # fmt: skip
+    return rules.withdrawn_reports(reports, here, between)
+
+
+def later_record(
+    conn: Connection, session: SessionPayload, turns: Sequence[Turn], catalogue: Catalogue
+) -> tuple[list[rules.Success], list[list[str]]]:
+    """What may contradict the session's reports forward in time: the learner's later
+    sessions' successes, as ingest kept them, and the concepts each turn's prompt supplied
+    (its prerequisite and fallback lines' targets)."""
+    later = [
+        rules.read_success(slugs, bridged, catalogue)
+        for _, _, slugs, bridged in facts.successes_since(conn, session, session.ended_at)
+    ]
+    targets = facts.rendered_targets(
+        conn, [i for t in turns if t.outcome == "success" for i in t.rendered_edge_ids]
+    )
+    supplied = [[targets[i] for i in t.rendered_edge_ids if i in targets] for t in turns]
+    return later, supplied
+
+
 @dataclass(frozen=True)
 class Proposed:
     """Step 3's result: the prerequisites proposed, how many turns reported each pair, and
@@ -244,9 +314,11 @@ def propose_prerequisites(
     found = facts.topic_entries(
         conn, session.topic_id, graph_scope("topic", session.learner_id, dials), sorted(slugs)
     )
-    per_turn, contradicted = rules.turn_struggles(
-        turns, catalogue, shown if model.drops_shown(dials) else None
-    )
+    if model.drops_shown(dials):
+        later, supplied = later_record(conn, session, turns, catalogue)
+        per_turn, contradicted = rules.turn_struggles(turns, catalogue, shown, later, supplied)
+    else:
+        per_turn, contradicted = rules.turn_struggles(turns, catalogue, None)
     counts.struggles_contradicted += contradicted
     proposals = rules.propose_prerequisites([p for pairs in per_turn for p in pairs], found)
     counts.struggles_unresolved += proposals.unresolved

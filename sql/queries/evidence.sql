@@ -25,7 +25,8 @@
 -- and one learner only when no learner is recorded, in hag_edge_evidence; `hag explain`
 -- says how many there are),
 -- and the counts of the `invented` term (migration 215): its concept's failed sessions, of
--- them those whose learner had shown the target, and of those the ones naming the edge.
+-- them those whose learner had shown the target, and of those the ones naming the edge;
+-- and its reports withdrawn as contradicted forward in time (migration 216; for reading).
 WITH touched AS (
     SELECT e.id, e.source_entry_id
     FROM hag_edges e
@@ -76,9 +77,20 @@ WITH touched AS (
                         AND rv.confidence >= %(prerequisite_lift_noise_held_min)s)), 0)]::int[] AS reports
     FROM reported o
     GROUP BY o.source_entry_id
+), judged AS (
+    -- what negative evidence judges an authored edge by: the reports above and those
+    -- withdrawn as contradicted forward in time (migration 216; a session a unit each, as a
+    -- culled edge's), since a withdrawn report is still the extractor naming its concept
+    SELECT o.source_entry_id, o.target_entry_id, o.hit_count, o.units FROM reported o
+    UNION ALL
+    SELECT e.source_entry_id, e.target_entry_id, 0,
+           least(1.0, %(prerequisite_learner_cap)s) * w.sessions
+    FROM hag_edge_withdrawn w
+    JOIN hag_edges e ON e.id = w.edge_id
+    WHERE e.source_entry_id IN (SELECT source_entry_id FROM touched)
 ), reported_units AS (
     SELECT o.source_entry_id, sum(o.units) AS units
-    FROM reported o
+    FROM judged o
     GROUP BY o.source_entry_id
 )
 SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior_confidence,
@@ -98,7 +110,8 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior
        COALESCE(rs.reports, ARRAY[0, 0]) AS reversal_reports,
        COALESCE(cf.sessions, 0) AS failed_sessions,
        COALESCE(sx.shown_sessions, 0) AS shown_sessions,
-       COALESCE(sx.shown_named, 0) AS shown_named
+       COALESCE(sx.shown_named, 0) AS shown_named,
+       COALESCE(wd.sessions, 0) AS withdrawn
 FROM family f
 JOIN hag_entries s ON s.id = f.source_entry_id
 LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
@@ -110,9 +123,10 @@ LEFT JOIN reported_units ru ON ru.source_entry_id = f.source_entry_id
 LEFT JOIN hag_concept_failures cf ON cf.source_entry_id = f.source_entry_id
 LEFT JOIN hag_shown_exposures sx ON sx.source_entry_id = f.source_entry_id
                                 AND sx.target_entry_id = f.target_entry_id
+LEFT JOIN hag_edge_withdrawn wd ON wd.edge_id = f.id
 CROSS JOIN LATERAL (
     SELECT COALESCE(sum(o.hit_count), 0) AS hits, COALESCE(sum(o.units), 0) AS units
-    FROM reported o
+    FROM judged o
     JOIN hag_edges via ON via.source_entry_id = o.target_entry_id
                       AND via.target_entry_id = f.target_entry_id
                       AND via.edge_type = 'prerequisite'
@@ -142,6 +156,43 @@ INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, sh
 SELECT r.edge_id, %(session_id)s, %(learner_id)s, r.turns, r.share, %(at)s
 FROM unnest(%(edge_ids)s::uuid[], %(turns)s::int[], %(shares)s::float8[]) AS r (edge_id, turns, share)
 ON CONFLICT (edge_id, session_id) DO NOTHING
+
+-- name: learner_reports_out_of
+-- The learner's recorded reports of prerequisites out of these concepts, from sessions that
+-- ended before this one (by learner: the index of migration 130), with the pair's concepts:
+-- the reports a success on their concept may withdraw (rules.withdrawn_reports).
+SELECT r.edge_id, r.session_id, r.reported_at, e.source_entry_id,
+       s.concept_slug AS source_slug, t.concept_slug AS target_slug
+FROM hag_edge_learner_reports r
+JOIN hag_edges e ON e.id = r.edge_id AND e.edge_type = 'prerequisite'
+JOIN hag_entries s ON s.id = e.source_entry_id
+JOIN hag_entries t ON t.id = e.target_entry_id
+WHERE r.learner_id = %(learner_id)s AND r.reported_at < %(ended_at)s
+  AND e.source_entry_id = ANY(%(sources)s::uuid[])
+ORDER BY r.edge_id, r.session_id
+
+-- name: withdraw_reports
+-- Reports contradicted forward in time (migration 216), withdrawn in one statement: their
+-- rows leave the reports (the statement triggers take them out of the kept units), their
+-- sessions leave the edges' hit counts, and each edge counts them. The edges are locked.
+WITH gone AS (
+    DELETE FROM hag_edge_learner_reports r
+    USING unnest(%(edge_ids)s::uuid[], %(session_ids)s::text[]) AS k (edge_id, session_id)
+    WHERE r.edge_id = k.edge_id AND r.session_id = k.session_id
+    RETURNING r.edge_id
+), per_edge AS (
+    SELECT edge_id, count(*)::int AS n FROM gone GROUP BY edge_id
+), hits AS (
+    UPDATE hag_edges e SET hit_count = greatest(0, e.hit_count - p.n)
+    FROM per_edge p WHERE e.id = p.edge_id
+    RETURNING e.id
+), counted AS (
+    INSERT INTO hag_edge_withdrawn AS w (edge_id, sessions)
+    SELECT edge_id, n FROM per_edge ORDER BY edge_id
+    ON CONFLICT (edge_id) DO UPDATE SET sessions = w.sessions + EXCLUDED.sessions
+    RETURNING w.edge_id
+)
+SELECT COALESCE(sum(n), 0)::int AS withdrawn FROM per_edge
 
 -- name: record_exposures
 -- The session's failed concepts and, per failed concept c and concept m its learner had

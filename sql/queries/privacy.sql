@@ -16,6 +16,7 @@ SELECT EXISTS (SELECT 1 FROM hag_sessions WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_entries WHERE visibility_scope = %(scope)s)
     OR EXISTS (SELECT 1 FROM hag_edge_learner_reports WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_learner_successes WHERE learner_id = %(learner_id)s)
+    OR EXISTS (SELECT 1 FROM hag_learner_bridged WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_session_quarantine
                WHERE raw ~ %(pattern)s OR reason ~ %(pattern)s OR session_id ~ %(id_in_session)s)
     AS present
@@ -43,7 +44,8 @@ CREATE TEMPORARY TABLE hag_erase_sessions ON COMMIT DROP AS
 SELECT session_id, 'erased-' || gen_random_uuid() AS pseudonym
 FROM (SELECT session_id FROM hag_sessions WHERE learner_id = %(learner_id)s
       UNION SELECT session_id FROM hag_edge_learner_reports WHERE learner_id = %(learner_id)s
-      UNION SELECT session_id FROM hag_learner_successes WHERE learner_id = %(learner_id)s) s
+      UNION SELECT session_id FROM hag_learner_successes WHERE learner_id = %(learner_id)s
+      UNION SELECT session_id FROM hag_learner_bridged WHERE learner_id = %(learner_id)s) s
 
 -- name: collect_entries
 -- The learner's private entries.
@@ -72,6 +74,14 @@ UPDATE hag_learner_successes l
 SET learner_id = %(pseudonym)s, session_id = s.pseudonym
 FROM hag_erase_sessions s
 WHERE l.learner_id = %(learner_id)s AND l.session_id = s.session_id
+
+-- name: pseudonymise_bridged
+-- Where the tutor supplied a missing concept in a successful turn (migration 216), under the
+-- same pseudonyms.
+UPDATE hag_learner_bridged b
+SET learner_id = %(pseudonym)s, session_id = s.pseudonym
+FROM hag_erase_sessions s
+WHERE b.learner_id = %(learner_id)s AND b.session_id = s.session_id
 
 -- name: pseudonymise_history_sessions
 -- The shared graph's confidence history keeps its numbers; the session it names becomes the
@@ -205,6 +215,11 @@ ORDER BY r.reported_at, r.session_id, r.edge_id
 SELECT 'hag_learner_successes' AS tbl, to_jsonb(l)::text AS row
 FROM hag_learner_successes l WHERE l.learner_id = %(learner_id)s
 ORDER BY l.ended_at, l.session_id, l.concept_slug
+
+-- name: export_bridged
+SELECT 'hag_learner_bridged' AS tbl, to_jsonb(b)::text AS row
+FROM hag_learner_bridged b WHERE b.learner_id = %(learner_id)s
+ORDER BY b.ended_at, b.session_id, b.concept_slug, b.supplied_slug
 
 -- name: export_quarantine
 SELECT 'hag_session_quarantine' AS tbl, to_jsonb(q)::text AS row

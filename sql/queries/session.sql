@@ -37,6 +37,19 @@ WITH queued AS (
     CROSS JOIN LATERAL jsonb_array_elements(q.payload -> 'turns') AS t (turn)
     CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'concept_slugs') AS c (slug)
     WHERE t.turn ->> 'outcome' = 'success'
+), bridged AS (
+    -- the (c, m) of its successful turns on c whose prompt rendered a prerequisite or
+    -- fallback line to m (migration 216): the tutor supplied m there
+    INSERT INTO hag_learner_bridged
+        (session_id, concept_slug, supplied_slug, topic_id, learner_id, ended_at)
+    SELECT DISTINCT q.session_id, c.slug, m.concept_slug, q.topic_id, q.learner_id, q.ended_at
+    FROM queued q
+    CROSS JOIN LATERAL jsonb_array_elements(q.payload -> 'turns') AS t (turn)
+    CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'concept_slugs') AS c (slug)
+    CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'rendered_edge_ids') AS r (edge_id)
+    JOIN hag_edges e ON e.id = r.edge_id::uuid AND e.edge_type IN ('prerequisite', 'fallback')
+    JOIN hag_entries m ON m.id = e.target_entry_id
+    WHERE t.turn ->> 'outcome' = 'success'
 )
 SELECT session_id FROM queued
 
@@ -158,6 +171,40 @@ SELECT DISTINCT l.concept_slug AS slug
 FROM hag_learner_successes l
 WHERE l.topic_id = %(topic_id)s AND l.learner_id = %(learner_id)s
   AND l.ended_at < %(ended_at)s
+
+-- name: successes_between
+-- Per session of the learner in the topic that ended after `since` (or at it, `inclusive`)
+-- and before `until` (NULL: any time), in order: the concepts of its successful turns
+-- (hag_learner_successes) and the (c, m) its successful turns on c had a line to m for
+-- (hag_learner_bridged), both written at ingest: what may contradict or answer a report
+-- forward in time (rules.succeeded_first, rules.withdrawn_reports). A session with no
+-- successful turn has no row.
+WITH s AS (
+    SELECT l.session_id, l.ended_at, l.concept_slug
+    FROM hag_learner_successes l
+    WHERE l.topic_id = %(topic_id)s AND l.learner_id = %(learner_id)s
+      AND (l.ended_at > %(since)s OR (%(inclusive)s AND l.ended_at = %(since)s))
+      AND (%(until)s::timestamptz IS NULL OR l.ended_at < %(until)s)
+), b AS (
+    SELECT g.session_id, array_agg(ARRAY[g.concept_slug, g.supplied_slug]) AS pairs
+    FROM hag_learner_bridged g
+    WHERE g.topic_id = %(topic_id)s AND g.learner_id = %(learner_id)s
+      AND g.session_id IN (SELECT session_id FROM s)
+    GROUP BY g.session_id
+)
+SELECT s.session_id, min(s.ended_at) AS ended_at, array_agg(s.concept_slug) AS slugs,
+       COALESCE(min(b.pairs), ARRAY[]::text[][]) AS bridged
+FROM s LEFT JOIN b ON b.session_id = s.session_id
+GROUP BY s.session_id
+ORDER BY min(s.ended_at), s.session_id
+
+-- name: rendered_targets
+-- The target concept of each rendered prerequisite or fallback line: what the tutor supplied
+-- in a turn (as ingest reads it into hag_learner_bridged).
+SELECT e.id, m.concept_slug AS slug
+FROM hag_edges e
+JOIN hag_entries m ON m.id = e.target_entry_id
+WHERE e.id = ANY(%(ids)s::uuid[]) AND e.edge_type IN ('prerequisite', 'fallback')
 
 -- name: grade_edges
 -- Outcome grading of the edges whose lines reached the prompt (seed: +-0.05 within
