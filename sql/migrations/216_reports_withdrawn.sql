@@ -43,7 +43,11 @@ JOIN hag_edges e
 JOIN hag_entries m ON m.id = e.target_entry_id
 WHERE t.turn ->> 'outcome' = 'success';
 
+-- The count is derived, like the sums of migration 210: no CHECK, and no key to hag_edges
+-- (a cascade would cost the nightly's cull a trigger per deleted edge, and TRUNCATE
+-- hag_edges would need it named): a row whose edge is gone is read by nothing (the
+-- evidence query joins the live edges), and a restored edge keeps its id and its count.
 CREATE TABLE hag_edge_withdrawn (
-    edge_id  uuid    PRIMARY KEY REFERENCES hag_edges (id) ON DELETE CASCADE,
-    sessions integer NOT NULL CHECK (sessions >= 0)
+    edge_id  uuid    PRIMARY KEY,
+    sessions integer NOT NULL
 );
