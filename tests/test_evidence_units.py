@@ -34,6 +34,17 @@ def units(db):
     return dials
 
 
+def explain_text(database_url: str, edge) -> str:
+    """What `hag explain EDGE` prints against the test database (it must succeed)."""
+    said = subprocess.run(
+        [sys.executable, "-m", "hag.cli", "explain", str(edge)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "DATABASE_URL": database_url},
+    )  # fmt: skip
+    assert said.returncode == 0, said.stderr
+    return said.stdout
+
+
 def confidence(db, source, target) -> float:
     row = edge_row(db, source, target, "prerequisite")
     assert row is not None
@@ -600,13 +611,9 @@ def test_learners_who_had_shown_the_target_and_were_named_missing_it_set_its_inv
     terms = evidence_terms(db, edge, e["rsa"], units)
     assert terms is not None
     assert (terms["invented"], terms["chance"], terms["units"]) == pytest.approx((2.0, 0.0, 3.0))
-    said = subprocess.run(
-        [sys.executable, "-m", "hag.cli", "explain", str(edge)],
-        capture_output=True, text=True, check=False,
-        env={**os.environ, "DATABASE_URL": database_url},
-    )  # fmt: skip
-    assert said.returncode == 0, said.stderr
-    assert "invented 2.0000: of 8 sessions failed on its concept, 4 by learners" in said.stdout
+    assert "invented 2.0000: of 8 sessions failed on its concept, 4 by learners" in explain_text(
+        database_url, edge
+    )
 
 
 def test_one_contradicted_session_does_not_lower_an_authored_prerequisite(db, units):
@@ -693,13 +700,7 @@ def test_a_report_its_learner_contradicts_later_is_withdrawn(db, units, dials, d
     terms = evidence_terms(db, edge_id, e["rsa"], units)
     assert terms is not None and terms["withdrawn"] == 1 and terms["learners"] == 2
     assert terms["confidence"] == pytest.approx(confidence(db, e["rsa"], e["primes"]), abs=1e-9)
-    shown = subprocess.run(
-        [sys.executable, "-m", "hag.cli", "explain", str(edge_id)],
-        capture_output=True, text=True, check=False,
-        env={**os.environ, "DATABASE_URL": database_url},
-    )  # fmt: skip
-    assert shown.returncode == 0, shown.stderr
-    assert "withdrawn: 1 report(s)" in shown.stdout
+    assert "withdrawn: 1 report(s)" in explain_text(database_url, edge_id)
     assert totals(db) == grouped_reports(db)
 
     dials(prerequisite_drop_shown=False)

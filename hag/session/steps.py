@@ -234,22 +234,29 @@ def contradicted_reports(
     (`rules.withdrawn_reports`). A report a session already ingested contradicts never
     reaches the record (`rules.turn_struggles` with `later`), so the order sessions are
     applied in does not change what stays."""
-    if not model.drops_shown(dials) or not any(t.outcome == "success" for t in turns):
+    if not model.drops_shown(dials):
         return []
-    mine = [r for r in facts.successes_since(conn, session, session.ended_at, inclusive=True)
-            if r[0] == session.session_id]  # fmt: skip
-    if not mine:
+    succeeded = {
+        c for t in turns if t.outcome == "success" for c in rules.turn_concepts(t, catalogue)
+    }
+    if not succeeded:
         return []
-    here = rules.read_success(mine[0][2], mine[0][3], catalogue)
     found = facts.topic_entries(
-        conn, session.topic_id, graph_scope("topic", session.learner_id, dials),
-        sorted(here.concepts),
-    )  # fmt: skip
+        conn, session.topic_id, graph_scope("topic", session.learner_id, dials), sorted(succeeded)
+    )
     reports = store.learner_reports_out_of(
         conn, session.learner_id, sorted(set(found.values()), key=str), session.ended_at
     )
-    if not reports:
+    if not reports:  # the common case: nothing of the learner's to answer, no more reads
         return []
+    # the session read as a whole, as ingest kept it (and as a later report reads it)
+    mine = [r for r in facts.successes_since(conn, session, session.ended_at, inclusive=True)
+            if r[0] == session.session_id]  # fmt: skip
+    here = (
+        rules.read_success(mine[0][2], mine[0][3], catalogue)
+        if mine
+        else rules.Success(frozenset())
+    )
     between = [
         (at, rules.read_success(slugs, bridged, catalogue))
         for _, at, slugs, bridged in facts.successes_since(
