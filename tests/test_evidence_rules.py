@@ -349,7 +349,7 @@ def test_reported_turns_counts_each_turn_once_per_pair():
         )
     )
     catalogue = Catalogue.from_rows("t", [])
-    per_turn, contradicted = rules.turn_struggles(payload.ordered_turns(), catalogue)
+    per_turn, contradicted, _ = rules.turn_struggles(payload.ordered_turns(), catalogue)
     got = rules.reported_turns(per_turn, {"rsa": a, "primes": b, "hashing": c})
     assert (got, contradicted) == ({(a, b): 2, (a, c): 1}, 0)
 
@@ -376,7 +376,7 @@ def test_a_struggle_the_learners_record_contradicts_is_not_reported():
     entries = {"rsa": a, "primes": b, "hashing": c}
 
     def reported(shown):
-        per_turn, contradicted = rules.turn_struggles(turns, catalogue, shown)
+        per_turn, contradicted, _ = rules.turn_struggles(turns, catalogue, shown)
         return rules.reported_turns(per_turn, entries), contradicted
 
     assert reported(None) == ({(a, b): 2, (a, c): 2}, 0)
@@ -550,7 +550,7 @@ def test_only_a_report_made_after_its_concept_was_shown_counts_as_named():
     )
     plain = Catalogue.from_rows("t", [])
     assert dict(rules.shown_exposures(turns, plain, set()).named) == {("rsa", "primes"): False}
-    kept, contradicted = rules.turn_struggles(turns, plain, set())
+    kept, contradicted, _ = rules.turn_struggles(turns, plain, set())
     assert (kept[0], contradicted) == ([rules.StrugglePair("rsa", "primes")], 0)
     aliased = Catalogue.from_rows(
         "t", [{"slug": "primes", "title": "Primes", "aliases": ["prime numbers"]}]
@@ -621,12 +621,25 @@ def test_a_struggle_its_learner_contradicts_later_is_not_reported():
     entries = {"rsa": a, "primes": b, "hashing": c}
 
     def reported(later, supplied=None):
-        per_turn, contradicted = rules.turn_struggles(turns, catalogue, set(), later, supplied)
+        per_turn, contradicted, _ = rules.turn_struggles(turns, catalogue, set(), later, supplied)
         return rules.reported_turns(per_turn, entries), contradicted
 
     assert reported(None) == ({(a, b): 1, (a, c): 1}, 0)
     assert reported([]) == ({(a, c): 1}, 1)
     assert reported([], [[], [], [], ["primes"]]) == ({(a, b): 1, (a, c): 1}, 0)
+    # the contradicted pair is counted on its edge as a withdrawn report would be
+    primes = rules.StrugglePair("rsa", "primes")
+    assert rules.turn_struggles(turns, catalogue, set(), []).forward == {primes}
+    assert rules.turn_struggles(turns, catalogue, None).forward == frozenset()
+    # ... unless a turn of the session kept the same pair: the session is one unit, recorded
+    again = ordered_turns(
+        builders.turn(0, outcome="failure", struggles=[quoted("rsa", "primes")]),
+        builders.turn(1, outcome="success", concepts=["rsa"]),
+        builders.turn(2, outcome="failure", struggles=[quoted("rsa", "primes")]),
+    )
+    kept = rules.turn_struggles(again, catalogue, set(), [])
+    assert (kept.contradicted, kept.forward) == (1, frozenset())
+    assert rules.reported_turns(kept.per_turn, entries) == {(a, b): 1}
 
     alone = ordered_turns(builders.turn(0, outcome="failure", struggles=[quoted("rsa", "primes")]))
 

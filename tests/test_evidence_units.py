@@ -714,9 +714,10 @@ def test_a_report_its_learner_contradicts_later_is_withdrawn(db, units, dials, d
 
 def test_a_contradiction_applied_first_leaves_the_same_record(db, units):
     """learner-7's success on rsa (day 9) is applied before its day-8 session blaming primes
-    for rsa: the report never reaches the record (a contradicted struggle), as it would have
-    been withdrawn in the other order; learner-8's success that ended before its report
-    contradicts nothing, and a success on primes in between keeps learner-9's report."""
+    for rsa: the report never reaches the record (a contradicted struggle) and is counted on
+    the edge as withdrawn, as it would have been withdrawn in the other order; learner-8's
+    success that ended before its report contradicts nothing, and a success on primes in
+    between keeps learner-9's report."""
     e = topic_entries(db)
     db.commit()
     blame = [turn(0, outcome="failure", concepts=["rsa"], struggles=[struggle("rsa", "primes")])]
@@ -725,32 +726,41 @@ def test_a_contradiction_applied_first_leaves_the_same_record(db, units):
         payload("s8", succeed, learner="learner-8", day=7),
         payload("p9", [turn(0, outcome="success", concepts=["primes"])], learner="learner-9", day=8),
         payload("s9", succeed, learner="learner-9", day=9))  # fmt: skip
-    summary = run(db, payload("b7", blame, learner="learner-7", day=8),
-                  payload("b8", blame, learner="learner-8", day=8),
-                  payload("b9", blame, learner="learner-9", day=7))  # fmt: skip
+    summary = run(db, payload("b8", blame, learner="learner-8", day=8),
+                  payload("b9", blame, learner="learner-9", day=7),
+                  payload("b7", blame, learner="learner-7", day=8))  # fmt: skip
     assert summary.struggles_contradicted == 1 and summary.reports_withdrawn == 0
     assert [_reported(db, s) for s in ("b7", "b8", "b9")] == [0, 1, 1]
     edge_id = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
-    assert _hits_and_withdrawn(db, edge_id) == (2, 0)
+    assert _hits_and_withdrawn(db, edge_id) == (2, 1)
 
 
-def test_a_withdrawn_report_still_supports_an_authored_prerequisite(db, units):
+@pytest.mark.parametrize("success", ["a later session", "a later turn"])
+def test_a_withdrawn_report_still_supports_an_authored_prerequisite(db, units, success):
     """rsa -> hashing (authored 0.92): three learners name primes on rsa, learner-5 names
-    hashing, and learner-5 then succeeds on rsa without having shown hashing. The report is
-    withdrawn (no evidence for a learned pair), yet negative evidence still reads it: the
-    extractor named hashing on rsa's failures, so the authored edge keeps 0.92."""
+    hashing, and learner-5 then succeeds on rsa without having shown hashing, in a later
+    session (the report is withdrawn) or in a later turn of the same session (the struggle is
+    never recorded): no evidence for a learned pair, yet negative evidence still reads it as
+    one withdrawn report: the extractor named hashing on rsa's failures, so the authored edge
+    keeps 0.92 (without the read its concept's 3 units from 3 learners judge it)."""
     e = topic_entries(db)
     authored = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
     db.commit()
     for n in (2, 3, 4):
         run(db, payload(f"o{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
                         learner=f"learner-{n}", day=n))  # fmt: skip
-    run(db, payload("h5", [turn(0, outcome="failure", struggles=[struggle("rsa", "hashing")])],
-                    learner="learner-5", day=5))  # fmt: skip
-    summary = run(db, payload("s5", [turn(0, outcome="success", concepts=["rsa"])],
-                              learner="learner-5", day=6))  # fmt: skip
-    assert summary.reports_withdrawn == 1
-    assert _hits_and_withdrawn(db, authored)[1] == 1
+    fails = turn(0, outcome="failure", struggles=[struggle("rsa", "hashing")])
+    succeeds = turn(1, outcome="success", concepts=["rsa"])
+    if success == "a later session":
+        run(db, payload("h5", [fails], learner="learner-5", day=5))
+        summary = run(db, payload("s5", [turn(0, outcome="success", concepts=["rsa"])],
+                                  learner="learner-5", day=6))  # fmt: skip
+        assert summary.reports_withdrawn == 1
+    else:
+        summary = run(db, payload("h5", [fails, succeeds], learner="learner-5", day=5))
+        assert (summary.struggles_contradicted, summary.reports_withdrawn) == (1, 0)
+    assert _reported(db, "h5") == 0
+    assert _hits_and_withdrawn(db, authored) == (0, 1)
     assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
     terms = evidence_terms(db, authored, e["rsa"], units)
     assert terms is not None and not terms["judged"] and terms["units"] == pytest.approx(1.0)

@@ -181,6 +181,20 @@ def withdraw_reports(conn: Conn, reports: Sequence[LearnerReport]) -> int:
     return int(row["withdrawn"]) if row else 0
 
 
+def count_contradicted(conn: Conn, pairs: Sequence[tuple[UUID, UUID]]) -> int:
+    """Count a session's struggles contradicted forward in time when made (never recorded) on
+    the prerequisite edge each names, where one exists: a session a unit each, as a recorded
+    report withdrawn later counts (`withdraw_reports`), so the count does not depend on the
+    order sessions arrive in. How many edges counted one."""
+    if not pairs:
+        return 0
+    row = conn.execute(
+        query("evidence", "count_contradicted"),
+        {"sources": [s for s, _ in pairs], "targets": [t for _, t in pairs]},
+    ).fetchone()
+    return int(row["counted"]) if row else 0
+
+
 @dataclass(frozen=True)
 class ExposureRows:
     """What one session adds to the `invented` term's counts (migration 215), as topic

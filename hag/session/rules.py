@@ -20,7 +20,7 @@ import math
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 from uuid import UUID
 
 import numpy as np
@@ -428,15 +428,24 @@ def reinforced_confidence(confidence: float, hit_count: int, dials: Settings) ->
     return max(confidence, reinforcement_floor(hit_count, dials))
 
 
+class TurnStruggles(NamedTuple):
+    """`turn_struggles`'s answer: each turn's kept struggle pairs, how many struggles the
+    learner's record contradicts, and the pairs contradicted forward in time no turn kept."""
+
+    per_turn: list[list[StrugglePair]]
+    contradicted: int
+    forward: frozenset[StrugglePair]
+
+
 def turn_struggles(
     turns: Iterable[Turn],
     catalogue: Catalogue,
     shown: Collection[str] | None = None,
     later: Sequence[Success] | None = None,
     supplied: Sequence[Collection[str]] | None = None,
-) -> tuple[list[list[StrugglePair]], int]:
-    """Each turn's struggle pairs (`struggle_pairs`), and how many the learner's own record
-    contradicts (left out).
+) -> TurnStruggles:
+    """Each turn's struggle pairs (`struggle_pairs`), how many the learner's own record
+    contradicts (left out), and the pairs contradicted forward in time that no turn kept.
 
     With `shown` (the concepts the learner succeeded on in earlier sessions of the topic;
     None: not asked, every struggle kept), a struggle naming as missing a concept in `shown`
@@ -445,14 +454,18 @@ def turn_struggles(
     (`prerequisite_drop_shown`). With `later` too (the learner's later sessions with a
     successful turn, in order), a struggle c -> m whose learner next succeeds on c before
     showing m is left out as well (`succeeded_first`): in the session's later turns (each
-    with the concepts its prompt's lines `supplied`), else in the later sessions.
+    with the concepts its prompt's lines `supplied`), else in the later sessions. Those
+    pairs, less any a turn kept, are `forward`: a session a unit each, they count as a
+    recorded report withdrawn does (`hag_edge_withdrawn`), so an authored edge's negative
+    evidence reads them whatever order the sessions arrive in.
     """
     turns = list(turns)
     if shown is None:
-        return [struggle_pairs([t], catalogue) for t in turns], 0
+        return TurnStruggles([struggle_pairs([t], catalogue) for t in turns], 0, frozenset())
     own = turn_successes(turns, catalogue, supplied)
     per_turn: list[list[StrugglePair]] = []
     contradicted = 0
+    forward: set[StrugglePair] = set()
     for i, step in enumerate(shown_walk(turns, catalogue, shown)):
         kept = []
         for p in step.pairs:
@@ -463,11 +476,13 @@ def turn_struggles(
                 if first is None:
                     first = succeeded_first(p, later)
                 if first:
+                    forward.add(p)
                     continue
             kept.append(p)
         contradicted += len(step.pairs) - len(kept)
         per_turn.append(kept)
-    return per_turn, contradicted
+    forward.difference_update(p for pairs in per_turn for p in pairs)
+    return TurnStruggles(per_turn, contradicted, frozenset(forward))
 
 
 @dataclass(frozen=True)

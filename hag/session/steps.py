@@ -179,6 +179,7 @@ def apply_session(
         reinforce(conn, session, observed, dials, counts, run_id, proposed.turns_by_pair)
         store.record_exposures(conn, proposed.exposures)
         counts.reports_withdrawn += store.withdraw_reports(conn, withdrawn)
+        store.count_contradicted(conn, proposed.contradicted)
         weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id)
         sequence_step.weigh_sequence_evidence(conn, session, turns, observed, dials, counts, run_id)
     with timed(timings, "grading"):
@@ -293,6 +294,9 @@ class Proposed:
     observed: list[EdgeObservation]
     turns_by_pair: dict[tuple[UUID, UUID], int]
     exposures: store.ExposureRows | None
+    # the (struggled, missing) topic entries of struggles contradicted forward in time that
+    # no turn kept (`rules.TurnStruggles.forward`): counted on their edge as withdrawn
+    contradicted: tuple[tuple[UUID, UUID], ...] = ()
 
 
 def propose_prerequisites(
@@ -323,17 +327,20 @@ def propose_prerequisites(
     )
     if model.drops_shown(dials):
         later, supplied = later_record(conn, session, turns, catalogue)
-        per_turn, contradicted = rules.turn_struggles(turns, catalogue, shown, later, supplied)
+        struggles = rules.turn_struggles(turns, catalogue, shown, later, supplied)
     else:
-        per_turn, contradicted = rules.turn_struggles(turns, catalogue, None)
-    counts.struggles_contradicted += contradicted
+        struggles = rules.turn_struggles(turns, catalogue, None)
+    counts.struggles_contradicted += struggles.contradicted
+    per_turn = struggles.per_turn
     proposals = rules.propose_prerequisites([p for pairs in per_turn for p in pairs], found)
     counts.struggles_unresolved += proposals.unresolved
     counts.struggles_proposed += len(proposals.observed)
+    forward = {rules.entry_pair(p, found) for p in struggles.forward}
     return Proposed(
         list(proposals.observed),
         rules.reported_turns(per_turn, found),
         None if exposures is None else exposure_rows(exposures, found),
+        tuple(sorted((e for e in forward if e), key=lambda e: (str(e[0]), str(e[1])))),
     )
 
 

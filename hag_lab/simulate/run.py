@@ -121,7 +121,9 @@ class SimulationRun:
         `rules.turn_struggles` over its turns; each struggle the rule keeps adds its learner to
         the pair's `unshown_namers`."""
         session = SessionPayload.model_validate_json(json.dumps(payload))  # as ingest reads it
-        kept, _ = turn_struggles(session.ordered_turns(), catalogue, shown_concepts(conn, session))
+        kept = turn_struggles(
+            session.ordered_turns(), catalogue, shown_concepts(conn, session)
+        ).per_turn
         for pairs in kept:
             for pair in pairs:
                 key = (pair.concept_slug, pair.missing_slug)

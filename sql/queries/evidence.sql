@@ -194,6 +194,22 @@ WITH gone AS (
 )
 SELECT COALESCE(sum(n), 0)::int AS withdrawn FROM per_edge
 
+-- name: count_contradicted
+-- A session's struggles contradicted forward in time when made (rules.TurnStruggles.forward),
+-- counted on the prerequisite edge each names where one exists: a session a unit each, as a
+-- recorded report withdraw_reports withdraws later counts. Rows in key order.
+WITH counted AS (
+    INSERT INTO hag_edge_withdrawn AS w (edge_id, sessions)
+    SELECT e.id, 1
+    FROM unnest(%(sources)s::uuid[], %(targets)s::uuid[]) AS k (source_entry_id, target_entry_id)
+    JOIN hag_edges e ON e.source_entry_id = k.source_entry_id
+                    AND e.target_entry_id = k.target_entry_id AND e.edge_type = 'prerequisite'
+    ORDER BY e.id
+    ON CONFLICT (edge_id) DO UPDATE SET sessions = w.sessions + 1
+    RETURNING w.edge_id
+)
+SELECT count(*)::int AS counted FROM counted
+
 -- name: record_exposures
 -- The session's failed concepts and, per failed concept c and concept m its learner had
 -- shown, whether its struggles named c -> m (migration 215), added to the kept counts in key
