@@ -7,7 +7,14 @@ one carries `PAST[0]` past sessions, the other `PAST[1]`, by the same `LEARNERS`
 over the same pairs. The history is synthetic and loaded set-based in SQL (sessions,
 reports, the sums by the migration's own grouping, and what each past session's learner
 succeeded on, which the contradiction lookup probes; the row triggers are off for the
-load only), the learned prerequisites' confidences are then re-weighed once, and batches of
+load only). It is loaded as the forward rule would have left it: out of a concept the
+history succeeds on (the first `SHOWN`) stand only the reports each learner's first session
+made naming another of them (answered: the learner showed their targets), since its next
+session would have withdrawn any other, and the new sessions succeed on those concepts
+only, as the history does. Each new success then reads its learner's answered reports and
+the learner's successes since its first session: ten sessions at 10k, a thousand at 1M. A
+history whose reports no success had read would have the first new success per learner and
+concept withdraw that learner's whole record there, a hundred times larger at 1M. The learned prerequisites' confidences are then re-weighed once, and batches of
 `SESSIONS` new sessions per topic go through `process_pending` in the order A B B A A B B A, with
 the load average printed beside every batch. The figure: sessions per minute on each topic
 and their ratio (the goal: at most 1.5).
@@ -136,8 +143,26 @@ def build_topic(conn: Any, index: int, past: int) -> None:
         "  UNION ALL SELECT i, abs(hashtext('b' || i)) %% %(n)s, 0.5"
         "    FROM generate_series(3, %(past)s, 3) i"
         "   WHERE abs(hashtext('a' || i)) %% %(n)s <> abs(hashtext('b' || i)) %% %(n)s"
-        ") r JOIN bench_pairs p ON p.n = r.n",
-        {"topic": topic, "learners": LEARNERS, "t0": T0, "past": past, "n": len(PAIRS)},
+        ") r JOIN bench_pairs p ON p.n = r.n "
+        # none out of a concept the history succeeds on: every learner's next session
+        # succeeds on it, so under the forward rule no such report would still stand
+        "WHERE p.source <> ALL(%(succeeded)s::uuid[])",
+        {"topic": topic, "learners": LEARNERS, "t0": T0, "past": past, "n": len(PAIRS),
+         "succeeded": [_entry_id(index, k) for k in range(SHOWN)]},
+    )  # fmt: skip
+    # the reports a success must read for the forward rule: each learner's first session
+    # named every pair between the concepts the history succeeds on, and the learner showed
+    # their targets in that session or soon after, so they stand (answered) and every new
+    # success on their concept reads them and the learner's successes since, a whole history
+    conn.execute(
+        "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, share, "
+        "reported_at) "
+        "SELECT p.edge_id, f.session_id, f.learner_id, 1, 0.2, f.ended_at FROM ("
+        "  SELECT DISTINCT ON (learner_id) session_id, learner_id, ended_at FROM hag_sessions"
+        "   WHERE topic_id = %(topic)s ORDER BY learner_id, ended_at) f "
+        "JOIN bench_pairs p ON p.source = ANY(%(succeeded)s::uuid[]) "
+        "                  AND p.target = ANY(%(succeeded)s::uuid[])",
+        {"topic": topic, "succeeded": [_entry_id(index, k) for k in range(SHOWN)]},
     )
     # what each past session's learner succeeded on (written at ingest, migration 097): three
     # of the first `SHOWN` concepts, so every learner with two past sessions has shown all of
@@ -185,7 +210,10 @@ def build_topic(conn: Any, index: int, past: int) -> None:
 
 def new_sessions(index: int, past: int, batch: int, count: int) -> list[dict[str, Any]]:
     """`count` new sessions on one topic: TURNS turns each, a fifth of them failing with a
-    struggle on a reported pair (with quoted evidence), by the history's learners."""
+    struggle on a reported pair (with quoted evidence), by the history's learners. Like the
+    history's sessions, the others succeed on one of the first `SHOWN` concepts: a success
+    withdraws the learner's reports out of it made since its last one (the forward rule), as
+    many on either topic."""
     rng = random.Random(batch)
     topic = _topic(past)
     out = []
@@ -194,6 +222,8 @@ def new_sessions(index: int, past: int, batch: int, count: int) -> list[dict[str
         for t in range(TURNS):
             s, m, _ = PAIRS[rng.randrange(len(PAIRS))]
             failed = rng.random() < 0.2
+            if not failed:
+                s = rng.randrange(SHOWN)
             turns.append(
                 {
                     "turn_index": t,
@@ -306,7 +336,7 @@ def measure() -> None:
             f"{1000 * step / SESSIONS:5.1f} ms/session, {summary.edges_reweighed} re-weighed, "
             f"{summary.struggles_contradicted} of "
             f"{summary.struggles_contradicted + summary.struggles_proposed} struggles "
-            f"contradicted "
+            f"contradicted, {summary.reports_withdrawn} past reports withdrawn "
             f"(load average {before} -> {load()})",
             flush=True,
         )

@@ -669,7 +669,7 @@ def test_a_report_its_learner_contradicts_later_is_withdrawn(db, units, dials, d
     """learner-4, learner-5 and learner-6 blame primes for rsa on day 2 (three learners, three
     units). On day 4 learner-4 succeeds on rsa without having shown primes: its report is
     withdrawn (out of the units, the learners and the hit count, counted on the edge).
-    learner-5 succeeds on primes first, then on rsa, and learner-6 succeeds on rsa in a turn
+    learner-5 succeeds on primes on day 3, then on rsa, and learner-6 succeeds on rsa in a turn
     whose prompt rendered the line rsa -> primes (the tutor supplied primes): their reports
     stand. With `prerequisite_drop_shown` off a later success withdraws nothing."""
     e = topic_entries(db)
@@ -684,8 +684,9 @@ def test_a_report_its_learner_contradicts_later_is_withdrawn(db, units, dials, d
     summary = run(
         db,
         payload("s4", [turn(0, outcome="success", concepts=["rsa"])], learner="learner-4", day=4),
-        payload("s5", [turn(0, outcome="success", concepts=["primes"]),
-                       turn(1, outcome="success", concepts=["rsa"])],
+        payload("p5", [turn(0, outcome="success", concepts=["primes"])],
+                learner="learner-5", day=3),
+        payload("s5", [turn(0, outcome="success", concepts=["rsa"])],
                 learner="learner-5", day=4),
         payload("s6", [turn(0, outcome="success", concepts=["rsa"], rendered=[str(edge_id)])],
                 learner="learner-6", day=4),
@@ -733,6 +734,27 @@ def test_a_contradiction_applied_first_leaves_the_same_record(db, units):
     assert [_reported(db, s) for s in ("b7", "b8", "b9")] == [0, 1, 1]
     edge_id = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
     assert _hits_and_withdrawn(db, edge_id) == (2, 1)
+
+
+@pytest.mark.parametrize("order", ["report first", "success first"])
+def test_a_contradicted_pair_keeps_its_part_of_the_session(db, units, order):
+    """learner-3's day-2 turn blames primes and hashing for rsa; its day-3 session succeeds
+    on rsa and hashing. Applied in order, both pairs are recorded at half the unit and the
+    success withdraws rsa -> primes; applied the other way, rsa -> primes is contradicted when
+    made. Either way rsa -> hashing keeps half the session's unit, not the whole of it."""
+    e = topic_entries(db)
+    db.commit()
+    blame = payload("b3", [turn(0, outcome="failure", concepts=["rsa"],
+                                struggles=[struggle("rsa", "primes"), struggle("rsa", "hashing")])],
+                    learner="learner-3", day=2)  # fmt: skip
+    succeed = payload("s3", [turn(0, outcome="success", concepts=["rsa", "hashing"])],
+                      learner="learner-3", day=3)  # fmt: skip
+    for p in (blame, succeed) if order == "report first" else (succeed, blame):
+        run(db, p)
+    edge_id = edge_row(db, e["rsa"], e["hashing"], "prerequisite")["id"]
+    fact = next(x for x in _facts(db, e["rsa"]) if x.edge_id == edge_id)
+    assert (fact.units, fact.learners) == (pytest.approx(0.5), 1)
+    assert _reported(db, "b3") == 1
 
 
 @pytest.mark.parametrize("success", ["a later session", "a later turn"])

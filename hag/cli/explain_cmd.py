@@ -71,9 +71,14 @@ def explain(edge_id: str, as_json: bool) -> None:
         + f"; its concept {t['concept_units']:.4f} units from {t['concept_learners']} learner(s)"
     )
     if t.get("withdrawn"):
+        where = (
+            "counted nowhere above"
+            if t["source_type"] == "learned"
+            else "in its units above: negative evidence still reads the extractor naming it"
+        )
         click.echo(
-            f"  withdrawn: {t['withdrawn']} report(s) whose learner next succeeded on its concept"
-            " before showing its target (counted nowhere above)"
+            f"  withdrawn: {t['withdrawn']} report(s), recorded or not, whose learner next "
+            f"succeeded on its concept before showing its target ({where})"
         )
     click.echo(
         f"  chance {t['chance']:.4f} (noise share {t['noise_share']:.4f}), reverse evidence "

@@ -40,13 +40,16 @@ def drops_shown(dials: Settings) -> bool:
 
 def session_shares(
     turns_by_pair: Mapping[tuple[UUID, UUID], int],
+    withheld: Mapping[tuple[UUID, UUID], int] | None = None,
 ) -> dict[tuple[UUID, UUID], float]:
     """Each reported pair's share of its session's one unit of evidence about the struggled
     concept: the turns naming the pair over the turns naming any pair out of the same concept
     (a turn naming two pairs counts for each). However many turns repeat a pair, a session
-    gives it at most 1; a turn naming three concepts gives each a third."""
+    gives it at most 1; a turn naming three concepts gives each a third. The turns of pairs
+    `withheld` (contradicted forward in time, `rules.TurnStruggles.withheld`) keep their part
+    of the unit, as a report withdrawn after it was recorded does."""
     totals: dict[UUID, int] = {}
-    for (source, _), turns in turns_by_pair.items():
+    for (source, _), turns in [*turns_by_pair.items(), *(withheld or {}).items()]:
         totals[source] = totals.get(source, 0) + turns
     return {pair: turns / totals[pair[0]] for pair, turns in turns_by_pair.items()}
 
@@ -354,7 +357,8 @@ class EvidenceTerms:
     failed_sessions: int = 0
     shown_sessions: int = 0
     shown_named: int = 0
-    # its reports withdrawn as contradicted forward in time (out of `units` already)
+    # its sessions' reports contradicted forward in time, withdrawn or never recorded (out
+    # of a learned edge's `units`; in an authored edge's, a session a unit each)
     withdrawn: int = 0
 
 

@@ -185,7 +185,9 @@ def count_contradicted(conn: Conn, pairs: Sequence[tuple[UUID, UUID]]) -> int:
     """Count a session's struggles contradicted forward in time when made (never recorded) on
     the prerequisite edge each names, where one exists: a session a unit each, as a recorded
     report withdrawn later counts (`withdraw_reports`), so the count does not depend on the
-    order sessions arrive in. How many edges counted one."""
+    order sessions arrive in. How many edges counted one. Not idempotent on its own (each
+    call adds one): session-end calls it once per session, under the session ledger's claim
+    in the session's transaction, as it records the session's reports."""
     if not pairs:
         return 0
     row = conn.execute(

@@ -117,6 +117,25 @@ def successes_since(
     ]
 
 
+def shown_since(
+    conn: Connection, session: SessionPayload, probes: Sequence[tuple[int, str, datetime]]
+) -> set[int]:
+    """Of these probes (a key, a concept slug as ingest kept it, a time), the keys whose slug
+    the learner succeeded on in a session of the topic that ended at or after the time and
+    before this one: one index probe each, whatever the learner's history."""
+    if not probes:
+        return set()
+    params = {
+        "topic_id": session.topic_id,
+        "learner_id": session.learner_id,
+        "ended_at": session.ended_at,
+        "keys": [k for k, _, _ in probes],
+        "slugs": [s for _, s, _ in probes],
+        "since": [t for _, _, t in probes],
+    }
+    return {int(r["key"]) for r in _all(conn, "shown_since", params)}
+
+
 def rendered_targets(conn: Connection, edge_ids: Iterable[UUID]) -> dict[UUID, str]:
     """The target concept of each rendered prerequisite or fallback line (other types and
     edges no longer held are left out)."""

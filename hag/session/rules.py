@@ -430,11 +430,17 @@ def reinforced_confidence(confidence: float, hit_count: int, dials: Settings) ->
 
 class TurnStruggles(NamedTuple):
     """`turn_struggles`'s answer: each turn's kept struggle pairs, how many struggles the
-    learner's record contradicts, and the pairs contradicted forward in time no turn kept."""
+    learner's record contradicts, and each turn's pairs contradicted forward in time."""
 
     per_turn: list[list[StrugglePair]]
     contradicted: int
-    forward: frozenset[StrugglePair]
+    withheld: list[list[StrugglePair]]
+
+    @property
+    def forward(self) -> frozenset[StrugglePair]:
+        """The pairs contradicted forward in time that no turn of the session kept."""
+        kept = {p for pairs in self.per_turn for p in pairs}
+        return frozenset(p for pairs in self.withheld for p in pairs if p not in kept)
 
 
 def turn_struggles(
@@ -455,19 +461,20 @@ def turn_struggles(
     successful turn, in order), a struggle c -> m whose learner next succeeds on c before
     showing m is left out as well (`succeeded_first`): in the session's later turns (each
     with the concepts its prompt's lines `supplied`), else in the later sessions. Those
-    pairs, less any a turn kept, are `forward`: a session a unit each, they count as a
-    recorded report withdrawn does (`hag_edge_withdrawn`), so an authored edge's negative
-    evidence reads them whatever order the sessions arrive in.
+    are `withheld`, turn by turn, as a recorded report would have named them: they take their
+    part of the session's unit (`session_shares`), and the pairs no turn kept (`forward`)
+    count as a recorded report withdrawn does (`hag_edge_withdrawn`, a session a unit each),
+    so what stays does not depend on the order the sessions arrive in.
     """
     turns = list(turns)
     if shown is None:
-        return TurnStruggles([struggle_pairs([t], catalogue) for t in turns], 0, frozenset())
+        return TurnStruggles([struggle_pairs([t], catalogue) for t in turns], 0, [])
     own = turn_successes(turns, catalogue, supplied)
     per_turn: list[list[StrugglePair]] = []
+    withheld: list[list[StrugglePair]] = []
     contradicted = 0
-    forward: set[StrugglePair] = set()
     for i, step in enumerate(shown_walk(turns, catalogue, shown)):
-        kept = []
+        kept, later_first = [], []
         for p in step.pairs:
             if p.missing_slug in step.had:
                 continue
@@ -476,13 +483,13 @@ def turn_struggles(
                 if first is None:
                     first = succeeded_first(p, later)
                 if first:
-                    forward.add(p)
+                    later_first.append(p)
                     continue
             kept.append(p)
         contradicted += len(step.pairs) - len(kept)
         per_turn.append(kept)
-    forward.difference_update(p for pairs in per_turn for p in pairs)
-    return TurnStruggles(per_turn, contradicted, frozenset(forward))
+        withheld.append(later_first)
+    return TurnStruggles(per_turn, contradicted, withheld)
 
 
 @dataclass(frozen=True)

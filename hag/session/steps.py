@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
 import numpy as np
@@ -34,7 +34,7 @@ from hag.evidence import model, reweigh, store
 from hag.session import facts, rules, sequence_step, write
 from hag.session.contract import SessionPayload, Turn
 from hag.session.facts import Connection
-from hag.session.ladder import Catalogue, resolve_all
+from hag.session.ladder import Catalogue, candidate_slug, resolve_all
 from hag.session.rules import Embedding, ResolvedObservation, StrugglePair, graph_scope
 from hag.session.summary import SessionCounts
 from hag.settings import Settings
@@ -166,6 +166,7 @@ def apply_session(
             [
                 *(proposed.exposures.failed if proposed.exposures else ()),
                 *(r.source_entry_id for r in withdrawn),
+                *(source for source, _ in proposed.contradicted),
             ],
         )
         write.lock_rows(
@@ -176,7 +177,10 @@ def apply_session(
             sources,
             sequence_step.lock_ends(observed, dials),
         )
-        reinforce(conn, session, observed, dials, counts, run_id, proposed.turns_by_pair)
+        reinforce(
+            conn, session, observed, dials, counts, run_id,
+            proposed.turns_by_pair, proposed.withheld_turns,
+        )  # fmt: skip
         store.record_exposures(conn, proposed.exposures)
         counts.reports_withdrawn += store.withdraw_reports(conn, withdrawn)
         store.count_contradicted(conn, proposed.contradicted)
@@ -234,7 +238,9 @@ def contradicted_reports(
     learner succeeds on c here without showing m, and showed m in no session since it
     (`rules.withdrawn_reports`). A report a session already ingested contradicts never
     reaches the record (`rules.turn_struggles` with `later`), so the order sessions are
-    applied in does not change what stays."""
+    applied in does not change what stays. What it reads: the learner's reports out of the
+    concepts succeeded on, and for those this session contradicts, whether their target was
+    shown since (an index probe each), never the learner's sessions in between."""
     if not model.drops_shown(dials):
         return []
     succeeded = {
@@ -258,13 +264,26 @@ def contradicted_reports(
         if mine
         else rules.Success(frozenset())
     )
-    between = [
-        (at, rules.read_success(slugs, bridged, catalogue))
-        for _, at, slugs, bridged in facts.successes_since(
-            conn, session, min(r.reported_at for r in reports), inclusive=True,
-            until=session.ended_at,
-        )
-    ]  # fmt: skip
+    reports = rules.withdrawn_reports(reports, here, [])
+    if not reports:
+        return []
+    # whether each report's target was shown since it: the slugs the learner succeeded on
+    # before this session that read as the target, each probed from the report's time on
+    # (one index probe each, not the learner's sessions since its oldest report)
+    slugs: dict[str, list[str]] = {}
+    for slug in facts.shown_concepts(conn, session):
+        slugs.setdefault(candidate_slug(slug, catalogue), []).append(slug)
+    shown = facts.shown_since(
+        conn,
+        session,
+        [
+            (i, s, r.reported_at)
+            for i, r in enumerate(reports)
+            for s in slugs.get(r.target_slug, ())
+        ],
+    )
+    between = [(reports[i].reported_at, rules.Success(frozenset({reports[i].target_slug})))
+               for i in sorted(shown)]  # fmt: skip
     return rules.withdrawn_reports(reports, here, between)
 
 
@@ -297,6 +316,8 @@ class Proposed:
     # the (struggled, missing) topic entries of struggles contradicted forward in time that
     # no turn kept (`rules.TurnStruggles.forward`): counted on their edge as withdrawn
     contradicted: tuple[tuple[UUID, UUID], ...] = ()
+    # how many turns named each pair contradicted forward in time: their part of the unit
+    withheld_turns: dict[tuple[UUID, UUID], int] = field(default_factory=dict)
 
 
 def propose_prerequisites(
@@ -341,6 +362,7 @@ def propose_prerequisites(
         rules.reported_turns(per_turn, found),
         None if exposures is None else exposure_rows(exposures, found),
         tuple(sorted((e for e in forward if e), key=lambda e: (str(e[0]), str(e[1])))),
+        rules.reported_turns(struggles.withheld, found),
     )
 
 
@@ -369,14 +391,16 @@ def reinforce(
     counts: SessionCounts,
     run_id: UUID | None,
     turns_by_pair: Mapping[tuple[UUID, UUID], int],
+    withheld_turns: Mapping[tuple[UUID, UUID], int] | None = None,
 ) -> None:
     """Step 4: every observed edge through the one upsert (`rules.reinforced_confidence`),
     and for each prerequisite the session proposed, who reported it in how many turns
-    (`hag.evidence.store.record_reports`, idempotent per session), before anything is re-weighed."""
+    (`hag.evidence.store.record_reports`, idempotent per session), before anything is
+    re-weighed; its share of the session's unit counts the turns `withheld` too."""
     results = write.reinforce(conn, session, observed, dials, run_id)
     counts.edges_created += sum(1 for r in results if r.inserted)
     counts.edges_reinforced += sum(1 for r in results if not r.inserted)
-    shares = model.session_shares(turns_by_pair)
+    shares = model.session_shares(turns_by_pair, withheld_turns)
     store.record_reports(
         conn,
         session_id=session.session_id,

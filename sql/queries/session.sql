@@ -172,6 +172,19 @@ FROM hag_learner_successes l
 WHERE l.topic_id = %(topic_id)s AND l.learner_id = %(learner_id)s
   AND l.ended_at < %(ended_at)s
 
+-- name: shown_since
+-- Of these probes (a key, a concept slug as ingest kept it, a time), the keys whose slug the
+-- learner succeeded on in a session of the topic that ended at or after the time and before
+-- this one: whether a recorded report's target was shown since it (rules.withdrawn_reports),
+-- one probe of the index of migration 097 each, whatever the learner's history.
+SELECT DISTINCT k.key
+FROM unnest(%(keys)s::int[], %(slugs)s::text[], %(since)s::timestamptz[]) AS k (key, slug, since)
+WHERE EXISTS (
+    SELECT 1 FROM hag_learner_successes l
+    WHERE l.topic_id = %(topic_id)s AND l.learner_id = %(learner_id)s
+      AND l.concept_slug = k.slug AND l.ended_at >= k.since AND l.ended_at < %(ended_at)s
+)
+
 -- name: successes_between
 -- Per session of the learner in the topic that ended after `since` (or at it, `inclusive`)
 -- and before `until` (NULL: any time), in order: the concepts of its successful turns
