@@ -627,19 +627,22 @@ def test_a_struggle_its_learner_contradicts_later_is_not_reported():
     assert reported(None) == ({(a, b): 1, (a, c): 1}, 0)
     assert reported([]) == ({(a, c): 1}, 1)
     assert reported([], [[], [], [], ["primes"]]) == ({(a, b): 1, (a, c): 1}, 0)
-    # the contradicted pair is counted on its edge as a withdrawn report would be
+    # contradicted by a later turn of its own session it counts nothing (that session is no
+    # failure on rsa at all); contradicted by a later session it is withheld, turn by turn,
+    # and counted on its edge as the report that session would withdraw
     primes = rules.StrugglePair("rsa", "primes")
-    assert rules.turn_struggles(turns, catalogue, set(), []).forward == {primes}
+    assert rules.turn_struggles(turns, catalogue, set(), []).withheld == [[], [], [], []]
+    assert rules.turn_struggles(turns, catalogue, set(), []).forward == frozenset()
     assert rules.turn_struggles(turns, catalogue, None).forward == frozenset()
-    # ... unless a turn of the session kept the same pair: the session is one unit, recorded
-    again = ordered_turns(
+    twice = ordered_turns(
         builders.turn(0, outcome="failure", struggles=[quoted("rsa", "primes")]),
-        builders.turn(1, outcome="success", concepts=["rsa"]),
+        builders.turn(1, outcome="success", concepts=["hashing"]),
         builders.turn(2, outcome="failure", struggles=[quoted("rsa", "primes")]),
     )
-    kept = rules.turn_struggles(again, catalogue, set(), [])
-    assert (kept.contradicted, kept.forward) == (1, frozenset())
-    assert rules.reported_turns(kept.per_turn, entries) == {(a, b): 1}
+    withheld = rules.turn_struggles(twice, catalogue, set(), [rules.Success(frozenset({"rsa"}))])
+    assert withheld.withheld == [[primes], [], [primes]]
+    assert (withheld.contradicted, withheld.forward) == (2, {primes})
+    assert rules.reported_turns(withheld.withheld, entries) == {(a, b): 2}
 
     alone = ordered_turns(builders.turn(0, outcome="failure", struggles=[quoted("rsa", "primes")]))
 

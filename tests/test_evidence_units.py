@@ -760,11 +760,11 @@ def test_a_contradicted_pair_keeps_its_part_of_the_session(db, units, order):
 @pytest.mark.parametrize("success", ["a later session", "a later turn"])
 def test_a_withdrawn_report_still_supports_an_authored_prerequisite(db, units, success):
     """rsa -> hashing (authored 0.92): three learners name primes on rsa, learner-5 names
-    hashing, and learner-5 then succeeds on rsa without having shown hashing, in a later
-    session (the report is withdrawn) or in a later turn of the same session (the struggle is
-    never recorded): no evidence for a learned pair, yet negative evidence still reads it as
-    one withdrawn report: the extractor named hashing on rsa's failures, so the authored edge
-    keeps 0.92 (without the read its concept's 3 units from 3 learners judge it)."""
+    hashing, and learner-5 then succeeds on rsa without having shown hashing. In a later
+    session the report is withdrawn (no evidence for a learned pair), yet negative evidence
+    still reads it: the extractor named hashing on a session that failed rsa, so the authored
+    edge keeps 0.92. In a later turn of the same session the struggle counts nothing (that
+    session did not fail rsa): the concept's 3 units from 3 learners judge the edge."""
     e = topic_entries(db)
     authored = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
     db.commit()
@@ -772,15 +772,17 @@ def test_a_withdrawn_report_still_supports_an_authored_prerequisite(db, units, s
         run(db, payload(f"o{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
                         learner=f"learner-{n}", day=n))  # fmt: skip
     fails = turn(0, outcome="failure", struggles=[struggle("rsa", "hashing")])
-    succeeds = turn(1, outcome="success", concepts=["rsa"])
-    if success == "a later session":
-        run(db, payload("h5", [fails], learner="learner-5", day=5))
-        summary = run(db, payload("s5", [turn(0, outcome="success", concepts=["rsa"])],
-                                  learner="learner-5", day=6))  # fmt: skip
-        assert summary.reports_withdrawn == 1
-    else:
+    if success == "a later turn":
+        succeeds = turn(1, outcome="success", concepts=["rsa"])
         summary = run(db, payload("h5", [fails, succeeds], learner="learner-5", day=5))
         assert (summary.struggles_contradicted, summary.reports_withdrawn) == (1, 0)
+        assert _hits_and_withdrawn(db, authored) == (0, 0)
+        assert confidence(db, e["rsa"], e["hashing"]) < 0.5
+        return
+    run(db, payload("h5", [fails], learner="learner-5", day=5))
+    summary = run(db, payload("s5", [turn(0, outcome="success", concepts=["rsa"])],
+                              learner="learner-5", day=6))  # fmt: skip
+    assert summary.reports_withdrawn == 1
     assert _reported(db, "h5") == 0
     assert _hits_and_withdrawn(db, authored) == (0, 1)
     assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)

@@ -430,7 +430,7 @@ def reinforced_confidence(confidence: float, hit_count: int, dials: Settings) ->
 
 class TurnStruggles(NamedTuple):
     """`turn_struggles`'s answer: each turn's kept struggle pairs, how many struggles the
-    learner's record contradicts, and each turn's pairs contradicted forward in time."""
+    learner's record contradicts, and each turn's pairs a later session contradicts."""
 
     per_turn: list[list[StrugglePair]]
     contradicted: int
@@ -460,11 +460,13 @@ def turn_struggles(
     (`prerequisite_drop_shown`). With `later` too (the learner's later sessions with a
     successful turn, in order), a struggle c -> m whose learner next succeeds on c before
     showing m is left out as well (`succeeded_first`): in the session's later turns (each
-    with the concepts its prompt's lines `supplied`), else in the later sessions. Those
-    are `withheld`, turn by turn, as a recorded report would have named them: they take their
-    part of the session's unit (`session_shares`), and the pairs no turn kept (`forward`)
-    count as a recorded report withdrawn does (`hag_edge_withdrawn`, a session a unit each),
-    so what stays does not depend on the order the sessions arrive in.
+    with the concepts its prompt's lines `supplied`), else in the later sessions. Those a
+    later session contradicts are `withheld`, turn by turn, as the recorded report a later
+    session withdraws would have named them: they take their part of the session's unit
+    (`session_shares`), and the pairs no turn kept (`forward`) count as a recorded report
+    withdrawn does (`hag_edge_withdrawn`, a session a unit each), so what stays does not
+    depend on the order the sessions arrive in. Those a later turn of their own session
+    contradicts count nothing (as before the session is recorded, so in either order).
     """
     turns = list(turns)
     if shown is None:
@@ -480,9 +482,9 @@ def turn_struggles(
                 continue
             if later is not None:
                 first = succeeded_first(p, [s for s in own[i + 1 :] if s is not None])
-                if first is None:
-                    first = succeeded_first(p, later)
-                if first:
+                if first:  # its own session succeeded on c after it: that session is no
+                    continue  # failure on c at all, and counts nothing
+                if first is None and succeeded_first(p, later):
                     later_first.append(p)
                     continue
             kept.append(p)
