@@ -24,7 +24,7 @@ rather than deadlock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -157,7 +157,7 @@ def apply_session(
         proposed = propose_prerequisites(conn, session, plan, turns, catalogue, dials, counts)
         observed += proposed.observed
     with timed(timings, "reinforcement"):
-        withdrawn = contradicted_reports(conn, session, turns, catalogue, dials)
+        withdrawn = contradicted_reports(conn, session, turns, catalogue, dials, proposed.shown)
         # the concepts reported on, those failed on (their `invented` term moved), and those
         # whose reports this session withdraws
         sources = model.lift_sources(
@@ -232,6 +232,7 @@ def contradicted_reports(
     turns: Sequence[Turn],
     catalogue: Catalogue,
     dials: Settings,
+    shown: Collection[str] | None = None,
 ) -> list[store.LearnerReport]:
     """The learner's recorded reports this session contradicts forward in time (under the
     units rule with `prerequisite_drop_shown`): a report c -> m from an earlier session whose
@@ -271,9 +272,9 @@ def contradicted_reports(
     # before this session that read as the target, each probed from the report's time on
     # (one index probe each, not the learner's sessions since its oldest report)
     slugs: dict[str, list[str]] = {}
-    for slug in facts.shown_concepts(conn, session):
+    for slug in facts.shown_concepts(conn, session) if shown is None else shown:
         slugs.setdefault(candidate_slug(slug, catalogue), []).append(slug)
-    shown = facts.shown_since(
+    answered = facts.shown_since(
         conn,
         session,
         [
@@ -283,7 +284,7 @@ def contradicted_reports(
         ],
     )
     between = [(reports[i].reported_at, rules.Success(frozenset({reports[i].target_slug})))
-               for i in sorted(shown)]  # fmt: skip
+               for i in sorted(answered)]  # fmt: skip
     return rules.withdrawn_reports(reports, here, between)
 
 
@@ -318,6 +319,8 @@ class Proposed:
     contradicted: tuple[tuple[UUID, UUID], ...] = ()
     # how many turns named each pair contradicted forward in time: their part of the unit
     withheld_turns: dict[tuple[UUID, UUID], int] = field(default_factory=dict)
+    # what its learner had shown before it (`facts.shown_concepts`; None: not read)
+    shown: frozenset[str] | None = None
 
 
 def propose_prerequisites(
@@ -342,7 +345,7 @@ def propose_prerequisites(
     slugs = set(rules.proposal_slugs(plan.struggles))
     slugs.update(exposures.slugs() if exposures is not None else ())
     if not slugs:
-        return Proposed([], {}, None)
+        return Proposed([], {}, None, shown=None if shown is None else frozenset(shown))
     found = facts.topic_entries(
         conn, session.topic_id, graph_scope("topic", session.learner_id, dials), sorted(slugs)
     )
@@ -363,6 +366,7 @@ def propose_prerequisites(
         None if exposures is None else exposure_rows(exposures, found),
         tuple(sorted((e for e in forward if e), key=lambda e: (str(e[0]), str(e[1])))),
         rules.reported_turns(struggles.withheld, found),
+        None if shown is None else frozenset(shown),
     )
 
 
