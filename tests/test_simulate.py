@@ -267,6 +267,88 @@ def test_true_struggles_name_unmastered_prerequisites_and_p_miss_drops_them(db):
     assert muted.true_struggles and not any(t["struggles"] for t in muted.payload["turns"])
 
 
+def fork_world():
+    """gamma needs alpha and beta; alpha and beta are roots."""
+    concepts = {s: w.Concept(s, s.title(), f"Concept {s}.") for s in ("alpha", "beta", "gamma")}
+    return w.World("fork", concepts, frozenset({("gamma", "alpha"), ("gamma", "beta")}))
+
+
+def test_a_failed_turn_records_every_prerequisite_its_learner_lacked(db):
+    """`lacking` holds, for each failed turn, every true prerequisite of its concept the
+    learner had not mastered, whichever one the struggle names (here none: p_miss = 1): a
+    learner who masters nothing lacks both alpha and beta on each failed turn on gamma, and
+    nothing on the roots."""
+    world = fork_world()
+    load_world(db, world)
+    record = play(
+        db,
+        world,
+        Learner("sim-0004", TRAITS[0], set()),
+        np.random.default_rng(4),
+        policy=TutorPolicy(min_turns=8, max_turns=8, p_notice_struggle=0.0),
+        extractor=Extractor(p_miss=1.0),
+        model=OutcomeModel(p_overreach=1.0, p_learn=0.0),
+    )
+    failed = [
+        (t["turn_index"], c)
+        for t in record.payload["turns"]
+        if t["outcome"] == "failure"
+        for c in t["concept_slugs"]
+    ]
+    assert "gamma" in {c for _, c in failed}  # a failure with two gaps: the check has teeth
+    expected = [(i, "gamma", m) for i, c in failed if c == "gamma" for m in ("alpha", "beta")]
+    assert sorted(record.lacking) == expected
+
+
+def test_a_learner_the_memory_saw_succeed_on_the_target_is_not_counted_as_lacking_it(db):
+    """`note_lacking` counts a learner for (c, m) only when the memory had not seen it succeed
+    on m: neither in an earlier session (the rows ingest wrote) nor in an earlier turn of the
+    same session. A learner who succeeded on alpha last session is not counted for
+    (gamma, alpha) but is for (gamma, beta) until a turn succeeds on beta; each pair counts a
+    learner once."""
+    from hag.session.ingest import ingest_payload
+    from hag_lab.simulate.run import SimulationRun
+
+    world = fork_world()
+    load_world(db, world)
+
+    def turn(i, concept, outcome):
+        return {
+            "turn_index": i,
+            "student_message": f"About {concept}?",
+            "concept_slugs": [concept],
+            "outcome": outcome,
+            "struggles": [],
+        }
+
+    def payload(session_id, hour, turns):
+        return {
+            "session_id": session_id,
+            "learner_id": "sim-0005",
+            "topic_id": "fork",
+            "ended_at": ENDED.replace(hour=hour).isoformat(),
+            "turns": turns,
+        }
+
+    earlier = payload("s-early", 9, [turn(0, "alpha", "success")])
+    assert ingest_payload(db, earlier, source="simulator").status == "accepted"
+    db.commit()
+    later = payload(
+        "s-late",
+        10,
+        [turn(0, "gamma", "failure"), turn(1, "beta", "success"), turn(2, "gamma", "failure")],
+    )
+    run = SimulationRun.__new__(SimulationRun)
+    run.lacking_unshown = {}
+    run.note_lacking(
+        db, later, [(0, "gamma", "alpha"), (2, "gamma", "alpha"), (2, "gamma", "beta")]
+    )
+    assert run.lacking_counts() == {}  # alpha shown last session, beta in turn 1
+    run.note_lacking(db, later, [(0, "gamma", "beta")])
+    run.note_lacking(db, later, [(0, "gamma", "beta")])  # the same learner again: counted once
+    assert run.lacking_counts() == {("gamma", "beta"): 1}
+
+
 def test_p_false_invents_struggles_on_non_prerequisites(db):
     """With p_false=1 every failed turn also blames a concept that is no prerequisite."""
     world = chain_world()

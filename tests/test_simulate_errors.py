@@ -150,4 +150,6 @@ def test_kinds_table_has_a_row_per_world_kind_and_profile():
     assert header[:3] == ["world", "error kind", "profile"] and len(header) == 3 + len(KIND_COLUMNS)
     row = [c.strip() for c in lines[4].strip("|").split("|")]
     assert row[:4] == ["random:30", "repeated:0.2", "evidence", "0.50 ± 0.10"]
-    assert row[-2] == "0.5 ± 0.1 of 3"
+    by_header = dict(zip(header, row, strict=True))
+    assert by_header["wrong authored < 0.5"] == "0.5 ± 0.1 of 3"
+    assert by_header["true authored < 0.5"] == "0.5 ± 0.1"

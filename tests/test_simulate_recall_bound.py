@@ -115,3 +115,53 @@ def test_the_bound_counts_lacked_true_pairs_named_by_enough_learners():
     one = recall_bound(world, before, struggles, 1)  # type: ignore[arg-type]
     assert one["recall_bound"] == 1.0
     assert recall_bound(world, before, struggles, 4)["recall_bound"] == 0.0  # type: ignore[arg-type]
+
+
+def test_a_true_authored_prerequisite_no_learner_lacked_unshown_is_unseen(monkeypatch):
+    """Each authored prerequisite carries its `lacking_learners`; a true one with none is
+    unseen, a wrong one never is, and the headline counts the unseen ones and those of them
+    below 0.5 (e -> f is unseen but stands at 0.8); without the counts, both are None."""
+    world = SimpleNamespace(
+        slugs=("a", "b", "c", "d", "e", "f"),
+        concepts=dict.fromkeys("abcdef", 1),
+        prerequisites=frozenset({("a", "b"), ("c", "d"), ("e", "f")}),
+        truth_for=lambda kind: frozenset(),
+    )
+
+    def fact(s: str, t: str, conf: float) -> SimpleNamespace:
+        return SimpleNamespace(
+            source=s, target=t, edge_type="prerequisite", source_type="seed", confidence=conf
+        )
+
+    pairs = [("a", "b", 0.05), ("b", "d", 0.05), ("c", "d", 0.05), ("e", "f", 0.8)]
+    before = [fact(s, t, 0.8) for s, t, _ in pairs]
+    after = [fact(s, t, c) for s, t, c in pairs]
+    # the edge scores are not what this test reads
+    monkeypatch.setattr(build.metrics, "truth_scores", lambda *a, **k: {})
+    lacking = {("a", "b"): 0, ("c", "d"): 1}
+    truth = build.truth_scores(world, before, after, lacking=lacking)  # type: ignore[arg-type]
+    rows = {(r["source"], r["target"]): r for r in truth["authored_prerequisites"]}
+    assert {p: (r["lacking_learners"], r["unseen"]) for p, r in rows.items()} == {
+        ("a", "b"): (0, True),
+        ("b", "d"): (0, False),
+        ("c", "d"): (1, False),
+        ("e", "f"): (0, True),
+    }
+    scores = {
+        "learned_prerequisite": {"brier": 0, "auc": 0},
+        "prerequisite": {"brier": 0, "auc": 0},
+        "leads_to": {"auc": 0},
+        "fallback": {"auc": 0},
+    }
+    head = build._truth_headline(
+        scores | {"authored_prerequisites": truth["authored_prerequisites"]}
+    )
+    assert head["authored_prereq_true_below_0.5"] == 2
+    assert head["authored_prereq_true_unseen"] == 2
+    assert head["authored_prereq_true_unseen_below_0.5"] == 1
+    uncounted = build.truth_scores(world, before, after)  # type: ignore[arg-type]
+    head = build._truth_headline(
+        scores | {"authored_prerequisites": uncounted["authored_prerequisites"]}
+    )
+    assert head["authored_prereq_true_unseen"] is None
+    assert head["authored_prereq_true_unseen_below_0.5"] is None

@@ -252,11 +252,19 @@ def _at(curve: Sequence[Mapping[str, Any]], threshold: float) -> Mapping[str, An
 
 
 def truth_scores(
-    world: World, before: Sequence[EdgeFact], after: Sequence[EdgeFact]
+    world: World,
+    before: Sequence[EdgeFact],
+    after: Sequence[EdgeFact],
+    *,
+    lacking: Mapping[tuple[str, str], int] | None = None,
 ) -> dict[str, Any]:
     """Edge confidences scored against the hidden graph (Brier, AUC), at the end of the run:
     learned prerequisites, the whole memory's prerequisites, each scored type; and what became
-    of the authored (seed) prerequisites the truth holds and the ones it contradicts."""
+    of the authored (seed) prerequisites the truth holds and the ones it contradicts, each with
+    its `lacking_learners` (`lacking`: the learners who failed its concept while lacking its
+    target, before the memory had seen them succeed on it; from the simulator's hidden state).
+    A true one with none is *unseen*: no report the memory keeps could have named its target
+    for it, so its concept's reports are what they would be for a wrong one."""
     concepts = world.slugs
     out: dict[str, Any] = {
         "learned_prerequisite": metrics.truth_scores(
@@ -286,6 +294,10 @@ def truth_scores(
                     "target": pair[1],
                     "true": pair in world.prerequisites,
                     "confidence": end.get(pair),
+                    "lacking_learners": None if lacking is None else lacking.get(pair, 0),
+                    "unseen": None
+                    if lacking is None
+                    else pair in world.prerequisites and lacking.get(pair, 0) == 0,
                 }
             )
     out["authored_prerequisites"] = authored
@@ -363,6 +375,19 @@ def _truth_headline(truth: Mapping[str, Any]) -> dict[str, Any]:
         "authored_prereq_false": sum(1 for r in authored if not r["true"]),
         "authored_prereq_false_below_0.5": _below(authored, False, HALF),
         "authored_prereq_true_below_0.5": _below(authored, True, HALF),
+        **_unseen_headline(authored),
+    }
+
+
+def _unseen_headline(authored: Sequence[Mapping[str, Any]]) -> dict[str, int | None]:
+    """The true authored prerequisites no kept report could have named (`truth_scores`'s
+    `unseen`), and those of them below 0.5; None when the run did not count them."""
+    if any(r.get("unseen") is None for r in authored):
+        return {"authored_prereq_true_unseen": None, "authored_prereq_true_unseen_below_0.5": None}
+    unseen = [r for r in authored if r["unseen"]]
+    return {
+        "authored_prereq_true_unseen": len(unseen),
+        "authored_prereq_true_unseen_below_0.5": _below(unseen, True, HALF),
     }
 
 
@@ -449,7 +474,7 @@ def write_report(
     }
     baseline = extractor_baseline(world, struggles)
     by_hits = metrics.precision_by_hits(after, world.prerequisites, world.slugs, "prerequisite")
-    truth = truth_scores(world, before, after)
+    truth = truth_scores(world, before, after, lacking=run.lacking_counts())
     report = {
         "name": name or out_dir.name,
         "config": run.config.describe(),
@@ -552,7 +577,10 @@ def summary_lines(report: Mapping[str, Any], folder: Path | None = None) -> list
         f"all prerequisites Brier {fmt(h.get('memory_prereq_truth_brier'))} AUC "
         f"{fmt(h.get('memory_prereq_truth_auc'))}; authored prerequisites below 0.5: "
         f"{h.get('authored_prereq_false_below_0.5')} of {h.get('authored_prereq_false')} false, "
-        f"{h.get('authored_prereq_true_below_0.5')} true",
+        f"{h.get('authored_prereq_true_below_0.5')} true ("
+        f"{h.get('authored_prereq_true_unseen_below_0.5')} of them unseen: no learner failed "
+        f"the concept lacking the target before showing it; "
+        f"{h.get('authored_prereq_true_unseen')} true ones unseen in all)",
         f"outcome score (each confidence shown as a prediction of its turn's outcome, not of "
         f"truth): decision entries log-loss {fmt(h['decision_log_loss'])} (base rate "
         f"{fmt(h['decision_baseline_log_loss'])}), binned RMSE {fmt(h['decision_binned_rmse'])}; "

@@ -82,9 +82,19 @@ def _truth_section(report: Mapping[str, Any]) -> list[str]:
     if authored:
         out += ["", "Authored (seed) prerequisites at the end:", ""]
         out += _table(
-            ["authored prerequisite", "true in the hidden graph", "confidence"],
             [
-                [f"{r['source']} → {r['target']}", "yes" if r["true"] else "no", r["confidence"]]
+                "authored prerequisite",
+                "true in the hidden graph",
+                "confidence",
+                "learners who failed lacking it, unshown",
+            ],
+            [
+                [
+                    f"{r['source']} → {r['target']}",
+                    ("yes (unseen)" if r.get("unseen") else "yes") if r["true"] else "no",
+                    r["confidence"],
+                    r.get("lacking_learners"),
+                ]
                 for r in authored
             ],
         )

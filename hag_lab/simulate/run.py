@@ -105,6 +105,9 @@ class SimulationRun:
     # per reported pair: the learners who named it before they had shown its missing concept
     # (the reports the units rule keeps as evidence)
     unshown_namers: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    # per true pair (c, m): the learners who failed a turn on c while lacking m and before the
+    # memory had seen them succeed on m (who could have had a report of c -> m kept)
+    lacking_unshown: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     sessions: int = 0
     turns: int = 0
     successes: int = 0
@@ -128,6 +131,30 @@ class SimulationRun:
             for pair in pairs:
                 key = (pair.concept_slug, pair.missing_slug)
                 self.unshown_namers.setdefault(key, set()).add(session.learner_id)
+
+    def note_lacking(
+        self, conn: Conn, payload: Mapping[str, Any], lacking: Sequence[tuple[int, str, str]]
+    ) -> None:
+        """One session the memory accepted: each (turn, c, m) its learner lacked m on a failed
+        turn on c adds the learner to the pair's `lacking_unshown`, unless the memory had seen
+        it succeed on m by then (an earlier session's success, `facts.shown_concepts`, or a
+        successful turn earlier in the session): a report of c -> m from such a learner is
+        dropped (`prerequisite_drop_shown`), so only the others could have defended c -> m."""
+        if not lacking:
+            return
+        session = SessionPayload.model_validate_json(json.dumps(payload))  # as ingest reads it
+        before = shown_concepts(conn, session)
+        for turn, c, m in lacking:
+            shown = m in before or any(
+                x.outcome == "success" and x.turn_index < turn and m in x.concept_slugs
+                for x in session.turns
+            )
+            if not shown:
+                self.lacking_unshown.setdefault((c, m), set()).add(session.learner_id)
+
+    def lacking_counts(self) -> dict[tuple[str, str], int]:
+        """Per true pair (c, m): the learners in its `lacking_unshown`."""
+        return {pair: len(who) for pair, who in self.lacking_unshown.items()}
 
     def struggle_table(self) -> list[dict[str, Any]]:
         """Per (concept, missing): true struggles, reported true ones, invented ones, and the
@@ -397,6 +424,7 @@ def simulate(
                     run.quarantined += 1
                 else:  # what the memory holds: its successes and reports
                     run.note_reports(conn, record.payload, catalogue)
+                    run.note_lacking(conn, record.payload, record.lacking)
                 conn.commit()
                 run.uses.extend(record.uses)
                 for c, m in record.true_struggles:

@@ -151,6 +151,7 @@ TABLE_ROWS: tuple[tuple[str, str], ...] = (
     ("memory_prereq_truth_brier", "all prerequisites: Brier against the hidden graph"),
     ("authored_prereq_false_below_0.5", "wrong authored prerequisites below 0.5"),
     ("authored_prereq_true_below_0.5", "true authored prerequisites below 0.5"),
+    ("authored_prereq_true_unseen_below_0.5", "...of them unseen (too few learners lacked it)"),
     ("fallback_precision_at_0.6", "fallback ≥ 0.6: precision"),
     ("leads_to_precision_at_0.6", "leads_to ≥ 0.6: precision"),
     ("decision_log_loss", "decision entries: log-loss against the turn's outcome"),
@@ -197,7 +198,10 @@ KIND_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("fallback_recall_at_0.6", "fallback R", 2),
     ("authored_prereq_false_below_0.5", "wrong authored < 0.5", 1),
     ("authored_prereq_true_below_0.5", "true authored < 0.5", 1),
+    ("authored_prereq_true_unseen_below_0.5", "of them unseen", 1),
 )
+# the column that also says how many wrong authored prerequisites the world has
+WRONG_AUTHORED_COLUMN = [k for k, _, _ in KIND_COLUMNS].index("authored_prereq_false_below_0.5")
 
 
 def run_kinds(
@@ -312,7 +316,7 @@ def kinds_table(result: Mapping[str, Any]) -> list[str]:
                 else f"{fmt(s['mean'], digits)} ± {fmt(s['sd'], digits)}"
             )
         if row.get("authored_false") is not None:
-            cells[-2] += f" of {fmt(row['authored_false'], 0)}"
+            cells[WRONG_AUTHORED_COLUMN] += f" of {fmt(row['authored_false'], 0)}"
         lines.append(
             f"| {row['world']} | {row['kind']} | {row['profile']} | " + " | ".join(cells) + " |"
         )

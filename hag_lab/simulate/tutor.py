@@ -192,6 +192,9 @@ class SessionRecord:
     payload: dict[str, Any]
     uses: list[Use] = field(default_factory=list)
     true_struggles: list[tuple[str, str]] = field(default_factory=list)  # before the extractor
+    # (turn, c, m) for every true prerequisite m a failed turn's learner lacked on c, whichever
+    # of its gaps the struggle names (or none): what could have told the memory that c needs m
+    lacking: list[tuple[int, str, str]] = field(default_factory=list)
     reported_struggles: list[tuple[str, str, bool]] = field(default_factory=list)  # (c, m, true?)
     # the false reports of the two persistent error kinds: (c, m, "repeated" | "misconception")
     error_reports: list[tuple[str, str, str]] = field(default_factory=list)
@@ -296,6 +299,7 @@ def run_session(
         missing = learner.missing_prerequisites(taught, world)
         struggled_on: str | None = None
         if not success and missing:
+            record.lacking.extend((t, taught, m) for m in missing)
             struggled_on = _pick(rng, missing)
             record.true_struggles.append((taught, struggled_on))
             if rng.random() >= extractor.p_miss:
