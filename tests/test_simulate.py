@@ -301,12 +301,13 @@ def test_a_failed_turn_records_every_prerequisite_its_learner_lacked(db):
 
 
 def test_a_learner_the_memory_saw_succeed_on_the_target_is_not_counted_as_lacking_it(db):
-    """`note_lacking` counts a learner for (c, m) only when the memory had not seen it succeed
+    """`note_reports` counts a learner for (c, m) only when the memory had not seen it succeed
     on m: neither in an earlier session (the rows ingest wrote) nor in an earlier turn of the
     same session. A learner who succeeded on alpha last session is not counted for
     (gamma, alpha) but is for (gamma, beta) until a turn succeeds on beta; each pair counts a
     learner once."""
     from hag.session.ingest import ingest_payload
+    from hag.session.ladder import Catalogue
     from hag_lab.simulate.run import SimulationRun
 
     world = fork_world()
@@ -338,14 +339,14 @@ def test_a_learner_the_memory_saw_succeed_on_the_target_is_not_counted_as_lackin
         10,
         [turn(0, "gamma", "failure"), turn(1, "beta", "success"), turn(2, "gamma", "failure")],
     )
+    catalogue = Catalogue.load(db, "fork")
     run = SimulationRun.__new__(SimulationRun)
-    run.lacking_unshown = {}
-    run.note_lacking(
-        db, later, [(0, "gamma", "alpha"), (2, "gamma", "alpha"), (2, "gamma", "beta")]
-    )
+    run.unshown_namers, run.lacking_unshown = {}, {}
+    lacking = [(0, "gamma", "alpha"), (2, "gamma", "alpha"), (2, "gamma", "beta")]
+    run.note_reports(db, later, catalogue, lacking)
     assert run.lacking_counts() == {}  # alpha shown last session, beta in turn 1
-    run.note_lacking(db, later, [(0, "gamma", "beta")])
-    run.note_lacking(db, later, [(0, "gamma", "beta")])  # the same learner again: counted once
+    run.note_reports(db, later, catalogue, [(0, "gamma", "beta")])
+    run.note_reports(db, later, catalogue, [(0, "gamma", "beta")])  # again: counted once
     assert run.lacking_counts() == {("gamma", "beta"): 1}
 
 

@@ -26,8 +26,8 @@ import numpy as np
 
 from hag.session.contract import SessionPayload
 from hag.session.facts import shown_concepts
-from hag.session.ladder import Catalogue
-from hag.session.rules import turn_struggles
+from hag.session.ladder import Catalogue, candidate_slug
+from hag.session.rules import shown_walk, turn_struggles
 from hag.storage.db import Conn, one
 from hag.storage.sqlfiles import query
 from hag.support.orchestration import flow
@@ -118,38 +118,33 @@ class SimulationRun:
     def end(self) -> DaySnapshot:
         return self.days[-1] if self.days else self.before
 
-    def note_reports(self, conn: Conn, payload: Mapping[str, Any], catalogue: Catalogue) -> None:
+    def note_reports(
+        self,
+        conn: Conn,
+        payload: Mapping[str, Any],
+        catalogue: Catalogue,
+        lacking: Sequence[tuple[int, str, str]] = (),
+    ) -> None:
         """One session the memory accepted, read by the memory's own contradiction rule: its
         learner's earlier successes (`facts.shown_concepts`, the rows ingest wrote) and
         `rules.turn_struggles` over its turns; each struggle the rule keeps adds its learner to
-        the pair's `unshown_namers`."""
+        the pair's `unshown_namers`. Each (turn, c, m) of `lacking` (its learner lacked m on a
+        failed turn on c) adds the learner to the pair's `lacking_unshown`, unless it had
+        shown m by that turn (`rules.shown_walk`, the rule's own "shown"): a report of c -> m
+        from such a learner is dropped (`prerequisite_drop_shown`), so only the others could
+        have defended c -> m."""
         session = SessionPayload.model_validate_json(json.dumps(payload))  # as ingest reads it
-        kept = turn_struggles(
-            session.ordered_turns(), catalogue, shown_concepts(conn, session)
-        ).per_turn
-        for pairs in kept:
+        shown = shown_concepts(conn, session)
+        turns = session.ordered_turns()
+        for pairs in turn_struggles(turns, catalogue, shown).per_turn:
             for pair in pairs:
                 key = (pair.concept_slug, pair.missing_slug)
                 self.unshown_namers.setdefault(key, set()).add(session.learner_id)
-
-    def note_lacking(
-        self, conn: Conn, payload: Mapping[str, Any], lacking: Sequence[tuple[int, str, str]]
-    ) -> None:
-        """One session the memory accepted: each (turn, c, m) its learner lacked m on a failed
-        turn on c adds the learner to the pair's `lacking_unshown`, unless the memory had seen
-        it succeed on m by then (an earlier session's success, `facts.shown_concepts`, or a
-        successful turn earlier in the session): a report of c -> m from such a learner is
-        dropped (`prerequisite_drop_shown`), so only the others could have defended c -> m."""
         if not lacking:
             return
-        session = SessionPayload.model_validate_json(json.dumps(payload))  # as ingest reads it
-        before = shown_concepts(conn, session)
+        had = {step.turn.turn_index: set(step.had) for step in shown_walk(turns, catalogue, shown)}
         for turn, c, m in lacking:
-            shown = m in before or any(
-                x.outcome == "success" and x.turn_index < turn and m in x.concept_slugs
-                for x in session.turns
-            )
-            if not shown:
+            if candidate_slug(m, catalogue) not in had[turn]:
                 self.lacking_unshown.setdefault((c, m), set()).add(session.learner_id)
 
     def lacking_counts(self) -> dict[tuple[str, str], int]:
@@ -423,8 +418,7 @@ def simulate(
                 ):
                     run.quarantined += 1
                 else:  # what the memory holds: its successes and reports
-                    run.note_reports(conn, record.payload, catalogue)
-                    run.note_lacking(conn, record.payload, record.lacking)
+                    run.note_reports(conn, record.payload, catalogue, record.lacking)
                 conn.commit()
                 run.uses.extend(record.uses)
                 for c, m in record.true_struggles:

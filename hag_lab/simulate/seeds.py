@@ -151,7 +151,7 @@ TABLE_ROWS: tuple[tuple[str, str], ...] = (
     ("memory_prereq_truth_brier", "all prerequisites: Brier against the hidden graph"),
     ("authored_prereq_false_below_0.5", "wrong authored prerequisites below 0.5"),
     ("authored_prereq_true_below_0.5", "true authored prerequisites below 0.5"),
-    ("authored_prereq_true_unseen_below_0.5", "...of them unseen (too few learners lacked it)"),
+    ("authored_prereq_true_unseen_below_0.5", "...of them unseen (no learner lacked it unshown)"),
     ("fallback_precision_at_0.6", "fallback ≥ 0.6: precision"),
     ("leads_to_precision_at_0.6", "leads_to ≥ 0.6: precision"),
     ("decision_log_loss", "decision entries: log-loss against the turn's outcome"),
