@@ -453,6 +453,35 @@ def test_units_lift_nets_out_chance_and_the_reverse_and_holds_one_learner():
     assert alone.confidence < PROFILE_UNITS.edge_min_confidence
 
 
+def test_an_authored_or_enriched_edge_stands_at_the_larger_of_its_prior_and_its_reports():
+    """An enriched c -> m at 0.45 with 3 units from 3 learners, nothing else on c: its reports
+    as a learned edge's give 3/(3 + k), and it stands there. Its own write (one session no
+    learner is recorded for) is the author's, not a learner's: with it, the same 3/(3 + k).
+    From one learner it stays at 0.45, and so does a prior of 0.1 below the one-learner hold
+    (one learner never lifts it). An authored one at 0.9 keeps 0.9 under the same reports.
+    Judged unsupported, it is lowered whatever its reports would give."""
+    k = PROFILE_UNITS.prerequisite_lift_k
+    enriched = replace(learned(3.0, 3, 3.0, 3), source_type="enriched", prior=0.45)
+    terms = model.unit_terms(enriched, PROFILE_UNITS)
+    assert terms.raised == pytest.approx(3 / (3 + k))
+    assert terms.confidence == pytest.approx(3 / (3 + k))
+    written = replace(enriched, units=4.0, concept_units=4.0, unattributed=1)
+    assert model.unit_terms(written, PROFILE_UNITS).confidence == pytest.approx(3 / (3 + k))
+    alone = replace(learned(1.0, 1, 1.0, 1), source_type="enriched", prior=0.45)
+    assert model.unit_terms(alone, PROFILE_UNITS).raised is None
+    assert model.unit_terms(alone, PROFILE_UNITS).confidence == pytest.approx(0.45)
+    low = model.unit_terms(replace(alone, prior=0.1), PROFILE_UNITS)
+    assert low.confidence == pytest.approx(0.1)
+    assert PROFILE_UNITS.edge_min_confidence / PROFILE_UNITS.prerequisite_min_learners > 0.1
+    authored = model.unit_terms(replace(enriched, source_type="seed", prior=0.9), PROFILE_UNITS)
+    assert authored.confidence == pytest.approx(0.9)
+    assert model.unit_terms(learned(3.0, 3, 3.0, 3), PROFILE_UNITS).raised is None
+    judged = replace(unreported_authored_edge(0), concept_units=30.0, concept_learners=9,
+                     reported_units=30.0, prior=0.45)  # fmt: skip
+    lowered = model.unit_terms(judged, PROFILE_UNITS)
+    assert lowered.judged and lowered.confidence < 0.45
+
+
 def test_the_invented_term_scales_the_shown_learners_rate_to_the_others():
     """10 failed sessions on c, 4 by learners who had shown m, 1 of those named m anyway:
     (10 - 4) x 1/4 = 1.5 invented reports, before any shown learner: none. With 6 units from

@@ -215,6 +215,31 @@ def test_an_authored_prior_comes_from_its_provenance_not_from_stored_state(db, u
     assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
 
 
+def test_learners_confirm_an_enriched_prerequisite_past_its_prior(db, units, database_url):
+    """rsa -> primes is enriched at 0.45, written as enrichment writes it (one session, no
+    learner recorded). learner-1 names it in 100 sessions: one learner never lifts it, it
+    stays at its prior. Two more learners' one session each: its recorded learners' reports
+    read as a learned edge's give (cap + 2)/(cap + 2 + k) (no other report on rsa: no
+    chance; its own write counts nowhere), above the prior, and it stands there; `hag
+    explain` says so."""
+    e = topic_entries(db)
+    enriched = f.edge(db, e["rsa"], e["primes"], confidence=0.45, source_type="enriched",
+                      hit_count=units.edge_new_hit_count)  # fmt: skip
+    db.commit()
+    run(db, *(reports(f"s{d}", [("rsa", "primes")], day=d % 20) for d in range(100)))
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(0.45)
+    for n in (2, 3):
+        run(db, payload(f"o{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=30 + n))  # fmt: skip
+    got = min(units.prerequisite_learner_cap, 100.0) + 2.0
+    expected = got / (got + units.prerequisite_lift_k)
+    assert expected > 0.45
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(expected)
+    said = explain_text(database_url, enriched)
+    assert "its recorded learners' reports read as a learned edge's" in said
+    assert f"result {expected:.6f}" in said
+
+
 def test_explain_terms_equal_the_stored_confidence(db, units, database_url):
     """After a mix of learners, repeats and an authored edge, every prerequisite's explained
     result equals its stored confidence to 1e-9, through the rule and through `hag explain`

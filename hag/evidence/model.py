@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
 
@@ -323,10 +323,13 @@ class EvidenceTerms:
     Authored or enriched: `prior` (the confidence its author wrote it with,
     `PrerequisiteEvidence.prior`: no stored lowering state is read); `judged` when its concept has `min_reports` units from `min_learners` learners
     and the units naming its target or a concept resting on it (`support`) are at most
-    max_share of them: then it sits at min(prior, lift of its own units), else at `prior`.
-    An authored edge's units, its concept's and its support count the reports withdrawn as
-    contradicted forward in time too (a session a unit each): negative evidence asks
-    whether the extractor ever names the target on its concept's failures.
+    max_share of them: then it sits at min(prior, lift of its own units), else at the
+    larger of `prior` and `raised` (`confirmed_terms`: its recorded learners' reports read
+    as a learned edge's, `as_learned`; None, and the prior stands, below `min_learners`
+    learners or with nothing net). An authored edge's units, its concept's and its support
+    count the reports withdrawn as contradicted forward in time too (a session a unit
+    each): negative evidence asks whether the extractor ever names the target on its
+    concept's failures.
     """
 
     source_type: str
@@ -360,6 +363,10 @@ class EvidenceTerms:
     # its sessions' reports contradicted forward in time, withdrawn or never recorded (out
     # of a learned edge's `units`; in an authored edge's, a session a unit each)
     withdrawn: int = 0
+    # an authored or enriched edge's recorded learners' reports under the learned formula
+    # (`confirmed_terms`), and the confidence they give it (None: learned, or they give none)
+    as_learned: EvidenceTerms | None = None
+    raised: float | None = None
 
 
 def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
@@ -413,13 +420,41 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
         and fact.concept_learners >= min_learners
         and own + fact.support_units <= dials.prerequisite_unlearn_max_share * reports
     )
-    lowered = min(prior, lift) if judged else prior
+    as_learned = confirmed_terms(fact, dials)
+    raised = None if as_learned is None or as_learned.net <= 0 else as_learned.confidence
+    lowered = min(prior, lift) if judged else max(prior, raised or 0.0)
     return EvidenceTerms(
         fact.source_type, own, fact.learners, reports, fact.concept_learners, chance,
         noise, 0.0, fact.support_units, prior, k, net, lift, min_learners, None, judged,
         lowered, prior if lowered < prior else None, fact.unattributed,
-        withdrawn=fact.withdrawn,
+        withdrawn=fact.withdrawn, as_learned=as_learned, raised=raised,
     )  # fmt: skip
+
+
+def confirmed_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms | None:
+    """An authored or enriched prerequisite's reports from recorded learners, read as a learned
+    edge's (`unit_terms`: chance, invented, reverse): what they would have built. Its sessions
+    no learner is recorded for are the author's own writes (an enriched edge is written with a
+    hit) or reports from before learners were recorded, already in its prior: they leave its
+    units and its concept's. None below `prerequisite_min_learners` recorded learners, so one
+    learner never lifts an authored edge, whatever its prior."""
+    unattributed = min(1.0, dials.prerequisite_learner_cap) * fact.unattributed
+    units = max(0.0, fact.units - unattributed)
+    learners = fact.learners if units > 0 else 0
+    if learners < dials.prerequisite_min_learners:
+        return None
+    return unit_terms(
+        replace(
+            fact,
+            source_type="learned",
+            units=units,
+            learners=learners,
+            concept_units=max(units, fact.concept_units - unattributed),
+            unattributed=0,
+            prior=None,
+        ),
+        dials,
+    )
 
 
 def authored_verdict(t: Mapping[str, Any], dials: Settings) -> str:
