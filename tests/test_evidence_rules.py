@@ -458,8 +458,8 @@ def test_an_authored_or_enriched_edge_stands_at_the_larger_of_its_prior_and_its_
     as a learned edge's give 3/(3 + k), and it stands there. Its own write (one session no
     learner is recorded for) is the author's, not a learner's: with it, the same 3/(3 + k).
     From one learner it stays at 0.45, and so does a prior of 0.1 below the one-learner hold
-    (one learner never lifts it). An authored one at 0.9 keeps 0.9 under the same reports.
-    Judged unsupported, it is lowered whatever its reports would give."""
+    (one learner never lifts it). An authored one keeps its value under the same reports,
+    at 0.9 and at 0.45. Judged unsupported, it is lowered whatever its reports would give."""
     k = PROFILE_UNITS.prerequisite_lift_k
     enriched = replace(learned(3.0, 3, 3.0, 3), source_type="enriched", prior=0.45)
     terms = model.unit_terms(enriched, PROFILE_UNITS)
@@ -475,6 +475,9 @@ def test_an_authored_or_enriched_edge_stands_at_the_larger_of_its_prior_and_its_
     assert PROFILE_UNITS.edge_min_confidence / PROFILE_UNITS.prerequisite_min_learners > 0.1
     authored = model.unit_terms(replace(enriched, source_type="seed", prior=0.9), PROFILE_UNITS)
     assert authored.confidence == pytest.approx(0.9)
+    # an author's value moves by negative evidence alone: a low one stays under these reports
+    low_authored = model.unit_terms(replace(enriched, source_type="seed"), PROFILE_UNITS)
+    assert (low_authored.raised, low_authored.confidence) == (None, pytest.approx(0.45))
     assert model.unit_terms(learned(3.0, 3, 3.0, 3), PROFILE_UNITS).raised is None
     judged = replace(unreported_authored_edge(0), concept_units=30.0, concept_learners=9,
                      reported_units=30.0, prior=0.45)  # fmt: skip

@@ -102,22 +102,28 @@ def explain(edge_id: str, as_json: bool) -> None:
             f"  prior {t['prior']:.6f}, support {t['support']:.4f} units: "
             f"{authored_verdict(t, dials)}"
         )
-        a = t.get("as_learned")
-        if a is None:
-            click.echo(
-                f"  confirmed by fewer than {t['min_learners']} recorded learners: its reports "
-                "raise nothing"
-            )
-        else:
-            given = "nothing" if t["raised"] is None else f"{t['raised']:.6f}"
-            click.echo(
-                f"  its recorded learners' reports read as a learned edge's: {a['units']:.4f} "
-                f"units from {a['learners']} learner(s), chance {a['chance']:.4f}, invented "
-                f"{a['invented']:.4f}, reverse {a['reverse']:.4f}: net {a['net']:.4f}, give "
-                f"{given}"
-                + ("" if t["judged"] else " (it stands at the larger of that and its prior)")
-            )
+        if t["source_type"] == "enriched":  # an authored value moves by negative evidence alone
+            _echo_confirmed(t)
     click.echo(f"  result {t['confidence']:.6f}")
+
+
+def _echo_confirmed(t: dict[str, Any]) -> None:
+    """What an enriched prerequisite's recorded learners' reports give it, read as a learned
+    edge's (`hag.evidence.model.confirmed_terms`)."""
+    a = t.get("as_learned")
+    if a is None:
+        click.echo(
+            f"  confirmed by fewer than {t['min_learners']} recorded learners: its reports "
+            "raise nothing"
+        )
+        return
+    given = "nothing" if t["raised"] is None else f"{t['raised']:.6f}"
+    click.echo(
+        f"  its recorded learners' reports read as a learned edge's: {a['units']:.4f} "
+        f"units from {a['learners']} learner(s), chance {a['chance']:.4f}, invented "
+        f"{a['invented']:.4f}, reverse {a['reverse']:.4f}: net {a['net']:.4f}, give {given}"
+        + ("" if t["judged"] else " (it stands at the larger of that and its prior)")
+    )
 
 
 def _echo_sequence(t: dict[str, Any]) -> None:

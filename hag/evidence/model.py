@@ -323,10 +323,11 @@ class EvidenceTerms:
     Authored or enriched: `prior` (the confidence its author wrote it with,
     `PrerequisiteEvidence.prior`: no stored lowering state is read); `judged` when its concept has `min_reports` units from `min_learners` learners
     and the units naming its target or a concept resting on it (`support`) are at most
-    max_share of them: then it sits at min(prior, lift of its own units), else at the
-    larger of `prior` and `raised` (`confirmed_terms`: its recorded learners' reports read
-    as a learned edge's, `as_learned`; None, and the prior stands, below `min_learners`
-    learners or with nothing net). An authored edge's units, its concept's and its support
+    max_share of them: then it sits at min(prior, lift of its own units), else at `prior`,
+    or for an enriched edge (a model's proposal) at the larger of `prior` and `raised`
+    (`confirmed_terms`: its recorded learners' reports read as a learned edge's,
+    `as_learned`; None, and the prior stands, below `min_learners` learners or with
+    nothing net). An authored edge's units, its concept's and its support
     count the reports withdrawn as contradicted forward in time too (a session a unit
     each): negative evidence asks whether the extractor ever names the target on its
     concept's failures.
@@ -363,8 +364,8 @@ class EvidenceTerms:
     # its sessions' reports contradicted forward in time, withdrawn or never recorded (out
     # of a learned edge's `units`; in an authored edge's, a session a unit each)
     withdrawn: int = 0
-    # an authored or enriched edge's recorded learners' reports under the learned formula
-    # (`confirmed_terms`), and the confidence they give it (None: learned, or they give none)
+    # an enriched edge's recorded learners' reports under the learned formula
+    # (`confirmed_terms`), and the confidence they give it (None: not enriched, or none)
     as_learned: EvidenceTerms | None = None
     raised: float | None = None
 
@@ -420,7 +421,7 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
         and fact.concept_learners >= min_learners
         and own + fact.support_units <= dials.prerequisite_unlearn_max_share * reports
     )
-    as_learned = confirmed_terms(fact, dials)
+    as_learned = confirmed_terms(fact, dials) if fact.source_type == "enriched" else None
     raised = None if as_learned is None or as_learned.net <= 0 else as_learned.confidence
     lowered = min(prior, lift) if judged else max(prior, raised or 0.0)
     return EvidenceTerms(
@@ -432,12 +433,14 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
 
 
 def confirmed_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms | None:
-    """An authored or enriched prerequisite's reports from recorded learners, read as a learned
-    edge's (`unit_terms`: chance, invented, reverse): what they would have built. Its sessions
+    """An enriched prerequisite's reports from recorded learners, read as a learned edge's
+    (`unit_terms`: chance, invented, reverse): what they would have built. An authored value
+    is its author's statement and negative evidence alone moves it; a model's proposal is
+    written below authored ones (`enrichment_confidence`) for learners to confirm. Its sessions
     no learner is recorded for are the author's own writes (an enriched edge is written with a
     hit) or reports from before learners were recorded, already in its prior: they leave its
     units and its concept's. None below `prerequisite_min_learners` recorded learners, so one
-    learner never lifts an authored edge, whatever its prior."""
+    learner never lifts it, whatever its prior."""
     unattributed = min(1.0, dials.prerequisite_learner_cap) * fact.unattributed
     units = max(0.0, fact.units - unattributed)
     learners = fact.learners if units > 0 else 0
