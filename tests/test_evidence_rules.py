@@ -453,7 +453,7 @@ def test_units_lift_nets_out_chance_and_the_reverse_and_holds_one_learner():
     assert alone.confidence < PROFILE_UNITS.edge_min_confidence
 
 
-def test_an_authored_or_enriched_edge_stands_at_the_larger_of_its_prior_and_its_reports():
+def test_an_enriched_edge_stands_at_the_larger_of_its_prior_and_its_reports():
     """An enriched c -> m at 0.45 with 3 units from 3 learners, nothing else on c: its reports
     as a learned edge's give 3/(3 + k), and it stands there. Its own write (one session no
     learner is recorded for) is the author's, not a learner's: with it, the same 3/(3 + k).

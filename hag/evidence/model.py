@@ -410,7 +410,7 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
     reports = max(fact.concept_units, fact.reported_units)
     # its own reports withdrawn as contradicted still say the extractor named its target (a
     # session a unit each, as `reported_units` counts them)
-    own = fact.units + min(1.0, dials.prerequisite_learner_cap) * fact.withdrawn
+    own = fact.units + session_units(fact.withdrawn, dials)
     chance = scaled_chance(own, reports, fact.n_concepts, noise, dials)
     net = max(0.0, own - chance)
     lift = edge_bounds(net / (net + k), dials)
@@ -432,6 +432,12 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
     )  # fmt: skip
 
 
+def session_units(sessions: int, dials: Settings) -> float:
+    """Sessions counted a unit each, within one learner's cap: what a withdrawn report or a
+    session no learner is recorded for weighs (as `hag_edge_evidence` counts the latter)."""
+    return min(1.0, dials.prerequisite_learner_cap) * sessions
+
+
 def confirmed_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms | None:
     """An enriched prerequisite's reports from recorded learners, read as a learned edge's
     (`unit_terms`: chance, invented, reverse): what they would have built. An authored value
@@ -441,7 +447,7 @@ def confirmed_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerm
     hit) or reports from before learners were recorded, already in its prior: they leave its
     units and its concept's. None below `prerequisite_min_learners` recorded learners, so one
     learner never lifts it, whatever its prior."""
-    unattributed = min(1.0, dials.prerequisite_learner_cap) * fact.unattributed
+    unattributed = session_units(fact.unattributed, dials)
     units = max(0.0, fact.units - unattributed)
     learners = fact.learners if units > 0 else 0
     if learners < dials.prerequisite_min_learners:
