@@ -27,12 +27,9 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 PAST = tuple(int(x) for x in os.environ.get("HAG_BENCH_EVIDENCE_PAST", "10000,1000000").split(","))
@@ -358,29 +355,15 @@ def measure() -> None:
 
 
 def main() -> None:
-    from hag import config
-    from hag.storage import db, migrate
-    from hag.vectors import embeddings
+    from bench.private_db import migrated_server
 
-    folder = tempfile.mkdtemp(prefix="hag-bench-evidence-")
-    server = db.embedded_server(Path(folder) / "pgdata")
-    os.environ["DATABASE_URL"] = str(server.get_uri())
-    config.reset_config()
-    embeddings.reset_embedder()
-    db.close_all()
     print(
         f"session-end, evidence profile: topics with {' and '.join(f'{p:,}' for p in PAST)} past "
         f"sessions by {LEARNERS} learners over {len(PAIRS)} prerequisites of {CONCEPTS} concepts; "
         f"{SESSIONS} new sessions of {TURNS} turns per batch, batches A B B A A B B A"
     )
-    try:
-        with db.connect() as conn:
-            migrate.migrate(conn, embeddings.get_embedder().dim)
+    with migrated_server("hag-bench-evidence-"):
         measure()
-    finally:
-        db.close_all()
-        server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,7 @@ Run: `python -m bench footprint`.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
-from pathlib import Path
 
 ROWS = int(os.environ.get("HAG_BENCH_FOOTPRINT_ROWS", "20000"))
 DIMS = (1536, 384)
@@ -53,49 +50,36 @@ SELECT pg_relation_size(%(t)s::regclass) AS heap,
 
 
 def measure(dim: int) -> None:
-    from hag import config
-    from hag.storage import db, migrate
-    from hag.vectors import embeddings
+    from bench.private_db import migrated_server
+    from hag.storage import db
 
-    folder = Path(tempfile.mkdtemp(prefix="hag-bench-footprint-"))
-    server = db.embedded_server(folder / "pgdata")
-    os.environ["DATABASE_URL"] = str(server.get_uri())
-    config.reset_config()
-    embeddings.reset_embedder()
-    db.close_all()
-    try:
-        with db.connect() as conn:
-            migrate.migrate(conn, dim)
-            started = time.perf_counter()
-            conn.execute("SET session_replication_role = replica")  # bulk load: no history
-            conn.execute(
-                "INSERT INTO hag_topics (topic_id, title) "
-                "SELECT 'topic-' || i, 'Topic ' || i FROM generate_series(0, 49) i"
+    with migrated_server("hag-bench-footprint-", dim), db.connect() as conn:
+        started = time.perf_counter()
+        conn.execute("SET session_replication_role = replica")  # bulk load: no history
+        conn.execute(
+            "INSERT INTO hag_topics (topic_id, title) "
+            "SELECT 'topic-' || i, 'Topic ' || i FROM generate_series(0, 49) i"
+        )
+        conn.execute(LOAD_ENTRIES, {"n": ROWS, "dim": dim})
+        conn.execute(LOAD_EDGES, {"n": ROWS})
+        conn.commit()
+        loaded = time.perf_counter() - started
+        conn.autocommit = True
+        conn.execute("VACUUM ANALYZE hag_entries")
+        conn.execute("VACUUM ANALYZE hag_edges")
+        print(f"  {dim:>5} dims: loaded {ROWS:,} entries + {ROWS:,} edges in {loaded:.1f} s")
+        for table, per in (("hag_entries", "entry"), ("hag_edges", "edge")):
+            s = conn.execute(SIZES, {"t": table}).fetchone()
+            print(
+                f"    {table:12} bytes per {per:5}: heap {s['heap'] / ROWS:7,.0f}  "
+                f"TOAST {s['toast'] / ROWS:7,.0f}  indexes {s['indexes'] / ROWS:7,.0f}  "
+                f"total {s['total'] / ROWS:7,.0f}  (1M: {s['total'] / ROWS / 1000:,.2f} GB)"
             )
-            conn.execute(LOAD_ENTRIES, {"n": ROWS, "dim": dim})
-            conn.execute(LOAD_EDGES, {"n": ROWS})
-            conn.commit()
-            loaded = time.perf_counter() - started
-            conn.autocommit = True
-            conn.execute("VACUUM ANALYZE hag_entries")
-            conn.execute("VACUUM ANALYZE hag_edges")
-            print(f"  {dim:>5} dims: loaded {ROWS:,} entries + {ROWS:,} edges in {loaded:.1f} s")
-            for table, per in (("hag_entries", "entry"), ("hag_edges", "edge")):
-                s = conn.execute(SIZES, {"t": table}).fetchone()
-                print(
-                    f"    {table:12} bytes per {per:5}: heap {s['heap'] / ROWS:7,.0f}  "
-                    f"TOAST {s['toast'] / ROWS:7,.0f}  indexes {s['indexes'] / ROWS:7,.0f}  "
-                    f"total {s['total'] / ROWS:7,.0f}  (1M: {s['total'] / ROWS / 1000:,.2f} GB)"
-                )
-            for row in conn.execute(
-                "SELECT indexrelid::regclass::text AS name, pg_relation_size(indexrelid) AS bytes "
-                "FROM pg_index WHERE indrelid = 'hag_entries'::regclass ORDER BY 2 DESC LIMIT 3"
-            ).fetchall():
-                print(f"      largest index {row['name']}: {row['bytes'] / ROWS:,.0f} bytes/entry")
-    finally:
-        db.close_all()
-        server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+        for row in conn.execute(
+            "SELECT indexrelid::regclass::text AS name, pg_relation_size(indexrelid) AS bytes "
+            "FROM pg_index WHERE indrelid = 'hag_entries'::regclass ORDER BY 2 DESC LIMIT 3"
+        ).fetchall():
+            print(f"      largest index {row['name']}: {row['bytes'] / ROWS:,.0f} bytes/entry")
 
 
 def main() -> None:

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -51,17 +49,12 @@ def peak_rss_mb(args: list[str]) -> tuple[float, float, int]:
 
 def write_sessions(path: Path, count: int) -> int:
     """A JSON Lines file of `count` sessions (the session benchmark's shape); returns bytes."""
-    import bench.bench_sessions as shapes
+    from bench.bench_sessions import sessions
 
-    saved = shapes.SESSIONS
-    shapes.SESSIONS = count
-    try:
-        with path.open("w") as f:
-            for i, body in enumerate(shapes.sessions()):
-                body["session_id"] = f"mem-{count}-{i}"
-                f.write(json.dumps(body) + "\n")
-    finally:
-        shapes.SESSIONS = saved
+    with path.open("w") as f:
+        for i, body in enumerate(sessions(count)):
+            body["session_id"] = f"mem-{count}-{i}"
+            f.write(json.dumps(body) + "\n")
     return path.stat().st_size
 
 
@@ -99,32 +92,23 @@ def fill_edges(conn: Any, count: int) -> None:
 def main() -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
     from bench.bench_sessions import build_world
-    from hag import config
+    from bench.private_db import migrated_server
     from hag.session.process import pending_count
-    from hag.storage import db, migrate
-    from hag.vectors import embeddings
+    from hag.storage import db
 
-    folder = tempfile.mkdtemp(prefix="hag-bench-memory-")
-    server = db.embedded_server(Path(folder) / "pgdata")
-    os.environ["DATABASE_URL"] = str(server.get_uri())
-    config.reset_config()
-    embeddings.reset_embedder()
-    db.close_all()
-    try:
-        with db.connect() as conn:
-            migrate.migrate(conn, embeddings.get_embedder().dim)
+    with migrated_server("hag-bench-memory-") as (_, folder):
         with db.connect() as conn:  # a new connection knows the vector type migrate created
             build_world(conn)
             conn.commit()
         print("| command | size | file / rows | peak RSS (MB) | seconds |")
         print("| --- | ---: | ---: | ---: | ---: |")
         for n in (SESSIONS, SESSIONS * SCALE):
-            path = Path(folder) / f"sessions-{n}.jsonl"
+            path = folder / f"sessions-{n}.jsonl"
             size = write_sessions(path, n)
             rss, seconds, code = peak_rss_mb(["ingest", str(path)])
             with db.connect() as conn:
                 queued = pending_count(conn)
-                conn.execute("TRUNCATE hag_sessions, hag_session_quarantine")
+                conn.execute("TRUNCATE hag_sessions, hag_session_quarantine CASCADE")
                 conn.commit()
             assert code == 0 and queued == n, (code, queued, n)
             print(
@@ -137,10 +121,6 @@ def main() -> None:
             rss, seconds, code = peak_rss_mb(["export", "edges"])
             assert code == 0, code
             print(f"| hag export edges | {n:,} edges | {n:,} rows | {rss:,.0f} | {seconds:,.1f} |")
-    finally:
-        db.close_all()
-        server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

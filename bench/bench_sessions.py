@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
-import tempfile
 import threading
 import time
 import uuid
@@ -79,7 +77,8 @@ def build_world(conn: Any, groups: int = 1) -> None:
 
     conn.execute(
         "TRUNCATE hag_edge_audit, hag_confidence_history, hag_session_quarantine, hag_sessions, "
-        "hag_runs, hag_edges, hag_entries, hag_concepts, hag_topics RESTART IDENTITY CASCADE"
+        "hag_learner_successes, hag_runs, hag_edges, hag_entries, hag_concepts, hag_topics "
+        "RESTART IDENTITY CASCADE"
     )
     conn.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('cryptography', 'Cryptography')")
     texts = [
@@ -540,28 +539,14 @@ def main() -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
-    from hag import config
-    from hag.storage import db, migrate
-    from hag.vectors import embeddings
+    from bench.private_db import migrated_server
 
-    folder = tempfile.mkdtemp(prefix="hag-bench-sessions-")
-    os.environ.setdefault("PREFECT_HOME", os.path.join(folder, "prefect"))
-    server = db.embedded_server(Path(folder) / "pgdata")
-    os.environ["DATABASE_URL"] = str(server.get_uri())
-    config.reset_config()
-    embeddings.reset_embedder()
-    db.close_all()
-    try:
-        with db.connect() as conn:
-            migrate.migrate(conn, embeddings.get_embedder().dim)
+    with migrated_server("hag-bench-sessions-") as (server, folder):
+        os.environ.setdefault("PREFECT_HOME", str(folder / "prefect"))
         if "flow" in PARTS:
             flow_and_baseline()
         if "scale" in PARTS:
             scale_out(server)
-    finally:
-        db.close_all()
-        server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

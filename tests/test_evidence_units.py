@@ -813,3 +813,100 @@ def test_a_withdrawn_report_still_supports_an_authored_prerequisite(db, units, s
     assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
     terms = evidence_terms(db, authored, e["rsa"], units)
     assert terms is not None and not terms["judged"] and terms["units"] == pytest.approx(1.0)
+
+
+def test_a_restored_prerequisite_reads_its_evidence_as_before_the_cull(db, units, dials):
+    """rsa -> primes, named by learner-1 and learner-2, is culled (the cull's confidence
+    ceiling raised so a supported edge qualifies): its two reports are copied beside its
+    audit row, by learner. Restored, the edge has them back, so its terms are those it had
+    before the cull (2 learners, nothing unattributed; without them its 2 sessions would be
+    one unattributed learner), the sums kept at write time are as before, and the copies are
+    gone."""
+    from hag.nightly import audit, sweeps
+
+    e = topic_entries(db)
+    db.commit()
+    for n in (1, 2):
+        run(db, reports(f"c{n}", [("rsa", "primes")], day=n) | {"learner_id": f"learner-{n}"})
+    edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    before = evidence_terms(db, edge, e["rsa"], units)
+    assert before is not None and (before["learners"], before["unattributed"]) == (2, 0)
+    kept = totals(db)
+    dials(cull_max_confidence=0.99)
+    night = sweeps.sweep(db, as_of=T0 + timedelta(days=200))
+    assert night.culled == 1 and edge_row(db, e["rsa"], e["primes"], "prerequisite") is None
+    copied = db.execute(
+        "SELECT r.learner_id, r.session_id FROM hag_edge_audit_reports r "
+        "JOIN hag_edge_audit a USING (audit_id) WHERE a.edge_id = %s ORDER BY 1",
+        (edge,),
+    ).fetchall()
+    assert [(r["learner_id"], r["session_id"]) for r in copied] == [
+        ("learner-1", "c1"),
+        ("learner-2", "c2"),
+    ]
+    assert db.execute("SELECT count(*) AS n FROM hag_edge_learner_reports").fetchone()["n"] == 0
+    assert audit.restore(edge_id=edge, conn=db).restored == [edge]
+    assert evidence_terms(db, edge, e["rsa"], units) == before
+    assert totals(db) == kept == grouped_reports(db)
+    assert db.execute("SELECT count(*) AS n FROM hag_edge_audit_reports").fetchone()["n"] == 0
+
+
+def test_a_pair_learned_again_resumes_the_reports_of_its_culled_edge(db, units, dials):
+    """learner-1 names rsa -> primes: one learner, held below the cull's ceiling, culled at
+    90 days with its report kept beside the audit row. learner-1 names it again: the new
+    edge has learner-1's two sessions and is still one learner (held). learner-2 names it:
+    two learners, 3 sessions, as if it had never been culled (its withdrawn count too), and
+    the audit row is marked restored by the session that resumed it. Under the seed profile nothing resumes: the
+    pair starts from its new session (the seed's own edge), and its culled reports stay."""
+    from hag.nightly import sweeps
+
+    e = topic_entries(db)
+    db.commit()
+
+    def names(session: str, learner: str, day: int, pair=("rsa", "primes")) -> None:
+        run(db, reports(session, [pair], day=day) | {"learner_id": learner})
+
+    names("a1", "learner-1", 0)
+    held = units.edge_min_confidence / units.prerequisite_min_learners
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
+    first = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    # a report of it withdrawn before (a later success of its learner): its count goes along
+    db.execute("INSERT INTO hag_edge_withdrawn (edge_id, sessions) VALUES (%s, 1)", (first,))
+    db.commit()
+    assert sweeps.sweep(db, as_of=T0 + timedelta(days=100)).culled == 1
+    names("a2", "learner-1", 101)
+    again = edge_row(db, e["rsa"], e["primes"], "prerequisite")
+    assert again["id"] != first and again["hit_count"] == 2
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
+    names("b1", "learner-2", 102)
+    terms = evidence_terms(db, again["id"], e["rsa"], units)
+    assert terms is not None
+    assert (terms["learners"], terms["unattributed"], terms["units"]) == (2, 0, 2.0)
+    assert terms["withdrawn"] == 1
+    k = units.prerequisite_lift_k
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
+    audited = db.execute(
+        "SELECT restored_at, restored_by FROM hag_edge_audit WHERE edge_id = %s", (first,)
+    ).fetchone()
+    assert audited["restored_at"] is not None
+    assert audited["restored_by"] == f"session a2: its reports resumed by edge {again['id']}"
+    from hag.storage.history import confidence_history
+
+    events = [r["reason"] for r in confidence_history(db, str(first))]
+    assert events[-2].startswith("culled by the nightly sweep")
+    assert events[-1] == audited["restored_by"]
+    assert totals(db) == grouped_reports(db)
+
+    names("h1", "learner-1", 0, ("hashing", "primes"))
+    hashing = edge_row(db, e["hashing"], e["primes"], "prerequisite")["id"]
+    assert sweeps.sweep(db, as_of=T0 + timedelta(days=200)).culled >= 1
+    settings.apply_profile(db, "seed", by="test")
+    db.commit()
+    names("h2", "learner-2", 201, ("hashing", "primes"))
+    assert edge_row(db, e["hashing"], e["primes"], "prerequisite")["hit_count"] == 1
+    kept = db.execute(
+        "SELECT count(*) AS n FROM hag_edge_audit_reports r JOIN hag_edge_audit a "
+        "USING (audit_id) WHERE a.edge_id = %s AND a.restored_at IS NULL",
+        (hashing,),
+    ).fetchone()["n"]
+    assert kept == 1

@@ -226,6 +226,18 @@ def culled_outside_a_run(db, m):
     )
 
 
+def restored_keeping_reports(db, m):
+    """A cull marked restored whose kept reports never went back with it."""
+    db.execute(
+        "UPDATE hag_edge_audit SET restored_at = now(), restored_by = 'test' "
+        "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)"
+    )
+    db.execute(
+        "INSERT INTO hag_edge_audit_reports (audit_id, session_id, learner_id, turns, share, "
+        "reported_at) SELECT min(audit_id), 's-1', 'learner-1', 1, 1.0, now() FROM hag_edge_audit"
+    )
+
+
 BETWEEN = "expect_column_values_to_be_between"
 IN_SET = "expect_column_values_to_be_in_set"
 REGEX = "expect_column_values_to_match_regex"
@@ -262,6 +274,7 @@ CASES = [
     (strong_culled, {("culled_edges", IN_SET, "below_threshold")}),
     (traversed_culled, {("culled_edges", IN_SET, "untraversed_enough")}),
     (young_culled, {("culled_edges", IN_SET, "old_enough")}),
+    (restored_keeping_reports, {("culled_edges", IN_SET, "reports_placed")}),
     (
         culled_outside_a_run,
         {

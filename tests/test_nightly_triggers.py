@@ -46,7 +46,7 @@ def test_truncating_the_edges_empties_their_reports(db):
     """TRUNCATE hag_edges takes the reports too, as TRUNCATE ... CASCADE did with the key."""
     a, b = f.entry(db), f.entry(db)
     db.execute(REPORT, (f.edge(db, a, b), "s1"))
-    db.execute("TRUNCATE hag_edges, hag_edge_audit")
+    db.execute("TRUNCATE hag_edges, hag_edge_audit, hag_edge_audit_reports")
     assert _reports(db) == set()
 
 

@@ -270,6 +270,47 @@ def test_erased_evidence_keeps_one_pseudonym_per_learner_and_one_per_session(db,
     assert [r["learner_id"] for r in succ] == [rows[0]["learner_id"]]
 
 
+def test_reports_of_a_deleted_edge_are_exported_and_erased_with_the_live_ones(db, memory, tmp_path):
+    """A prerequisite Ada and Bob reported is deleted: the audit keeps their reports beside
+    its row. Ada's export lists hers there; her erasure pseudonymises them (the one pseudonym
+    her successes get, each session its own) and leaves Bob's as they were."""
+    edge = db.execute(
+        "SELECT r.edge_id FROM hag_edge_learner_reports r GROUP BY r.edge_id"
+        " HAVING bool_or(r.learner_id = %s) ORDER BY count(*) DESC LIMIT 1",
+        (ADA,),
+    ).fetchone()["edge_id"]
+    reporters = db.execute(
+        "SELECT learner_id, session_id FROM hag_edge_learner_reports WHERE edge_id = %s",
+        (edge,),
+    ).fetchall()
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (edge,))
+    db.commit()
+    hers = sorted(r["session_id"] for r in reporters if r["learner_id"] == ADA)
+    others = sorted((r["learner_id"], r["session_id"]) for r in reporters if r["learner_id"] != ADA)
+    out = tmp_path / "ada.jsonl"
+    exported = privacy.export_learner(ADA, out, conn=db)
+    assert exported.counts["hag_edge_audit_reports"] == len(hers) >= 1
+    lines = [json.loads(x) for x in out.read_text().splitlines()[:-1]]
+    assert (
+        sorted(x["row"]["session_id"] for x in lines if x["table"] == "hag_edge_audit_reports")
+        == hers
+    )
+    result = privacy.erase_learner(ADA, conn=db)
+    assert result.counts["hag_edge_audit_reports"] == {"pseudonymised": len(hers)}
+    assert find_anywhere(db, ADA) == []
+    copies = db.execute("SELECT learner_id, session_id FROM hag_edge_audit_reports").fetchall()
+    live = {
+        r["learner_id"]
+        for r in db.execute(
+            "SELECT learner_id FROM hag_learner_successes WHERE learner_id LIKE 'erased-%%'"
+        ).fetchall()
+    }
+    mine = [r for r in copies if r["learner_id"].startswith("erased-")]
+    assert {r["learner_id"] for r in mine} == live and len(live) == 1
+    assert len({r["session_id"] for r in mine}) == len(hers)
+    assert sorted((r["learner_id"], r["session_id"]) for r in copies if r not in mine) == others
+
+
 def test_an_erased_session_sent_again_is_refused_not_applied_twice(db, memory):
     """A payload of an erased session, sent again, is refused at ingest with the reason (its
     tombstone, a salted hash of the session id), so its evidence never counts twice."""

@@ -1,9 +1,11 @@
 """Review and restore of culled edges, from the audit the cull writes (SPEC §2 "Audit").
 
 Every culled edge has a full copy in `hag_edge_audit`. `culled()` lists them; `restore()`
-puts them back exactly as they were (same id, every column), refusing, with the reason,
-an edge whose endpoint entry is gone or which has since been recreated. A restored edge is
-never culled again by the rule (the operator's word outranks it; see docs/nightly.md).
+puts them back exactly as they were (same id, every column, and the learner reports the
+audit copied beside each row, so its evidence reads as before the cull), refusing, with the
+reason, an edge whose endpoint entry is gone or which has since been recreated. A restored
+edge is never culled again by the rule (the operator's word outranks it; see
+docs/nightly.md).
 
 Runs are named as everywhere (hag/storage/runs.py: a run id or Prefect flow-run id, or a unique
 prefix of either, or the ending listings print), and culled edges by their id, a unique
@@ -218,6 +220,13 @@ def _restore(
             },
         ).fetchall()
         result.restored = sorted((r["edge_id"] for r in back), key=str)
+        conn.execute(
+            query("audit", "restore_reports"),
+            {
+                "audit_ids": [v["audit_id"] for v in wanted],
+                "edge_ids": [str(e) for e in result.restored],
+            },
+        )
         done = set(result.restored)
         result.refused += [
             Refusal(v["edge_id"], "the edge was recreated while restoring")

@@ -400,10 +400,19 @@ def reinforce(
     """Step 4: every observed edge through the one upsert (`rules.reinforced_confidence`),
     and for each prerequisite the session proposed, who reported it in how many turns
     (`hag.evidence.store.record_reports`, idempotent per session), before anything is
-    re-weighed; its share of the session's unit counts the turns `withheld` too."""
+    re-weighed; its share of the session's unit counts the turns `withheld` too. Under the
+    units rule a prerequisite created again takes back its culled predecessors' reports
+    (`store.resume_culled_reports`)."""
     results = write.reinforce(conn, session, observed, dials, run_id)
     counts.edges_created += sum(1 for r in results if r.inserted)
     counts.edges_reinforced += sum(1 for r in results if not r.inserted)
+    if model.units_selected(dials):
+        store.resume_culled_reports(
+            conn,
+            session_id=session.session_id,
+            at=session.ended_at,
+            edge_ids=[r.id for r in results if r.inserted and r.identity[2] == "prerequisite"],
+        )
     shares = model.session_shares(turns_by_pair, withheld_turns)
     store.record_reports(
         conn,

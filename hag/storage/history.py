@@ -37,8 +37,9 @@ def resolve_entity(conn: Conn, text: str) -> uuid.UUID:
 def confidence_history(
     conn: Conn, entity_id: str, limit: int | None = None
 ) -> list[dict[str, Any]]:
-    """The newest `limit` events of one entry or edge (confidence changes, culls, restores),
-    oldest first, in the memory's own time (at least one row; each carries the `total`)."""
+    """The newest `limit` events (every one when None) of one entry or edge (confidence
+    changes, culls, restores), oldest first, in the memory's own time (at least one row;
+    each carries the `total`)."""
     key = resolve_entity(conn, entity_id)
     rows = [
         dict(r)

@@ -69,6 +69,24 @@ FROM back
 WHERE a.audit_id = ANY (%(audit_ids)s::bigint[]) AND a.edge_id = back.id
 RETURNING a.edge_id
 
+-- name: restore_reports
+-- The restored edges' learner reports, copied beside their audit rows when they were deleted
+-- (migration 220), put back with them and taken out of the audit, where they are live again:
+-- the statement triggers of migration 210 rebuild the kept sums from them.
+WITH moved AS (
+    DELETE FROM hag_edge_audit_reports ar
+    USING hag_edge_audit a
+    WHERE ar.audit_id = a.audit_id
+      AND a.audit_id = ANY (%(audit_ids)s::bigint[])
+      AND a.edge_id = ANY (%(edge_ids)s::uuid[])
+    RETURNING a.edge_id, ar.session_id, ar.learner_id, ar.turns, ar.share, ar.reported_at
+)
+INSERT INTO hag_edge_learner_reports
+    (edge_id, session_id, learner_id, turns, share, reported_at)
+SELECT edge_id, session_id, learner_id, turns, share, reported_at
+FROM moved
+ORDER BY edge_id, session_id
+
 -- name: match_culled_edge
 -- Culled edges whose id starts or ends with what an operator typed (hex digits without
 -- dashes; the caller normalises it): a prefix, or the short ids listings and artifacts print.

@@ -157,6 +157,63 @@ SELECT r.edge_id, %(session_id)s, %(learner_id)s, r.turns, r.share, %(at)s
 FROM unnest(%(edge_ids)s::uuid[], %(turns)s::int[], %(shares)s::float8[]) AS r (edge_id, turns, share)
 ON CONFLICT (edge_id, session_id) DO NOTHING
 
+-- name: resume_culled_reports
+-- A learned prerequisite created again takes back the reports of the culled edges of its
+-- pair (copied beside their audit rows, migration 220): a cull forgets a dead line of the
+-- graph, not what learners reported, so a learner's report waits for the next learner
+-- however long it takes. Each such audit row's reports move to the new edge, its sessions
+-- join the edge's hit count, and the row is marked restored by the session (its hit count
+-- then stops counting as a culled edge's reports: the sessions count once, in the edge),
+-- with the count of its reports withdrawn since.
+-- Culled edges with no reports recorded (sessions before learners were kept) stay culled.
+WITH fresh AS (
+    SELECT e.id, e.source_entry_id, e.target_entry_id
+    FROM hag_edges e
+    WHERE e.id = ANY (%(edge_ids)s::uuid[]) AND e.edge_type = 'prerequisite'
+), culled AS (
+    SELECT f.id AS edge_id, a.audit_id
+    FROM fresh f
+    JOIN hag_edge_audit a ON a.source_entry_id = f.source_entry_id
+                         AND a.target_entry_id = f.target_entry_id
+                         AND a.edge_type = 'prerequisite' AND a.restored_at IS NULL
+    WHERE EXISTS (SELECT 1 FROM hag_edge_audit_reports ar WHERE ar.audit_id = a.audit_id)
+), marked AS (
+    UPDATE hag_edge_audit a
+    SET restored_at = %(at)s,
+        restored_by = 'session ' || %(session_id)s || ': its reports resumed by edge '
+                      || c.edge_id
+    FROM culled c
+    WHERE a.audit_id = c.audit_id AND a.restored_at IS NULL  -- rechecked past a restore's lock
+), moved AS (
+    DELETE FROM hag_edge_audit_reports ar
+    USING culled c
+    WHERE ar.audit_id = c.audit_id
+    RETURNING c.edge_id, ar.session_id, ar.learner_id, ar.turns, ar.share, ar.reported_at
+), carried AS (
+    -- its withdrawn reports' count (migration 216) too, kept by edge id
+    DELETE FROM hag_edge_withdrawn w
+    USING culled c, hag_edge_audit a
+    WHERE a.audit_id = c.audit_id AND w.edge_id = a.edge_id
+    RETURNING c.edge_id, w.sessions
+), withdrawn AS (
+    INSERT INTO hag_edge_withdrawn (edge_id, sessions)
+    SELECT edge_id, sum(sessions)::int FROM carried GROUP BY edge_id
+    ON CONFLICT (edge_id) DO UPDATE SET sessions = hag_edge_withdrawn.sessions + EXCLUDED.sessions
+), resumed AS (
+    INSERT INTO hag_edge_learner_reports
+        (edge_id, session_id, learner_id, turns, share, reported_at)
+    SELECT edge_id, session_id, learner_id, turns, share, reported_at
+    FROM moved
+    ORDER BY edge_id, session_id
+    ON CONFLICT (edge_id, session_id) DO NOTHING
+    RETURNING edge_id
+)
+UPDATE hag_edges e
+SET hit_count = e.hit_count + r.sessions
+FROM (SELECT edge_id, count(*)::int AS sessions FROM resumed GROUP BY edge_id) r
+WHERE e.id = r.edge_id
+RETURNING e.id, r.sessions
+
 -- name: learner_reports_out_of
 -- The learner's recorded reports of prerequisites out of these concepts, from sessions that
 -- ended before this one (by learner: the index of migration 130), with the pair's concepts:

@@ -1,10 +1,11 @@
 -- name: entity_history
 -- Every event of one entry or edge, in the memory's own time: each confidence change (the
 -- triggers of migration 003 stamp it with the session's ended_at or the run's as_of), each
--- cull of the edge (its audit row, at the run's as_of) and its restore. A restore is stamped
+-- cull of the edge (its audit row, at the run's as_of) and its restore, or the session that
+-- resumed its reports in a new edge of its pair. A restore is stamped
 -- with the wall clock while a simulated or backfilled memory may run ahead of it, so its
 -- time is never before the cull it undoes: one clock, and a restore always follows its cull.
--- `total` counts every event; the newest %(limit)s are returned, oldest first.
+-- `total` counts every event; the newest %(limit)s (all when NULL) are returned, oldest first.
 WITH events AS (
     SELECT h.history_id AS seq, 1 AS kind_order, h.entity_kind, h.old_value, h.new_value,
            h.reason, h.session_id, h.run_id,
@@ -21,6 +22,11 @@ WITH events AS (
            NULL, a.run_id, a.deleted_at
     FROM hag_edge_audit a
     WHERE a.edge_id = %(entity_id)s
+    UNION ALL
+    -- a cull whose reports a new edge of the pair resumed (evidence.sql resume_culled_reports)
+    SELECT a.audit_id, 2, 'edge', NULL, NULL, a.restored_by, NULL, NULL, a.restored_at
+    FROM hag_edge_audit a
+    WHERE a.edge_id = %(entity_id)s AND a.restored_by LIKE 'session %%: its reports resumed%%'
 ),
 ordered AS (
     SELECT e.*, count(*) OVER () AS total,
@@ -30,7 +36,7 @@ ordered AS (
 SELECT o.seq AS history_id, o.entity_kind, %(entity_id)s::uuid AS entity_id, o.old_value,
        o.new_value, o.reason, o.session_id, o.run_id, o.at, o.total
 FROM ordered o
-WHERE o.newest <= %(limit)s
+WHERE %(limit)s::integer IS NULL OR o.newest <= %(limit)s::integer
 ORDER BY o.at, o.kind_order, o.seq
 
 -- name: session_known

@@ -15,6 +15,7 @@ SELECT value FROM hag_meta WHERE key = 'erasure_salt'
 SELECT EXISTS (SELECT 1 FROM hag_sessions WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_entries WHERE visibility_scope = %(scope)s)
     OR EXISTS (SELECT 1 FROM hag_edge_learner_reports WHERE learner_id = %(learner_id)s)
+    OR EXISTS (SELECT 1 FROM hag_edge_audit_reports WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_learner_successes WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_learner_bridged WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_session_quarantine
@@ -44,6 +45,7 @@ CREATE TEMPORARY TABLE hag_erase_sessions ON COMMIT DROP AS
 SELECT session_id, 'erased-' || gen_random_uuid() AS pseudonym
 FROM (SELECT session_id FROM hag_sessions WHERE learner_id = %(learner_id)s
       UNION SELECT session_id FROM hag_edge_learner_reports WHERE learner_id = %(learner_id)s
+      UNION SELECT session_id FROM hag_edge_audit_reports WHERE learner_id = %(learner_id)s
       UNION SELECT session_id FROM hag_learner_successes WHERE learner_id = %(learner_id)s
       UNION SELECT session_id FROM hag_learner_bridged WHERE learner_id = %(learner_id)s) s
 
@@ -63,6 +65,14 @@ WHERE source_entry_id IN (SELECT id FROM hag_erase_entries)
 -- Who reported a prerequisite: the learner becomes one random pseudonym and each session its
 -- own, so the evidence model's per-learner and per-session bounds count as before.
 UPDATE hag_edge_learner_reports r
+SET learner_id = %(pseudonym)s, session_id = s.pseudonym
+FROM hag_erase_sessions s
+WHERE r.learner_id = %(learner_id)s AND r.session_id = s.session_id
+
+-- name: pseudonymise_audit_reports
+-- The reports of deleted edges, kept beside their audit rows (migration 220), under the same
+-- pseudonyms: a restore puts them back counting as before.
+UPDATE hag_edge_audit_reports r
 SET learner_id = %(pseudonym)s, session_id = s.pseudonym
 FROM hag_erase_sessions s
 WHERE r.learner_id = %(learner_id)s AND r.session_id = s.session_id
@@ -125,6 +135,7 @@ DELETE FROM hag_llm_calls WHERE entry_id IN (SELECT id FROM hag_erase_entries)
 DELETE FROM hag_edges WHERE id IN (SELECT id FROM hag_erase_edges)
 
 -- name: erase_private_audit
+-- (their copied reports go with them: migration 220's key cascades)
 DELETE FROM hag_edge_audit
 WHERE source_entry_id IN (SELECT id FROM hag_erase_entries)
    OR target_entry_id IN (SELECT id FROM hag_erase_entries)
@@ -210,6 +221,12 @@ ORDER BY h.history_id
 SELECT 'hag_edge_learner_reports' AS tbl, to_jsonb(r)::text AS row
 FROM hag_edge_learner_reports r WHERE r.learner_id = %(learner_id)s
 ORDER BY r.reported_at, r.session_id, r.edge_id
+
+-- name: export_audit_reports
+-- The learner's reports of edges since deleted, kept beside the audit rows (migration 220).
+SELECT 'hag_edge_audit_reports' AS tbl, to_jsonb(r)::text AS row
+FROM hag_edge_audit_reports r WHERE r.learner_id = %(learner_id)s
+ORDER BY r.reported_at, r.session_id, r.audit_id
 
 -- name: export_successes
 SELECT 'hag_learner_successes' AS tbl, to_jsonb(l)::text AS row
