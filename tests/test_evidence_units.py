@@ -855,9 +855,12 @@ def test_a_pair_learned_again_resumes_the_reports_of_its_culled_edge(db, units, 
     """learner-1 names rsa -> primes: one learner, held below the cull's ceiling, culled at
     90 days with its report kept beside the audit row. learner-1 names it again: the new
     edge has learner-1's two sessions and is still one learner (held). learner-2 names it:
-    two learners, 3 sessions, as if it had never been culled (its withdrawn count too), and
-    the audit row is marked restored by the session that resumed it. Under the seed profile nothing resumes: the
-    pair starts from its new session (the seed's own edge), and its culled reports stay."""
+    two learners, as if it had never been culled (its withdrawn count too). The culled edge
+    also carried 2 sessions no learner is recorded for: they stay with its audit row, which
+    records the resumption (when, the session, the edge, the 1 session that went; `hag
+    history` shows it after the cull) and which a restore now refuses. Under the seed
+    profile nothing resumes: the pair starts from its new session (the seed's own edge), and
+    its culled reports stay."""
     from hag.nightly import sweeps
 
     e = topic_entries(db)
@@ -872,6 +875,7 @@ def test_a_pair_learned_again_resumes_the_reports_of_its_culled_edge(db, units, 
     first = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
     # a report of it withdrawn before (a later success of its learner): its count goes along
     db.execute("INSERT INTO hag_edge_withdrawn (edge_id, sessions) VALUES (%s, 1)", (first,))
+    db.execute("UPDATE hag_edges SET hit_count = hit_count + 2 WHERE id = %s", (first,))
     db.commit()
     assert sweeps.sweep(db, as_of=T0 + timedelta(days=100)).culled == 1
     names("a2", "learner-1", 101)
@@ -885,16 +889,22 @@ def test_a_pair_learned_again_resumes_the_reports_of_its_culled_edge(db, units, 
     assert terms["withdrawn"] == 1
     k = units.prerequisite_lift_k
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
-    audited = db.execute(
-        "SELECT restored_at, restored_by FROM hag_edge_audit WHERE edge_id = %s", (first,)
-    ).fetchone()
-    assert audited["restored_at"] is not None
-    assert audited["restored_by"] == f"session a2: its reports resumed by edge {again['id']}"
+    audited = db.execute("SELECT * FROM hag_edge_audit WHERE edge_id = %s", (first,)).fetchone()
+    assert audited["restored_at"] is None and audited["resumed_at"] is not None
+    resumed = (audited["resumed_session_id"], audited["resumed_edge_id"])
+    assert resumed == ("a2", again["id"])
+    assert audited["hit_count"] - audited["resumed_sessions"] == 2  # the unattributed stay
+    from hag.nightly import audit
     from hag.storage.history import confidence_history
 
-    events = [r["reason"] for r in confidence_history(db, str(first))]
-    assert events[-2].startswith("culled by the nightly sweep")
-    assert events[-1] == audited["restored_by"]
+    events = confidence_history(db, str(first))
+    assert events[-2]["reason"].startswith("culled by the nightly sweep")
+    assert events[-1]["reason"].startswith(f"its reports resumed by edge {again['id']}")
+    assert events[-1]["session_id"] == "a2" and events[-1]["at"] >= events[-2]["at"]
+    refused = audit.restore(edge_id=first, conn=db).refused
+    assert [r.reason for r in refused] == [
+        f"its reports went to edge {again['id']}, which learned the pair again"
+    ]
     assert totals(db) == grouped_reports(db)
 
     names("h1", "learner-1", 0, ("hashing", "primes"))

@@ -273,7 +273,7 @@ def test_erased_evidence_keeps_one_pseudonym_per_learner_and_one_per_session(db,
 def test_reports_of_a_deleted_edge_are_exported_and_erased_with_the_live_ones(db, memory, tmp_path):
     """A prerequisite Ada and Bob reported is deleted: the audit keeps their reports beside
     its row. Ada's export lists hers there; her erasure pseudonymises them (the one pseudonym
-    her successes get, each session its own) and leaves Bob's as they were."""
+    her successes get, each session its own) and the session that resumed them and leaves Bob's as they were."""
     edge = db.execute(
         "SELECT r.edge_id FROM hag_edge_learner_reports r GROUP BY r.edge_id"
         " HAVING bool_or(r.learner_id = %s) ORDER BY count(*) DESC LIMIT 1",
@@ -284,8 +284,13 @@ def test_reports_of_a_deleted_edge_are_exported_and_erased_with_the_live_ones(db
         (edge,),
     ).fetchall()
     db.execute("DELETE FROM hag_edges WHERE id = %s", (edge,))
-    db.commit()
     hers = sorted(r["session_id"] for r in reporters if r["learner_id"] == ADA)
+    # as if one of her sessions had later resumed those reports in a new edge of the pair
+    db.execute(
+        "UPDATE hag_edge_audit SET resumed_at = now(), resumed_session_id = %s WHERE edge_id = %s",
+        (hers[0], edge),
+    )
+    db.commit()
     others = sorted((r["learner_id"], r["session_id"]) for r in reporters if r["learner_id"] != ADA)
     out = tmp_path / "ada.jsonl"
     exported = privacy.export_learner(ADA, out, conn=db)

@@ -136,18 +136,17 @@ def record_reports(
 
 def resume_culled_reports(
     conn: Conn, *, session_id: str, at: datetime, edge_ids: Sequence[UUID]
-) -> dict[UUID, int]:
+) -> int:
     """Prerequisites this session created again take back the reports of their pair's
     culled edges (kept beside the audit rows, migration 220), with their sessions in the hit
-    count; the audit rows are marked restored by the session. The sessions resumed, by
-    edge (none when no culled edge of the pair had reports)."""
+    count; the audit rows record the resumption. How many reports were resumed."""
     if not edge_ids:
-        return {}
+        return 0
     rows = conn.execute(
         query("evidence", "resume_culled_reports"),
         {"edge_ids": sorted(edge_ids, key=str), "session_id": session_id, "at": at},
     ).fetchall()
-    return {r["id"]: r["sessions"] for r in rows}
+    return sum(int(r["sessions"]) for r in rows)
 
 
 @dataclass(frozen=True)

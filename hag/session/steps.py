@@ -407,7 +407,7 @@ def reinforce(
     counts.edges_created += sum(1 for r in results if r.inserted)
     counts.edges_reinforced += sum(1 for r in results if not r.inserted)
     if model.units_selected(dials):
-        store.resume_culled_reports(
+        counts.reports_resumed += store.resume_culled_reports(
             conn,
             session_id=session.session_id,
             at=session.ended_at,

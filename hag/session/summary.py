@@ -30,6 +30,7 @@ class SessionCounts:
     struggles_without_evidence: int = 0
     struggles_contradicted: int = 0
     reports_withdrawn: int = 0
+    reports_resumed: int = 0
 
     def add(self, other: SessionCounts) -> None:
         for f in fields(SessionCounts):

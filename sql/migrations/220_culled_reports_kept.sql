@@ -10,9 +10,10 @@
 -- before the reports' own cascade (statement triggers on one event fire in name order:
 -- hag_edges_audit_delete before hag_edges_reports_cascade), so the reports are still there
 -- to copy. A restore puts them back with the edge (the statement triggers of migration 210
--- rebuild the kept sums from them) and removes the copies, which are live again. An
--- erasure pseudonymises the copies as it does the live reports, removes those of private
--- edges with their audit rows, and the export lists them.
+-- rebuild the kept sums from them) and removes the copies, which are live again; so does a
+-- session that learns the pair again (below). An erasure pseudonymises the copies as it
+-- does the live reports, removes those of private edges with their audit rows, and the
+-- export lists them.
 --
 -- Nothing is carried over: edges culled before this migration have no reports to copy.
 CREATE TABLE hag_edge_audit_reports (
@@ -26,6 +27,17 @@ CREATE TABLE hag_edge_audit_reports (
 );
 
 CREATE INDEX hag_edge_audit_reports_learner_idx ON hag_edge_audit_reports (learner_id);
+
+-- A resumption (a session that learns the pair again takes the kept reports into its new
+-- edge) is recorded on the audit row: when, by which session, into which edge, and how many
+-- of its sessions went along. The row stays unrestored: the sessions that did not go (those
+-- no learner was recorded for) still count as the culled edge's reports, the others count
+-- once, in the new edge.
+ALTER TABLE hag_edge_audit
+    ADD COLUMN resumed_at timestamptz,
+    ADD COLUMN resumed_session_id text,
+    ADD COLUMN resumed_edge_id uuid,
+    ADD COLUMN resumed_sessions integer NOT NULL DEFAULT 0;
 
 CREATE OR REPLACE FUNCTION hag_audit_deleted_edges() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -62,9 +74,9 @@ END
 $$;
 
 -- The culled-edges suite (expectations/suites/culled_edges.json) checks where the reports
--- are: a cull marked restored (by an operator, or by a session that resumed its reports in
--- a new edge of its pair) has put every kept report back, so none stays beside it. Only
--- restored rows are probed, a handful against a night's culls.
+-- are: a cull restored by an operator, or resumed by a session in a new edge of its pair,
+-- has put every kept report back, so none stays beside it. Only those rows are probed, a
+-- handful against a night's culls.
 CREATE OR REPLACE VIEW hag_quality_culled_edges AS
 SELECT a.audit_id, a.run_id, a.edge_id, a.source_type, a.confidence, a.traversal_count,
        r.run_id IS NOT NULL AS run_recorded,
@@ -78,7 +90,7 @@ SELECT a.audit_id, a.run_id, a.edge_id, a.source_type, a.confidence, a.traversal
        COALESCE(a.created_at <= (a.rule_values ->> 'as_of')::timestamptz
                     - make_interval(hours => 24 * (a.rule_values ->> 'cull_min_age_days')::integer),
                 false) AS old_enough,
-       CASE WHEN a.restored_at IS NULL THEN true
+       CASE WHEN a.restored_at IS NULL AND a.resumed_at IS NULL THEN true
             ELSE NOT EXISTS (SELECT 1 FROM hag_edge_audit_reports k
                              WHERE k.audit_id = a.audit_id)
        END AS reports_placed

@@ -10,7 +10,7 @@
 -- reports, so its figures never saw it. The (concept, learner) rows that fell were found by
 -- a join the planner drove the same way (the removed reports against every learner's row
 -- at 0). The removed edges are now one array the primary keys are probed with, and the
--- concepts whose rows fell another, so each statement costs what the rows it touches cost
+-- fallen (concept, learner) keys two more, so each statement reads the rows it touches
 -- whatever the statistics say. The sums are unchanged.
 CREATE OR REPLACE FUNCTION hag_edge_units_keep() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -58,19 +58,25 @@ BEGIN
         -- the (concept, learner) rows that fell to nothing go: only those the removed reports
         -- touched, read in a statement of its own so that a writer that changed the same row
         -- meanwhile is seen (its lock waited for, its value read again)
-        -- (a row at 0 exists only inside the statement that brought it there, so the rows
-        -- at 0 of the concepts whose (edge, learner) rows fell are exactly those to go)
-        DELETE FROM hag_concept_learners cl
-        WHERE cl.source_entry_id = ANY (ARRAY(
-                  SELECT DISTINCT u.source_entry_id
+        -- (the fallen (edge, learner) rows found by the removed edges' keys, their
+        -- (concept, learner) keys gathered into two arrays, and those rows probed by key)
+        WITH fallen AS (
+            SELECT array_agg(source_entry_id) AS concepts, array_agg(learner_id) AS learners
+            FROM (SELECT DISTINCT u.source_entry_id, u.learner_id
                   FROM hag_edge_learner_units u
-                  WHERE u.edge_id = ANY (ARRAY(SELECT DISTINCT o.edge_id FROM removed_reports o))
-                    AND u.sessions <= 0 AND u.prerequisite))
+                  WHERE u.edge_id = ANY (ARRAY(SELECT DISTINCT o.edge_id
+                                               FROM removed_reports o))
+                    AND u.sessions <= 0 AND u.prerequisite) k
+        )
+        DELETE FROM hag_concept_learners cl
+        USING unnest((SELECT concepts FROM fallen), (SELECT learners FROM fallen))
+              AS g (source_entry_id, learner_id)
+        WHERE cl.source_entry_id = g.source_entry_id AND cl.learner_id = g.learner_id
           AND cl.pairs <= 0;
         -- what fell to nothing goes (what would stay of a share is rounding residue)
         DELETE FROM hag_edge_learner_units u
-        USING (SELECT DISTINCT o.edge_id, o.learner_id FROM removed_reports o) d
-        WHERE u.edge_id = d.edge_id AND u.learner_id = d.learner_id AND u.sessions <= 0;
+        WHERE u.edge_id = ANY (ARRAY(SELECT DISTINCT o.edge_id FROM removed_reports o))
+          AND u.sessions <= 0;
         DELETE FROM hag_edge_units b
         WHERE b.edge_id = ANY (ARRAY(SELECT DISTINCT o.edge_id FROM removed_reports o))
           AND b.sessions <= 0;

@@ -24,11 +24,14 @@ FOR UPDATE
 
 -- name: restore_verdicts
 -- For each edge asked for, its latest unrestored cull audit row and the reason it cannot go
--- back (NULL when it can): the edge (or its identity) exists again, or an endpoint is gone.
+-- back (NULL when it can): its reports went to a new edge of its pair, the edge (or its
+-- identity) exists again, or an endpoint is gone.
 SELECT DISTINCT ON (a.edge_id)
        a.audit_id, a.edge_id, a.run_id, a.edge_type, a.source_type, a.confidence,
        s.concept_slug AS source_concept, t.concept_slug AS target_concept,
        CASE
+           WHEN a.resumed_at IS NOT NULL THEN 'its reports went to edge ' || a.resumed_edge_id
+               || ', which learned the pair again'
            WHEN cur.id IS NOT NULL THEN 'the edge exists again'
            WHEN twin.id IS NOT NULL THEN 'the edge has since been recreated as ' || twin.id
            WHEN s.id IS NULL THEN 'its source entry ' || a.source_entry_id || ' no longer exists'

@@ -56,12 +56,13 @@ WITH touched AS (
     FROM (SELECT DISTINCT source_entry_id FROM family) z
 ), reported AS (
     -- each source's reports per prerequisite, live and culled (the audit keeps a culled
-    -- edge's reports; a restored one is live again): read once, by support and reversals
+    -- edge's reports; a restored one is live again, a resumed one's sessions count in the
+    -- edge that took them): read once, by support and reversals
     SELECT x.source_entry_id, x.target_entry_id, x.hit_count, x.units
     FROM units x
     UNION ALL
-    SELECT a.source_entry_id, a.target_entry_id, a.hit_count,
-           least(1.0, %(prerequisite_learner_cap)s) * a.hit_count
+    SELECT a.source_entry_id, a.target_entry_id, a.hit_count - a.resumed_sessions,
+           least(1.0, %(prerequisite_learner_cap)s) * (a.hit_count - a.resumed_sessions)
     FROM hag_edge_audit a
     WHERE a.edge_type = 'prerequisite' AND a.restored_at IS NULL
       AND a.source_entry_id IN (SELECT source_entry_id FROM touched)
@@ -159,41 +160,42 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 
 -- name: resume_culled_reports
 -- A learned prerequisite created again takes back the reports of the culled edges of its
--- pair (copied beside their audit rows, migration 220): a cull forgets a dead line of the
--- graph, not what learners reported, so a learner's report waits for the next learner
--- however long it takes. Each such audit row's reports move to the new edge, its sessions
--- join the edge's hit count, and the row is marked restored by the session (its hit count
--- then stops counting as a culled edge's reports: the sessions count once, in the edge),
--- with the count of its reports withdrawn since.
--- Culled edges with no reports recorded (sessions before learners were kept) stay culled.
-WITH fresh AS (
-    SELECT e.id, e.source_entry_id, e.target_entry_id
-    FROM hag_edges e
-    WHERE e.id = ANY (%(edge_ids)s::uuid[]) AND e.edge_type = 'prerequisite'
-), culled AS (
-    SELECT f.id AS edge_id, a.audit_id
-    FROM fresh f
+-- pair (copied beside their audit rows, migration 220): a cull forgets an unwalked line of
+-- the graph, not what learners reported, so a learner's report waits for the next learner
+-- however long it takes. Each such audit row's reports move to the new edge, their sessions
+-- join its hit count, the count of its reports withdrawn goes along, and the row records
+-- the resumption (resumed_*): its sessions that went count once, in the new edge, and those
+-- no learner was recorded for stay the culled edge's (evidence.sql `reported`). Culls only;
+-- a row an operator's restore holds locked is left to it (SKIP LOCKED: the restore then
+-- finds the new edge and refuses, and no lock is taken in the other order).
+WITH culled AS (
+    SELECT f.id AS edge_id, a.audit_id, a.edge_id AS culled_id
+    FROM hag_edges f
     JOIN hag_edge_audit a ON a.source_entry_id = f.source_entry_id
                          AND a.target_entry_id = f.target_entry_id
-                         AND a.edge_type = 'prerequisite' AND a.restored_at IS NULL
-    WHERE EXISTS (SELECT 1 FROM hag_edge_audit_reports ar WHERE ar.audit_id = a.audit_id)
-), marked AS (
-    UPDATE hag_edge_audit a
-    SET restored_at = %(at)s,
-        restored_by = 'session ' || %(session_id)s || ': its reports resumed by edge '
-                      || c.edge_id
-    FROM culled c
-    WHERE a.audit_id = c.audit_id AND a.restored_at IS NULL  -- rechecked past a restore's lock
+                         AND a.edge_type = 'prerequisite' AND a.reason = 'cull'
+                         AND a.restored_at IS NULL AND a.resumed_at IS NULL
+    WHERE f.id = ANY (%(edge_ids)s::uuid[]) AND f.edge_type = 'prerequisite'
+      AND EXISTS (SELECT 1 FROM hag_edge_audit_reports ar WHERE ar.audit_id = a.audit_id)
+    FOR UPDATE OF a SKIP LOCKED
 ), moved AS (
     DELETE FROM hag_edge_audit_reports ar
     USING culled c
     WHERE ar.audit_id = c.audit_id
-    RETURNING c.edge_id, ar.session_id, ar.learner_id, ar.turns, ar.share, ar.reported_at
+    RETURNING c.edge_id, ar.audit_id, ar.session_id, ar.learner_id, ar.turns, ar.share,
+              ar.reported_at
+), marked AS (
+    UPDATE hag_edge_audit a
+    SET resumed_at = %(at)s, resumed_session_id = %(session_id)s,
+        resumed_edge_id = c.edge_id, resumed_sessions = m.sessions
+    FROM culled c,
+         LATERAL (SELECT count(*)::int AS sessions FROM moved m WHERE m.audit_id = c.audit_id) m
+    WHERE a.audit_id = c.audit_id
 ), carried AS (
-    -- its withdrawn reports' count (migration 216) too, kept by edge id
+    -- the count of the culled edge's reports withdrawn (migration 216), kept by its id
     DELETE FROM hag_edge_withdrawn w
-    USING culled c, hag_edge_audit a
-    WHERE a.audit_id = c.audit_id AND w.edge_id = a.edge_id
+    USING culled c
+    WHERE w.edge_id = c.culled_id
     RETURNING c.edge_id, w.sessions
 ), withdrawn AS (
     INSERT INTO hag_edge_withdrawn (edge_id, sessions)
@@ -205,7 +207,6 @@ WITH fresh AS (
     SELECT edge_id, session_id, learner_id, turns, share, reported_at
     FROM moved
     ORDER BY edge_id, session_id
-    ON CONFLICT (edge_id, session_id) DO NOTHING
     RETURNING edge_id
 )
 UPDATE hag_edges e

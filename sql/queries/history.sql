@@ -23,10 +23,13 @@ WITH events AS (
     FROM hag_edge_audit a
     WHERE a.edge_id = %(entity_id)s
     UNION ALL
-    -- a cull whose reports a new edge of the pair resumed (evidence.sql resume_culled_reports)
-    SELECT a.audit_id, 2, 'edge', NULL, NULL, a.restored_by, NULL, NULL, a.restored_at
+    -- a cull whose reports a new edge of the pair resumed (evidence.sql resume_culled_reports),
+    -- never placed before the cull (a late session may have ended before it)
+    SELECT a.audit_id, 2, 'edge', NULL, NULL,
+           'its reports resumed by edge ' || a.resumed_edge_id || ', which learned the pair again',
+           a.resumed_session_id, NULL, GREATEST(a.resumed_at, a.deleted_at)
     FROM hag_edge_audit a
-    WHERE a.edge_id = %(entity_id)s AND a.restored_by LIKE 'session %%: its reports resumed%%'
+    WHERE a.edge_id = %(entity_id)s AND a.resumed_at IS NOT NULL
 ),
 ordered AS (
     SELECT e.*, count(*) OVER () AS total,

@@ -109,11 +109,17 @@ FROM hag_erase_sessions s
 WHERE e.source_session_id = s.session_id
 
 -- name: pseudonymise_audit_sessions
--- The same provenance in the cull audit (culled and restored edges).
+-- The same provenance in the cull audit (culled and restored edges), and the session that
+-- resumed a culled edge's reports in a new edge of its pair (migration 220).
 UPDATE hag_edge_audit a
-SET source_session_id = s.pseudonym
-FROM hag_erase_sessions s
-WHERE a.source_session_id = s.session_id
+SET source_session_id = COALESCE((SELECT s.pseudonym FROM hag_erase_sessions s
+                                  WHERE s.session_id = a.source_session_id),
+                                 a.source_session_id),
+    resumed_session_id = COALESCE((SELECT s.pseudonym FROM hag_erase_sessions s
+                                   WHERE s.session_id = a.resumed_session_id),
+                                  a.resumed_session_id)
+WHERE a.source_session_id IN (SELECT session_id FROM hag_erase_sessions)
+   OR a.resumed_session_id IN (SELECT session_id FROM hag_erase_sessions)
 
 -- name: erase_private_history
 -- The confidence history of the learner's private entries and of the edges that touch them.
