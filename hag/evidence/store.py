@@ -20,7 +20,7 @@ from hag.evidence.model import PrerequisiteEvidence
 from hag.evidence.sequences import SequenceEvidence
 from hag.settings import Settings
 from hag.storage.db import Conn
-from hag.storage.edges import say_why
+from hag.storage.edges import move_kept_reports, say_why
 from hag.storage.sqlfiles import query, with_dials
 
 
@@ -142,11 +142,23 @@ def resume_culled_reports(
     count; the audit rows record the resumption. How many reports were resumed."""
     if not edge_ids:
         return 0
-    rows = conn.execute(
-        query("evidence", "resume_culled_reports"),
-        {"edge_ids": sorted(edge_ids, key=str), "session_id": session_id, "at": at},
+    culled = conn.execute(
+        query("evidence", "culled_with_reports"), {"edge_ids": sorted(edge_ids, key=str)}
     ).fetchall()
-    return sum(int(r["sessions"]) for r in rows)
+    if not culled:
+        return 0
+    moved = move_kept_reports(conn, [(c["audit_id"], c["edge_id"]) for c in culled])
+    conn.execute(
+        query("evidence", "record_resumption"),
+        {
+            "audit_ids": [c["audit_id"] for c in culled],
+            "edge_ids": [c["edge_id"] for c in culled],
+            "sessions": [moved.get(c["audit_id"], 0) for c in culled],
+            "session_id": session_id,
+            "at": at,
+        },
+    )
+    return sum(moved.values())
 
 
 @dataclass(frozen=True)

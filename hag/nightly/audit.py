@@ -23,7 +23,7 @@ from typing import Any
 from hag.errors import NotFoundError, ValidationError
 from hag.storage import db, runs
 from hag.storage.db import Conn
-from hag.storage.edges import say_why
+from hag.storage.edges import move_kept_reports, say_why
 from hag.storage.sqlfiles import query
 
 # Columns of a culled-edge listing, in the order tables and CSV files show them.
@@ -220,14 +220,10 @@ def _restore(
             },
         ).fetchall()
         result.restored = sorted((r["edge_id"] for r in back), key=str)
-        conn.execute(
-            query("audit", "restore_reports"),
-            {
-                "audit_ids": [v["audit_id"] for v in wanted],
-                "edge_ids": [str(e) for e in result.restored],
-            },
-        )
         done = set(result.restored)
+        move_kept_reports(
+            conn, [(v["audit_id"], v["edge_id"]) for v in wanted if v["edge_id"] in done]
+        )
         result.refused += [
             Refusal(v["edge_id"], "the edge was recreated while restoring")
             for v in wanted

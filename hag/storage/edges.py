@@ -2,7 +2,8 @@
 
 The rule itself is set-based SQL (`sql/queries/edges.sql: upsert_edges`); this module binds
 the dials and the provenance, and says why in the transaction so the confidence history
-(a trigger, migration 003) records it.
+(a trigger, migration 003) records it. Beside it, the one move of the learner reports a cull
+kept (`move_kept_reports`), which a restore and a resumption both use.
 """
 
 from __future__ import annotations
@@ -116,3 +117,17 @@ def upsert_edges(
         )
         for r in result
     ]
+
+
+def move_kept_reports(conn: Conn, moves: Iterable[tuple[int, UUID]]) -> dict[int, int]:
+    """The learner reports kept beside cull audit rows (migration 220) moved into edges, each
+    (audit row, edge) pair at a time: a restore's own edge, or a new edge of the pair that
+    resumes them. How many reports each audit row gave."""
+    pairs = sorted(moves)
+    if not pairs:
+        return {}
+    rows = conn.execute(
+        query("audit", "move_kept_reports"),
+        {"audit_ids": [a for a, _ in pairs], "edge_ids": [str(e) for _, e in pairs]},
+    ).fetchall()
+    return {r["audit_id"]: r["sessions"] for r in rows}

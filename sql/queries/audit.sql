@@ -72,23 +72,30 @@ FROM back
 WHERE a.audit_id = ANY (%(audit_ids)s::bigint[]) AND a.edge_id = back.id
 RETURNING a.edge_id
 
--- name: restore_reports
--- The restored edges' learner reports, copied beside their audit rows when they were deleted
--- (migration 220), put back with them and taken out of the audit, where they are live again:
--- the statement triggers of migration 210 rebuild the kept sums from them.
-WITH moved AS (
+-- name: move_kept_reports
+-- The learner reports kept beside audit rows (migration 220) moved into edges: each audit
+-- row's into the edge paired with it (a restore: the edge itself; a resumption: a new edge
+-- of its pair). They leave the audit, where they would count twice, and the statement
+-- triggers of migration 210 add them to the kept sums. How many each row gave its edge.
+WITH pairs AS (
+    SELECT * FROM unnest(%(audit_ids)s::bigint[], %(edge_ids)s::uuid[]) AS p (audit_id, edge_id)
+), moved AS (
     DELETE FROM hag_edge_audit_reports ar
-    USING hag_edge_audit a
-    WHERE ar.audit_id = a.audit_id
-      AND a.audit_id = ANY (%(audit_ids)s::bigint[])
-      AND a.edge_id = ANY (%(edge_ids)s::uuid[])
-    RETURNING a.edge_id, ar.session_id, ar.learner_id, ar.turns, ar.share, ar.reported_at
+    USING pairs p
+    WHERE ar.audit_id = p.audit_id
+    RETURNING p.audit_id, p.edge_id, ar.session_id, ar.learner_id, ar.turns, ar.share,
+              ar.reported_at
+), put AS (
+    INSERT INTO hag_edge_learner_reports
+        (edge_id, session_id, learner_id, turns, share, reported_at)
+    SELECT edge_id, session_id, learner_id, turns, share, reported_at
+    FROM moved
+    ORDER BY edge_id, session_id
 )
-INSERT INTO hag_edge_learner_reports
-    (edge_id, session_id, learner_id, turns, share, reported_at)
-SELECT edge_id, session_id, learner_id, turns, share, reported_at
+SELECT audit_id, edge_id, count(*)::int AS sessions
 FROM moved
-ORDER BY edge_id, session_id
+GROUP BY audit_id, edge_id
+ORDER BY audit_id
 
 -- name: match_culled_edge
 -- Culled edges whose id starts or ends with what an operator typed (hex digits without

@@ -158,62 +158,55 @@ SELECT r.edge_id, %(session_id)s, %(learner_id)s, r.turns, r.share, %(at)s
 FROM unnest(%(edge_ids)s::uuid[], %(turns)s::int[], %(shares)s::float8[]) AS r (edge_id, turns, share)
 ON CONFLICT (edge_id, session_id) DO NOTHING
 
--- name: resume_culled_reports
--- A learned prerequisite created again takes back the reports of the culled edges of its
--- pair (copied beside their audit rows, migration 220): a cull forgets an unwalked line of
--- the graph, not what learners reported, so a learner's report waits for the next learner
--- however long it takes. Each such audit row's reports move to the new edge, their sessions
--- join its hit count, the count of its reports withdrawn goes along, and the row records
--- the resumption (resumed_*): its sessions that went count once, in the new edge, and those
--- no learner was recorded for stay the culled edge's (evidence.sql `reported`). Culls only;
--- a row an operator's restore holds locked is left to it (SKIP LOCKED: the restore then
--- finds the new edge and refuses, and no lock is taken in the other order).
-WITH culled AS (
-    SELECT f.id AS edge_id, a.audit_id, a.edge_id AS culled_id
-    FROM hag_edges f
-    JOIN hag_edge_audit a ON a.source_entry_id = f.source_entry_id
-                         AND a.target_entry_id = f.target_entry_id
-                         AND a.edge_type = 'prerequisite' AND a.reason = 'cull'
-                         AND a.restored_at IS NULL AND a.resumed_at IS NULL
-    WHERE f.id = ANY (%(edge_ids)s::uuid[]) AND f.edge_type = 'prerequisite'
-      AND EXISTS (SELECT 1 FROM hag_edge_audit_reports ar WHERE ar.audit_id = a.audit_id)
-    FOR UPDATE OF a SKIP LOCKED
-), moved AS (
-    DELETE FROM hag_edge_audit_reports ar
-    USING culled c
-    WHERE ar.audit_id = c.audit_id
-    RETURNING c.edge_id, ar.audit_id, ar.session_id, ar.learner_id, ar.turns, ar.share,
-              ar.reported_at
+-- name: culled_with_reports
+-- The culled edges of these new learned prerequisites' pairs that kept reports (migration
+-- 220), their audit rows locked: a learned prerequisite created again takes those reports
+-- back (`store.resume_culled_reports`). A cull forgets an unwalked line of the graph, not
+-- what learners reported, so a learner's report waits for the next learner however long it
+-- takes. Culls only; a row an operator's restore holds locked is left to it (SKIP LOCKED:
+-- the restore then finds the new edge and refuses, and no lock is taken in the other order).
+SELECT f.id AS edge_id, a.audit_id
+FROM hag_edges f
+JOIN hag_edge_audit a ON a.source_entry_id = f.source_entry_id
+                     AND a.target_entry_id = f.target_entry_id
+                     AND a.edge_type = 'prerequisite' AND a.reason = 'cull'
+                     AND a.restored_at IS NULL AND a.resumed_at IS NULL
+WHERE f.id = ANY (%(edge_ids)s::uuid[]) AND f.edge_type = 'prerequisite'
+  AND EXISTS (SELECT 1 FROM hag_edge_audit_reports ar WHERE ar.audit_id = a.audit_id)
+ORDER BY a.audit_id
+FOR UPDATE OF a SKIP LOCKED
+
+-- name: record_resumption
+-- After the reports moved (audit.sql `move_kept_reports`): each audit row records the
+-- resumption (resumed_*: its sessions that went count once, in the new edge, and those no
+-- learner was recorded for stay the culled edge's, evidence.sql `reported`), the count of
+-- the culled edge's reports withdrawn (migration 216, kept by its id) goes along, and the
+-- moved sessions join the new edge's hit count.
+WITH resumed AS (
+    SELECT *
+    FROM unnest(%(audit_ids)s::bigint[], %(edge_ids)s::uuid[], %(sessions)s::int[])
+         AS r (audit_id, edge_id, sessions)
 ), marked AS (
     UPDATE hag_edge_audit a
     SET resumed_at = %(at)s, resumed_session_id = %(session_id)s,
-        resumed_edge_id = c.edge_id, resumed_sessions = m.sessions
-    FROM culled c,
-         LATERAL (SELECT count(*)::int AS sessions FROM moved m WHERE m.audit_id = c.audit_id) m
-    WHERE a.audit_id = c.audit_id
+        resumed_edge_id = r.edge_id, resumed_sessions = r.sessions
+    FROM resumed r
+    WHERE a.audit_id = r.audit_id
+    RETURNING a.edge_id AS culled_id, r.edge_id
 ), carried AS (
-    -- the count of the culled edge's reports withdrawn (migration 216), kept by its id
     DELETE FROM hag_edge_withdrawn w
-    USING culled c
-    WHERE w.edge_id = c.culled_id
-    RETURNING c.edge_id, w.sessions
+    USING marked m
+    WHERE w.edge_id = m.culled_id
+    RETURNING m.edge_id, w.sessions
 ), withdrawn AS (
     INSERT INTO hag_edge_withdrawn (edge_id, sessions)
     SELECT edge_id, sum(sessions)::int FROM carried GROUP BY edge_id
     ON CONFLICT (edge_id) DO UPDATE SET sessions = hag_edge_withdrawn.sessions + EXCLUDED.sessions
-), resumed AS (
-    INSERT INTO hag_edge_learner_reports
-        (edge_id, session_id, learner_id, turns, share, reported_at)
-    SELECT edge_id, session_id, learner_id, turns, share, reported_at
-    FROM moved
-    ORDER BY edge_id, session_id
-    RETURNING edge_id
 )
 UPDATE hag_edges e
 SET hit_count = e.hit_count + r.sessions
-FROM (SELECT edge_id, count(*)::int AS sessions FROM resumed GROUP BY edge_id) r
+FROM (SELECT edge_id, sum(sessions)::int AS sessions FROM resumed GROUP BY edge_id) r
 WHERE e.id = r.edge_id
-RETURNING e.id, r.sessions
 
 -- name: learner_reports_out_of
 -- The learner's recorded reports of prerequisites out of these concepts, from sessions that

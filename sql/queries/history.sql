@@ -23,7 +23,7 @@ WITH events AS (
     FROM hag_edge_audit a
     WHERE a.edge_id = %(entity_id)s
     UNION ALL
-    -- a cull whose reports a new edge of the pair resumed (evidence.sql resume_culled_reports),
+    -- a cull whose reports a new edge of the pair resumed (store.resume_culled_reports),
     -- never placed before the cull (a late session may have ended before it)
     SELECT a.audit_id, 2, 'edge', NULL, NULL,
            'its reports resumed by edge ' || a.resumed_edge_id || ', which learned the pair again',
