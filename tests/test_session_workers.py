@@ -38,6 +38,7 @@ HOSTS = ("host-a", "host-b")
 SESSIONS = 60
 FLOW_RUNS = 4  # each takes a quarter of the queue at most, so at least two runs must share it
 RUN_TIMEOUT_SECONDS = 300
+WORKER_BOOT_SECONDS = 120
 
 
 async def _deploy_and_wait(
@@ -70,6 +71,19 @@ async def _deploy_and_wait(
                 print_next_steps=False,
                 ignore_warnings=True,
             )
+            # Runs queued before both workers poll may all go to the first one up: wait for both
+            # heartbeats (a worker syncs and polls from the same start), so sharing is by the
+            # workers' limits, not by which process booted first.
+            deadline = time.monotonic() + WORKER_BOOT_SECONDS
+            while time.monotonic() < deadline:
+                workers = await client.read_workers_for_work_pool(POOL)
+                if set(HOSTS) <= {w.name for w in workers}:
+                    break
+                await asyncio.sleep(0.5)
+            else:
+                pytest.fail(
+                    f"workers {HOSTS} did not both reach the pool in {WORKER_BOOT_SECONDS} s"
+                )
             runs = [
                 await client.create_flow_run_from_deployment(deployment_id)
                 for _ in range(FLOW_RUNS)
