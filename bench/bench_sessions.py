@@ -207,14 +207,24 @@ def ingest_all(conn: Any, payloads: list[dict[str, Any]]) -> float:
 
 
 class Recorder:
-    """A connection stand-in that records every statement a session sends, per transaction."""
+    """A connection stand-in that records every statement a session sends, per transaction,
+    with the rows each returned (read, then rewound for the caller)."""
 
     def __init__(self, conn: Any):
         self.conn, self.current, self.transactions = conn, [], []
 
     def execute(self, statement: Any, params: Any = None) -> Any:
-        self.current.append((statement, params))
-        return self.conn.execute(statement, params)
+        cursor = self.conn.execute(statement, params)
+        rows = None
+        if cursor.description is not None:
+            rows = [tuple(row.values()) for row in cursor.fetchall()]
+            if rows:
+                cursor.scroll(0, mode="absolute")
+        self.current.append((statement, params, rows))
+        return cursor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)  # `info`, `broken`: the connection's own
 
     def commit(self) -> None:
         self.conn.commit()
@@ -224,6 +234,57 @@ class Recorder:
     def rollback(self) -> None:
         self.conn.rollback()
         self.current = []
+
+
+def _renamed(value: Any, ids: dict[uuid.UUID, uuid.UUID]) -> Any:
+    """A recorded parameter with the ids the database generated when recording replaced by the
+    ones it generated on replay (an edge learned by session 3 is named again by session 9)."""
+    from psycopg.types.json import Jsonb
+
+    if isinstance(value, uuid.UUID):
+        return ids.get(value, value)
+    if isinstance(value, str) and len(value) == 36 and value.count("-") == 4:
+        try:
+            return str(ids.get(uuid.UUID(value), value))
+        except ValueError:
+            return value
+    if isinstance(value, Jsonb):
+        return Jsonb(_renamed(value.obj, ids))
+    if isinstance(value, dict):
+        return {k: _renamed(v, ids) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_renamed(v, ids) for v in value)
+    return value
+
+
+def replay(conn: Any, trace: list[list[tuple[Any, Any, Any]]]) -> float:
+    """Send the recorded statements again, one transaction per session, reading every result
+    (as the pipeline does) and carrying generated ids forward; the seconds it took."""
+    ids: dict[uuid.UUID, uuid.UUID] = {}
+    start = time.perf_counter()
+    for statements in trace:
+        for statement, params, recorded in statements:
+            cursor = conn.execute(statement, _renamed(params, ids) if ids else params)
+            if recorded is None:
+                continue
+            for was, now in zip(recorded, cursor.fetchall(), strict=True):
+                for a, b in zip(was, now.values(), strict=True):
+                    if isinstance(a, uuid.UUID) and a != b:
+                        ids[a] = b
+        conn.commit()
+    return time.perf_counter() - start
+
+
+def fingerprint(conn: Any) -> tuple[Any, ...]:
+    """What the sessions left in the memory, ids aside: the replay must leave the same."""
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM hag_edges) AS edges,"
+        " (SELECT round(sum(confidence)::numeric, 6) FROM hag_edges) AS edge_confidence,"
+        " (SELECT sum(traversal_count) FROM hag_edges) AS traversals,"
+        " (SELECT count(*) FROM hag_entries) AS entries,"
+        " (SELECT count(*) FROM hag_sessions WHERE status = 'processed') AS processed"
+    ).fetchone()
+    return tuple(row.values())
 
 
 class Sampler:
@@ -482,16 +543,13 @@ def flow_and_baseline() -> None:
         caches, dials = Caches(), settings.current()
         while apply_pending_session(recorder, dials, run_id=None, caches=caches, summary=summary):
             pass
-        trace = recorder.transactions
+        trace, recorded = recorder.transactions, fingerprint(conn)
 
         build_world(conn)
         ingest_all(conn, payloads)
-        start = time.perf_counter()
-        for statements in trace:
-            for statement, params in statements:
-                conn.execute(statement, params)
-            conn.commit()
-        bare = time.perf_counter() - start
+        bare = replay(conn, trace)
+        replayed = fingerprint(conn)
+        assert replayed == recorded, f"the replay left {replayed}, the pipeline {recorded}"
 
         build_world(conn)
         ingest_all(conn, payloads)
