@@ -28,6 +28,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from psycopg.types.json import Jsonb
+
 SESSIONS = int(os.environ.get("HAG_BENCH_SESSIONS", "1000"))
 SCALE_SESSIONS = int(os.environ.get("HAG_BENCH_SCALE_SESSIONS", str(SESSIONS)))
 SCALE_WORKERS = (1, 2, 4)
@@ -208,7 +210,8 @@ def ingest_all(conn: Any, payloads: list[dict[str, Any]]) -> float:
 
 class Recorder:
     """A connection stand-in that records every statement a session sends, per transaction,
-    with the rows each returned (read, then rewound for the caller)."""
+    with the rows each returned (read, then rewound for the caller). Only `execute` is
+    recorded; any other way of sending SQL fails here rather than go unrecorded."""
 
     def __init__(self, conn: Any):
         self.conn, self.current, self.transactions = conn, [], []
@@ -223,8 +226,17 @@ class Recorder:
         self.current.append((statement, params, rows))
         return cursor
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.conn, name)  # `info`, `broken`: the connection's own
+    @property
+    def info(self) -> Any:  # the transaction status a session's rollback reads
+        return self.conn.info
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.conn.broken)
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.conn.closed)
 
     def commit(self) -> None:
         self.conn.commit()
@@ -239,8 +251,6 @@ class Recorder:
 def _renamed(value: Any, ids: dict[uuid.UUID, uuid.UUID]) -> Any:
     """A recorded parameter with the ids the database generated when recording replaced by the
     ones it generated on replay (an edge learned by session 3 is named again by session 9)."""
-    from psycopg.types.json import Jsonb
-
     if isinstance(value, uuid.UUID):
         return ids.get(value, value)
     if isinstance(value, str) and len(value) == 36 and value.count("-") == 4:
@@ -257,34 +267,157 @@ def _renamed(value: Any, ids: dict[uuid.UUID, uuid.UUID]) -> Any:
     return value
 
 
-def replay(conn: Any, trace: list[list[tuple[Any, Any, Any]]]) -> float:
+def _uuids(value: Any) -> set[uuid.UUID]:
+    """Every id a recorded parameter names (uuids, id strings, inside lists, dicts, Jsonb)."""
+    if isinstance(value, uuid.UUID):
+        return {value}
+    if isinstance(value, str) and len(value) == 36 and value.count("-") == 4:
+        try:
+            return {uuid.UUID(value)}
+        except ValueError:
+            return set()
+    if isinstance(value, Jsonb):
+        return _uuids(value.obj)
+    if isinstance(value, dict):
+        return set().union(*(_uuids(v) for v in value.values()))
+    if isinstance(value, list | tuple):
+        return set().union(*(_uuids(v) for v in value))
+    return set()
+
+
+def _frozen(value: Any) -> Any:
+    """A returned value as part of a row's key (arrays and json are lists and dicts)."""
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if hasattr(value, "tolist") or hasattr(value, "to_list"):  # numpy arrays, vectors
+        return tuple(value.tolist() if hasattr(value, "tolist") else value.to_list())
+    return value
+
+
+_FRESH = object()  # a row's id that nothing before it named: one the database generated
+
+
+class IdMap:
+    """Recorded ids the database generated, mapped to the ones it generated on replay.
+
+    A returned row is matched by its other values (ids already known mapped, timestamps
+    left out: `now()` differs), never by its position (a RETURNING or an ORDER BY id may
+    list rows in another order on replay); a fresh id mapped twice two ways stops the
+    replay."""
+
+    def __init__(self) -> None:
+        self.ids: dict[uuid.UUID, uuid.UUID] = {}
+        self.known: set[uuid.UUID] = set()  # recorded ids named so far
+        self.known_now: set[uuid.UUID] = set()  # the same, as the replay has them
+
+    def name(self, params: Any) -> Any:
+        for u in _uuids(params) - self.known:
+            self.known.add(u)
+            self.known_now.add(self.ids.get(u, u))
+        return _renamed(params, self.ids) if self.ids else params
+
+    def _key(self, row: tuple[Any, ...], known: set[uuid.UUID], rename: bool) -> tuple[Any, ...]:
+        return tuple(
+            _FRESH if isinstance(v, uuid.UUID) and v not in known
+            else (self.ids.get(v, v) if rename and isinstance(v, uuid.UUID) else _frozen(v))
+            for v in row
+            if not isinstance(v, datetime)
+        )  # fmt: skip
+
+    def match(self, statement: Any, recorded: list[tuple[Any, ...]], now: list[Any]) -> None:
+        rows = [tuple(r.values()) for r in now]
+        if len(rows) != len(recorded):
+            raise AssertionError(
+                f"{len(rows)} rows on replay, {len(recorded)} recorded: {statement}"
+            )
+        # an id in both results is the world's (a generated one never repeats): known as itself
+        found = {v for row in recorded for v in row if isinstance(v, uuid.UUID)}
+        again = {v for row in rows for v in row if isinstance(v, uuid.UUID)}
+        for v in (found & again) - self.known:
+            self.known.add(v)
+            self.known_now.add(v)
+        waiting: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+        for row in rows:
+            waiting.setdefault(self._key(row, self.known_now, False), []).append(row)
+        for was in recorded:
+            candidates = waiting.get(self._key(was, self.known, True))
+            if not candidates:
+                raise AssertionError(f"no replayed row matches {was}: {statement}")
+            got = candidates.pop(0)
+            for a, b in zip(was, got, strict=True):
+                fresh = isinstance(a, uuid.UUID) and a not in self.known
+                if fresh and self.ids.setdefault(a, b) != b:
+                    raise AssertionError(f"id {a} replayed as {self.ids[a]} and {b}")
+        for v in found - self.known:
+            self.known.add(v)
+            self.known_now.add(self.ids.get(v, v))
+
+
+def replay(conn: Any, trace: list[list[tuple[Any, Any, Any]]]) -> tuple[float, float]:
     """Send the recorded statements again, one transaction per session, reading every result
-    (as the pipeline does) and carrying generated ids forward; the seconds it took."""
-    ids: dict[uuid.UUID, uuid.UUID] = {}
+    (as the pipeline does) and carrying generated ids forward: (seconds in all, seconds of
+    them spent renaming ids, to take out of the baseline)."""
+    ids = IdMap()
+    renaming = 0.0
     start = time.perf_counter()
     for statements in trace:
         for statement, params, recorded in statements:
-            cursor = conn.execute(statement, _renamed(params, ids) if ids else params)
+            t = time.perf_counter()
+            named = ids.name(params)
+            renaming += time.perf_counter() - t
+            cursor = conn.execute(statement, named)
             if recorded is None:
                 continue
-            for was, now in zip(recorded, cursor.fetchall(), strict=True):
-                for a, b in zip(was, now.values(), strict=True):
-                    if isinstance(a, uuid.UUID) and a != b:
-                        ids[a] = b
+            now = cursor.fetchall()
+            t = time.perf_counter()
+            ids.match(statement, recorded, now)
+            renaming += time.perf_counter() - t
         conn.commit()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, renaming
 
 
-def fingerprint(conn: Any) -> tuple[Any, ...]:
-    """What the sessions left in the memory, ids aside: the replay must leave the same."""
-    row = conn.execute(
-        "SELECT (SELECT count(*) FROM hag_edges) AS edges,"
-        " (SELECT round(sum(confidence)::numeric, 6) FROM hag_edges) AS edge_confidence,"
-        " (SELECT sum(traversal_count) FROM hag_edges) AS traversals,"
-        " (SELECT count(*) FROM hag_entries) AS entries,"
-        " (SELECT count(*) FROM hag_sessions WHERE status = 'processed') AS processed"
-    ).fetchone()
-    return tuple(row.values())
+def fingerprint(conn: Any) -> str:
+    """What the sessions left in the memory, by natural identity (concept and text for an
+    entry, the ends' identities and type for an edge), ids and wall-clock times aside: the
+    replay must leave the same. A digest of the sorted rows of entries, edges, learner
+    reports, sessions and confidence history."""
+    return str(
+        conn.execute(
+            """
+            WITH ent AS (
+                SELECT id, concept_slug || ':' || md5(instruction) AS ident FROM hag_entries
+            ), parts AS (
+                SELECT 'entry' AS kind, ident || ' ' || e.maturity || ' '
+                       || round(e.confidence::numeric, 9) AS line
+                FROM hag_entries e JOIN ent USING (id)
+                UNION ALL
+                SELECT 'edge', s.ident || '>' || t.ident || ' ' || g.edge_type || ' '
+                       || g.source_type || ' ' || round(g.confidence::numeric, 9) || ' '
+                       || g.hit_count || ' ' || g.traversal_count
+                FROM hag_edges g JOIN ent s ON s.id = g.source_entry_id
+                JOIN ent t ON t.id = g.target_entry_id
+                UNION ALL
+                SELECT 'report', s.ident || '>' || t.ident || ' ' || g.edge_type || ' '
+                       || r.session_id || ' ' || r.learner_id || ' ' || r.turns || ' '
+                       || round(r.share::numeric, 9)
+                FROM hag_edge_learner_reports r JOIN hag_edges g ON g.id = r.edge_id
+                JOIN ent s ON s.id = g.source_entry_id JOIN ent t ON t.id = g.target_entry_id
+                UNION ALL
+                SELECT 'session', session_id || ' ' || status || ' ' || COALESCE(applied_seq, 0)
+                FROM hag_sessions
+                UNION ALL
+                SELECT 'history', entity_kind || ' ' || count(*) || ' '
+                       || round(sum(new_value)::numeric, 6)
+                FROM hag_confidence_history GROUP BY entity_kind
+            )
+            SELECT count(*) || ' ' || md5(string_agg(kind || ' ' || line, E'\n'
+                                                      ORDER BY kind, line)) AS digest
+            FROM parts
+            """
+        ).fetchone()["digest"]
+    )
 
 
 class Sampler:
@@ -547,7 +680,8 @@ def flow_and_baseline() -> None:
 
         build_world(conn)
         ingest_all(conn, payloads)
-        bare = replay(conn, trace)
+        replayed_seconds, renaming = replay(conn, trace)
+        bare = replayed_seconds - renaming  # the ids' renaming is the replay's, not the SQL's
         replayed = fingerprint(conn)
         assert replayed == recorded, f"the replay left {replayed}, the pipeline {recorded}"
 
