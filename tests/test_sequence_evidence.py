@@ -24,7 +24,7 @@ from hag.evidence.sequences import Move, SequenceEvidence
 from hag.storage.edges import EdgeObservation
 from tests import factories as f
 from tests import test_evidence_units
-from tests.session_builders import T0, edge_history, edge_row, payload, run, turn
+from tests.session_builders import T0, edge_history, edge_row, ingest, payload, run, turn
 from tests.test_evidence_session import struggle, topic_entries
 
 A, B, C = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
@@ -146,6 +146,34 @@ def test_a_leads_to_prompted_by_a_rendered_line_does_not_count(db, units):
     assert reports["n"] == 0
     run(db, *(_leads(db, e, f"u{n}", f"u{n}", 10 + n) for n in range(2)))
     assert _confidence(db, e) > 0.9 + 1e-6
+
+
+@pytest.mark.parametrize("deleted", ["before its ingest", "before its processing"])
+def test_a_move_prompted_by_a_line_deleted_since_is_still_prompted(db, units, deleted):
+    """Three learners move rsa -> signatures right after the tutor rendered the line
+    signatures -> rsa, and that edge is deleted (audited, as the nightly's cull is) before
+    the sessions arrive or before they are processed: the sessions are accepted and the
+    moves were prompted all the same, so the leads_to has no learner report (unprompted,
+    each would be one)."""
+    from hag.session.process import process_pending
+
+    e = topic_entries(db)
+    line = f.edge(db, e["signatures"], e["rsa"], confidence=0.32)
+    db.commit()
+    sessions = [_leads(db, e, f"l{n}", f"p{n}", n, rendered=[line]) for n in range(3)]
+    if deleted == "before its processing":
+        assert all(r.accepted for r in ingest(db, *sessions))
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (line,))
+    db.commit()
+    if deleted == "before its ingest":
+        assert all(r.accepted for r in ingest(db, *sessions))
+    assert process_pending().sessions == 3
+    leads = edge_row(db, e["rsa"], e["signatures"], "leads_to")
+    assert leads is not None
+    reports = db.execute(
+        "SELECT count(*) AS n FROM hag_edge_learner_reports WHERE edge_id = %s", (leads["id"],)
+    ).fetchone()
+    assert reports["n"] == 0
 
 
 def _fallback(e, learner, session, day):
@@ -534,3 +562,37 @@ def test_the_nightly_re_weighs_sequence_edges_no_session_touched(db, units, data
         terms = edge_sequence_terms(db, row["id"], row["source_entry_id"], units)
         assert terms is not None and abs(terms["confidence"] - row["confidence"]) <= 1e-9
     assert run_nightly(as_of=as_of).sequence_reweighed == 0  # a fixed point
+
+
+@pytest.mark.parametrize("kind", ["leads_to", "fallback"])
+def test_a_sequence_learned_again_resumes_the_moves_of_its_culled_edge(db, units, dials, kind):
+    """Two learners move unprompted (leads_to rsa -> signatures, or fallback signatures ->
+    rsa); no prerequisite states the step, the edge is culled (the cull's ceiling raised so it
+    qualifies) and its two reports are kept beside the audit row. A third learner makes the
+    move: the new edge takes the two back and counts 3 learners, 3 units, as if never culled
+    (without them: 1 learner, 1 unit); the audit row records the resumption."""
+    from hag.nightly import sweeps
+
+    e = topic_entries(db)
+    db.commit()
+    ends = (e["rsa"], e["signatures"]) if kind == "leads_to" else (e["signatures"], e["rsa"])
+    make = _leads if kind == "leads_to" else lambda db, *a: _fallback(*a)
+    run(db, make(db, e, "learner-1", "m1", 1), make(db, e, "learner-2", "m2", 2))
+    first = edge_row(db, *ends, kind)["id"]
+    dials(cull_max_confidence=0.99)
+    sweeps.sweep(db, as_of=T0 + timedelta(days=200))
+    assert edge_row(db, *ends, kind) is None
+    run(db, make(db, e, "learner-3", "m3", 201))
+    again = edge_row(db, *ends, kind)
+    assert again is not None and again["id"] != first
+    terms = edge_sequence_terms(db, again["id"], ends[0], units)
+    assert terms is not None and (terms["learners"], terms["units"]) == (3, pytest.approx(3.0))
+    assert abs(terms["confidence"] - float(again["confidence"])) <= 1e-9  # re-weighed with them
+    audited = db.execute("SELECT * FROM hag_edge_audit WHERE edge_id = %s", (first,)).fetchone()
+    assert (audited["resumed_session_id"], audited["resumed_edge_id"]) == ("m3", again["id"])
+    assert audited["resumed_sessions"] == 2
+    kept = "SELECT count(*) AS n FROM hag_edge_audit_reports WHERE audit_id = %s"
+    assert db.execute(kept, (audited["audit_id"],)).fetchone()["n"] == 0
+    sums = test_evidence_units.totals(db)
+    assert sums["per_edge"] == test_evidence_units.grouped_reports(db)["per_edge"]
+    assert sums["per_concept"] == {}  # moves make no learner of a concept's prerequisites

@@ -167,6 +167,32 @@ def test_a_valid_payload_waits_as_pending(db, world):
     )
 
 
+def test_a_line_deleted_since_the_tutor_rendered_it_is_still_known(db, world):
+    """The tutor rendered rsa -> modular-arithmetic; the nightly (or an operator) deleted
+    the edge before the session arrived. The session is accepted, not refused for an unknown
+    edge: the line is what the tutor showed (its ends from the audit row), and its success
+    on rsa is recorded as supplied with modular-arithmetic, as for a live line."""
+    a, _, e = world
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (e,))
+    db.commit()
+    assert (
+        db.execute("SELECT count(*) AS n FROM hag_edge_audit WHERE edge_id = %s", (e,)).fetchone()[
+            "n"
+        ]
+        == 1
+    )
+    late = payload("late", [turn(0, decision=a, rendered=[e], outcome="success", concepts=["rsa"])])
+    result = ingest_payload(db, late)
+    db.commit()
+    assert result.status == "accepted", result
+    bridged = db.execute(
+        "SELECT concept_slug, supplied_slug FROM hag_learner_bridged WHERE session_id = 'late'"
+    ).fetchall()
+    assert [(r["concept_slug"], r["supplied_slug"]) for r in bridged] == [
+        ("rsa", "modular-arithmetic")
+    ]
+
+
 def test_re_ingesting_the_same_session_changes_nothing(db, world):
     """The same id with the same payload (even re-serialised) is a duplicate and a no-op."""
     a, _, e = world

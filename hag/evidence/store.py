@@ -137,9 +137,10 @@ def record_reports(
 def resume_culled_reports(
     conn: Conn, *, session_id: str, at: datetime, edge_ids: Sequence[UUID]
 ) -> int:
-    """Prerequisites this session created again take back the reports of their pair's
-    culled edges (kept beside the audit rows, migration 220), with their sessions in the hit
-    count; the audit rows record the resumption. How many reports were resumed."""
+    """Learned edges this session created again take back the reports of their pair's
+    culled edges of the same type (kept beside the audit rows, migration 220), with their
+    sessions in the hit count; the audit rows record the resumption. How many reports were
+    resumed."""
     if not edge_ids:
         return 0
     culled = conn.execute(

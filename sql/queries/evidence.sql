@@ -159,19 +159,21 @@ FROM unnest(%(edge_ids)s::uuid[], %(turns)s::int[], %(shares)s::float8[]) AS r (
 ON CONFLICT (edge_id, session_id) DO NOTHING
 
 -- name: culled_with_reports
--- The culled edges of these new learned prerequisites' pairs that kept reports (migration
--- 220), their audit rows locked: a learned prerequisite created again takes those reports
--- back (`store.resume_culled_reports`). A cull forgets an unwalked line of the graph, not
--- what learners reported, so a learner's report waits for the next learner however long it
--- takes. Culls only; a row an operator's restore holds locked is left to it (SKIP LOCKED:
--- the restore then finds the new edge and refuses, and no lock is taken in the other order).
+-- The culled edges of these new learned edges' pairs (same type) that kept reports
+-- (migration 220), their audit rows locked: a learned edge created again takes those
+-- reports back (`store.resume_culled_reports`; a prerequisite's are its learners' reports, a
+-- `leads_to`'s or `fallback`'s their unprompted moves). A cull forgets an unwalked line of
+-- the graph, not what learners reported, so a learner's report waits for the next learner
+-- however long it takes. Culls only; a row an operator's restore holds locked is left to it
+-- (SKIP LOCKED: the restore then finds the new edge and refuses, and no lock is taken in the
+-- other order).
 SELECT f.id AS edge_id, a.audit_id
 FROM hag_edges f
 JOIN hag_edge_audit a ON a.source_entry_id = f.source_entry_id
                      AND a.target_entry_id = f.target_entry_id
-                     AND a.edge_type = 'prerequisite' AND a.reason = 'cull'
+                     AND a.edge_type = f.edge_type AND a.reason = 'cull'
                      AND a.restored_at IS NULL AND a.resumed_at IS NULL
-WHERE f.id = ANY (%(edge_ids)s::uuid[]) AND f.edge_type = 'prerequisite'
+WHERE f.id = ANY (%(edge_ids)s::uuid[])
   AND EXISTS (SELECT 1 FROM hag_edge_audit_reports ar WHERE ar.audit_id = a.audit_id)
 ORDER BY a.audit_id
 FOR UPDATE OF a SKIP LOCKED

@@ -2,13 +2,12 @@
 -- hag/evidence/sequences.py): what session-end reads and writes for it.
 
 -- name: rendered_edge_concepts
--- The concepts at both ends of each rendered edge still present (a move is prompted when
--- the turn it left rendered a line joining its two concepts).
+-- The concepts at both ends of each rendered edge, live or deleted since (a move is prompted
+-- when the turn it left rendered a line joining its two concepts; hag_rendered_lines).
 SELECT e.id, s.concept_slug AS source_slug, t.concept_slug AS target_slug
-FROM hag_edges e
+FROM hag_rendered_lines(%(ids)s::uuid[]) e
 JOIN hag_entries s ON s.id = e.source_entry_id
 JOIN hag_entries t ON t.id = e.target_entry_id
-WHERE e.id = ANY(%(ids)s::uuid[])
 
 -- name: record_sequence_reports
 -- Who made each unprompted move this session: one row per (edge, session) with the learner,

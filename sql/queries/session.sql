@@ -7,9 +7,11 @@ SELECT 1 AS present FROM hag_topics WHERE topic_id = %(topic_id)s
 SELECT id FROM hag_entries WHERE id = ANY(%(ids)s::uuid[])
 
 -- name: known_edge_ids
--- Which of the edge ids a payload names exist (ingest refuses unknown ones), with both ends
--- (every entry an edge joins must be readable by the session's learner, as its own ids are).
-SELECT id, source_entry_id, target_entry_id FROM hag_edges WHERE id = ANY(%(ids)s::uuid[])
+-- Which of the edge ids a payload names the memory holds or held (ingest refuses unknown
+-- ones; a line the tutor rendered and the nightly culled before the session arrived is
+-- still what the tutor showed, hag_rendered_lines), with both ends (every entry an edge
+-- joins must be readable by the session's learner, as its own ids are).
+SELECT id, source_entry_id, target_entry_id FROM hag_rendered_lines(%(ids)s::uuid[])
 
 -- name: unreadable_entries
 -- The entries among `ids` the session's learner may not read in its topic (the retrieval
@@ -37,6 +39,16 @@ WITH queued AS (
     CROSS JOIN LATERAL jsonb_array_elements(q.payload -> 'turns') AS t (turn)
     CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'concept_slugs') AS c (slug)
     WHERE t.turn ->> 'outcome' = 'success'
+), lines AS (
+    -- the lines its successful turns rendered, live or deleted since (hag_rendered_lines)
+    SELECT l.id, l.target_entry_id
+    FROM hag_rendered_lines(ARRAY(
+        SELECT DISTINCT r.edge_id::uuid
+        FROM queued q
+        CROSS JOIN LATERAL jsonb_array_elements(q.payload -> 'turns') AS t (turn)
+        CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'rendered_edge_ids') AS r (edge_id)
+        WHERE t.turn ->> 'outcome' = 'success')) l
+    WHERE l.edge_type IN ('prerequisite', 'fallback')
 ), bridged AS (
     -- the (c, m) of its successful turns on c whose prompt rendered a prerequisite or
     -- fallback line to m (migration 216): the tutor supplied m there
@@ -47,7 +59,7 @@ WITH queued AS (
     CROSS JOIN LATERAL jsonb_array_elements(q.payload -> 'turns') AS t (turn)
     CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'concept_slugs') AS c (slug)
     CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'rendered_edge_ids') AS r (edge_id)
-    JOIN hag_edges e ON e.id = r.edge_id::uuid AND e.edge_type IN ('prerequisite', 'fallback')
+    JOIN lines e ON e.id = r.edge_id::uuid
     JOIN hag_entries m ON m.id = e.target_entry_id
     WHERE t.turn ->> 'outcome' = 'success'
 )
@@ -212,12 +224,13 @@ GROUP BY s.session_id
 ORDER BY min(s.ended_at), s.session_id
 
 -- name: rendered_targets
--- The target concept of each rendered prerequisite or fallback line: what the tutor supplied
--- in a turn (as ingest reads it into hag_learner_bridged).
+-- The target concept of each rendered prerequisite or fallback line, live or deleted since
+-- (hag_rendered_lines): what the tutor supplied in a turn (as ingest reads it into
+-- hag_learner_bridged).
 SELECT e.id, m.concept_slug AS slug
-FROM hag_edges e
+FROM hag_rendered_lines(%(ids)s::uuid[]) e
 JOIN hag_entries m ON m.id = e.target_entry_id
-WHERE e.id = ANY(%(ids)s::uuid[]) AND e.edge_type IN ('prerequisite', 'fallback')
+WHERE e.edge_type IN ('prerequisite', 'fallback')
 
 -- name: grade_edges
 -- Outcome grading of the edges whose lines reached the prompt (seed: +-0.05 within
