@@ -291,6 +291,8 @@ def _frozen(value: Any) -> Any:
         return tuple(_frozen(v) for v in value)
     if isinstance(value, dict):
         return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, float):  # sums may add in another order on replay
+        return round(value, 9)
     if hasattr(value, "tolist") or hasattr(value, "to_list"):  # numpy arrays, vectors
         return tuple(value.tolist() if hasattr(value, "tolist") else value.to_list())
     return value
@@ -345,6 +347,9 @@ class IdMap:
             candidates = waiting.get(self._key(was, self.known, True))
             if not candidates:
                 raise AssertionError(f"no replayed row matches {was}: {statement}")
+            fresh_here = any(isinstance(v, uuid.UUID) and v not in self.known for v in was)
+            if fresh_here and len(candidates) > 1:
+                raise AssertionError(f"{len(candidates)} replayed rows match {was}: {statement}")
             got = candidates.pop(0)
             for a, b in zip(was, got, strict=True):
                 fresh = isinstance(a, uuid.UUID) and a not in self.known
@@ -389,13 +394,15 @@ def fingerprint(conn: Any) -> str:
             WITH ent AS (
                 SELECT id, concept_slug || ':' || md5(instruction) AS ident FROM hag_entries
             ), parts AS (
-                SELECT 'entry' AS kind, ident || ' ' || e.maturity || ' '
-                       || round(e.confidence::numeric, 9) AS line
+                SELECT 'entry' AS kind, ident || ' ' || e.topic_id || ' ' || e.visibility_scope
+                       || ' ' || e.maturity || ' ' || round(e.confidence::numeric, 9) || ' '
+                       || e.success_count || ' ' || e.failure_count AS line
                 FROM hag_entries e JOIN ent USING (id)
                 UNION ALL
                 SELECT 'edge', s.ident || '>' || t.ident || ' ' || g.edge_type || ' '
                        || g.source_type || ' ' || round(g.confidence::numeric, 9) || ' '
-                       || g.hit_count || ' ' || g.traversal_count
+                       || g.hit_count || ' ' || g.traversal_count || ' '
+                       || COALESCE(round(g.prior_confidence::numeric, 9)::text, '-')
                 FROM hag_edges g JOIN ent s ON s.id = g.source_entry_id
                 JOIN ent t ON t.id = g.target_entry_id
                 UNION ALL
@@ -404,6 +411,9 @@ def fingerprint(conn: Any) -> str:
                        || round(r.share::numeric, 9)
                 FROM hag_edge_learner_reports r JOIN hag_edges g ON g.id = r.edge_id
                 JOIN ent s ON s.id = g.source_entry_id JOIN ent t ON t.id = g.target_entry_id
+                UNION ALL
+                SELECT 'bridged', session_id || ' ' || concept_slug || ' ' || supplied_slug
+                FROM hag_learner_bridged
                 UNION ALL
                 SELECT 'session', session_id || ' ' || status || ' ' || COALESCE(applied_seq, 0)
                 FROM hag_sessions

@@ -596,3 +596,26 @@ def test_a_sequence_learned_again_resumes_the_moves_of_its_culled_edge(db, units
     sums = test_evidence_units.totals(db)
     assert sums["per_edge"] == test_evidence_units.grouped_reports(db)["per_edge"]
     assert sums["per_concept"] == {}  # moves make no learner of a concept's prerequisites
+
+
+def test_a_sequence_learned_again_under_another_grading_keeps_its_reports_in_the_audit(
+    db, units, dials
+):
+    """The same cull, then the move made again with `edge_grading_rule = baseline` (the
+    prerequisite rule still units): nothing resumes; the two reports stay beside the audit
+    row for a restore, and the row records no resumption."""
+    from hag.nightly import sweeps
+
+    e = topic_entries(db)
+    db.commit()
+    run(db, _leads(db, e, "learner-1", "m1", 1), _leads(db, e, "learner-2", "m2", 2))
+    first = edge_row(db, e["rsa"], e["signatures"], "leads_to")["id"]
+    dials(cull_max_confidence=0.99)
+    sweeps.sweep(db, as_of=T0 + timedelta(days=200))
+    dials(edge_grading_rule="baseline")
+    assert run(db, _leads(db, e, "learner-3", "m3", 201)).reports_resumed == 0
+    assert edge_row(db, e["rsa"], e["signatures"], "leads_to") is not None
+    audited = db.execute("SELECT * FROM hag_edge_audit WHERE edge_id = %s", (first,)).fetchone()
+    assert audited["resumed_at"] is None
+    kept = "SELECT count(*) AS n FROM hag_edge_audit_reports WHERE audit_id = %s"
+    assert db.execute(kept, (audited["audit_id"],)).fetchone()["n"] == 2

@@ -274,5 +274,6 @@ def moves_ends(observed: Iterable[EdgeObservation]) -> tuple[list[UUID], list[UU
 def rendered_lines(
     turn_edges: Sequence[UUID], ends: Mapping[UUID, tuple[str, str]]
 ) -> list[tuple[str, str]]:
-    """The (source, target) concepts of the lines a turn rendered that are still known."""
+    """The (source, target) concepts of the lines a turn rendered (`ends`: every rendered
+    id the memory holds or held)."""
     return [ends[e] for e in turn_edges if e in ends]

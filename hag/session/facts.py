@@ -51,7 +51,8 @@ def claimed_payload(conn: Connection, session_id: str) -> SessionPayload:
 
 
 def edge_ends(conn: Connection, edge_ids: Iterable[UUID]) -> list[tuple[UUID, UUID, UUID]]:
-    """(edge, source entry, target entry) of each known edge among `edge_ids`."""
+    """(edge, source entry, target entry) of each edge among `edge_ids` the memory holds or
+    held (`hag_rendered_lines`: a line deleted since it was rendered keeps its ends)."""
     return [
         (r["id"], r["source_entry_id"], r["target_entry_id"])
         for r in _all(conn, "known_edge_ids", {"ids": list(edge_ids)})
@@ -137,8 +138,8 @@ def shown_since(
 
 
 def rendered_targets(conn: Connection, edge_ids: Iterable[UUID]) -> dict[UUID, str]:
-    """The target concept of each rendered prerequisite or fallback line (other types and
-    edges no longer held are left out)."""
+    """The target concept of each rendered prerequisite or fallback line, live or deleted
+    since its render (other types are left out)."""
     ids = sorted(set(edge_ids), key=str)
     if not ids:
         return {}

@@ -7,7 +7,8 @@
 -- discovered move was prompted: a leads_to or fallback the tutor took because a line told
 -- it to is no evidence). Joined to hag_edges alone, a line culled between the render and
 -- the session was no line: ingest refused the session, or its prompted moves counted as a
--- learner's. The audit is probed by its hash index on edge_id, once per id not found live.
+-- learner's. The audit is read for every id by a bitmap scan of its hash index on edge_id
+-- (an edge's ends and type never change, so any of its audit rows gives the same line).
 CREATE OR REPLACE FUNCTION hag_rendered_lines(ids uuid[])
 RETURNS TABLE (id uuid, edge_type text, source_entry_id uuid, target_entry_id uuid)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
