@@ -248,41 +248,29 @@ class Recorder:
         self.current = []
 
 
-def _renamed(value: Any, ids: dict[uuid.UUID, uuid.UUID]) -> Any:
+def _renamed(
+    value: Any, ids: dict[uuid.UUID, uuid.UUID], named: set[uuid.UUID] | None = None
+) -> Any:
     """A recorded parameter with the ids the database generated when recording replaced by the
-    ones it generated on replay (an edge learned by session 3 is named again by session 9)."""
-    if isinstance(value, uuid.UUID):
-        return ids.get(value, value)
+    ones it generated on replay (an edge learned by session 3 is named again by session 9);
+    every recorded id it names (uuids, id strings, inside lists, dicts, Jsonb) goes into
+    `named`."""
     if isinstance(value, str) and len(value) == 36 and value.count("-") == 4:
         try:
-            return str(ids.get(uuid.UUID(value), value))
+            return str(_renamed(uuid.UUID(value), ids, named))
         except ValueError:
             return value
-    if isinstance(value, Jsonb):
-        return Jsonb(_renamed(value.obj, ids))
-    if isinstance(value, dict):
-        return {k: _renamed(v, ids) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_renamed(v, ids) for v in value)
-    return value
-
-
-def _uuids(value: Any) -> set[uuid.UUID]:
-    """Every id a recorded parameter names (uuids, id strings, inside lists, dicts, Jsonb)."""
     if isinstance(value, uuid.UUID):
-        return {value}
-    if isinstance(value, str) and len(value) == 36 and value.count("-") == 4:
-        try:
-            return {uuid.UUID(value)}
-        except ValueError:
-            return set()
+        if named is not None:
+            named.add(value)
+        return ids.get(value, value)
     if isinstance(value, Jsonb):
-        return _uuids(value.obj)
+        return Jsonb(_renamed(value.obj, ids, named))
     if isinstance(value, dict):
-        return set().union(*(_uuids(v) for v in value.values()))
+        return {k: _renamed(v, ids, named) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return set().union(*(_uuids(v) for v in value))
-    return set()
+        return type(value)(_renamed(v, ids, named) for v in value)
+    return value
 
 
 def _frozen(value: Any) -> Any:
@@ -315,10 +303,12 @@ class IdMap:
         self.known_now: set[uuid.UUID] = set()  # the same, as the replay has them
 
     def name(self, params: Any) -> Any:
-        for u in _uuids(params) - self.known:
+        named: set[uuid.UUID] = set()
+        renamed = _renamed(params, self.ids, named)
+        for u in named - self.known:
             self.known.add(u)
             self.known_now.add(self.ids.get(u, u))
-        return _renamed(params, self.ids) if self.ids else params
+        return renamed
 
     def _key(self, row: tuple[Any, ...], known: set[uuid.UUID], rename: bool) -> tuple[Any, ...]:
         return tuple(

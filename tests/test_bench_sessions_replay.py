@@ -75,7 +75,7 @@ def test_a_replay_without_the_new_ids_fails_where_a_learned_edge_is_named(db, mo
     trace, _, _ = _record(db, payloads)
     bench.build_world(db)
     bench.ingest_all(db, payloads)
-    monkeypatch.setattr(bench, "_renamed", lambda value, ids: value)
+    monkeypatch.setattr(bench, "_renamed", lambda value, ids, named=None: value)
     with pytest.raises(psycopg.errors.ForeignKeyViolation, match="does not exist"):
         bench.replay(db, trace)
     db.rollback()

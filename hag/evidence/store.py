@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from hag.evidence import model, sequences
 from hag.evidence.model import PrerequisiteEvidence
 from hag.evidence.sequences import SequenceEvidence
 from hag.settings import Settings
@@ -135,16 +136,25 @@ def record_reports(
 
 
 def resume_culled_reports(
-    conn: Conn, *, session_id: str, at: datetime, edge_ids: Sequence[UUID]
+    conn: Conn,
+    dials: Settings,
+    *,
+    session_id: str,
+    at: datetime,
+    created: Iterable[tuple[UUID, str]],
 ) -> int:
-    """Learned edges this session created again take back the reports of their pair's
+    """Learned edges this session created (id, type) take back the reports of their pair's
     culled edges of the same type (kept beside the audit rows, migration 220), with their
-    sessions in the hit count; the audit rows record the resumption. How many reports were
-    resumed."""
+    sessions in the hit count; the audit rows record the resumption. A prerequisite resumes
+    under the units rule, a `leads_to` or `fallback` under the units grading (their moves
+    are recorded as reports too). How many reports were resumed."""
+    resuming = {"prerequisite"} if model.units_selected(dials) else set()
+    resuming |= set(sequences.SEQUENCE_TYPES) if sequences.units_selected(dials) else set()
+    edge_ids = sorted((i for i, kind in created if kind in resuming), key=str)
     if not edge_ids:
         return 0
     culled = conn.execute(
-        query("evidence", "culled_with_reports"), {"edge_ids": sorted(edge_ids, key=str)}
+        query("evidence", "culled_with_reports"), {"edge_ids": edge_ids}
     ).fetchall()
     if not culled:
         return 0

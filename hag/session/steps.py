@@ -30,7 +30,7 @@ from uuid import UUID
 
 import numpy as np
 
-from hag.evidence import model, reweigh, sequences, store
+from hag.evidence import model, reweigh, store
 from hag.session import facts, rules, sequence_step, write
 from hag.session.contract import SessionPayload, Turn
 from hag.session.facts import Connection
@@ -402,20 +402,17 @@ def reinforce(
     (`hag.evidence.store.record_reports`, idempotent per session), before anything is
     re-weighed; its share of the session's unit counts the turns `withheld` too. A learned
     edge created again takes back its culled predecessors' reports
-    (`store.resume_culled_reports`): a prerequisite under the units rule, a `leads_to` or
-    `fallback` under the units grading (their moves are recorded as reports too)."""
+    (`store.resume_culled_reports`)."""
     results = write.reinforce(conn, session, observed, dials, run_id)
     counts.edges_created += sum(1 for r in results if r.inserted)
     counts.edges_reinforced += sum(1 for r in results if not r.inserted)
-    resuming = {"prerequisite"} if model.units_selected(dials) else set()
-    resuming |= {"leads_to", "fallback"} if sequences.units_selected(dials) else set()
-    if resuming:
-        counts.reports_resumed += store.resume_culled_reports(
-            conn,
-            session_id=session.session_id,
-            at=session.ended_at,
-            edge_ids=[r.id for r in results if r.inserted and r.identity[2] in resuming],
-        )
+    counts.reports_resumed += store.resume_culled_reports(
+        conn,
+        dials,
+        session_id=session.session_id,
+        at=session.ended_at,
+        created=[(r.id, r.identity[2]) for r in results if r.inserted],
+    )
     shares = model.session_shares(turns_by_pair, withheld_turns)
     store.record_reports(
         conn,

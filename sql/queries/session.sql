@@ -39,29 +39,26 @@ WITH queued AS (
     CROSS JOIN LATERAL jsonb_array_elements(q.payload -> 'turns') AS t (turn)
     CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'concept_slugs') AS c (slug)
     WHERE t.turn ->> 'outcome' = 'success'
-), lines AS (
-    -- the lines its successful turns rendered, live or deleted since (hag_rendered_lines)
-    SELECT l.id, l.target_entry_id
-    FROM hag_rendered_lines(ARRAY(
-        SELECT DISTINCT r.edge_id::uuid
-        FROM queued q
-        CROSS JOIN LATERAL jsonb_array_elements(q.payload -> 'turns') AS t (turn)
-        CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'rendered_edge_ids') AS r (edge_id)
-        WHERE t.turn ->> 'outcome' = 'success')) l
-    WHERE l.edge_type IN ('prerequisite', 'fallback')
-), bridged AS (
-    -- the (c, m) of its successful turns on c whose prompt rendered a prerequisite or
-    -- fallback line to m (migration 216): the tutor supplied m there
-    INSERT INTO hag_learner_bridged
-        (session_id, concept_slug, supplied_slug, topic_id, learner_id, ended_at)
-    SELECT DISTINCT q.session_id, c.slug, m.concept_slug, q.topic_id, q.learner_id, q.ended_at
+), shown AS (
+    -- each successful turn's concepts with the lines its prompt rendered
+    SELECT q.session_id, c.slug, r.edge_id::uuid AS edge_id, q.topic_id, q.learner_id,
+           q.ended_at
     FROM queued q
     CROSS JOIN LATERAL jsonb_array_elements(q.payload -> 'turns') AS t (turn)
     CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'concept_slugs') AS c (slug)
     CROSS JOIN LATERAL jsonb_array_elements_text(t.turn -> 'rendered_edge_ids') AS r (edge_id)
-    JOIN lines e ON e.id = r.edge_id::uuid
-    JOIN hag_entries m ON m.id = e.target_entry_id
     WHERE t.turn ->> 'outcome' = 'success'
+), bridged AS (
+    -- the (c, m) of its successful turns on c whose prompt rendered a prerequisite or
+    -- fallback line to m, live or deleted since (hag_rendered_lines; migration 216): the
+    -- tutor supplied m there
+    INSERT INTO hag_learner_bridged
+        (session_id, concept_slug, supplied_slug, topic_id, learner_id, ended_at)
+    SELECT DISTINCT s.session_id, s.slug, m.concept_slug, s.topic_id, s.learner_id, s.ended_at
+    FROM shown s
+    JOIN hag_rendered_lines(ARRAY(SELECT DISTINCT edge_id FROM shown)) e
+      ON e.id = s.edge_id AND e.edge_type IN ('prerequisite', 'fallback')
+    JOIN hag_entries m ON m.id = e.target_entry_id
 )
 SELECT session_id FROM queued
 
