@@ -273,17 +273,30 @@ def _renamed(
     return value
 
 
-def _frozen(value: Any) -> Any:
-    """A returned value as part of a row's key (arrays and json are lists and dicts)."""
-    if isinstance(value, list | tuple):
-        return tuple(_frozen(v) for v in value)
+def _leaves(value: Any) -> list[Any]:
+    """A returned row as the flat list of its values, ids found wherever they sit (a column,
+    an array, json: uuids and id strings alike, as uuids), dict keys in sorted order,
+    timestamps left out (`now()` differs on replay), floats to 9 places (sums may add in
+    another order), arrays and vectors opened."""
+    if isinstance(value, datetime):
+        return []
+    if isinstance(value, str) and len(value) == 36 and value.count("-") == 4:
+        try:
+            return [uuid.UUID(value)]
+        except ValueError:
+            return [value]
     if isinstance(value, dict):
-        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
-    if isinstance(value, float):  # sums may add in another order on replay
-        return round(value, 9)
+        leaves: list[Any] = []
+        for k in sorted(value):
+            leaves += [("key", k), *_leaves(value[k])]
+        return leaves
     if hasattr(value, "tolist") or hasattr(value, "to_list"):  # numpy arrays, vectors
-        return tuple(value.tolist() if hasattr(value, "tolist") else value.to_list())
-    return value
+        value = value.tolist() if hasattr(value, "tolist") else value.to_list()
+    if isinstance(value, list | tuple):
+        return [("open", len(value)), *(leaf for v in value for leaf in _leaves(v))]
+    if isinstance(value, float):
+        return [round(value, 9)]
+    return [value]
 
 
 _FRESH = object()  # a row's id that nothing before it named: one the database generated
@@ -313,9 +326,8 @@ class IdMap:
     def _key(self, row: tuple[Any, ...], known: set[uuid.UUID], rename: bool) -> tuple[Any, ...]:
         return tuple(
             _FRESH if isinstance(v, uuid.UUID) and v not in known
-            else (self.ids.get(v, v) if rename and isinstance(v, uuid.UUID) else _frozen(v))
-            for v in row
-            if not isinstance(v, datetime)
+            else (self.ids.get(v, v) if rename and isinstance(v, uuid.UUID) else v)
+            for v in _leaves(row)
         )  # fmt: skip
 
     def match(self, statement: Any, recorded: list[tuple[Any, ...]], now: list[Any]) -> None:
@@ -325,8 +337,8 @@ class IdMap:
                 f"{len(rows)} rows on replay, {len(recorded)} recorded: {statement}"
             )
         # an id in both results is the world's (a generated one never repeats): known as itself
-        found = {v for row in recorded for v in row if isinstance(v, uuid.UUID)}
-        again = {v for row in rows for v in row if isinstance(v, uuid.UUID)}
+        found = {v for row in recorded for v in _leaves(row) if isinstance(v, uuid.UUID)}
+        again = {v for row in rows for v in _leaves(row) if isinstance(v, uuid.UUID)}
         for v in (found & again) - self.known:
             self.known.add(v)
             self.known_now.add(v)
@@ -337,11 +349,11 @@ class IdMap:
             candidates = waiting.get(self._key(was, self.known, True))
             if not candidates:
                 raise AssertionError(f"no replayed row matches {was}: {statement}")
-            fresh_here = any(isinstance(v, uuid.UUID) and v not in self.known for v in was)
+            fresh_here = any(isinstance(v, uuid.UUID) and v not in self.known for v in _leaves(was))
             if fresh_here and len(candidates) > 1:
                 raise AssertionError(f"{len(candidates)} replayed rows match {was}: {statement}")
             got = candidates.pop(0)
-            for a, b in zip(was, got, strict=True):
+            for a, b in zip(_leaves(was), _leaves(got), strict=True):
                 fresh = isinstance(a, uuid.UUID) and a not in self.known
                 if fresh and self.ids.setdefault(a, b) != b:
                     raise AssertionError(f"id {a} replayed as {self.ids[a]} and {b}")
