@@ -17,6 +17,7 @@ from prefect import flow
 from pydantic import Field
 
 from hag.session.outcome import SessionsFailed
+from hag.storage.pool_sizes import MAX_SESSION_WORKERS
 from tasks.checks import run_expectations
 from tasks.runtime import session_end_run_name, use_deployment_database
 from tasks.session import (
@@ -33,7 +34,7 @@ from tasks.session import (
 def session_end_flow(
     batch_size: Annotated[int | None, Field(ge=1, le=100_000)] = None,
     limit: Annotated[int | None, Field(ge=1, le=10_000_000)] = None,
-    workers: Annotated[int, Field(ge=1, le=64)] = 1,
+    workers: Annotated[int, Field(ge=1, le=MAX_SESSION_WORKERS)] = 1,
     check: bool = True,
     retry_failed: bool = False,
 ) -> dict[str, Any]:
@@ -45,8 +46,9 @@ def session_end_flow(
         batch_size: Sessions applied per batch (one task run each), 1 to 100000; empty: the
             session_batch_size dial.
         limit: At most this many sessions, 1 to 10000000; empty: every pending session.
-        workers: Sessions applied concurrently, 1 to 64, each in its own transaction (the
-            result equals some serial order); 1 applies them in ended_at order.
+        workers: Sessions applied concurrently, 1 to 6 (the writers' pool holds 8
+            connections and keeps two free), each in its own transaction (the result equals
+            some serial order); 1 applies them in ended_at order.
         check: Run the data-quality suites after a run that changed the memory.
         retry_failed: First put back to pending the sessions an earlier run failed to apply
             for a reason outside their payload (a database error), once its cause is fixed.

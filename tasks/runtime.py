@@ -17,8 +17,17 @@ DRY_RUN_TAG = "dry-run"
 # A flow's `as_of`: an ISO-8601 date or time (a zone, or none for UTC). Prefect's server checks
 # a parameter against the deployment's schema when a run is created, but not the schema's
 # `format` (its validator is built without a format checker), so the pattern is what refuses
-# "yesterday-ish" there; pydantic parses the value when the run starts.
-ISO_MOMENT = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$"
+# a bad value there: "yesterday-ish", February 30 (or 29 outside a leap year), hour 24, a zone
+# without its minutes, none of which pydantic would parse when the run starts.
+_LEAP_YEAR = r"(\d{2}(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)"
+_ISO_DAY = (
+    r"(\d{4}-(0[13578]|1[02])-(0[1-9]|[12]\d|3[01])"
+    r"|\d{4}-(0[469]|11)-(0[1-9]|[12]\d|30)"
+    r"|\d{4}-02-(0[1-9]|1\d|2[0-8])"
+    rf"|{_LEAP_YEAR}-02-29)"
+)
+_ISO_TIME = r"[Tt ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)?"
+ISO_MOMENT = rf"^{_ISO_DAY}({_ISO_TIME})?$"
 Moment = Annotated[datetime | None, Field(json_schema_extra={"pattern": ISO_MOMENT})]
 
 

@@ -44,6 +44,42 @@ def test_every_flow_is_in_prefect_yaml_and_every_entrypoint_loads():
         assert hasattr(getattr(module, attr), "deploy"), f"{entrypoint} is not a Prefect flow"
 
 
+@pytest.mark.fast
+def test_the_as_of_pattern_refuses_at_run_creation_what_the_run_could_not_parse():
+    """The server checks `as_of` against the pattern alone (no format checker), so the pattern
+    must refuse exactly what pydantic refuses when the run starts: every day of 14 months of
+    31-plus days in common, leap and century years, and times with their zones."""
+    import re
+    from datetime import datetime
+
+    from pydantic import TypeAdapter
+
+    from tasks.runtime import ISO_MOMENT
+
+    parse = TypeAdapter(datetime | None)
+
+    def parses(value: str) -> bool:
+        try:
+            parse.validate_python(value)
+        except ValueError:
+            return False
+        return True
+
+    days = [
+        f"{y}-{m:02d}-{d:02d}"
+        for y in ("2026", "2027", "2028", "1900", "2000", "2100", "2400")
+        for m in range(14)
+        for d in range(33)
+    ]
+    times = ["T00:00", "T23:59", "T24:00", "T12:60", "T12:30:59", "T12:30:60", "t02:30",
+             "T12:30:00.1234567891", " 02:30", "T02:30Z", "T02:30+01", "T02:30+0100",
+             "T02:30+01:00", "T02:30-23:59", "T02:30+24:00", "T02:30+01:60", "T2:30", "x"]  # fmt: skip
+    values = days + [f"2028-02-29{t}" for t in times] + ["yesterday-ish", ""]
+    wrong = [v for v in values if bool(re.match(ISO_MOMENT, v)) != parses(v)]
+    assert not wrong, wrong
+    assert sum(parses(v) for v in days) == 4 * 365 + 3 * 366  # 1900 and 2100 are not leap
+
+
 def test_every_task_declares_the_one_cache_policy():
     """Every Prefect task under tasks/ declares cache_policy=NO_CACHE (tasks/__init__ says
     why): no task relies on, or mixes in, another policy or Prefect's default."""

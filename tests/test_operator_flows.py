@@ -155,6 +155,12 @@ def test_parameter_bounds_refuse_a_bad_value_before_a_run_exists(prefect_harness
                 {"workers": 0},
                 {"workers": 2},
             ),
+            (  # the writers' pool holds 8 connections and keeps two free
+                "session-end",
+                "flows/session_end.py:session_end_flow",
+                {"workers": 7},
+                {"workers": 6},
+            ),
             ("restore", "flows/restore.py:restore_flow", {"run": "no!"}, {"run": "abcd1234"}),
             (
                 "nightly",

@@ -344,3 +344,15 @@ def test_a_lost_connection_marks_the_session_failed_elsewhere_and_stops_the_run(
     db.commit()
     assert process_pending(retry_failed=True).sessions == 1
     assert _traversals(db, e) == 1
+
+
+@pytest.mark.fast
+def test_more_workers_than_the_pool_allows_are_refused_before_any_session():
+    """Each worker holds a writers' pool connection for its batch; a seventh would leave the
+    settings reads beside them waiting on the pool (8 connections), so it is refused by name."""
+    from hag.session import queue
+
+    with pytest.raises(ValueError, match="workers must be 1 to 6 .* got 7"):
+        queue.process_batch(10, workers=7)
+    with pytest.raises(ValueError, match="got 0"):
+        queue.process_batch(10, workers=0)

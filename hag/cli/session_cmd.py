@@ -10,6 +10,7 @@ import click
 
 from hag.cli._common import dispatch, echo_json, json_option, note, prefect_api_url, ready
 from hag.errors import HagError
+from hag.storage.pool_sizes import MAX_SESSION_WORKERS, WRITE_CONNECTIONS
 
 
 @click.command()
@@ -110,11 +111,12 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
 @click.option("--limit", type=click.IntRange(1), help="Stop after this many sessions.")
 @click.option(
     "--workers",
-    type=click.IntRange(1, 6),
+    type=click.IntRange(1, MAX_SESSION_WORKERS),
     default=1,
     show_default=True,
-    help="Concurrent workers, each session still one transaction (at most 6 of the "
-    "pool's 8 connections, so settings reads never starve).",
+    help=f"Concurrent workers, each session still one transaction (at most "
+    f"{MAX_SESSION_WORKERS} of the pool's {WRITE_CONNECTIONS} connections, so settings reads "
+    "never starve).",
 )
 @click.option(
     "--no-prefect",

@@ -253,12 +253,17 @@ def process_batch(
 ) -> ProcessSummary:
     """Apply up to `size` pending sessions, each in its own transaction, with N workers."""
     from hag import settings
-    from hag.storage import db
+    from hag.storage import db, pool_sizes
 
+    if not 1 <= workers <= pool_sizes.MAX_SESSION_WORKERS:
+        raise ValueError(
+            f"workers must be 1 to {pool_sizes.MAX_SESSION_WORKERS} (the writers' pool holds "
+            f"{pool_sizes.WRITE_CONNECTIONS} connections and keeps two free), got {workers}"
+        )
     dials = dials or settings.current()
     caches = caches or Caches()
     budget = _Budget(size)
-    summaries = [ProcessSummary(run_id=run_id) for _ in range(max(1, workers))]
+    summaries = [ProcessSummary(run_id=run_id) for _ in range(workers)]
     start = time.perf_counter()
 
     def work(summary: ProcessSummary) -> None:

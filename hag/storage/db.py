@@ -27,6 +27,7 @@ from psycopg.rows import dict_row
 
 from hag.config import ensure_runtime_dir, get_config
 from hag.errors import ConfigError, MissingExtra
+from hag.storage.pool_sizes import WRITE_CONNECTIONS
 from hag.support import extras
 
 if TYPE_CHECKING:  # both are imported where they are first used: start-up stays light
@@ -364,7 +365,7 @@ def pool() -> ConnectionPool[Conn]:
                 url,
                 connection_class=Conn,
                 min_size=1,
-                max_size=8,
+                max_size=WRITE_CONNECTIONS,
                 kwargs=connection_kwargs(url=url),
                 configure=configure_connection,
                 check=ConnectionPool.check_connection,  # a server restart is met, not raised
