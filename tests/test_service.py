@@ -153,6 +153,20 @@ def test_a_retrieve_without_the_token_is_refused_by_the_application(service):
         assert refused.code == 401 and refused.headers["WWW-Authenticate"] == "Bearer"
 
 
+def test_a_retrieve_without_the_token_is_refused_before_its_body_is_read(service):
+    """A wrong token announcing a gigabyte body, of which only the head is sent: answered 401
+    at once (reading the body first, the service would wait for the gigabyte)."""
+    head = (
+        b"POST /v1/retrieve HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sock:
+        sock.sendall(head + b'{"topic_id": "')
+        ((status, headers, body),) = _answers(sock, 1)
+    assert (status, headers["www-authenticate"]) == (401, "Bearer")
+    assert json.loads(body) == {"detail": "a valid bearer token is required"}
+
+
 @pytest.mark.parametrize("encoder", ["orjson", "stdlib"])
 def test_the_retrieve_answer_is_the_librarys_as_dict(service, monkeypatch, encoder):
     """result_json, with orjson or the standard library, encodes exactly as_dict's values."""

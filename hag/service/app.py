@@ -88,7 +88,7 @@ def create_app(token: str) -> FastAPI:
     def authorised(creds: Credentials) -> None:
         given = creds.credentials.encode() if creds is not None else b""
         if creds is None or not hmac.compare_digest(given, expected):
-            raise Refused(401, ErrorBody(detail="a valid bearer token is required"))
+            raise _unauthorised()
 
     app = Service(
         title="HAG memory service",
@@ -106,8 +106,13 @@ def create_app(token: str) -> FastAPI:
         pool=lambda: app.state.retrieve_pool,
         gate=lambda: app.state.retrieve_gate,
         reply_for=_error_reply,
+        refused=lambda: _error_reply(_unauthorised()),
     )
     return app
+
+
+def _unauthorised() -> Refused:
+    return Refused(401, ErrorBody(detail="a valid bearer token is required"))
 
 
 class Service(FastAPI):

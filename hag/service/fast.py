@@ -24,10 +24,11 @@ protocol (hag/service/wire.py) reads a plain retrieve from the raw bytes with
 `respond` from the loop), without h11 and the ASGI messages; this path
 answers the retrieves that protocol hands on, and every retrieve under another server.
 
-Anything else, and every request this path would refuse (no or a wrong token, a body that
-is not a valid `RetrieveRequest`), goes on to the FastAPI application unchanged (the body
-replayed), which answers it as it always has: the same 401 and 422 lines, one place for
-them. An error of the retrieve itself is answered by the application's own error replies
+A request without the token is answered 401 here, with the application's own reply and
+before its body is read (the application's route would read a body of any size first).
+Anything else, and every request this path would refuse (a body that is not a valid
+`RetrieveRequest`), goes on to the FastAPI application unchanged (the body replayed), which
+answers it as it always has: the same 422 lines, one place for them. An error of the retrieve itself is answered by the application's own error replies
 (`reply_for`), so a 404 or 503 reads the same on either path.
 """
 
@@ -105,7 +106,8 @@ class RetrieveFastPath:
     """An ASGI application: `POST /v1/retrieve` answered here, everything else by `app`.
 
     `token` is the service's bearer token; `pool` the executor the retrieve runs on;
-    `reply_for(exc)` the application's (status, JSON body, headers) for an exception.
+    `reply_for(exc)` the application's (status, JSON body, headers) for an exception;
+    `refused()` its answer to a request without the token (401, challenged).
     """
 
     def __init__(
@@ -116,8 +118,10 @@ class RetrieveFastPath:
         pool: Callable[[], ThreadPoolExecutor],
         gate: Callable[[], Turns],
         reply_for: Callable[[BaseException], tuple[int, bytes, dict[str, str]]],
+        refused: Callable[[], tuple[int, bytes, dict[str, str]]],
     ) -> None:
         self.app = app
+        self._refused = refused
         self._authorisation = b"Bearer " + token.encode()
         self._pool = pool
         self._gate = gate
@@ -133,11 +137,14 @@ class RetrieveFastPath:
                 authorisation = value
             elif name == b"content-type":
                 content_type = value
+        if not hmac.compare_digest(authorisation, self._authorisation):
+            # refused before a byte of the body is read: a caller without the token never
+            # makes the service hold its body (the application's route would read it whole)
+            await self._send(send, *self._refused())
+            return
         body = await _body(receive)
         request = None
-        if hmac.compare_digest(authorisation, self._authorisation) and (
-            not content_type or content_type.split(b";")[0].strip().lower() == JSON
-        ):
+        if not content_type or content_type.split(b";")[0].strip().lower() == JSON:
             try:
                 request = RetrieveRequest.model_validate_json(body)
             except PydanticError:
@@ -145,7 +152,10 @@ class RetrieveFastPath:
         if request is None:  # the application answers it (401, 422) as it answers any other
             await self.app(scope, _replay(body, receive), send)
             return
-        status, payload, headers = await self.respond(request)
+        await self._send(send, *await self.respond(request))
+
+    @staticmethod
+    async def _send(send: Send, status: int, payload: bytes, headers: dict[str, str]) -> None:
         raw = [(b"content-type", JSON), (b"content-length", str(len(payload)).encode())]
         raw += [(k.lower().encode(), v.encode()) for k, v in headers.items()]
         await send({"type": "http.response.start", "status": status, "headers": raw})
