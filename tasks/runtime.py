@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -141,3 +144,28 @@ def require_database_in_deployment() -> None:
     from hag.storage import db
 
     db.refuse_embedded(f"a flow run of deployment {deployment.name or deployment.id}")
+
+
+class _ToRunLogger(logging.Handler):
+    """Hands a library logger's records to the run's logger, so they show in the run's log."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.run_logger = get_run_logger()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.run_logger.log(record.levelno, "%s", record.getMessage())
+
+
+@contextmanager
+def library_logs_in_run(name: str = "hag") -> Iterator[None]:
+    """While a task calls into the library, what its loggers (`name` and below: the read
+    path's index upkeep logs a skipped build there) say goes to the run's log too, where an
+    operator reads the run; outside a run they log as before."""
+    handler = _ToRunLogger()
+    logger = logging.getLogger(name)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)

@@ -29,6 +29,7 @@ from hag.nightly.sweeps import (
     render_markdown,
     run_nightly,
 )
+from tasks.runtime import library_logs_in_run
 
 FORECAST_KEY = "nightly-cull-forecast"
 
@@ -207,7 +208,8 @@ def build_topic_indexes() -> list[str]:
     from hag.retrieval import ann
 
     started = time.perf_counter()
-    built = ann.nightly_upkeep()
+    with library_logs_in_run():  # a build skipped or refused is said in the run's log
+        built = ann.nightly_upkeep()
     get_run_logger().info(
         "topic search indexes: %s (%.2f s)",
         ", ".join(built) or "none",

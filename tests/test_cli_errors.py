@@ -71,6 +71,7 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
         (["history"], 2, "give exactly one"),
         (["history", "abc"], 1, "too short"),
         (["history", "ffffeeee"], 1, "no entry or edge 'ffffeeee'"),
+        (["history", MISSING, "--limit", "3000000000"], 1, "--limit"),  # past an integer
     ],
     "explain": [
         (["explain", NOT_AN_ID], 1, NOT_AN_ID),
@@ -80,6 +81,7 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
     ],
     "runs": [
         (["runs", "--limit", "0"], 1, "--limit"),
+        (["runs", "--limit", "2147483648"], 1, "--limit"),
         (["runs", "extra"], 2, "unexpected extra argument"),
     ],
     "learner export": [

@@ -124,3 +124,23 @@ def test_a_retrieve_and_a_write_after_a_database_restart_succeed(own_server):
         retrieval.retrieve("cryptography", "ada", f"after the restart, question {i}")
         with hdb.pool().connection() as conn:
             assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+
+
+def test_the_nightly_task_says_a_skipped_upkeep_in_its_runs_log(
+    db, transaction_pooling, prefect_harness
+):
+    """The upkeep's warning (a plain library logger) reaches the run's log on the server,
+    where an operator reads the nightly run, not only the worker's console."""
+    from prefect import flow
+
+    from tasks.sweeps import build_topic_indexes
+    from tests.test_operator_flows import _logs
+
+    @flow(name="upkeep-log-probe")
+    def probe() -> list[str]:
+        return build_topic_indexes()
+
+    state = probe(return_state=True)
+    assert state.is_completed() and state.result() == []
+    lines = _logs(state.state_details.flow_run_id, "skipped")
+    assert any("HAG_DIRECT_DATABASE_URL" in line and "skipped" in line for line in lines), lines

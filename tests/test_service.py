@@ -558,6 +558,17 @@ def test_an_edge_is_explained_by_its_id_prefix(client, db):
         client.explain_edge(str(entry))
 
 
+def test_an_explain_limit_out_of_range_is_refused_by_name(service, db):
+    """`limit` 0 or past a PostgreSQL integer: 422 naming it (the second was a 503, "integer
+    out of range", a server fault for a caller's value)."""
+    edge = db.execute("SELECT id FROM hag_edges ORDER BY id LIMIT 1").fetchone()["id"]
+    for limit in (0, 3_000_000_000):
+        status, body = raw(service, "GET", f"/v1/edges/{edge}/explain?limit={limit}")
+        assert (status, body["field"]) == (422, "limit"), body
+        assert body["detail"] == "limit: must be 1 to 2147483647"
+    assert raw(service, "GET", f"/v1/edges/{edge}/explain?limit=2")[0] == 200
+
+
 def test_a_prerequisite_is_explained_with_its_terms_under_the_units_rule(client, db):
     """Under the evidence profile a learned prerequisite's explanation carries the units
     rule's terms, their result equal to the stored confidence (as `hag explain` prints);

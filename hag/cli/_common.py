@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from hag.storage.schema import PG_INT_MAX
 from hag.support.jsonkeys import to_jsonable
 
 # Data printed as JSON: any shape a command returns (rows, summaries, lists of them). The
@@ -106,3 +107,6 @@ class Timestamp(click.ParamType[datetime]):
 
 
 TIMESTAMP = Timestamp()
+# A count of rows or sessions: at least 1, at most what a PostgreSQL integer holds (a larger
+# one is refused here by name, not by the database as "integer out of range").
+COUNT = click.IntRange(1, PG_INT_MAX)

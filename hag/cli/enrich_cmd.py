@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from hag.cli._common import TIMESTAMP, dispatch, echo_json, json_option, note, ready
+from hag.cli._common import COUNT, TIMESTAMP, dispatch, echo_json, json_option, note, ready
 
 
 def _edge(p: dict[str, Any]) -> str:  # a proposal as JSON
@@ -19,7 +19,7 @@ def _edge(p: dict[str, Any]) -> str:  # a proposal as JSON
 @click.option("--topic", help="Only orphans of this topic (default: every topic).")
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=COUNT,
     help="At most this many orphans (default: the enrichment_default_limit dial).",
 )
 @click.option(

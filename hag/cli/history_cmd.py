@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from hag.cli._common import echo_json, json_option, note, ready
+from hag.cli._common import COUNT, echo_json, json_option, note, ready
 
 
 @click.command()
@@ -12,7 +12,7 @@ from hag.cli._common import echo_json, json_option, note, ready
 @click.option("--after-session", "session_id", help="The whole memory right after this session.")
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=COUNT,
     help="With ENTITY_ID: the newest events shown (default: the history_default_limit dial).",
 )
 @json_option

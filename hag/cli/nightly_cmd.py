@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from hag.cli._common import (
+    COUNT,
     TIMESTAMP,
     dispatch,
     echo_json,
@@ -134,7 +135,7 @@ def audit() -> None:
     "run_id",
     help="Only edges culled by this run: its id, a unique prefix, or the ending listings print.",
 )
-@click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
+@click.option("--limit", type=COUNT, help="At most this many rows.")
 @json_option
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV (every column) instead of a table.")
 def culled(

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from hag.cli._common import echo_json, json_option, ready
+from hag.cli._common import COUNT, echo_json, json_option, ready
 
 
 def counts(summary: dict[str, Any] | None) -> str:
@@ -27,7 +27,7 @@ def counts(summary: dict[str, Any] | None) -> str:
 @click.option("--kind", help="Only runs of this kind (nightly, session_end, enrichment, restore).")
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=COUNT,
     help="The newest this many runs (default: the runs_default_limit dial).",
 )
 @json_option

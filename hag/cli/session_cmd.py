@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from hag.cli._common import dispatch, echo_json, json_option, note, prefect_api_url, ready
+from hag.cli._common import COUNT, dispatch, echo_json, json_option, note, prefect_api_url, ready
 from hag.errors import HagError
 from hag.storage.pool_sizes import MAX_SESSION_WORKERS, WRITE_CONNECTIONS
 
@@ -20,7 +20,7 @@ from hag.storage.pool_sizes import MAX_SESSION_WORKERS, WRITE_CONNECTIONS
 )
 @click.option(
     "--limit",
-    type=click.IntRange(1),
+    type=COUNT,
     default=50,
     show_default=True,
     help="Rows --quarantined lists.",
@@ -105,10 +105,8 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
 
 
 @click.command("process-sessions")
-@click.option(
-    "--batch-size", type=click.IntRange(1), help="Sessions per batch (dial session_batch_size)."
-)
-@click.option("--limit", type=click.IntRange(1), help="Stop after this many sessions.")
+@click.option("--batch-size", type=COUNT, help="Sessions per batch (dial session_batch_size).")
+@click.option("--limit", type=COUNT, help="Stop after this many sessions.")
 @click.option(
     "--workers",
     type=click.IntRange(1, MAX_SESSION_WORKERS),

@@ -48,6 +48,7 @@ from hag.service.models import (
     SessionState,
 )
 from hag.storage import db
+from hag.storage.schema import PG_INT_MAX
 
 log = logging.getLogger("hag.service")
 
@@ -187,8 +188,8 @@ def _routes(app: FastAPI) -> None:
 
         `limit`: events shown, the newest (default: the history_default_limit dial).
         """
-        if limit is not None and limit < 1:
-            raise Refused(422, ErrorBody(detail="limit: must be at least 1", field="limit"))
+        if limit is not None and not 1 <= limit <= PG_INT_MAX:
+            raise Refused(422, ErrorBody(detail=f"limit: must be 1 to {PG_INT_MAX}", field="limit"))
         return _explain(edge_id, limit)
 
     @app.get(

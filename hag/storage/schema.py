@@ -11,3 +11,6 @@ from __future__ import annotations
 EDGE_TYPES = ("prerequisite", "fallback", "leads_to", "related", "supersedes")
 # The provenance classes the code writes (hag_edges.source_type admits any slug).
 KNOWN_SOURCE_TYPES = ("seed", "learned", "enriched")
+# The largest value of a PostgreSQL `integer` (a LIMIT, a count bound as ::integer): a larger
+# count given by a caller is refused by name before it reaches the database.
+PG_INT_MAX = 2**31 - 1
