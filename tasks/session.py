@@ -33,6 +33,9 @@ def retry_failed_sessions() -> int:
 
 def process_sessions(batch_size: int | None, limit: int | None, workers: int) -> ProcessSummary:
     """One recorded run (hag_runs, linked to this flow run), each batch a task run."""
+    from hag.vectors.embeddings import describe, get_embedder
+
+    get_run_logger().info("%s", describe(get_embedder()))  # the offline default says so
     total = process_pending(
         batch_size,
         limit,

@@ -763,7 +763,8 @@ def test_the_core_client_imports_no_web_framework():
 
 
 def test_hag_service_stops_on_sigterm_leaving_no_connection(service, database_url, db):
-    """`hag service` answers, then SIGTERM: exit 0 within seconds, no session of it left."""
+    """`hag service` says its embedder, answers, then SIGTERM: exit 0 within seconds, no
+    session of it left."""
     port, tag = free_port(), "hag-svc-" + uuid.uuid4().hex[:12]
     env = {
         **os.environ,
@@ -795,6 +796,8 @@ def test_hag_service_stops_on_sigterm_leaving_no_connection(service, database_ur
         assert db.execute(sessions, (tag,)).fetchone()["n"] > 0
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0, proc.stderr.read() if proc.stderr else ""
+        said = proc.stderr.read().decode() if proc.stderr else ""
+        assert "embedder: " in said, said  # which embedder it serves with (offline: says so)
     finally:
         if proc.poll() is None:
             proc.kill()

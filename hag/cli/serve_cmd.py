@@ -162,6 +162,16 @@ def set_source_variables(
     return wanted
 
 
+def deployments() -> list[str]:
+    """The deployments prefect.yaml names, in its order."""
+    import yaml
+
+    return [
+        d["name"]
+        for d in yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text())["deployments"]
+    ]
+
+
 def deploy_all(env: dict[str, str]) -> str:
     """`prefect deploy --all` from the repository root (reads prefect.yaml)."""
     return _run(env, _prefect("--no-prompt", "deploy", "--all"), "prefect deploy --all", 300)
@@ -374,7 +384,7 @@ def serve(port: int, home: Path | None, no_worker: bool) -> None:
                 worker = start_worker(env, log=worker_log)
                 started.append(worker)
         click.echo(
-            f"Prefect UI: http://127.0.0.1:{port}  (deployments: session-end, nightly, enrichment, restore)"
+            f"Prefect UI: http://127.0.0.1:{port}  (deployments: {', '.join(deployments())})"
         )
         click.echo(f"In another shell: export PREFECT_API_URL=http://127.0.0.1:{port}/api")
         click.echo(

@@ -46,6 +46,9 @@ def service(host: str | None, port: int | None) -> None:
             lifespan="on",
         )
     )
+    from hag.vectors.embeddings import announce
+
+    announce()  # which embedder the service embeds with (the offline default says so)
     note(f"hag service: listening on {at} (SIGTERM or Ctrl-C stops it)")
     server.run()
 

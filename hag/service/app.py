@@ -229,7 +229,7 @@ async def _read_body(request: Request, limit: int) -> Any:
 def _ingest(raw: Any) -> SessionState:
     from hag.session.ingest import ingest_payload
 
-    with db.connect() as conn:
+    with db.pool().connection() as conn:  # the writers' pool bounds the service's writers
         result = ingest_payload(conn, raw, source="service")
         conn.commit()  # a refusal is kept in the quarantine, as `hag ingest` keeps it
     if result.quarantined:
@@ -249,7 +249,7 @@ def _explain(text: str, limit: int | None) -> EdgeExplanation:
     from hag.evidence.explain import edge_terms
     from hag.storage.history import explain_edge
 
-    with db.connect() as conn:
+    with db.pool().connection() as conn:
         dials = settings.load(conn)
         shown = limit or dials.history_default_limit
         key, edge, events = explain_edge(conn, text, shown)
