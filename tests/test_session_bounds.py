@@ -123,6 +123,23 @@ def test_a_queued_session_over_a_lowered_dial_is_rejected_when_applied(db, topic
     assert "session_max_observations" in summary.rejected[0]["reason"]
 
 
+def test_a_rejected_sessions_successes_are_no_evidence(db, topic, dials):
+    """A session rejected when applied leaves nothing of it as evidence: the success ingest
+    recorded for it (which marks its concept shown, so the learner's later struggles naming
+    it would be dropped) goes with the rejection; another session's stays."""
+    body = payload(
+        "big", [turn(0, outcome="success", concepts=["rsa"], observations=_observations(4))]
+    )
+    kept = payload("small", [turn(0, outcome="success", concepts=["x509"])])
+    assert all(r.accepted for r in ingest(db, body, kept))
+    count = "SELECT session_id FROM hag_learner_successes ORDER BY session_id"
+    assert [r["session_id"] for r in db.execute(count)] == ["big", "small"]
+    dials(session_max_observations=3)
+    summary = process_pending()
+    assert (summary.sessions, summary.rejects) == (1, 1)
+    assert [r["session_id"] for r in db.execute(count)] == ["small"]
+
+
 def test_the_simulators_and_the_benchmarks_sessions_fit_the_default_dials():
     """The defaults admit the payload sizes the simulator and the benchmark send, many times."""
     from bench.bench_sessions import TURNS

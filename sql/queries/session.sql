@@ -285,11 +285,21 @@ RETURNING applied_seq
 
 -- name: reject_session
 -- A session that passed ingest but cannot be applied: rejected with the reason; the caller
--- copies the payload returned here to the quarantine for review. Nothing of it was applied.
-UPDATE hag_sessions SET status = 'rejected', processed_at = now(), run_id = %(run_id)s,
-                        reject_reason = %(reason)s
-WHERE session_id = %(session_id)s AND status = 'pending'
-RETURNING session_id, payload::text AS payload_text
+-- copies the payload returned here to the quarantine for review. Nothing of it was applied,
+-- so nothing of it stays as evidence either: the successes and bridged concepts ingest
+-- wrote for it (which would mark concepts shown and withhold other sessions' reports) go in
+-- the same statement.
+WITH rejected AS (
+    UPDATE hag_sessions SET status = 'rejected', processed_at = now(), run_id = %(run_id)s,
+                            reject_reason = %(reason)s
+    WHERE session_id = %(session_id)s AND status = 'pending'
+    RETURNING session_id, payload::text AS payload_text
+), successes AS (
+    DELETE FROM hag_learner_successes s USING rejected r WHERE s.session_id = r.session_id
+), bridged AS (
+    DELETE FROM hag_learner_bridged b USING rejected r WHERE b.session_id = r.session_id
+)
+SELECT session_id, payload_text FROM rejected
 
 -- name: fail_session
 -- A session that could not be applied for a reason outside its payload (hag/session/outcome.py):
