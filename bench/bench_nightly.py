@@ -22,6 +22,12 @@ run in a child process as `hag check` runs them, so its wall time includes impor
 Expectations and its peak resident memory is theirs alone. Baseline, same run, same rows:
 one `count(v.*)` pass over each quality view, which builds every column of every row once.
 
+Every learned edge carries `HAG_BENCH_NIGHTLY_REPORTS` learner reports (default 1, the
+evidence profile's shape: a learned edge is made by a learner's report; 0 gives the shape
+measured before 2026-12-05, edges without reports): the cull copies a culled edge's
+reports beside its audit row and takes them out of the kept sums in its own statement, and
+the bare DELETE does neither, so the cull's ratio includes that price.
+
 `HAG_BENCH_NIGHTLY_DIR=/some/folder` keeps the database there instead of a temporary folder;
 run again on the same folder, it finds the swept memory and measures the suites alone (the
 load takes minutes at 1M + 1M, the suites seconds), so they can be measured more than once.
@@ -45,6 +51,8 @@ from bench.figures import record
 
 ROWS = int(os.environ.get("HAG_BENCH_ROWS", "1000000"))
 SHARED_BUFFERS = os.environ.get("HAG_BENCH_NIGHTLY_SHARED_BUFFERS", "1GB")
+REPORTS = int(os.environ.get("HAG_BENCH_NIGHTLY_REPORTS", "1"))
+PROFILE = os.environ.get("HAG_BENCH_NIGHTLY_PROFILE", "seed")
 AS_OF = datetime(2026, 11, 30, 2, 30, tzinfo=UTC)
 TARGET_SECONDS = 60.0
 SUITES_TARGET_SECONDS = 10.0
@@ -83,12 +91,14 @@ FROM generate_series(1, %(n)s) AS i
 """
 
 # Edge i goes from entry i to entry i + 2 + (i mod 1000): unique identities, no self-loops.
-# Provenance 20% seed, 60% learned, 20% enriched; half below 0.35; 70% never traversed;
+# Provenance 20% seed, 60% learned (prerequisites, the type learner reports name most),
+# 20% enriched; half below 0.35; 70% never traversed;
 # created over the last 400 days (about 78% at least 90 days old).
 LOAD_EDGES = """
 INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, hit_count,
                        source_type, traversal_count, created_at, updated_at)
-SELECT s.id, t.id, 'related', 0.05 + random() * 0.6, 1,
+SELECT s.id, t.id, CASE WHEN n.i %% 5 IN (1, 2, 3) THEN 'prerequisite' ELSE 'related' END,
+       0.05 + random() * 0.6, 1,
        (ARRAY['seed', 'learned', 'learned', 'learned', 'enriched'])[1 + (n.i %% 5)],
        CASE WHEN random() < 0.7 THEN 0 ELSE 1 + (random() * 5)::int END,
        n.at, n.at
@@ -96,6 +106,18 @@ FROM (SELECT i, %(as_of)s - random() * interval '400 days' AS at
       FROM generate_series(1, %(n)s) AS i) AS n
 JOIN numbered s ON s.n = n.i
 JOIN numbered t ON t.n = (n.i + 1 + (n.i %% 1000)) %% %(n)s + 1
+"""
+
+# Each learned edge's learner reports (`REPORTS` each, learners among 5,000): under the
+# evidence profile a learned edge is made by a learner's report, and the cull copies its
+# reports beside its audit row and takes them out of the kept sums. Written with the
+# triggers on, so the sums the cull updates are there.
+LOAD_REPORTS = """
+INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, share, reported_at)
+SELECT e.id, 's-' || g || '-' || e.id, 'learner-' || abs(hashtext(e.id::text || g)) %% 5000,
+       1, 1, e.created_at
+FROM hag_edges e CROSS JOIN generate_series(1, %(reports)s) AS g
+WHERE e.source_type = 'learned'
 """
 
 # The cull rule written out as a bare DELETE (no audit, no report), its values bound from the
@@ -144,12 +166,22 @@ def _load(conn, n: int) -> None:
     conn.execute("CREATE INDEX ON numbered (n)")
     conn.execute(LOAD_EDGES, params)
     conn.execute("SET session_replication_role = origin")
+    reports = conn.execute(LOAD_REPORTS, {"reports": REPORTS}).rowcount if REPORTS else 0
+    if PROFILE != "seed":  # its dials only: the stored confidences stay the load's
+        from hag import settings
+
+        settings.apply_profile(conn, PROFILE, by="bench")
     conn.commit()
     conn.autocommit = True
     conn.execute("VACUUM ANALYZE hag_entries")
     conn.execute("VACUUM ANALYZE hag_edges")
+    conn.execute("VACUUM ANALYZE hag_edge_learner_reports")
     conn.autocommit = False
-    print(f"loaded {n:,} entries and {n:,} edges in {time.perf_counter() - t:.1f} s", flush=True)
+    print(
+        f"loaded {n:,} entries, {n:,} edges and {reports:,} learner reports "
+        f"in {time.perf_counter() - t:.1f} s",
+        flush=True,
+    )
 
 
 def _backend_cpu(conn) -> float:
@@ -199,14 +231,24 @@ def _checkpoint(conn) -> None:
     conn.autocommit = False
 
 
-def _bare_delete(conn) -> tuple[float, int]:
+def _bare_delete(conn, *, with_reports: bool = False) -> tuple[float, int]:
+    """The cull's rows deleted bare (no trigger, so no audit), rolled back: the edges, or the
+    edges and their learner reports (what the cull removes, nothing kept beside it)."""
     conn.execute("SET LOCAL session_replication_role = replica")  # no audit trigger: bare
     from hag import settings  # after DATABASE_URL is set
     from hag.nightly import sweeps
 
     params = sweeps.sweep_parameters(settings.load(conn), AS_OF, uuid.uuid4())
+    statement = BARE_DELETE
+    if with_reports:
+        statement = (
+            f"WITH gone AS ({BARE_DELETE} RETURNING id), reports AS ("
+            "DELETE FROM hag_edge_learner_reports r USING gone WHERE r.edge_id = gone.id) "
+            "SELECT count(*) AS n FROM gone"
+        )
     t = time.perf_counter()
-    deleted = conn.execute(BARE_DELETE, params).rowcount
+    cursor = conn.execute(statement, params)
+    deleted = cursor.fetchone()["n"] if with_reports else cursor.rowcount
     seconds = time.perf_counter() - t
     conn.rollback()
     return seconds, deleted
@@ -301,6 +343,10 @@ def main() -> None:
             cpu = _backend_cpu(conn)
             bare_seconds, bare_rows = _bare_delete(conn)
             bare_cpu = _backend_cpu(conn) - cpu
+            _checkpoint(conn)
+            cpu = _backend_cpu(conn)
+            with_reports_seconds, _ = _bare_delete(conn, with_reports=True)
+            with_reports_cpu = _backend_cpu(conn) - cpu
             forecast = sweeps.sweep(conn, as_of=AS_OF, dry_run=True)
             _checkpoint(conn)
             cpu = _backend_cpu(conn)
@@ -308,6 +354,12 @@ def main() -> None:
                 summary = sweeps.sweep(conn, as_of=AS_OF)
             sweep_cpu = _backend_cpu(conn) - cpu
             audited = conn.execute("SELECT count(*) AS n FROM hag_edge_audit").fetchone()["n"]
+            kept_reports = conn.execute(
+                "SELECT count(*) AS n FROM hag_edge_audit_reports"
+            ).fetchone()["n"]
+            learned_culled = conn.execute(
+                "SELECT count(*) AS n FROM hag_edge_audit WHERE source_type = 'learned'"
+            ).fetchone()["n"]
             conn.rollback()
         assert 0 < summary.culled == bare_rows == forecast.culled == audited, (
             summary.culled,
@@ -315,10 +367,12 @@ def main() -> None:
             forecast.culled,
             audited,
         )
+        assert kept_reports == REPORTS * learned_culled, (kept_reports, learned_culled)
         steps = ", ".join(f"{k} {v:.1f} s" for k, v in summary.step_seconds.items())
         print(
             f"rows: {ROWS:,} entries + {ROWS:,} edges; culled {summary.culled:,} edges "
-            f"(audited {audited:,}), promoted {summary.promotions:,}, archived {summary.archived:,}"
+            f"(audited {audited:,}, their {kept_reports:,} learner reports kept beside them), "
+            f"promoted {summary.promotions:,}, archived {summary.archived:,}"
         )
         print(f"nightly sweep (one transaction, audited): {summary.seconds:6.2f} s   [{steps}]")
         print(f"dry run of the same sweep:                 {forecast.seconds:6.2f} s")
@@ -332,6 +386,11 @@ def main() -> None:
         cull_cpu_ratio = step_cpu["cull"] / max(bare_cpu, 0.01)
         print(f"ratio audited cull step / bare DELETE:     {cull / bare_seconds:6.1f}x")
         print(
+            f"baseline: bare DELETE of the edges and their reports: {with_reports_seconds:.2f} s; "
+            f"audited cull / it: {cull / with_reports_seconds:.1f}x, server CPU "
+            f"{step_cpu['cull'] / max(with_reports_cpu, 0.01):.1f}x"
+        )
+        print(
             "server CPU by step: "
             + ", ".join(f"{k} {v:.2f} s" for k, v in step_cpu.items() if v >= 0.005)
             + f"; audited cull / bare DELETE: {cull_cpu_ratio:.1f}x"
@@ -340,7 +399,7 @@ def main() -> None:
         print(f"target {TARGET_SECONDS:.0f} s: {verdict} ({summary.seconds:.1f} s)", flush=True)
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         print(f"server shared_buffers: {SHARED_BUFFERS}", flush=True)
-        if ROWS == 1_000_000:  # the recorded figures are the 1M + 1M run's
+        if ROWS == 1_000_000 and REPORTS == 1:  # the recorded figures are this shape's
             _record(summary, bare_seconds)
             record("nightly.sweep_server_cpu_seconds", sweep_cpu)
             record("nightly.cull_cpu_over_bare_delete_cpu", cull_cpu_ratio)

@@ -920,3 +920,21 @@ def test_a_pair_learned_again_resumes_the_reports_of_its_culled_edge(db, units, 
         (hashing,),
     ).fetchone()["n"]
     assert kept == 1
+
+
+@pytest.mark.fast
+def test_the_history_rows_terms_are_asdicts_terms():
+    """The re-weigh writes each move's terms as `asdict` would give them (its own shallow
+    copy is faster), the nested terms of an enriched edge read as a learned one's included."""
+    from dataclasses import asdict, fields
+
+    from hag.evidence import model, reweigh
+
+    def filled(**given):
+        names = [f.name for f in fields(model.EvidenceTerms)]
+        return model.EvidenceTerms(**{n: given.get(n, float(i)) for i, n in enumerate(names)})
+
+    inner = filled(as_learned=None, reversal=(1, 2))
+    outer = filled(as_learned=inner)
+    assert reweigh._shallow(outer) == asdict(outer)
+    assert reweigh._shallow(outer)["as_learned"] == asdict(inner)

@@ -75,6 +75,7 @@ MIGRATION_ONLY = {
     "hag_entry_search_restate": "the search copy trigger's update in place by probe (storage)",
     "hag_edge_reports_cascade": "a trigger function: the learner reports' foreign key",
     "hag_edge_report_names_edge": "a trigger function: the learner reports' foreign key",
+    "hag_edge_audit_reports_cascade": "a trigger function: the kept reports' foreign key",
     "hag_edge_units_keep": "a trigger function: the per-learner totals kept with the reports",
     "hag_edge_prior_from_provenance": "a trigger function: an edge's prior, set on insert",
 }

@@ -172,3 +172,24 @@ def test_one_statement_that_keeps_moves_adds_and_drops_rows(db):
         "topic:t2": [moved],
     }
     db.rollback()
+
+
+def test_deleting_audit_rows_takes_their_kept_reports_and_only_theirs(db):
+    """Migration 222: the kept reports' foreign key as a statement trigger. Two culled edges'
+    reports are kept beside their audit rows with the sums dropped; deleting one audit row
+    takes its two kept reports, the other's stays, and TRUNCATE takes the rest."""
+    a, b, c = (f.entry(db) for _ in range(3))
+    one, two = f.edge(db, a, b), f.edge(db, b, c)
+    for edge_id, session in ((one, "s1"), (one, "s2"), (two, "s1")):
+        db.execute(REPORT, (edge_id, session))
+    db.execute("DELETE FROM hag_edges WHERE id = ANY(%s)", ([one, two],))
+    sums = "SELECT (SELECT count(*) FROM hag_edge_learner_units) + (SELECT count(*) FROM hag_edge_units) AS n"
+    assert db.execute(sums).fetchone()["n"] == 0
+    kept = "SELECT a.edge_id, r.session_id FROM hag_edge_audit_reports r JOIN hag_edge_audit a USING (audit_id)"
+    assert {(r["edge_id"], r["session_id"]) for r in db.execute(kept)} == {
+        (one, "s1"), (one, "s2"), (two, "s1")}  # fmt: skip
+    db.execute("DELETE FROM hag_edge_audit WHERE edge_id = %s", (one,))
+    left = db.execute("SELECT count(*) AS n FROM hag_edge_audit_reports").fetchone()["n"]
+    assert left == 1
+    db.execute("TRUNCATE hag_edge_audit")
+    assert db.execute("SELECT count(*) AS n FROM hag_edge_audit_reports").fetchone()["n"] == 0

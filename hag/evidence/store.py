@@ -292,13 +292,13 @@ def set_edge_confidences(
     if said and terms is not None:
         conn.execute(
             query("evidence", "record_history_terms"),
-            {"at": at, "ids": said, "terms": [_json(terms[i]) for i in said]},
+            {"at": at, "terms": json.dumps({str(i): _finite(terms[i]) for i in said})},
         )
     return len(moved)
 
 
-def _json(terms: Mapping[str, Any]) -> str:
-    """The terms as JSON (jsonb has no infinity: a non-finite number is null)."""
-    return json.dumps(
-        {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in terms.items()}
-    )
+def _finite(terms: Mapping[str, Any]) -> dict[str, Any]:
+    """The terms as JSON takes them (jsonb has no infinity: a non-finite number is null)."""
+    return {
+        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in terms.items()
+    }

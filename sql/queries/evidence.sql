@@ -93,16 +93,41 @@ WITH touched AS (
     SELECT o.source_entry_id, sum(o.units) AS units
     FROM judged o
     GROUP BY o.source_entry_id
+), sup AS MATERIALIZED (
+    -- per touched edge c -> m: the reports on c naming an x with a walked x -> m, unless a
+    -- walked x -> c holds x to build on c; grouped once (per edge, a nightly's thousands of
+    -- edges each scanned every report of the family)
+    SELECT f.id, sum(o.hit_count) AS hits, sum(o.units) AS units
+    FROM family f
+    JOIN judged o ON o.source_entry_id = f.source_entry_id
+    JOIN hag_edges via ON via.source_entry_id = o.target_entry_id
+                      AND via.target_entry_id = f.target_entry_id
+                      AND via.edge_type = 'prerequisite'
+                      AND via.confidence >= %(edge_min_confidence)s
+    WHERE f.id IN (SELECT id FROM touched)
+      AND NOT EXISTS (SELECT 1 FROM hag_edges rv
+                       WHERE rv.source_entry_id = o.target_entry_id
+                         AND rv.target_entry_id = f.source_entry_id
+                         AND rv.edge_type = 'prerequisite'
+                         AND rv.confidence >= %(edge_min_confidence)s)
+    GROUP BY f.id
+), graphs AS MATERIALIZED (
+    -- the concepts of each topic graph the family's sources sit in, counted once per graph
+    -- (per edge, a nightly's thousands of edges counted a large topic's entries each time)
+    SELECT z.topic_id, z.visibility_scope,
+           (SELECT count(DISTINCT t.concept_slug)
+              FROM hag_entries t
+             WHERE t.topic_id = z.topic_id AND t.visibility_scope = z.visibility_scope
+               AND t.concept_slug <> '_unanchored_' AND t.maturity <> 'archived') AS n_concepts
+    FROM (SELECT DISTINCT s.topic_id, s.visibility_scope
+          FROM family f JOIN hag_entries s ON s.id = f.source_entry_id) z
 )
 SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior_confidence,
        f.concept_reports,
-       (SELECT count(DISTINCT t.concept_slug)
-          FROM hag_entries t
-         WHERE t.topic_id = s.topic_id AND t.visibility_scope = s.visibility_scope
-           AND t.concept_slug <> '_unanchored_' AND t.maturity <> 'archived') AS n_concepts,
+       g.n_concepts,
        r.hit_count AS reverse_hits, r.source_type AS reverse_source_type,
        r.confidence AS reverse_confidence,
-       sup.hits AS support_hits, sup.units AS support_units,
+       COALESCE(sup.hits, 0) AS support_hits, COALESCE(sup.units, 0) AS support_units,
        fu.units, fu.learners, fu.concept_units, cl.learners AS concept_learners,
        f.unattributed,
        COALESCE(ru.units, 0) AS reported_units,
@@ -115,6 +140,7 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior
        COALESCE(wd.sessions, 0) AS withdrawn
 FROM family f
 JOIN hag_entries s ON s.id = f.source_entry_id
+JOIN graphs g ON g.topic_id = s.topic_id AND g.visibility_scope = s.visibility_scope
 LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
                      AND r.target_entry_id = f.source_entry_id AND r.edge_type = 'prerequisite'
 LEFT JOIN reversals rs ON rs.source_entry_id = f.source_entry_id
@@ -125,20 +151,7 @@ LEFT JOIN hag_concept_failures cf ON cf.source_entry_id = f.source_entry_id
 LEFT JOIN hag_shown_exposures sx ON sx.source_entry_id = f.source_entry_id
                                 AND sx.target_entry_id = f.target_entry_id
 LEFT JOIN hag_edge_withdrawn wd ON wd.edge_id = f.id
-CROSS JOIN LATERAL (
-    SELECT COALESCE(sum(o.hit_count), 0) AS hits, COALESCE(sum(o.units), 0) AS units
-    FROM judged o
-    JOIN hag_edges via ON via.source_entry_id = o.target_entry_id
-                      AND via.target_entry_id = f.target_entry_id
-                      AND via.edge_type = 'prerequisite'
-                      AND via.confidence >= %(edge_min_confidence)s
-    WHERE o.source_entry_id = f.source_entry_id
-      AND NOT EXISTS (SELECT 1 FROM hag_edges rv
-                       WHERE rv.source_entry_id = o.target_entry_id
-                         AND rv.target_entry_id = f.source_entry_id
-                         AND rv.edge_type = 'prerequisite'
-                         AND rv.confidence >= %(edge_min_confidence)s)
-) sup
+LEFT JOIN sup ON sup.id = f.id
 WHERE f.id IN (SELECT id FROM touched)
 ORDER BY f.id
 
@@ -315,8 +328,10 @@ ORDER BY source_entry_id
 -- The formula's terms of each re-weighed edge whose confidence moved, on the history row the
 -- move just wrote (the edge's latest row at this moment: the edge is locked, so no other
 -- writer's row of it comes between): the terms `hag explain EDGE --json` prints (migration 212).
+-- The terms come as one JSON object keyed by edge id (one document, not an array of them).
 UPDATE hag_confidence_history h
 SET terms = c.terms
-FROM unnest(%(ids)s::uuid[], %(terms)s::jsonb[]) AS c (id, terms)
+FROM jsonb_each(%(terms)s::jsonb) AS c (id, terms)
 WHERE h.history_id = (SELECT max(x.history_id) FROM hag_confidence_history x
-                      WHERE x.entity_id = c.id AND x.entity_kind = 'edge' AND x.at = %(at)s)
+                      WHERE x.entity_id = c.id::uuid AND x.entity_kind = 'edge'
+                        AND x.at = %(at)s)
