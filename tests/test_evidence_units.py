@@ -938,3 +938,28 @@ def test_the_history_rows_terms_are_asdicts_terms():
     outer = filled(as_learned=inner)
     assert reweigh._shallow(outer) == asdict(outer)
     assert reweigh._shallow(outer)["as_learned"] == asdict(inner)
+
+
+def test_a_culled_edges_report_contradicted_later_is_not_resumed(db, units, dials):
+    """learner-1 names rsa -> primes (one learner, held) and it is culled, the report kept
+    beside its audit row. learner-1 then succeeds on rsa without primes: the kept report is
+    contradicted forward in time, as a live one would be, and leaves the audit row. learner-2
+    names the pair: the new edge has one learner, held, not the two a resumed contradicted
+    report would give it (the order of the cull and the success no longer matters)."""
+    from hag.nightly import sweeps
+
+    e = topic_entries(db)
+    db.commit()
+    run(db, reports("a1", [("rsa", "primes")], day=0) | {"learner_id": "learner-1"})
+    assert sweeps.sweep(db, as_of=T0 + timedelta(days=100)).culled == 1
+    kept = "SELECT count(*) AS n FROM hag_edge_audit_reports"
+    assert db.execute(kept).fetchone()["n"] == 1
+    run(db, payload("s1", [turn(0, outcome="success", concepts=["rsa"])],
+                    learner="learner-1", day=101))  # fmt: skip
+    assert db.execute(kept).fetchone()["n"] == 0
+    run(db, reports("b1", [("rsa", "primes")], day=102) | {"learner_id": "learner-2"})
+    again = edge_row(db, e["rsa"], e["primes"], "prerequisite")
+    terms = evidence_terms(db, again["id"], e["rsa"], units)
+    assert terms is not None and terms["learners"] == 1
+    held = units.edge_min_confidence / units.prerequisite_min_learners
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)

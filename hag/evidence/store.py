@@ -183,6 +183,7 @@ class LearnerReport:
     source_entry_id: UUID
     source_slug: str
     target_slug: str
+    audit_id: int | None = None  # kept beside a culled edge's audit row (edge_id the culled)
 
 
 def learner_reports_out_of(
@@ -199,7 +200,7 @@ def learner_reports_out_of(
     return [
         LearnerReport(
             r["edge_id"], r["session_id"], r["reported_at"], r["source_entry_id"],
-            r["source_slug"], r["target_slug"],
+            r["source_slug"], r["target_slug"], r["audit_id"],
         )
         for r in rows
     ]  # fmt: skip
@@ -207,16 +208,24 @@ def learner_reports_out_of(
 
 def withdraw_reports(conn: Conn, reports: Sequence[LearnerReport]) -> int:
     """Withdraw reports contradicted forward in time (migration 216), in one statement: out
-    of the kept units and the edges' hit counts, counted per edge; how many were withdrawn.
-    The caller holds the edges' row locks."""
-    if not reports:
-        return 0
-    keys = sorted({(r.edge_id, r.session_id) for r in reports}, key=lambda k: (str(k[0]), k[1]))
+    of the kept units and the edges' hit counts, counted per edge; a culled edge's kept
+    reports out of its audit row (so a pair learned again does not resume them); how many
+    were withdrawn. The caller holds the live edges' row locks."""
+    kept = sorted({(r.audit_id, r.session_id) for r in reports if r.audit_id is not None})
+    if kept:  # a culled edge's: out of its audit row's kept reports, never resumed
+        conn.execute(
+            query("evidence", "withdraw_kept_reports"),
+            {"audit_ids": [a for a, _ in kept], "session_ids": [s for _, s in kept]},
+        )
+    live = [r for r in reports if r.audit_id is None]
+    if not live:
+        return len(kept)
+    keys = sorted({(r.edge_id, r.session_id) for r in live}, key=lambda k: (str(k[0]), k[1]))
     row = conn.execute(
         query("evidence", "withdraw_reports"),
         {"edge_ids": [e for e, _ in keys], "session_ids": [s for _, s in keys]},
     ).fetchone()
-    return int(row["withdrawn"]) if row else 0
+    return len(kept) + (int(row["withdrawn"]) if row else 0)
 
 
 def count_contradicted(conn: Conn, pairs: Sequence[tuple[UUID, UUID]]) -> int:

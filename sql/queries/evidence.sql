@@ -226,16 +226,37 @@ WHERE e.id = r.edge_id
 -- name: learner_reports_out_of
 -- The learner's recorded reports of prerequisites out of these concepts, from sessions that
 -- ended before this one (by learner: the index of migration 130), with the pair's concepts:
--- the reports a success on their concept may withdraw (rules.withdrawn_reports).
+-- the reports a success on their concept may withdraw (rules.withdrawn_reports). With them
+-- the learner's reports kept beside a culled edge's audit row (audit_id set; by learner:
+-- migration 220's index): a culled pair learned again resumes them, so a success
+-- contradicts them as it would a live one.
 SELECT r.edge_id, r.session_id, r.reported_at, e.source_entry_id,
-       s.concept_slug AS source_slug, t.concept_slug AS target_slug
+       s.concept_slug AS source_slug, t.concept_slug AS target_slug, NULL::bigint AS audit_id
 FROM hag_edge_learner_reports r
 JOIN hag_edges e ON e.id = r.edge_id AND e.edge_type = 'prerequisite'
 JOIN hag_entries s ON s.id = e.source_entry_id
 JOIN hag_entries t ON t.id = e.target_entry_id
 WHERE r.learner_id = %(learner_id)s AND r.reported_at < %(ended_at)s
   AND e.source_entry_id = ANY(%(sources)s::uuid[])
-ORDER BY r.edge_id, r.session_id
+UNION ALL
+SELECT a.edge_id, k.session_id, k.reported_at, a.source_entry_id,
+       s.concept_slug, t.concept_slug, k.audit_id
+FROM hag_edge_audit_reports k
+JOIN hag_edge_audit a ON a.audit_id = k.audit_id AND a.edge_type = 'prerequisite'
+                     AND a.restored_at IS NULL
+JOIN hag_entries s ON s.id = a.source_entry_id
+JOIN hag_entries t ON t.id = a.target_entry_id
+WHERE k.learner_id = %(learner_id)s AND k.reported_at < %(ended_at)s
+  AND a.source_entry_id = ANY(%(sources)s::uuid[])
+ORDER BY 1, 2
+
+-- name: withdraw_kept_reports
+-- Kept reports of culled edges contradicted forward in time: they leave the audit row's kept
+-- reports, so a pair learned again does not resume them (the audit row's sessions still
+-- count as the culled edge's, as a withdrawn live report's session still counts on c).
+DELETE FROM hag_edge_audit_reports k
+USING unnest(%(audit_ids)s::bigint[], %(session_ids)s::text[]) AS w (audit_id, session_id)
+WHERE k.audit_id = w.audit_id AND k.session_id = w.session_id
 
 -- name: withdraw_reports
 -- Reports contradicted forward in time (migration 216), withdrawn in one statement: their
