@@ -963,3 +963,27 @@ def test_a_culled_edges_report_contradicted_later_is_not_resumed(db, units, dial
     assert terms is not None and terms["learners"] == 1
     held = units.edge_min_confidence / units.prerequisite_min_learners
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
+
+
+def test_a_reweigh_never_rests_on_the_confidence_reinforcement_gave_a_moment_before(db, units):
+    """rsa -> primes is named by learner-1 and learner-2, rsa -> hashing by learner-4;
+    learner-3 names primes -> rsa in three sessions (one learner: held). The third session's
+    reinforcement raises primes -> rsa to the seed's 3-hit floor (0.6) before the re-weigh
+    puts it back: rsa -> primes, re-weighed in the same pass, must not count its reports as
+    reversals on that passing value. Every stored prerequisite equals its explained terms."""
+    e = topic_entries(db)
+    db.commit()
+    for n, (c, m) in enumerate([("rsa", "primes"), ("rsa", "primes"), ("rsa", "hashing")]):
+        run(db, payload(f"a{n}", [turn(0, outcome="failure", struggles=[struggle(c, m)])],
+                        learner=f"learner-{(1, 2, 4)[n]}", day=n))  # fmt: skip
+    for n in range(3):
+        run(db, payload(f"b{n}", [turn(0, outcome="failure", struggles=[struggle("primes", "rsa")])],
+                        learner="learner-3", day=10 + n))  # fmt: skip
+    assert confidence(db, e["primes"], e["rsa"]) < units.prerequisite_lift_noise_held_min
+    rows = db.execute(
+        "SELECT id, source_entry_id, confidence FROM hag_edges WHERE edge_type = 'prerequisite'"
+    ).fetchall()
+    for r in rows:
+        terms = evidence_terms(db, r["id"], r["source_entry_id"], units)
+        assert terms is not None
+        assert abs(terms["confidence"] - r["confidence"]) <= 1e-9, (r, terms)

@@ -21,6 +21,14 @@ from hag.evidence import model, sequences, store
 from hag.settings import Settings
 from hag.storage.db import Conn
 
+# A re-weigh reads other prerequisites' confidences against two thresholds (a walked x -> m
+# supports c -> m at `edge_min_confidence`, an x -> c at `prerequisite_lift_noise_held_min`
+# makes c's reports naming x reversals), some of them written by the same pass or raised by
+# the session's reinforcement a moment before. When a pass moves an edge across one of them,
+# the edges around its ends are weighed again; this many passes at most (two edges that
+# decide each other across a threshold, with no value both agree on, stop here).
+SETTLE_PASSES = 4
+
 
 def reweigh_prerequisites(
     conn: Conn,
@@ -34,34 +42,57 @@ def reweigh_prerequisites(
 ) -> int:
     """Every prerequisite out of or into `sources` takes the confidence its evidence earns
     (`model.evidence_state`; under the units rule `model.unit_terms`, whose terms the history
-    row of each move carries); how many confidences changed.
+    row of each move carries); how many confidences changed (a move a pass makes again
+    counts again).
+
+    A pass that moves an edge across a threshold another edge's evidence reads it against
+    is followed by one over the moved edges' ends among `sources` (SETTLE_PASSES), so what
+    is stored is what its terms give with the values stored beside it, not with a value a
+    pass replaced (`hag explain` equals it).
 
     The caller holds the row locks, taken in the one sorted pass (`lock_rows` for a
     session, `lock_cull` for the nightly cull, `store.lock_every_edge_of`), so writers
-    sharing rows queue.
+    sharing rows queue: a later pass reads and writes only rows of the first one's.
     """
-    if not sources:
-        return 0
-    evidence = store.prerequisite_evidence(conn, sources, dials)
-    # under the units rule the terms go with the history row of each move
-    terms = (
-        {e.edge_id: model.unit_terms(e, dials) for e in evidence}
-        if model.units_selected(dials)
-        else {}
-    )
-    states = (
-        {i: (t.confidence, t.unlearned_from) for i, t in terms.items()}
-        if terms
-        else {e.edge_id: model.evidence_state(e, dials) for e in evidence}
-    )
-    return store.set_edge_confidences(
-        conn,
-        states,
-        at=at,
-        reason=reason,
-        session_id=session_id,
-        run_id=run_id,
-        terms={i: _shallow(terms[i]) for i in _moving(states, evidence)} if terms else None,
+    moved = 0
+    allowed = set(sources)
+    todo = sorted(allowed, key=str)
+    for _ in range(SETTLE_PASSES):
+        if not todo:
+            break
+        evidence = store.prerequisite_evidence(conn, todo, dials)
+        # under the units rule the terms go with the history row of each move
+        terms = (
+            {e.edge_id: model.unit_terms(e, dials) for e in evidence}
+            if model.units_selected(dials)
+            else {}
+        )
+        states = (
+            {i: (t.confidence, t.unlearned_from) for i, t in terms.items()}
+            if terms
+            else {e.edge_id: model.evidence_state(e, dials) for e in evidence}
+        )
+        moved += store.set_edge_confidences(
+            conn,
+            states,
+            at=at,
+            reason=reason,
+            session_id=session_id,
+            run_id=run_id,
+            terms={i: _shallow(terms[i]) for i in _moving(states, evidence)} if terms else None,
+        )
+        crossed = [
+            e.edge_id for e in evidence if _crosses(e.confidence, states[e.edge_id][0], dials)
+        ]
+        todo = sorted(store.edge_ends(conn, crossed) & allowed, key=str) if crossed else []
+    return moved
+
+
+def _crosses(before: float, after: float, dials: Settings) -> bool:
+    """Whether a move takes an edge across a threshold other edges' evidence reads it at."""
+    return any(
+        (before >= t) != (after >= t)
+        for t in (dials.edge_min_confidence, dials.prerequisite_lift_noise_held_min)
     )
 
 

@@ -270,6 +270,12 @@ def record_exposures(conn: Conn, rows: ExposureRows | None) -> None:
     )
 
 
+def edge_ends(conn: Conn, edge_ids: Sequence[UUID]) -> set[UUID]:
+    """The concepts the given edges join (sources and targets)."""
+    rows = conn.execute(query("evidence", "edge_ends"), {"ids": list(edge_ids)}).fetchall()
+    return {r["source_entry_id"] for r in rows} | {r["target_entry_id"] for r in rows}
+
+
 def set_edge_confidences(
     conn: Conn,
     states: Mapping[UUID, tuple[float, float | None]],

@@ -314,6 +314,10 @@ ON CONFLICT (source_entry_id, target_entry_id) DO UPDATE
 SET shown_sessions = x.shown_sessions + 1,
     shown_named = x.shown_named + EXCLUDED.shown_named
 
+-- name: edge_ends
+-- The concepts a re-weigh's moved edges join: the next pass weighs the edges around them.
+SELECT source_entry_id, target_entry_id FROM hag_edges WHERE id = ANY(%(ids)s::uuid[])
+
 -- name: set_edge_confidences
 -- Evidence-rule confidences computed in hag/session/rules.py, with the value negative evidence
 -- keeps beside a lowered edge, written in one statement (rows already locked in sorted
