@@ -115,7 +115,7 @@ WITH touched AS (
     -- the concepts of each topic graph the family's sources sit in, counted once per graph
     -- (per edge, a nightly's thousands of edges counted a large topic's entries each time)
     SELECT z.topic_id, z.visibility_scope,
-           (SELECT count(DISTINCT t.concept_slug)
+           (SELECT count(*)  -- an anchored concept has one entry per graph (its unique index)
               FROM hag_entries t
              WHERE t.topic_id = z.topic_id AND t.visibility_scope = z.visibility_scope
                AND t.concept_slug <> '_unanchored_' AND t.maturity <> 'archived') AS n_concepts
