@@ -154,7 +154,7 @@ class _ToRunLogger(logging.Handler):
         self.run_logger = get_run_logger()
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.run_logger.log(record.levelno, "%s", record.getMessage())
+        self.run_logger.log(record.levelno, "%s", record.getMessage(), exc_info=record.exc_info)
 
 
 @contextmanager

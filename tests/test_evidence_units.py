@@ -954,9 +954,16 @@ def test_a_culled_edges_report_contradicted_later_is_not_resumed(db, units, dial
     assert sweeps.sweep(db, as_of=T0 + timedelta(days=100)).culled == 1
     kept = "SELECT count(*) AS n FROM hag_edge_audit_reports"
     assert db.execute(kept).fetchone()["n"] == 1
+    culled = db.execute("SELECT edge_id, hit_count FROM hag_edge_audit").fetchone()
     run(db, payload("s1", [turn(0, outcome="success", concepts=["rsa"])],
                     learner="learner-1", day=101))  # fmt: skip
     assert db.execute(kept).fetchone()["n"] == 0
+    # withdrawn as a live report is: out of the audit row's sessions (a restore would not
+    # bring it back as a session no learner is recorded for), counted on the culled edge
+    audited = db.execute("SELECT hit_count FROM hag_edge_audit").fetchone()["hit_count"]
+    assert audited == culled["hit_count"] - 1
+    withdrawn = "SELECT sessions FROM hag_edge_withdrawn WHERE edge_id = %s"
+    assert db.execute(withdrawn, (culled["edge_id"],)).fetchone()["sessions"] == 1
     run(db, reports("b1", [("rsa", "primes")], day=102) | {"learner_id": "learner-2"})
     again = edge_row(db, e["rsa"], e["primes"], "prerequisite")
     terms = evidence_terms(db, again["id"], e["rsa"], units)
@@ -987,3 +994,16 @@ def test_a_reweigh_never_rests_on_the_confidence_reinforcement_gave_a_moment_bef
         terms = evidence_terms(db, r["id"], r["source_entry_id"], units)
         assert terms is not None
         assert abs(terms["confidence"] - r["confidence"]) <= 1e-9, (r, terms)
+
+
+@pytest.mark.fast
+def test_history_terms_store_a_non_finite_term_as_null_even_nested():
+    """jsonb has no infinity: an enriched edge's terms read as a learned one's can hold one
+    (a reverse authored at 1.0), and the write would fail on it."""
+    import json
+
+    from hag.evidence import store
+
+    terms = {"reverse": float("inf"), "as_learned": {"reverse": float("inf"), "k": 1.0}}
+    assert json.loads(json.dumps(store._finite(terms))) == {
+        "reverse": None, "as_learned": {"reverse": None, "k": 1.0}}  # fmt: skip

@@ -167,6 +167,19 @@ def test_a_retrieve_without_the_token_is_refused_before_its_body_is_read(service
     assert json.loads(body) == {"detail": "a valid bearer token is required"}
 
 
+def test_the_token_is_read_as_the_application_reads_it(service):
+    """The scheme in any case and the credentials stripped, as FastAPI's bearer reads them:
+    a lowercase `bearer` and an extra space are answered, as before the early refusal."""
+    body = RETRIEVE.encode()
+    for header in (f"bearer {TOKEN}", f"Bearer  {TOKEN}", f"BEARER {TOKEN} "):
+        request = urllib.request.Request(
+            service.url + "/v1/retrieve", data=body, method="POST",
+            headers={"Authorization": header, "Content-Type": "application/json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=30) as answered:
+            assert answered.status == 200, header
+
+
 @pytest.mark.parametrize("encoder", ["orjson", "stdlib"])
 def test_the_retrieve_answer_is_the_librarys_as_dict(service, monkeypatch, encoder):
     """result_json, with orjson or the standard library, encodes exactly as_dict's values."""

@@ -21,12 +21,13 @@ from hag.evidence import model, sequences, store
 from hag.settings import Settings
 from hag.storage.db import Conn
 
-# A re-weigh reads other prerequisites' confidences against two thresholds (a walked x -> m
+# A re-weigh reads other prerequisites' confidences: against two thresholds (a walked x -> m
 # supports c -> m at `edge_min_confidence`, an x -> c at `prerequisite_lift_noise_held_min`
-# makes c's reports naming x reversals), some of them written by the same pass or raised by
-# the session's reinforcement a moment before. When a pass moves an edge across one of them,
-# the edges around its ends are weighed again; this many passes at most (two edges that
-# decide each other across a threshold, with no value both agree on, stop here).
+# makes c's reports naming x reversals) and, for an authored or enriched reverse edge, its
+# value. Some of those were raised by the session's reinforcement a moment before or are
+# replaced by the same pass. When a pass moves an edge across a threshold, or moves an
+# authored or enriched one, every edge is weighed again; this many passes at most (two
+# edges that decide each other across a threshold with no value both agree on stop here).
 SETTLE_PASSES = 4
 
 
@@ -42,25 +43,24 @@ def reweigh_prerequisites(
 ) -> int:
     """Every prerequisite out of or into `sources` takes the confidence its evidence earns
     (`model.evidence_state`; under the units rule `model.unit_terms`, whose terms the history
-    row of each move carries); how many confidences changed (a move a pass makes again
-    counts again).
+    row of each move carries); how many confidences differ from the values the first pass
+    read.
 
-    A pass that moves an edge across a threshold another edge's evidence reads it against
-    is followed by one over the moved edges' ends among `sources` (SETTLE_PASSES), so what
+    A pass that moves an edge another edge's terms read (across a threshold, or an authored
+    or enriched one) is followed by another over the same sources (SETTLE_PASSES), so what
     is stored is what its terms give with the values stored beside it, not with a value a
-    pass replaced (`hag explain` equals it).
+    pass replaced (`hag explain` equals it). Each pass's moves write their history rows.
 
     The caller holds the row locks, taken in the one sorted pass (`lock_rows` for a
     session, `lock_cull` for the nightly cull, `store.lock_every_edge_of`), so writers
-    sharing rows queue: a later pass reads and writes only rows of the first one's.
+    sharing rows queue; every pass reads and writes the same rows.
     """
-    moved = 0
-    allowed = set(sources)
-    todo = sorted(allowed, key=str)
+    if not sources:
+        return 0
+    first: dict[UUID, float] = {}  # each edge's confidence as the first pass read it
+    last: dict[UUID, float] = {}
     for _ in range(SETTLE_PASSES):
-        if not todo:
-            break
-        evidence = store.prerequisite_evidence(conn, todo, dials)
+        evidence = store.prerequisite_evidence(conn, sources, dials)
         # under the units rule the terms go with the history row of each move
         terms = (
             {e.edge_id: model.unit_terms(e, dials) for e in evidence}
@@ -72,7 +72,7 @@ def reweigh_prerequisites(
             if terms
             else {e.edge_id: model.evidence_state(e, dials) for e in evidence}
         )
-        moved += store.set_edge_confidences(
+        store.set_edge_confidences(
             conn,
             states,
             at=at,
@@ -81,11 +81,20 @@ def reweigh_prerequisites(
             run_id=run_id,
             terms={i: _shallow(terms[i]) for i in _moving(states, evidence)} if terms else None,
         )
-        crossed = [
-            e.edge_id for e in evidence if _crosses(e.confidence, states[e.edge_id][0], dials)
-        ]
-        todo = sorted(store.edge_ends(conn, crossed) & allowed, key=str) if crossed else []
-    return moved
+        for e in evidence:
+            first.setdefault(e.edge_id, e.confidence)
+            last[e.edge_id] = states[e.edge_id][0]
+        if not any(_read_elsewhere(e, states[e.edge_id][0], dials) for e in evidence):
+            break
+    return sum(1 for i, value in last.items() if value != first[i])
+
+
+def _read_elsewhere(e: Any, after: float, dials: Settings) -> bool:
+    """Whether an edge's move changes another edge's terms: across a threshold they read it
+    at, or an authored or enriched edge's value (read as a reverse edge's)."""
+    if after == e.confidence:
+        return False
+    return e.source_type != "learned" or _crosses(e.confidence, after, dials)
 
 
 def _crosses(before: float, after: float, dials: Settings) -> bool:

@@ -209,23 +209,26 @@ def learner_reports_out_of(
 def withdraw_reports(conn: Conn, reports: Sequence[LearnerReport]) -> int:
     """Withdraw reports contradicted forward in time (migration 216), in one statement: out
     of the kept units and the edges' hit counts, counted per edge; a culled edge's kept
-    reports out of its audit row (so a pair learned again does not resume them); how many
-    were withdrawn. The caller holds the live edges' row locks."""
+    reports the same way out of its audit row (so a pair learned again does not resume them
+    and a restore does not bring their sessions back); how many were withdrawn. The caller
+    holds the live edges' row locks."""
     kept = sorted({(r.audit_id, r.session_id) for r in reports if r.audit_id is not None})
-    if kept:  # a culled edge's: out of its audit row's kept reports, never resumed
-        conn.execute(
+    withdrawn = 0
+    if kept:  # a culled edge's: out of its audit row's kept reports and hit count
+        row = conn.execute(
             query("evidence", "withdraw_kept_reports"),
             {"audit_ids": [a for a, _ in kept], "session_ids": [s for _, s in kept]},
-        )
+        ).fetchone()
+        withdrawn = int(row["withdrawn"]) if row else 0
     live = [r for r in reports if r.audit_id is None]
     if not live:
-        return len(kept)
+        return withdrawn
     keys = sorted({(r.edge_id, r.session_id) for r in live}, key=lambda k: (str(k[0]), k[1]))
     row = conn.execute(
         query("evidence", "withdraw_reports"),
         {"edge_ids": [e for e, _ in keys], "session_ids": [s for _, s in keys]},
     ).fetchone()
-    return len(kept) + (int(row["withdrawn"]) if row else 0)
+    return withdrawn + (int(row["withdrawn"]) if row else 0)
 
 
 def count_contradicted(conn: Conn, pairs: Sequence[tuple[UUID, UUID]]) -> int:
@@ -270,12 +273,6 @@ def record_exposures(conn: Conn, rows: ExposureRows | None) -> None:
     )
 
 
-def edge_ends(conn: Conn, edge_ids: Sequence[UUID]) -> set[UUID]:
-    """The concepts the given edges join (sources and targets)."""
-    rows = conn.execute(query("evidence", "edge_ends"), {"ids": list(edge_ids)}).fetchall()
-    return {r["source_entry_id"] for r in rows} | {r["target_entry_id"] for r in rows}
-
-
 def set_edge_confidences(
     conn: Conn,
     states: Mapping[UUID, tuple[float, float | None]],
@@ -313,7 +310,10 @@ def set_edge_confidences(
 
 
 def _finite(terms: Mapping[str, Any]) -> dict[str, Any]:
-    """The terms as JSON takes them (jsonb has no infinity: a non-finite number is null)."""
+    """The terms as JSON takes them (jsonb has no infinity: a non-finite number is null, in
+    nested terms too: an enriched edge's read as a learned one's)."""
     return {
-        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in terms.items()
-    }
+        k: _finite(v) if isinstance(v, Mapping)
+        else None if isinstance(v, float) and not math.isfinite(v) else v
+        for k, v in terms.items()
+    }  # fmt: skip

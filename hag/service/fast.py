@@ -123,21 +123,33 @@ class RetrieveFastPath:
         self.app = app
         self._refused = refused
         self._authorisation = b"Bearer " + token.encode()
+        self._token = token.encode()
         self._pool = pool
         self._gate = gate
         self._reply_for = reply_for
+
+    def _authorised(self, header: bytes) -> bool:
+        """The header carries the token as the application reads it (the scheme in any case,
+        the credentials stripped): the raw header first, the parse only when it differs."""
+        if hmac.compare_digest(header, self._authorisation):
+            return True
+        scheme, _, credentials = header.decode("latin-1").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            credentials.strip().encode("latin-1"), self._token
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != PATH or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        authorisation = content_type = b""
+        authorisation: bytes | None = None
+        content_type = b""
         for name, value in scope["headers"]:
-            if name == b"authorization":
+            if name == b"authorization" and authorisation is None:  # the first, as the app
                 authorisation = value
             elif name == b"content-type":
                 content_type = value
-        if not hmac.compare_digest(authorisation, self._authorisation):
+        if not self._authorised(authorisation or b""):
             # refused before a byte of the body is read: a caller without the token never
             # makes the service hold its body (the application's route would read it whole)
             await self._send(send, *self._refused())

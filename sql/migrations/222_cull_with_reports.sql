@@ -7,14 +7,14 @@
 -- learned edge (217,201 edges culled, 163,006 reports): the cull 6.7 s against 1.6 s
 -- without reports, 21.7x the bare DELETE (docs/journal/2026-12-05-nightly-with-reports.md).
 --
--- The cascade now drops a deleted edge's sums whole before it deletes the reports: its
--- (edge, learner) rows and its edge row are deleted outright, and each (concept, learner)
--- count of a prerequisite falls by the rows it lost (the row deleted at zero, as the
--- trigger does). The reports' delete then finds no sums of those edges to update, so the
--- trigger's share of it costs a probe. The sums are unchanged: a deleted edge's rows are
--- exactly those the trigger would have brought to zero and deleted. The sums' trigger,
--- redefined whole below with one change, returns at once from a delete of reports none of
--- whose edges has sums left (one probe instead of its five statements).
+-- The sums' trigger, redefined whole below, drops the sums of reports whose edge is gone
+-- (the cascade of a cull or an erasure) whole: the edge's (edge, learner) rows and its edge
+-- row are deleted outright, and each (concept, learner) count of a prerequisite falls by
+-- the rows it lost (deleted at zero). It then returns at once when none of the removed
+-- reports has sums left, as after such a cascade (one probe instead of five statements).
+-- The sums are unchanged: a deleted edge's rows are exactly those the update would have
+-- brought to zero and deleted. The reports are still deleted (and so locked) before their
+-- sums, as every writer of reports does: no lock order is reversed.
 --
 -- The kept reports' foreign key to their audit row becomes a statement trigger, as the
 -- live reports' did (migration 160): its check ran row by row for every report the audit
@@ -43,76 +43,68 @@ CREATE TRIGGER hag_edge_audit_reports_truncate
     AFTER TRUNCATE ON hag_edge_audit
     FOR EACH STATEMENT EXECUTE FUNCTION hag_edge_audit_reports_cascade();
 
-CREATE OR REPLACE FUNCTION hag_edge_reports_cascade() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_concepts uuid[];
-    v_learners text[];
-    v_lost     integer[];
-BEGIN
-    IF TG_OP = 'TRUNCATE' THEN  -- as TRUNCATE ... CASCADE followed the foreign key
-        TRUNCATE hag_edge_learner_reports;
-        RETURN NULL;
-    END IF;
-    -- the deleted edges' (edge, learner) sums dropped whole, and for their prerequisites the
-    -- (concept, learner) pairs each learner lost, gathered into arrays
-    WITH gone AS (
-        DELETE FROM hag_edge_learner_units u
-        WHERE u.edge_id = ANY (ARRAY(SELECT o.id FROM old_edges o))
-        RETURNING u.source_entry_id, u.learner_id, u.prerequisite
-    )
-    SELECT array_agg(g.source_entry_id), array_agg(g.learner_id), array_agg(g.n)
-    INTO v_concepts, v_learners, v_lost
-    FROM (SELECT source_entry_id, learner_id, count(*)::int AS n
-          FROM gone WHERE prerequisite
-          GROUP BY source_entry_id, learner_id) g;
-    IF v_concepts IS NOT NULL THEN
-        -- a (concept, learner) count the loss brings to nothing is deleted outright (the
-        -- usual case: a learner names one pair of a concept), the others lowered, each in a
-        -- statement of its own: a writer that changed a row meanwhile is seen (its lock
-        -- waited for, the row read again), and a row it lowered to the loss is deleted last
-        DELETE FROM hag_concept_learners cl
-        USING unnest(v_concepts, v_learners, v_lost) AS g (source_entry_id, learner_id, n)
-        WHERE cl.source_entry_id = g.source_entry_id AND cl.learner_id = g.learner_id
-          AND cl.pairs <= g.n;
-        WITH lowered AS (
-            UPDATE hag_concept_learners cl
-            SET pairs = cl.pairs - g.n
-            FROM unnest(v_concepts, v_learners, v_lost) AS g (source_entry_id, learner_id, n)
-            WHERE cl.source_entry_id = g.source_entry_id AND cl.learner_id = g.learner_id
-            RETURNING cl.source_entry_id, cl.learner_id, cl.pairs
-        )
-        SELECT array_agg(l.source_entry_id), array_agg(l.learner_id)
-        INTO v_concepts, v_learners
-        FROM lowered l WHERE l.pairs <= 0;
-        IF v_concepts IS NOT NULL THEN
-            DELETE FROM hag_concept_learners cl
-            USING unnest(v_concepts, v_learners) AS g (source_entry_id, learner_id)
-            WHERE cl.source_entry_id = g.source_entry_id AND cl.learner_id = g.learner_id
-              AND cl.pairs <= 0;
-        END IF;
-    END IF;
-    DELETE FROM hag_edge_units b WHERE b.edge_id = ANY (ARRAY(SELECT o.id FROM old_edges o));
-    DELETE FROM hag_edge_learner_reports r USING old_edges o WHERE r.edge_id = o.id;
-    RETURN NULL;
-END
-$$;
-
 CREATE OR REPLACE FUNCTION hag_edge_units_keep() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_cap double precision := hag_setting_float('prerequisite_learner_cap');
+    v_cap      double precision := hag_setting_float('prerequisite_learner_cap');
+    v_gone     uuid[];
+    v_concepts uuid[];
+    v_learners text[];
+    v_lost     integer[];
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         TRUNCATE hag_edge_learner_units, hag_edge_units, hag_concept_learners;
         RETURN NULL;
     END IF;
     IF TG_OP = 'DELETE' THEN  -- (nested: only a delete defines removed_reports)
+        -- the reports of deleted edges (a cull's or an erasure's cascade): their sums whole
+        v_gone := ARRAY(SELECT DISTINCT o.edge_id FROM removed_reports o
+                        WHERE NOT EXISTS (SELECT 1 FROM hag_edges e WHERE e.id = o.edge_id));
+        IF cardinality(v_gone) > 0 THEN
+            WITH gone AS (
+                DELETE FROM hag_edge_learner_units u
+                WHERE u.edge_id = ANY (v_gone)
+                RETURNING u.source_entry_id, u.learner_id, u.prerequisite
+            )
+            SELECT array_agg(g.source_entry_id), array_agg(g.learner_id), array_agg(g.n)
+            INTO v_concepts, v_learners, v_lost
+            FROM (SELECT source_entry_id, learner_id, count(*)::int AS n
+                  FROM gone WHERE prerequisite
+                  GROUP BY source_entry_id, learner_id) g;
+            IF v_concepts IS NOT NULL THEN
+                -- a (concept, learner) count the loss brings to nothing is deleted outright
+                -- (the usual case: a learner names one pair of a concept), the others
+                -- lowered, each in a statement of its own: a writer that changed a row
+                -- meanwhile is seen, and a row it lowered to the loss is deleted last
+                DELETE FROM hag_concept_learners cl
+                USING unnest(v_concepts, v_learners, v_lost) AS g (source_entry_id, learner_id, n)
+                WHERE cl.source_entry_id = g.source_entry_id AND cl.learner_id = g.learner_id
+                  AND cl.pairs <= g.n;
+                WITH lowered AS (
+                    UPDATE hag_concept_learners cl
+                    SET pairs = cl.pairs - g.n
+                    FROM unnest(v_concepts, v_learners, v_lost)
+                         AS g (source_entry_id, learner_id, n)
+                    WHERE cl.source_entry_id = g.source_entry_id AND cl.learner_id = g.learner_id
+                    RETURNING cl.source_entry_id, cl.learner_id, cl.pairs
+                )
+                SELECT array_agg(l.source_entry_id), array_agg(l.learner_id)
+                INTO v_concepts, v_learners
+                FROM lowered l WHERE l.pairs <= 0;
+                IF v_concepts IS NOT NULL THEN
+                    DELETE FROM hag_concept_learners cl
+                    USING unnest(v_concepts, v_learners) AS g (source_entry_id, learner_id)
+                    WHERE cl.source_entry_id = g.source_entry_id
+                      AND cl.learner_id = g.learner_id AND cl.pairs <= 0;
+                END IF;
+            END IF;
+            DELETE FROM hag_edge_units b WHERE b.edge_id = ANY (v_gone);
+        END IF;
         IF NOT EXISTS (
             SELECT 1 FROM removed_reports o
             JOIN hag_edge_learner_units u ON u.edge_id = o.edge_id AND u.learner_id = o.learner_id
         ) THEN
-            RETURN NULL;  -- the reports of deleted edges: the cascade dropped their sums whole
+            RETURN NULL;  -- no removed report has sums left (the usual case after the above)
         END IF;
     END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN

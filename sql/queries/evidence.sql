@@ -251,12 +251,29 @@ WHERE k.learner_id = %(learner_id)s AND k.reported_at < %(ended_at)s
 ORDER BY 1, 2
 
 -- name: withdraw_kept_reports
--- Kept reports of culled edges contradicted forward in time: they leave the audit row's kept
--- reports, so a pair learned again does not resume them (the audit row's sessions still
--- count as the culled edge's, as a withdrawn live report's session still counts on c).
-DELETE FROM hag_edge_audit_reports k
-USING unnest(%(audit_ids)s::bigint[], %(session_ids)s::text[]) AS w (audit_id, session_id)
-WHERE k.audit_id = w.audit_id AND k.session_id = w.session_id
+-- Kept reports of culled edges contradicted forward in time, withdrawn as a live edge's are
+-- (withdraw_reports): they leave the audit row's kept reports (so a pair learned again does
+-- not resume them), their sessions leave the audit row's hit count (so a restore does not
+-- bring them back as sessions no learner is recorded for), and the culled edge's id counts
+-- them (a restore or a resumption takes the count along).
+WITH gone AS (
+    DELETE FROM hag_edge_audit_reports k
+    USING unnest(%(audit_ids)s::bigint[], %(session_ids)s::text[]) AS w (audit_id, session_id)
+    WHERE k.audit_id = w.audit_id AND k.session_id = w.session_id
+    RETURNING k.audit_id
+), per_row AS (
+    SELECT audit_id, count(*)::int AS n FROM gone GROUP BY audit_id
+), hits AS (
+    UPDATE hag_edge_audit a SET hit_count = greatest(0, a.hit_count - p.n)
+    FROM per_row p WHERE a.audit_id = p.audit_id
+    RETURNING a.edge_id, p.n
+), counted AS (
+    INSERT INTO hag_edge_withdrawn AS w (edge_id, sessions)
+    SELECT edge_id, sum(n)::int FROM hits GROUP BY edge_id ORDER BY edge_id
+    ON CONFLICT (edge_id) DO UPDATE SET sessions = w.sessions + EXCLUDED.sessions
+    RETURNING w.edge_id
+)
+SELECT COALESCE(sum(n), 0)::int AS withdrawn FROM per_row
 
 -- name: withdraw_reports
 -- Reports contradicted forward in time (migration 216), withdrawn in one statement: their
@@ -313,10 +330,6 @@ ORDER BY r.c, r.m
 ON CONFLICT (source_entry_id, target_entry_id) DO UPDATE
 SET shown_sessions = x.shown_sessions + 1,
     shown_named = x.shown_named + EXCLUDED.shown_named
-
--- name: edge_ends
--- The concepts a re-weigh's moved edges join: the next pass weighs the edges around them.
-SELECT source_entry_id, target_entry_id FROM hag_edges WHERE id = ANY(%(ids)s::uuid[])
 
 -- name: set_edge_confidences
 -- Evidence-rule confidences computed in hag/session/rules.py, with the value negative evidence
