@@ -323,3 +323,20 @@ def test_a_run_s_liveness_lives_in_a_transaction_that_holds_back_no_vacuum(db):
     ).fetchone()
     db.rollback()
     assert free["free"]
+
+
+def test_hag_runs_reads_a_deployments_spelling_of_a_kind(db):
+    """`--kind session-end` (the deployment's name) lists the session_end runs, as
+    `--kind session_end` does; before, it listed none and said so."""
+    from hag.cli import cli
+
+    run_id = uuid.uuid4()
+    db.execute(
+        "INSERT INTO hag_runs (run_id, kind, params, summary, status, finished_at) "
+        "VALUES (%s, 'session_end', '{}', '{}', 'done', clock_timestamp())",
+        (run_id,),
+    )
+    db.commit()
+    for kind in ("session-end", "session_end"):
+        listed = json.loads(CliRunner().invoke(cli, ["runs", "--json", "--kind", kind]).stdout)
+        assert [r["run_id"] for r in listed] == [str(run_id)], kind

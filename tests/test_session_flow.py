@@ -59,6 +59,20 @@ def test_the_flow_applies_pending_sessions_in_batches_and_publishes_a_summary(db
     assert any(line.startswith("embedder: ") for line in lines), lines  # which, in the run
 
 
+def test_hag_ingest_names_a_missing_file_before_queueing_any(db, tmp_path):
+    """`hag ingest good.jsonl missing.jsonl` refuses naming the missing file and queues
+    nothing (before, the first file's sessions were queued, then it failed)."""
+    from hag.cli import cli
+
+    a, b, _ = _world(db)
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(sequence("g1", a, b)) + "\n")
+    result = CliRunner().invoke(cli, ["ingest", str(good), str(tmp_path / "missing.jsonl")])
+    assert result.exit_code != 0 and "missing.jsonl" in result.output
+    db.rollback()
+    assert db.execute("SELECT count(*) AS n FROM hag_sessions").fetchone()["n"] == 0
+
+
 def test_hag_ingest_and_process_sessions_without_prefect(db, tmp_path):
     """`hag ingest` queues a JSON Lines file (exit 1 on a refusal); `--no-prefect` applies it."""
     from hag.cli import cli

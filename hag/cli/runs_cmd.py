@@ -24,7 +24,12 @@ def counts(summary: dict[str, Any] | None) -> str:
 
 
 @click.command()
-@click.option("--kind", help="Only runs of this kind (nightly, session_end, enrichment, restore).")
+@click.option(
+    "--kind",
+    callback=lambda _ctx, _param, value: value.replace("-", "_") if value else value,
+    help="Only runs of this kind (nightly, session_end, enrichment, restore; a deployment's "
+    "spelling, session-end, is read the same).",
+)
 @click.option(
     "--limit",
     type=COUNT,

@@ -64,6 +64,9 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
         return
     if not files:
         raise click.UsageError("give at least one FILE (or --quarantined)")
+    for path in files:  # every file named is there before any payload is queued
+        if str(path) != "-" and not path.is_file():
+            raise click.BadParameter(f"{path} is not a file", param_hint="FILES")
     # Files stream one payload at a time; only the counts (and, for --json, the results)
     # are kept, so memory does not grow with the input.
     results: list[Any] = []
@@ -72,8 +75,6 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
         for path in files:
             if str(path) == "-":
                 items = read_payloads(Path("stdin"), sys.stdin.buffer)
-            elif not path.is_file():
-                raise click.BadParameter(f"{path} is not a file", param_hint="FILES")
             else:
                 items = read_payloads(path)
             for source, raw in items:
