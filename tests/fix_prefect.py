@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,6 +34,25 @@ def prefect_client():
     from prefect.client.orchestration import get_client
 
     return get_client(sync_client=True)
+
+
+def run_logs(flow_run_id, wait_for: str, timeout: float = 30.0, also: str = "") -> list[str]:
+    """The run's log lines on the server, once one holds `wait_for` (and `also`): the API
+    handler ships them in batches."""
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with prefect_client() as client:
+            lines = [
+                log.message
+                for log in client.read_logs(
+                    log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
+                )
+            ]
+        if any(wait_for in line and also in line for line in lines) or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.5)
 
 
 def read_flow_run(flow_run_id):

@@ -16,7 +16,7 @@ import pytest
 
 from hag.nightly import audit
 from tests import factories as f
-from tests.fix_prefect import flow_run_artifacts, prefect_client, read_flow_run
+from tests.fix_prefect import flow_run_artifacts, prefect_client, read_flow_run, run_logs
 
 AS_OF = f.NOW
 DAY = timedelta(days=1)
@@ -33,25 +33,6 @@ def _latest(key: str):
             limit=1,
         )
     return found[0] if found else None
-
-
-def _logs(flow_run_id, wait_for: str, timeout: float = 30.0, also: str = "") -> list[str]:
-    """The run's log lines on the server, once one holds `wait_for` (and `also`): the API
-    handler ships them in batches."""
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
-
-    deadline = time.monotonic() + timeout
-    while True:
-        with prefect_client() as client:
-            lines = [
-                log.message
-                for log in client.read_logs(
-                    log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
-                )
-            ]
-        if any(wait_for in line and also in line for line in lines) or time.monotonic() > deadline:
-            return lines
-        time.sleep(0.5)
 
 
 def _weak_edges(db, n: int) -> list[uuid.UUID]:
@@ -109,7 +90,7 @@ def test_nightly_runs_are_named_linked_tagged_logged_and_keyed_apart(db, prefect
         assert f'"{column}"' in table
     assert "hag audit restore " in table and "edge_id" not in table
 
-    lines = _logs(real_id, "culled c-")
+    lines = run_logs(real_id, "culled c-")
     assert any(line.startswith("cull: 2 edges culled (learned 2)") for line in lines), lines
     assert any(line.startswith("promotion: 1 candidate → pattern") for line in lines), lines
     assert sum(line.startswith("culled c-") for line in lines) == 2, lines
@@ -134,7 +115,7 @@ def test_promotions_are_named_in_the_log_up_to_the_dial(db, dials, prefect_harne
     dials(nightly_log_max_promotions=2)
     state = nightly_flow(as_of=AS_OF, check=False, return_state=True)
     assert state.is_completed(), state.message
-    lines = _logs(state.state_details.flow_run_id, "more promotion")
+    lines = run_logs(state.state_details.flow_run_id, "more promotion")
     assert sum(line.startswith("promoted cryptography/p-") for line in lines) == 2, lines
     assert any(line.startswith("… and 1 more promotion(s)") for line in lines), lines
 
@@ -280,7 +261,7 @@ def test_a_big_night_left_unanswered_culls_nothing_and_says_so(db, dials, prefec
     db.rollback()
     assert "Decision: timed out" in flow_run_artifacts(run.id)["nightly-summary"].data
     assert _latest("nightly-cull-forecast").description.startswith("Timed out: none of these 3")
-    assert any("culling nothing tonight" in line for line in _logs(run.id, "culling nothing"))
+    assert any("culling nothing tonight" in line for line in run_logs(run.id, "culling nothing"))
 
 
 def test_the_restore_flow_dry_runs_then_restores_exactly(db, prefect_harness):
@@ -332,7 +313,7 @@ def test_the_restore_flow_refuses_an_ambiguous_prefix_in_one_log_line(db, prefec
     db.commit()
     state = restore_flow(run="01a233a7", return_state=True)
     assert state.is_failed() and "ambiguous" in state.message
-    lines = _logs(state.state_details.flow_run_id, "restore refused")
+    lines = run_logs(state.state_details.flow_run_id, "restore refused")
     refused = [line for line in lines if line.startswith("restore refused")]
     assert len(refused) == 1 and all(runs.short(r) in refused[0] for r in batch), lines
     assert not any("Traceback" in line for line in lines), lines
@@ -358,7 +339,7 @@ def test_the_command_line_nightly_through_prefect_never_pauses(db, dials, prefec
     assert (summary["culled"], summary["guard"]) == (3, None)
     assert not db.execute("SELECT 1 FROM hag_edges WHERE id = ANY(%s)", (ids,)).fetchall()
     db.rollback()
-    lines = _logs(uuid.UUID(summary["run_id"]), "cull:")
+    lines = run_logs(uuid.UUID(summary["run_id"]), "cull:")
     assert not any("expectations over" in line for line in lines), lines
 
 
@@ -386,7 +367,7 @@ def test_an_idle_session_end_run_is_quick_and_publishes_nothing(db, prefect_harn
     assert db.execute("SELECT count(*) AS n FROM hag_runs").fetchone()["n"] == 0
     db.rollback()
     assert read_flow_run(flow_run_id).name.startswith("session-end ")
-    assert "0 session(s) pending" in _logs(flow_run_id, "pending")
+    assert "0 session(s) pending" in run_logs(flow_run_id, "pending")
 
 
 def _enriched_edges(db) -> list[dict[str, Any]]:
@@ -414,7 +395,7 @@ def test_the_enrichment_flow_logs_what_it_proposed_and_accepted(db, prefect_harn
     state = enrichment_flow(topic="cryptography", limit=3, return_state=True)
     assert state.is_completed(), state.message
     # the API handler ships lines in batches: wait for the last suite's line, not the first's
-    lines = _logs(state.state_details.flow_run_id, "culled_edges", also="expectations over")
+    lines = run_logs(state.state_details.flow_run_id, "culled_edges", also="expectations over")
 
     after = _enriched_edges(db)
     edges = [e for e in after if e not in before]  # what this run added

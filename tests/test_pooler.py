@@ -134,7 +134,7 @@ def test_the_nightly_task_says_a_skipped_upkeep_in_its_runs_log(
     from prefect import flow
 
     from tasks.sweeps import build_topic_indexes
-    from tests.test_operator_flows import _logs
+    from tests.fix_prefect import run_logs
 
     @flow(name="upkeep-log-probe")
     def probe() -> list[str]:
@@ -142,5 +142,5 @@ def test_the_nightly_task_says_a_skipped_upkeep_in_its_runs_log(
 
     state = probe(return_state=True)
     assert state.is_completed() and state.result() == []
-    lines = _logs(state.state_details.flow_run_id, "skipped")
+    lines = run_logs(state.state_details.flow_run_id, "skipped")
     assert any("HAG_DIRECT_DATABASE_URL" in line and "skipped" in line for line in lines), lines

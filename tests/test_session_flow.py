@@ -53,9 +53,9 @@ def test_the_flow_applies_pending_sessions_in_batches_and_publishes_a_summary(db
     artifacts = asyncio.run(flow_run_artifacts_async(state.state_details.flow_run_id))
     assert {"session-end-summary", "session-end-counts"} <= set(artifacts)
     assert "| edges created | 1 |" in artifacts["session-end-summary"].data
-    from tests.test_operator_flows import _logs
+    from tests.fix_prefect import run_logs
 
-    lines = _logs(state.state_details.flow_run_id, "embedder: ")
+    lines = run_logs(state.state_details.flow_run_id, "embedder: ")
     assert any(line.startswith("embedder: ") for line in lines), lines  # which, in the run
 
 

@@ -90,17 +90,12 @@ def reweigh_prerequisites(
 
 
 def _read_elsewhere(e: Any, after: float, dials: Settings) -> bool:
-    """Whether an edge's move changes another edge's terms: across a threshold they read it
-    at, or an authored or enriched edge's value (read as a reverse edge's)."""
+    """Whether an edge's move changes another edge's terms: an authored or enriched edge's
+    value (read as a reverse edge's), or a move across a threshold other edges read it at."""
     if after == e.confidence:
         return False
-    return e.source_type != "learned" or _crosses(e.confidence, after, dials)
-
-
-def _crosses(before: float, after: float, dials: Settings) -> bool:
-    """Whether a move takes an edge across a threshold other edges' evidence reads it at."""
-    return any(
-        (before >= t) != (after >= t)
+    return e.source_type != "learned" or any(
+        (e.confidence >= t) != (after >= t)
         for t in (dials.edge_min_confidence, dials.prerequisite_lift_noise_held_min)
     )
 
