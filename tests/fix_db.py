@@ -27,6 +27,7 @@ DATA_TABLES = (
     "hag_session_quarantine",
     "hag_sessions",
     "hag_learner_successes",
+    "hag_pair_withdrawn",
     "hag_erased_sessions",
     "hag_erasures",
     "hag_runs",

@@ -683,8 +683,9 @@ def test_the_invented_term_is_kept_only_under_the_units_rule(db):
 
 def _hits_and_withdrawn(db, edge_id) -> tuple[int, int]:
     row = db.execute(
-        "SELECT e.hit_count, COALESCE(w.sessions, 0) AS withdrawn FROM hag_edges e"
-        " LEFT JOIN hag_edge_withdrawn w ON w.edge_id = e.id WHERE e.id = %s",
+        "SELECT e.hit_count, (SELECT COALESCE(sum(w.sessions), 0) FROM hag_pair_withdrawn w"
+        "  WHERE (w.source_entry_id, w.target_entry_id) = (e.source_entry_id, e.target_entry_id))"
+        " AS withdrawn FROM hag_edges e WHERE e.id = %s",
         (edge_id,),
     ).fetchone()
     return int(row["hit_count"]), int(row["withdrawn"])
@@ -759,6 +760,81 @@ def test_a_contradiction_applied_first_leaves_the_same_record(db, units):
     assert [_reported(db, s) for s in ("b7", "b8", "b9")] == [0, 1, 1]
     edge_id = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
     assert _hits_and_withdrawn(db, edge_id) == (2, 1)
+
+
+@pytest.mark.parametrize("order", ["report first", "success first"])
+def test_a_contradiction_counts_on_its_pair_before_the_pair_has_an_edge(
+    db, units, database_url, order
+):
+    """learner-7 blames primes for rsa on day 8 and succeeds on rsa on day 9. Report first,
+    the report makes rsa -> primes and is withdrawn from it; success first, the struggle is
+    contradicted when made and no edge of the pair exists yet. learner-8 then names the pair:
+    either way its edge has 1 session and 1 withdrawn (kept by pair, migration 223), where
+    the count used to be lost when the pair had no edge."""
+    e = topic_entries(db)
+    db.commit()
+    blame = payload("b7", [turn(0, outcome="failure", concepts=["rsa"],
+                                struggles=[struggle("rsa", "primes")])],
+                    learner="learner-7", day=8)  # fmt: skip
+    succeed = payload("s7", [turn(0, outcome="success", concepts=["rsa"])],
+                      learner="learner-7", day=9)  # fmt: skip
+    for p in (blame, succeed) if order == "report first" else (succeed, blame):
+        run(db, p)
+    run(db, reports("b8", [("rsa", "primes")], day=10) | {"learner_id": "learner-8"})
+    edge_id = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    assert _hits_and_withdrawn(db, edge_id) == (1, 1)
+    terms = evidence_terms(db, edge_id, e["rsa"], units)
+    assert terms is not None and (terms["withdrawn"], terms["learners"]) == (1, 1)
+    assert "withdrawn: 1 report(s)" in explain_text(database_url, edge_id)
+
+
+def test_a_learners_withdrawn_reports_count_within_the_learners_cap(db, units):
+    """rsa -> hashing is authored at 0.92; learner-5 names it in three sessions, then succeeds
+    on rsa without having shown hashing: the three reports are withdrawn. The authored edge
+    still reads them as the extractor naming its target, but as one learner's: 3 sessions,
+    `prerequisite_learner_cap` (1) units, not 3."""
+    e = topic_entries(db)
+    authored = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
+    db.commit()
+    for day in (1, 2, 3):
+        run(db, payload(f"h{day}", [turn(0, outcome="failure", concepts=["rsa"],
+                                         struggles=[struggle("rsa", "hashing")])],
+                        learner="learner-5", day=day))  # fmt: skip
+    summary = run(db, payload("s5", [turn(0, outcome="success", concepts=["rsa"])],
+                              learner="learner-5", day=4))  # fmt: skip
+    assert summary.reports_withdrawn == 3
+    terms = evidence_terms(db, authored, e["rsa"], units)
+    assert terms is not None and terms["withdrawn"] == 3
+    cap = units.prerequisite_learner_cap
+    assert terms["withdrawn_units"] == pytest.approx(cap)
+    assert terms["units"] == pytest.approx(cap)
+
+
+def test_a_culled_pairs_reports_count_as_a_live_edges(db, units):
+    """rsa -> hashing is authored at 0.92. learner-1 names rsa -> primes in three sessions (one
+    learner: held) and the nightly culls it, keeping the three reports beside its audit row.
+    rsa's units over its live and culled prerequisites, which judge the authored edge, count
+    them as a live edge's: one learner's, within the cap (1 unit), not a unit a session.
+    learner-1 then succeeds on rsa without primes: the kept reports are withdrawn, and the
+    pair still counts them (1 unit) though its edge is gone; they used to be read by nothing
+    once the edge was culled."""
+    from hag.nightly import sweeps
+
+    e = topic_entries(db)
+    authored = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
+    db.commit()
+    for day in (0, 1, 2):
+        run(db, reports(f"a{day}", [("rsa", "primes")], day=day) | {"learner_id": "learner-1"})
+    assert sweeps.sweep(db, as_of=T0 + timedelta(days=100)).culled == 1
+    cap = units.prerequisite_learner_cap
+    terms = evidence_terms(db, authored, e["rsa"], units)
+    assert terms is not None and terms["concept_units"] == pytest.approx(cap)
+    run(db, payload("s1", [turn(0, outcome="success", concepts=["rsa"])],
+                    learner="learner-1", day=101))  # fmt: skip
+    assert db.execute("SELECT count(*) AS n FROM hag_edge_audit_reports").fetchone()["n"] == 0
+    terms = evidence_terms(db, authored, e["rsa"], units)
+    assert terms is not None and terms["concept_units"] == pytest.approx(cap)
+    assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
 
 
 @pytest.mark.parametrize("order", ["report first", "success first"])
@@ -873,8 +949,10 @@ def test_a_pair_learned_again_resumes_the_reports_of_its_culled_edge(db, units, 
     held = units.edge_min_confidence / units.prerequisite_min_learners
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
     first = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
-    # a report of it withdrawn before (a later success of its learner): its count goes along
-    db.execute("INSERT INTO hag_edge_withdrawn (edge_id, sessions) VALUES (%s, 1)", (first,))
+    # a report of the pair withdrawn before (a later success of its learner): kept by pair
+    db.execute(
+        "INSERT INTO hag_pair_withdrawn VALUES (%s, %s, 'learner-9', 1)", (e["rsa"], e["primes"])
+    )
     db.execute("UPDATE hag_edges SET hit_count = hit_count + 2 WHERE id = %s", (first,))
     db.commit()
     assert sweeps.sweep(db, as_of=T0 + timedelta(days=100)).culled == 1
@@ -959,11 +1037,11 @@ def test_a_culled_edges_report_contradicted_later_is_not_resumed(db, units, dial
                     learner="learner-1", day=101))  # fmt: skip
     assert db.execute(kept).fetchone()["n"] == 0
     # withdrawn as a live report is: out of the audit row's sessions (a restore would not
-    # bring it back as a session no learner is recorded for), counted on the culled edge
+    # bring it back as a session no learner is recorded for), counted on its pair
     audited = db.execute("SELECT hit_count FROM hag_edge_audit").fetchone()["hit_count"]
     assert audited == culled["hit_count"] - 1
-    withdrawn = "SELECT sessions FROM hag_edge_withdrawn WHERE edge_id = %s"
-    assert db.execute(withdrawn, (culled["edge_id"],)).fetchone()["sessions"] == 1
+    withdrawn = db.execute("SELECT * FROM hag_pair_withdrawn").fetchall()
+    assert [tuple(w.values()) for w in withdrawn] == [(e["rsa"], e["primes"], "learner-1", 1)]
     run(db, reports("b1", [("rsa", "primes")], day=102) | {"learner_id": "learner-2"})
     again = edge_row(db, e["rsa"], e["primes"], "prerequisite")
     terms = evidence_terms(db, again["id"], e["rsa"], units)

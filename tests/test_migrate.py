@@ -328,3 +328,33 @@ def test_211_gives_authored_edges_their_prior_and_new_rows_take_theirs(fresh, tm
         == 0.7
     )
     fresh.rollback()
+
+
+def test_223_carries_withdrawn_counts_to_their_pairs(fresh, tmp_path):
+    """Migration 223: a live edge a -> b with 2 withdrawn sessions and a culled one a -> c with
+    1 (its audit row gives the pair) move to their pairs, each session under a learner of its
+    own (no learner was kept: a unit each, as before); a count whose edge is gone from both
+    is dropped, and the old table with it."""
+    migrate_up_to(fresh, tmp_path, 223)
+    a, b, c = three_entries(fresh)
+    live, culled = (
+        fresh.execute(
+            "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, "
+            "source_type) VALUES (%s, %s, 'prerequisite', 0.3, 'learned') RETURNING id",
+            (a, t),
+        ).fetchone()[0]
+        for t in (b, c)
+    )
+    fresh.execute("DELETE FROM hag_edges WHERE id = %s", (culled,))  # audited
+    for edge, sessions in ((live, 2), (culled, 1), ("00000000-0000-0000-0000-000000000001", 5)):
+        fresh.execute("INSERT INTO hag_edge_withdrawn VALUES (%s, %s)", (edge, sessions))
+    fresh.commit()
+    assert migrate.migrate(fresh, 8)[0] == "223_withdrawn_by_pair_and_learner.sql"
+    rows = fresh.execute(
+        "SELECT source_entry_id, target_entry_id, learner_id, sessions FROM hag_pair_withdrawn"
+        " ORDER BY learner_id"
+    ).fetchall()
+    expected = [(a, b, f"before-223:{live}:{n}", 1) for n in (1, 2)]
+    expected.append((a, c, f"before-223:{culled}:1", 1))
+    assert [tuple(r) for r in rows] == sorted(expected, key=lambda r: r[2])
+    assert fresh.execute("SELECT to_regclass('hag_edge_withdrawn')").fetchone()[0] is None

@@ -316,6 +316,31 @@ def test_reports_of_a_deleted_edge_are_exported_and_erased_with_the_live_ones(db
     assert sorted((r["learner_id"], r["session_id"]) for r in copies if r not in mine) == others
 
 
+def test_withdrawn_counts_are_exported_and_erased_with_the_learners_reports(db, memory, tmp_path):
+    """Ada's and Bob's reports of rsa -> primes, withdrawn as contradicted, are counted on the
+    pair by learner (migration 223), and one of Ada's on a pair into her private entry. Her
+    export lists hers; her erasure gives the shared pair's count the pseudonym her successes
+    get, deletes the private pair's, and leaves Bob's as it was."""
+    e = memory["entries"]
+    rows = [(e["rsa"], e["primes"], ADA, 2), (e["rsa"], e["primes"], BOB, 1),
+            (e["rsa"], memory["private"], ADA, 1)]  # fmt: skip
+    for row in rows:
+        db.execute("INSERT INTO hag_pair_withdrawn VALUES (%s, %s, %s, %s)", row)
+    db.commit()
+    exported = privacy.export_learner(ADA, tmp_path / "ada.jsonl", conn=db)
+    assert exported.counts["hag_pair_withdrawn"] == 2
+    result = privacy.erase_learner(ADA, conn=db)
+    assert result.counts["hag_pair_withdrawn"] == {"deleted": 1, "pseudonymised": 1}
+    assert find_anywhere(db, ADA) == []
+    left = db.execute(
+        "SELECT learner_id, sessions FROM hag_pair_withdrawn ORDER BY sessions"
+    ).fetchall()
+    pseudonym = db.execute(
+        "SELECT DISTINCT learner_id FROM hag_learner_successes WHERE learner_id LIKE 'erased-%%'"
+    ).fetchone()["learner_id"]
+    assert [(r["learner_id"], r["sessions"]) for r in left] == [(BOB, 1), (pseudonym, 2)]
+
+
 def test_an_erased_session_sent_again_is_refused_not_applied_twice(db, memory):
     """A payload of an erased session, sent again, is refused at ingest with the reason (its
     tombstone, a salted hash of the session id), so its evidence never counts twice."""

@@ -58,7 +58,9 @@ def test_unshown_learners_are_the_learners_whose_reports_the_memory_kept(evidenc
             JOIN hag_edges e ON e.id = r.edge_id
             JOIN hag_entries s ON s.id = e.source_entry_id
             JOIN hag_entries t ON t.id = e.target_entry_id
-            LEFT JOIN hag_edge_withdrawn w ON w.edge_id = e.id
+            LEFT JOIN (SELECT source_entry_id, target_entry_id, sum(sessions) AS sessions
+                       FROM hag_pair_withdrawn GROUP BY 1, 2) w
+              ON (w.source_entry_id, w.target_entry_id) = (e.source_entry_id, e.target_entry_id)
             WHERE e.edge_type = 'prerequisite'
             GROUP BY 1, 2, w.sessions
             """

@@ -74,7 +74,8 @@ def explain(edge_id: str, as_json: bool) -> None:
         where = (
             "counted nowhere above"
             if t["source_type"] == "learned"
-            else "in its units above: negative evidence still reads the extractor naming it"
+            else f"{t.get('withdrawn_units', 0.0):.4f} units, each learner's within the cap,"
+            " in its units above: negative evidence still reads the extractor naming it"
         )
         click.echo(
             f"  withdrawn: {t['withdrawn']} report(s), recorded or not, whose learner next "

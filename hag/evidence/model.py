@@ -110,9 +110,12 @@ class PrerequisiteEvidence:
     failed_sessions: int = 0
     shown_sessions: int = 0
     shown_named: int = 0
-    # its reports withdrawn because their learner next succeeded on its concept before
-    # showing its target (migration 216): already out of every count above, for reading
+    # its pair's reports withdrawn because their learner next succeeded on its concept
+    # before showing its target (migration 223, whatever edge the pair has or had): out of
+    # every count above; their sessions, and their units (a session a unit each, within each
+    # learner's cap), which an authored edge's own evidence counts
     withdrawn: int = 0
+    withdrawn_units: float = 0.0
 
     @property
     def reports_with_culled(self) -> int:
@@ -329,7 +332,7 @@ class EvidenceTerms:
     `as_learned`; None, and the prior stands, below `min_learners` learners or with
     nothing net). An authored edge's units, its concept's and its support
     count the reports withdrawn as contradicted forward in time too (a session a unit
-    each): negative evidence asks whether the extractor ever names the target on its
+    each, within each learner's cap): negative evidence asks whether the extractor ever names the target on its
     concept's failures.
     """
 
@@ -361,9 +364,11 @@ class EvidenceTerms:
     failed_sessions: int = 0
     shown_sessions: int = 0
     shown_named: int = 0
-    # its sessions' reports contradicted forward in time, withdrawn or never recorded (out
-    # of a learned edge's `units`; in an authored edge's, a session a unit each)
+    # its pair's reports contradicted forward in time, withdrawn or never recorded (out of
+    # a learned edge's `units`; in an authored edge's as `withdrawn_units`: a session a unit
+    # each, within each learner's cap)
     withdrawn: int = 0
+    withdrawn_units: float = 0.0
     # an enriched edge's recorded learners' reports under the learned formula
     # (`confirmed_terms`), and the confidence they give it (None: not enriched, or none)
     as_learned: EvidenceTerms | None = None
@@ -409,8 +414,8 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
     prior = fact.confidence if fact.prior is None else fact.prior
     reports = max(fact.concept_units, fact.reported_units)
     # its own reports withdrawn as contradicted still say the extractor named its target (a
-    # session a unit each, as `reported_units` counts them)
-    own = fact.units + session_units(fact.withdrawn, dials)
+    # session a unit each within each learner's cap, as `reported_units` counts them)
+    own = fact.units + fact.withdrawn_units
     chance = scaled_chance(own, reports, fact.n_concepts, noise, dials)
     net = max(0.0, own - chance)
     lift = edge_bounds(net / (net + k), dials)
@@ -428,13 +433,14 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
         fact.source_type, own, fact.learners, reports, fact.concept_learners, chance,
         noise, 0.0, fact.support_units, prior, k, net, lift, min_learners, None, judged,
         lowered, prior if lowered < prior else None, fact.unattributed,
-        withdrawn=fact.withdrawn, as_learned=as_learned, raised=raised,
+        withdrawn=fact.withdrawn, withdrawn_units=fact.withdrawn_units,
+        as_learned=as_learned, raised=raised,
     )  # fmt: skip
 
 
 def session_units(sessions: int, dials: Settings) -> float:
-    """Sessions counted a unit each, within one learner's cap: what a withdrawn report or a
-    session no learner is recorded for weighs (as `hag_edge_evidence` counts the latter)."""
+    """Sessions counted a unit each, within one learner's cap: what a session no learner is
+    recorded for weighs (as `hag_edge_evidence` counts it)."""
     return min(1.0, dials.prerequisite_learner_cap) * sessions
 
 

@@ -60,6 +60,7 @@ def prerequisite_evidence(
             shown_sessions=int(r["shown_sessions"]),
             shown_named=int(r["shown_named"]),
             withdrawn=int(r["withdrawn"]),
+            withdrawn_units=float(r["withdrawn_units"]),
         )
         for r in rows
     ]
@@ -208,9 +209,10 @@ def learner_reports_out_of(
 
 def withdraw_reports(conn: Conn, reports: Sequence[LearnerReport]) -> int:
     """Withdraw reports contradicted forward in time (migration 216), in one statement: out
-    of the kept units and the edges' hit counts, counted per edge; a culled edge's kept
-    reports the same way out of its audit row (so a pair learned again does not resume them
-    and a restore does not bring their sessions back); how many were withdrawn. The caller
+    of the kept units and the edges' hit counts, counted per pair and learner (migration
+    223); a culled edge's kept reports the same way out of its audit row (so a pair learned
+    again does not resume them and a restore does not bring their sessions back); how many
+    were withdrawn. The caller
     holds the live edges' row locks."""
     kept = sorted({(r.audit_id, r.session_id) for r in reports if r.audit_id is not None})
     withdrawn = 0
@@ -231,18 +233,23 @@ def withdraw_reports(conn: Conn, reports: Sequence[LearnerReport]) -> int:
     return withdrawn + (int(row["withdrawn"]) if row else 0)
 
 
-def count_contradicted(conn: Conn, pairs: Sequence[tuple[UUID, UUID]]) -> int:
+def count_contradicted(conn: Conn, learner_id: str, pairs: Sequence[tuple[UUID, UUID]]) -> int:
     """Count a session's struggles contradicted forward in time when made (never recorded) on
-    the prerequisite edge each names, where one exists: a session a unit each, as a recorded
-    report withdrawn later counts (`withdraw_reports`), so the count does not depend on the
-    order sessions arrive in. How many edges counted one. Not idempotent on its own (each
-    call adds one): session-end calls it once per session, under the session ledger's claim
-    in the session's transaction, as it records the session's reports."""
+    their pairs, under the session's learner (migration 223), whether or not a pair has an
+    edge: a session a unit each, as a recorded report withdrawn later counts
+    (`withdraw_reports`), so the count does not depend on the order sessions arrive in. How
+    many pairs counted one. Not idempotent on its own (each call adds one): session-end calls
+    it once per session, under the session ledger's claim in the session's transaction, as
+    it records the session's reports."""
     if not pairs:
         return 0
     row = conn.execute(
         query("evidence", "count_contradicted"),
-        {"sources": [s for s, _ in pairs], "targets": [t for _, t in pairs]},
+        {
+            "learner_id": learner_id,
+            "sources": [s for s, _ in pairs],
+            "targets": [t for _, t in pairs],
+        },
     ).fetchone()
     return int(row["counted"]) if row else 0
 

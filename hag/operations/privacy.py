@@ -64,6 +64,7 @@ EXPORT_QUERIES = (
     "export_audit_reports",
     "export_successes",
     "export_bridged",
+    "export_withdrawn",
     "export_quarantine",
 )
 
@@ -77,11 +78,13 @@ ERASE_STEPS = (
     ("erase_llm_calls", "hag_llm_calls", "deleted"),
     ("erase_private_edges", "hag_edges", "deleted"),
     ("erase_private_audit", "hag_edge_audit", "deleted"),
+    ("erase_private_withdrawn", "hag_pair_withdrawn", "deleted"),
     ("erase_private_entries", "hag_entries", "deleted"),
     ("pseudonymise_reports", "hag_edge_learner_reports", "pseudonymised"),
     ("pseudonymise_audit_reports", "hag_edge_audit_reports", "pseudonymised"),
     ("pseudonymise_successes", "hag_learner_successes", "pseudonymised"),
     ("pseudonymise_bridged", "hag_learner_bridged", "pseudonymised"),
+    ("pseudonymise_withdrawn", "hag_pair_withdrawn", "pseudonymised"),
     ("pseudonymise_history_sessions", "hag_confidence_history", "pseudonymised"),
     ("pseudonymise_edge_sessions", "hag_edges", "pseudonymised"),
     ("pseudonymise_audit_sessions", "hag_edge_audit", "pseudonymised"),

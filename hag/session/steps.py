@@ -183,7 +183,7 @@ def apply_session(
         )  # fmt: skip
         store.record_exposures(conn, proposed.exposures)
         counts.reports_withdrawn += store.withdraw_reports(conn, withdrawn)
-        store.count_contradicted(conn, proposed.contradicted)
+        store.count_contradicted(conn, session.learner_id, proposed.contradicted)
         weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id)
         sequence_step.weigh_sequence_evidence(conn, session, turns, observed, dials, counts, run_id)
     with timed(timings, "grading"):
@@ -315,7 +315,7 @@ class Proposed:
     turns_by_pair: dict[tuple[UUID, UUID], int]
     exposures: store.ExposureRows | None
     # the (struggled, missing) topic entries of struggles contradicted forward in time that
-    # no turn kept (`rules.TurnStruggles.forward`): counted on their edge as withdrawn
+    # no turn kept (`rules.TurnStruggles.forward`): counted on their pair as withdrawn
     contradicted: tuple[tuple[UUID, UUID], ...] = ()
     # how many turns named each pair contradicted forward in time: their part of the unit
     withheld_turns: dict[tuple[UUID, UUID], int] = field(default_factory=dict)

@@ -20,13 +20,15 @@
 -- distinct learners per concept), never from the reports themselves:
 -- the edge's units and learners, its concept's units (live prerequisites) and distinct
 -- learners, the reverse edge's units, the supporting units, and the concept's units over its
--- live and culled prerequisites (a culled edge's sessions a unit each), and
+-- live and culled prerequisites (a culled pair's kept reports capped per learner as a live
+-- edge's, its sessions with no kept report a unit each), and
 -- the edge's unattributed sessions (its hit count beyond its reported sessions: a unit each,
 -- and one learner only when no learner is recorded, in hag_edge_evidence; `hag explain`
 -- says how many there are),
 -- and the counts of the `invented` term (migration 215): its concept's failed sessions, of
 -- them those whose learner had shown the target, and of those the ones naming the edge;
--- and its reports withdrawn as contradicted forward in time (migration 216; for reading).
+-- and its pair's reports withdrawn as contradicted forward in time (migration 223: sessions,
+-- and units capped per learner; an authored edge's own evidence and its concept's count them).
 WITH touched AS (
     SELECT e.id, e.source_entry_id
     FROM hag_edges e
@@ -54,6 +56,34 @@ WITH touched AS (
     -- unattributed sessions one learner only when none is recorded (hag_concept_learner_count)
     SELECT z.source_entry_id, hag_concept_learner_count(z.source_entry_id) AS learners
     FROM (SELECT DISTINCT source_entry_id FROM family) z
+), culled AS MATERIALIZED (
+    -- each source's culled prerequisites not restored (the audit keeps their reports), with
+    -- their sessions not resumed (a resumed one's count in the edge that took them)
+    SELECT a.audit_id, a.source_entry_id, a.target_entry_id,
+           a.hit_count - a.resumed_sessions AS sessions
+    FROM hag_edge_audit a
+    WHERE a.edge_type = 'prerequisite' AND a.restored_at IS NULL
+      AND a.source_entry_id IN (SELECT source_entry_id FROM touched)
+), culled_units AS (
+    -- per culled pair, in units as a live edge's (hag_edge_evidence): each learner's kept
+    -- shares capped, and the sessions no report was kept for a unit each
+    SELECT c.source_entry_id, c.target_entry_id, sum(c.sessions)::int AS hit_count,
+           COALESCE(max(k.units), 0)
+             + least(1.0, %(prerequisite_learner_cap)s)
+               * greatest(0, sum(c.sessions) - COALESCE(max(k.sessions), 0)) AS units
+    FROM culled c
+    LEFT JOIN (
+        SELECT l.source_entry_id, l.target_entry_id,
+               sum(least(%(prerequisite_learner_cap)s, l.share)) AS units,
+               sum(l.sessions) AS sessions
+        FROM (SELECT c.source_entry_id, c.target_entry_id, ar.learner_id,
+                     sum(ar.share) AS share, count(*) AS sessions
+              FROM culled c
+              JOIN hag_edge_audit_reports ar ON ar.audit_id = c.audit_id
+              GROUP BY 1, 2, 3) l
+        GROUP BY 1, 2
+    ) k ON k.source_entry_id = c.source_entry_id AND k.target_entry_id = c.target_entry_id
+    GROUP BY 1, 2
 ), reported AS (
     -- each source's reports per prerequisite, live and culled (the audit keeps a culled
     -- edge's reports; a restored one is live again, a resumed one's sessions count in the
@@ -61,11 +91,18 @@ WITH touched AS (
     SELECT x.source_entry_id, x.target_entry_id, x.hit_count, x.units
     FROM units x
     UNION ALL
-    SELECT a.source_entry_id, a.target_entry_id, a.hit_count - a.resumed_sessions,
-           least(1.0, %(prerequisite_learner_cap)s) * (a.hit_count - a.resumed_sessions)
-    FROM hag_edge_audit a
-    WHERE a.edge_type = 'prerequisite' AND a.restored_at IS NULL
-      AND a.source_entry_id IN (SELECT source_entry_id FROM touched)
+    SELECT c.source_entry_id, c.target_entry_id, c.hit_count, c.units
+    FROM culled_units c
+), withdrawn AS (
+    -- per pair out of a source: its reports withdrawn as contradicted forward in time
+    -- (migration 223, whatever edge the pair has or had), each learner's sessions a unit
+    -- each within the learner's cap
+    SELECT w.source_entry_id, w.target_entry_id, sum(w.sessions)::int AS sessions,
+           sum(least(%(prerequisite_learner_cap)s,
+                     least(1.0, %(prerequisite_learner_cap)s) * w.sessions)) AS units
+    FROM hag_pair_withdrawn w
+    WHERE w.source_entry_id IN (SELECT source_entry_id FROM touched)
+    GROUP BY 1, 2
 ), reversals AS (
     -- per source: [all its reports, those naming an x held to build on it]
     SELECT o.source_entry_id,
@@ -80,15 +117,11 @@ WITH touched AS (
     GROUP BY o.source_entry_id
 ), judged AS (
     -- what negative evidence judges an authored edge by: the reports above and those
-    -- withdrawn as contradicted forward in time (migration 216; a session a unit each, as a
-    -- culled edge's), since a withdrawn report is still the extractor naming its concept
+    -- withdrawn as contradicted forward in time, since a withdrawn report is still the
+    -- extractor naming its concept
     SELECT o.source_entry_id, o.target_entry_id, o.hit_count, o.units FROM reported o
     UNION ALL
-    SELECT e.source_entry_id, e.target_entry_id, 0,
-           least(1.0, %(prerequisite_learner_cap)s) * w.sessions
-    FROM hag_edge_withdrawn w
-    JOIN hag_edges e ON e.id = w.edge_id
-    WHERE e.source_entry_id IN (SELECT source_entry_id FROM touched)
+    SELECT w.source_entry_id, w.target_entry_id, 0, w.units FROM withdrawn w
 ), reported_units AS (
     SELECT o.source_entry_id, sum(o.units) AS units
     FROM judged o
@@ -137,7 +170,8 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior
        COALESCE(cf.sessions, 0) AS failed_sessions,
        COALESCE(sx.shown_sessions, 0) AS shown_sessions,
        COALESCE(sx.shown_named, 0) AS shown_named,
-       COALESCE(wd.sessions, 0) AS withdrawn
+       COALESCE(wd.sessions, 0) AS withdrawn,
+       COALESCE(wd.units, 0) AS withdrawn_units
 FROM family f
 JOIN hag_entries s ON s.id = f.source_entry_id
 JOIN graphs g ON g.topic_id = s.topic_id AND g.visibility_scope = s.visibility_scope
@@ -150,7 +184,8 @@ LEFT JOIN reported_units ru ON ru.source_entry_id = f.source_entry_id
 LEFT JOIN hag_concept_failures cf ON cf.source_entry_id = f.source_entry_id
 LEFT JOIN hag_shown_exposures sx ON sx.source_entry_id = f.source_entry_id
                                 AND sx.target_entry_id = f.target_entry_id
-LEFT JOIN hag_edge_withdrawn wd ON wd.edge_id = f.id
+LEFT JOIN withdrawn wd ON wd.source_entry_id = f.source_entry_id
+                       AND wd.target_entry_id = f.target_entry_id
 LEFT JOIN sup ON sup.id = f.id
 WHERE f.id IN (SELECT id FROM touched)
 ORDER BY f.id
@@ -194,9 +229,9 @@ FOR UPDATE OF a SKIP LOCKED
 -- name: record_resumption
 -- After the reports moved (audit.sql `move_kept_reports`): each audit row records the
 -- resumption (resumed_*: its sessions that went count once, in the new edge, and those no
--- learner was recorded for stay the culled edge's, evidence.sql `reported`), the count of
--- the culled edge's reports withdrawn (migration 216, kept by its id) goes along, and the
--- moved sessions join the new edge's hit count.
+-- learner was recorded for stay the culled edge's, evidence.sql `reported`), and the moved
+-- sessions join the new edge's hit count. The pair's withdrawn reports stay where they are:
+-- they are kept by pair, not by edge (migration 223).
 WITH resumed AS (
     SELECT *
     FROM unnest(%(audit_ids)s::bigint[], %(edge_ids)s::uuid[], %(sessions)s::int[])
@@ -207,16 +242,6 @@ WITH resumed AS (
         resumed_edge_id = r.edge_id, resumed_sessions = r.sessions
     FROM resumed r
     WHERE a.audit_id = r.audit_id
-    RETURNING a.edge_id AS culled_id, r.edge_id
-), carried AS (
-    DELETE FROM hag_edge_withdrawn w
-    USING marked m
-    WHERE w.edge_id = m.culled_id
-    RETURNING m.edge_id, w.sessions
-), withdrawn AS (
-    INSERT INTO hag_edge_withdrawn (edge_id, sessions)
-    SELECT edge_id, sum(sessions)::int FROM carried GROUP BY edge_id
-    ON CONFLICT (edge_id) DO UPDATE SET sessions = hag_edge_withdrawn.sessions + EXCLUDED.sessions
 )
 UPDATE hag_edges e
 SET hit_count = e.hit_count + r.sessions
@@ -254,63 +279,66 @@ ORDER BY 1, 2
 -- Kept reports of culled edges contradicted forward in time, withdrawn as a live edge's are
 -- (withdraw_reports): they leave the audit row's kept reports (so a pair learned again does
 -- not resume them), their sessions leave the audit row's hit count (so a restore does not
--- bring them back as sessions no learner is recorded for), and the culled edge's id counts
--- them (a restore or a resumption takes the count along).
+-- bring them back as sessions no learner is recorded for), and the pair counts them under
+-- their learner (migration 223).
 WITH gone AS (
     DELETE FROM hag_edge_audit_reports k
     USING unnest(%(audit_ids)s::bigint[], %(session_ids)s::text[]) AS w (audit_id, session_id)
     WHERE k.audit_id = w.audit_id AND k.session_id = w.session_id
-    RETURNING k.audit_id
+    RETURNING k.audit_id, k.learner_id
 ), per_row AS (
     SELECT audit_id, count(*)::int AS n FROM gone GROUP BY audit_id
 ), hits AS (
     UPDATE hag_edge_audit a SET hit_count = greatest(0, a.hit_count - p.n)
     FROM per_row p WHERE a.audit_id = p.audit_id
-    RETURNING a.edge_id, p.n
 ), counted AS (
-    INSERT INTO hag_edge_withdrawn AS w (edge_id, sessions)
-    SELECT edge_id, sum(n)::int FROM hits GROUP BY edge_id ORDER BY edge_id
-    ON CONFLICT (edge_id) DO UPDATE SET sessions = w.sessions + EXCLUDED.sessions
-    RETURNING w.edge_id
+    INSERT INTO hag_pair_withdrawn AS w (source_entry_id, target_entry_id, learner_id, sessions)
+    SELECT a.source_entry_id, a.target_entry_id, g.learner_id, count(*)::int
+    FROM gone g JOIN hag_edge_audit a ON a.audit_id = g.audit_id
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (source_entry_id, target_entry_id, learner_id)
+    DO UPDATE SET sessions = w.sessions + EXCLUDED.sessions
 )
 SELECT COALESCE(sum(n), 0)::int AS withdrawn FROM per_row
 
 -- name: withdraw_reports
 -- Reports contradicted forward in time (migration 216), withdrawn in one statement: their
 -- rows leave the reports (the statement triggers take them out of the kept units), their
--- sessions leave the edges' hit counts, and each edge counts them. The edges are locked.
+-- sessions leave the edges' hit counts, and each pair counts them under their learner
+-- (migration 223). The edges are locked.
 WITH gone AS (
     DELETE FROM hag_edge_learner_reports r
     USING unnest(%(edge_ids)s::uuid[], %(session_ids)s::text[]) AS k (edge_id, session_id)
     WHERE r.edge_id = k.edge_id AND r.session_id = k.session_id
-    RETURNING r.edge_id
+    RETURNING r.edge_id, r.learner_id
 ), per_edge AS (
     SELECT edge_id, count(*)::int AS n FROM gone GROUP BY edge_id
 ), hits AS (
     UPDATE hag_edges e SET hit_count = greatest(0, e.hit_count - p.n)
     FROM per_edge p WHERE e.id = p.edge_id
-    RETURNING e.id
 ), counted AS (
-    INSERT INTO hag_edge_withdrawn AS w (edge_id, sessions)
-    SELECT edge_id, n FROM per_edge ORDER BY edge_id
-    ON CONFLICT (edge_id) DO UPDATE SET sessions = w.sessions + EXCLUDED.sessions
-    RETURNING w.edge_id
+    INSERT INTO hag_pair_withdrawn AS w (source_entry_id, target_entry_id, learner_id, sessions)
+    SELECT e.source_entry_id, e.target_entry_id, g.learner_id, count(*)::int
+    FROM gone g JOIN hag_edges e ON e.id = g.edge_id
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (source_entry_id, target_entry_id, learner_id)
+    DO UPDATE SET sessions = w.sessions + EXCLUDED.sessions
 )
 SELECT COALESCE(sum(n), 0)::int AS withdrawn FROM per_edge
 
 -- name: count_contradicted
 -- A session's struggles contradicted forward in time when made (rules.TurnStruggles.forward),
--- counted on the prerequisite edge each names where one exists: a session a unit each, as a
--- recorded report withdraw_reports withdraws later counts. Rows in key order.
+-- counted on their pair under the session's learner (migration 223), whether or not the pair
+-- has an edge: a session a unit each, as a recorded report withdraw_reports withdraws later
+-- counts, so the count does not depend on the order sessions arrive in. Rows in key order.
 WITH counted AS (
-    INSERT INTO hag_edge_withdrawn AS w (edge_id, sessions)
-    SELECT e.id, 1
+    INSERT INTO hag_pair_withdrawn AS w (source_entry_id, target_entry_id, learner_id, sessions)
+    SELECT DISTINCT k.source_entry_id, k.target_entry_id, %(learner_id)s, 1
     FROM unnest(%(sources)s::uuid[], %(targets)s::uuid[]) AS k (source_entry_id, target_entry_id)
-    JOIN hag_edges e ON e.source_entry_id = k.source_entry_id
-                    AND e.target_entry_id = k.target_entry_id AND e.edge_type = 'prerequisite'
-    ORDER BY e.id
-    ON CONFLICT (edge_id) DO UPDATE SET sessions = w.sessions + 1
-    RETURNING w.edge_id
+    ORDER BY 1, 2
+    ON CONFLICT (source_entry_id, target_entry_id, learner_id)
+    DO UPDATE SET sessions = w.sessions + 1
+    RETURNING 1
 )
 SELECT count(*)::int AS counted FROM counted
 

@@ -18,6 +18,7 @@ SELECT EXISTS (SELECT 1 FROM hag_sessions WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_edge_audit_reports WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_learner_successes WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_learner_bridged WHERE learner_id = %(learner_id)s)
+    OR EXISTS (SELECT 1 FROM hag_pair_withdrawn WHERE learner_id = %(learner_id)s)
     OR EXISTS (SELECT 1 FROM hag_session_quarantine
                WHERE raw ~ %(pattern)s OR reason ~ %(pattern)s OR session_id ~ %(id_in_session)s)
     AS present
@@ -93,6 +94,13 @@ SET learner_id = %(pseudonym)s, session_id = s.pseudonym
 FROM hag_erase_sessions s
 WHERE b.learner_id = %(learner_id)s AND b.session_id = s.session_id
 
+-- name: pseudonymise_withdrawn
+-- The learner's reports withdrawn as contradicted, counted per pair (migration 223), under the
+-- same learner pseudonym: the evidence model's per-learner cap counts them as before.
+UPDATE hag_pair_withdrawn w
+SET learner_id = %(pseudonym)s
+WHERE w.learner_id = %(learner_id)s
+
 -- name: pseudonymise_history_sessions
 -- The shared graph's confidence history keeps its numbers; the session it names becomes the
 -- session's pseudonym.
@@ -143,6 +151,12 @@ DELETE FROM hag_edges WHERE id IN (SELECT id FROM hag_erase_edges)
 -- name: erase_private_audit
 -- (their copied reports go with them: migration 220's key cascades)
 DELETE FROM hag_edge_audit
+WHERE source_entry_id IN (SELECT id FROM hag_erase_entries)
+   OR target_entry_id IN (SELECT id FROM hag_erase_entries)
+
+-- name: erase_private_withdrawn
+-- The withdrawn reports counted on pairs that touch a private entry (migration 223).
+DELETE FROM hag_pair_withdrawn
 WHERE source_entry_id IN (SELECT id FROM hag_erase_entries)
    OR target_entry_id IN (SELECT id FROM hag_erase_entries)
 
@@ -243,6 +257,12 @@ ORDER BY l.ended_at, l.session_id, l.concept_slug
 SELECT 'hag_learner_bridged' AS tbl, to_jsonb(b)::text AS row
 FROM hag_learner_bridged b WHERE b.learner_id = %(learner_id)s
 ORDER BY b.ended_at, b.session_id, b.concept_slug, b.supplied_slug
+
+-- name: export_withdrawn
+-- The learner's reports withdrawn as contradicted, counted per pair (migration 223).
+SELECT 'hag_pair_withdrawn' AS tbl, to_jsonb(w)::text AS row
+FROM hag_pair_withdrawn w WHERE w.learner_id = %(learner_id)s
+ORDER BY w.source_entry_id, w.target_entry_id
 
 -- name: export_quarantine
 SELECT 'hag_session_quarantine' AS tbl, to_jsonb(q)::text AS row

@@ -1,0 +1,49 @@
+-- Why: (issue 29, review) a report contradicted forward in time (migration 216) was counted
+-- on its pair's prerequisite edge by the edge's id, a session a unit each. Two faults:
+--
+-- - The count depended on the order sessions arrived in. A struggle contradicted when it
+--   was made (its learner's success on the concept already ingested) was counted only if
+--   the pair's edge existed then; had the sessions arrived the other way, the report was
+--   recorded, made the edge and was withdrawn onto it. And once that edge was culled, its
+--   count was read by nothing (the evidence query joined the live edges), so the concept's
+--   reports that judge an authored prerequisite lost it on the night of the cull.
+-- - It named no learner, so one learner's withdrawn reports of one pair counted a unit per
+--   session, where every other report a learner makes is capped per learner and pair
+--   (`prerequisite_learner_cap`).
+--
+-- The count now lives with the pair and the learner: (source entry, target entry, learner)
+-- and its sessions, whatever edge the pair has or had. A live, culled, restored or resumed
+-- edge of the pair reads the same rows, so a resumption or a restore carries nothing, and
+-- the evidence query caps each learner's sessions as it caps a learner's reports. The
+-- learner id is the learner's, so an erasure pseudonymises it with the learner's reports,
+-- and removes the rows of a private entry's pairs.
+--
+-- Carried over: a count kept by a live edge's id, or a culled one's (its audit row gives
+-- the pair), moves to the pair with each session under a learner of its own (`before-223:`
+-- the edge id and the session's number): which learner made them was never kept, so they
+-- count a unit each, as before. A count whose edge is gone from both (an erased private
+-- edge) was read by nothing and is dropped.
+CREATE TABLE hag_pair_withdrawn (
+    source_entry_id uuid    NOT NULL,
+    target_entry_id uuid    NOT NULL,
+    learner_id      text    NOT NULL,
+    sessions        integer NOT NULL,
+    PRIMARY KEY (source_entry_id, target_entry_id, learner_id)
+);
+
+CREATE INDEX hag_pair_withdrawn_learner_idx ON hag_pair_withdrawn (learner_id);
+
+INSERT INTO hag_pair_withdrawn (source_entry_id, target_entry_id, learner_id, sessions)
+SELECT p.source_entry_id, p.target_entry_id, 'before-223:' || w.edge_id || ':' || n, 1
+FROM hag_edge_withdrawn w
+CROSS JOIN LATERAL (
+    SELECT e.source_entry_id, e.target_entry_id FROM hag_edges e WHERE e.id = w.edge_id
+    UNION ALL
+    SELECT a.source_entry_id, a.target_entry_id FROM hag_edge_audit a
+    WHERE a.edge_id = w.edge_id
+      AND NOT EXISTS (SELECT 1 FROM hag_edges e WHERE e.id = w.edge_id)
+    LIMIT 1
+) p
+CROSS JOIN generate_series(1, w.sessions) AS n;
+
+DROP TABLE hag_edge_withdrawn;
