@@ -810,6 +810,34 @@ def test_a_learners_withdrawn_reports_count_within_the_learners_cap(db, units):
     assert terms["units"] == pytest.approx(cap)
 
 
+@pytest.mark.parametrize("cap", [1.0, 2.0])
+def test_a_learners_live_and_withdrawn_reports_of_a_pair_share_one_cap(db, units, dials, cap):
+    """rsa -> hashing is authored at 0.92. learner-5 names it on day 1, succeeds on rsa on day 2
+    (the report is withdrawn) and names it again on day 3 (recorded): two sessions of one
+    learner, one live and one withdrawn, so the authored edge's own evidence is
+    min(cap, 2) units: 1 at cap 1 (each part capped on its own would give 2), 2 at cap 2."""
+    dials(prerequisite_learner_cap=cap)
+    e = topic_entries(db)
+    authored = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
+    db.commit()
+
+    def names(session: str, day: int) -> None:
+        run(db, payload(session, [turn(0, outcome="failure", concepts=["rsa"],
+                                       struggles=[struggle("rsa", "hashing")])],
+                        learner="learner-5", day=day))  # fmt: skip
+
+    names("h1", 1)
+    run(db, payload("s2", [turn(0, outcome="success", concepts=["rsa"])],
+                    learner="learner-5", day=2))  # fmt: skip
+    names("h3", 3)
+    now = settings.current()
+    assert now.prerequisite_learner_cap == cap
+    terms = evidence_terms(db, authored, e["rsa"], now)
+    assert terms is not None and terms["withdrawn"] == 1
+    assert terms["units"] == pytest.approx(min(cap, 2.0))
+    assert terms["concept_units"] == pytest.approx(min(cap, 2.0))
+
+
 def test_a_culled_pairs_reports_count_as_a_live_edges(db, units):
     """rsa -> hashing is authored at 0.92. learner-1 names rsa -> primes in three sessions (one
     learner: held) and the nightly culls it, keeping the three reports beside its audit row.
@@ -931,7 +959,8 @@ def test_a_pair_learned_again_resumes_the_reports_of_its_culled_edge(db, units, 
     """learner-1 names rsa -> primes: one learner, held below the cull's ceiling, culled at
     90 days with its report kept beside the audit row. learner-1 names it again: the new
     edge has learner-1's two sessions and is still one learner (held). learner-2 names it:
-    two learners, as if it had never been culled (its withdrawn count too). The culled edge
+    two learners, as if it had never been culled (and the pair's withdrawn count, kept by
+    pair, reads the same). The culled edge
     also carried 2 sessions no learner is recorded for: they stay with its audit row, which
     records the resumption (when, the session, the edge, the 1 session that went; `hag
     history` shows it after the cull) and which a restore now refuses. Under the seed

@@ -64,45 +64,54 @@ WITH touched AS (
     FROM hag_edge_audit a
     WHERE a.edge_type = 'prerequisite' AND a.restored_at IS NULL
       AND a.source_entry_id IN (SELECT source_entry_id FROM touched)
-), culled_units AS (
-    -- per culled pair, in units as a live edge's (hag_edge_evidence): each learner's kept
-    -- shares capped, and the sessions no report was kept for a unit each
-    SELECT c.source_entry_id, c.target_entry_id, sum(c.sessions)::int AS hit_count,
-           COALESCE(max(k.units), 0)
-             + least(1.0, %(prerequisite_learner_cap)s)
-               * greatest(0, sum(c.sessions) - COALESCE(max(k.sessions), 0)) AS units
+), beside AS (
+    -- per (pair, learner) out of a source, the learner's reports beside the pair's live edge:
+    -- kept with a culled edge's audit row and not resumed (their shares, and sessions), and
+    -- withdrawn as contradicted forward in time (migration 223, whatever edge the pair has or
+    -- had: a session a unit each)
+    SELECT b.source_entry_id, b.target_entry_id, b.learner_id,
+           sum(b.kept) AS kept, sum(b.kept_sessions)::int AS kept_sessions,
+           sum(b.withdrawn) AS withdrawn, sum(b.withdrawn_sessions)::int AS withdrawn_sessions
+    FROM (SELECT c.source_entry_id, c.target_entry_id, ar.learner_id,
+                 ar.share AS kept, 1 AS kept_sessions, 0.0::float8 AS withdrawn,
+                 0 AS withdrawn_sessions
+          FROM culled c
+          JOIN hag_edge_audit_reports ar ON ar.audit_id = c.audit_id
+          UNION ALL
+          SELECT w.source_entry_id, w.target_entry_id, w.learner_id, 0.0, 0,
+                 least(1.0, %(prerequisite_learner_cap)s) * w.sessions, w.sessions
+          FROM hag_pair_withdrawn w
+          WHERE w.source_entry_id IN (SELECT source_entry_id FROM touched)) b
+    GROUP BY 1, 2, 3
+), beside_units AS (
+    -- per pair, what those reports add to its live edge's units, each learner's total for
+    -- the pair (live, kept and withdrawn) within the cap: all of them (its concept's units,
+    -- which judge an authored sibling), and the withdrawn alone (an authored edge's own)
+    SELECT b.source_entry_id, b.target_entry_id,
+           sum(least(%(prerequisite_learner_cap)s, l.live + b.kept + b.withdrawn)
+               - least(%(prerequisite_learner_cap)s, l.live)) AS units,
+           sum(least(%(prerequisite_learner_cap)s, l.live + b.withdrawn)
+               - least(%(prerequisite_learner_cap)s, l.live)) AS withdrawn_units,
+           sum(b.kept_sessions)::int AS kept_sessions,
+           sum(b.withdrawn_sessions)::int AS withdrawn_sessions
+    FROM beside b
+    LEFT JOIN hag_edges e ON e.source_entry_id = b.source_entry_id
+                         AND e.target_entry_id = b.target_entry_id
+                         AND e.edge_type = 'prerequisite'
+    LEFT JOIN hag_edge_learner_units lu ON lu.edge_id = e.id AND lu.learner_id = b.learner_id
+    CROSS JOIN LATERAL (SELECT COALESCE(lu.share, 0.0) AS live) l
+    GROUP BY 1, 2
+), culled_pairs AS (
+    SELECT c.source_entry_id, c.target_entry_id, sum(c.sessions)::int AS sessions
     FROM culled c
-    LEFT JOIN (
-        SELECT l.source_entry_id, l.target_entry_id,
-               sum(least(%(prerequisite_learner_cap)s, l.share)) AS units,
-               sum(l.sessions) AS sessions
-        FROM (SELECT c.source_entry_id, c.target_entry_id, ar.learner_id,
-                     sum(ar.share) AS share, count(*) AS sessions
-              FROM culled c
-              JOIN hag_edge_audit_reports ar ON ar.audit_id = c.audit_id
-              GROUP BY 1, 2, 3) l
-        GROUP BY 1, 2
-    ) k ON k.source_entry_id = c.source_entry_id AND k.target_entry_id = c.target_entry_id
     GROUP BY 1, 2
 ), reported AS (
     -- each source's reports per prerequisite, live and culled (the audit keeps a culled
     -- edge's reports; a restored one is live again, a resumed one's sessions count in the
-    -- edge that took them): read once, by support and reversals
-    SELECT x.source_entry_id, x.target_entry_id, x.hit_count, x.units
-    FROM units x
+    -- edge that took them), in sessions: read by reversals
+    SELECT x.source_entry_id, x.target_entry_id, x.hit_count FROM units x
     UNION ALL
-    SELECT c.source_entry_id, c.target_entry_id, c.hit_count, c.units
-    FROM culled_units c
-), withdrawn AS (
-    -- per pair out of a source: its reports withdrawn as contradicted forward in time
-    -- (migration 223, whatever edge the pair has or had), each learner's sessions a unit
-    -- each within the learner's cap
-    SELECT w.source_entry_id, w.target_entry_id, sum(w.sessions)::int AS sessions,
-           sum(least(%(prerequisite_learner_cap)s,
-                     least(1.0, %(prerequisite_learner_cap)s) * w.sessions)) AS units
-    FROM hag_pair_withdrawn w
-    WHERE w.source_entry_id IN (SELECT source_entry_id FROM touched)
-    GROUP BY 1, 2
+    SELECT c.source_entry_id, c.target_entry_id, c.sessions FROM culled_pairs c
 ), reversals AS (
     -- per source: [all its reports, those naming an x held to build on it]
     SELECT o.source_entry_id,
@@ -116,12 +125,17 @@ WITH touched AS (
     FROM reported o
     GROUP BY o.source_entry_id
 ), judged AS (
-    -- what negative evidence judges an authored edge by: the reports above and those
-    -- withdrawn as contradicted forward in time, since a withdrawn report is still the
-    -- extractor naming its concept
-    SELECT o.source_entry_id, o.target_entry_id, o.hit_count, o.units FROM reported o
+    -- what negative evidence judges an authored edge by, per pair: the live edge's reports,
+    -- and beside them a culled edge's and those withdrawn (a withdrawn report is still the
+    -- extractor naming its concept), each learner's within the cap; a culled edge's
+    -- sessions no report was kept for a unit each
+    SELECT x.source_entry_id, x.target_entry_id, x.hit_count, x.units FROM units x
     UNION ALL
-    SELECT w.source_entry_id, w.target_entry_id, 0, w.units FROM withdrawn w
+    SELECT source_entry_id, target_entry_id, COALESCE(c.sessions, 0),
+           COALESCE(b.units, 0) + least(1.0, %(prerequisite_learner_cap)s)
+               * greatest(0, COALESCE(c.sessions, 0) - COALESCE(b.kept_sessions, 0))
+    FROM culled_pairs c
+    FULL JOIN beside_units b USING (source_entry_id, target_entry_id)
 ), reported_units AS (
     SELECT o.source_entry_id, sum(o.units) AS units
     FROM judged o
@@ -170,8 +184,8 @@ SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior
        COALESCE(cf.sessions, 0) AS failed_sessions,
        COALESCE(sx.shown_sessions, 0) AS shown_sessions,
        COALESCE(sx.shown_named, 0) AS shown_named,
-       COALESCE(wd.sessions, 0) AS withdrawn,
-       COALESCE(wd.units, 0) AS withdrawn_units
+       COALESCE(wd.withdrawn_sessions, 0) AS withdrawn,
+       COALESCE(wd.withdrawn_units, 0) AS withdrawn_units
 FROM family f
 JOIN hag_entries s ON s.id = f.source_entry_id
 JOIN graphs g ON g.topic_id = s.topic_id AND g.visibility_scope = s.visibility_scope
@@ -184,7 +198,7 @@ LEFT JOIN reported_units ru ON ru.source_entry_id = f.source_entry_id
 LEFT JOIN hag_concept_failures cf ON cf.source_entry_id = f.source_entry_id
 LEFT JOIN hag_shown_exposures sx ON sx.source_entry_id = f.source_entry_id
                                 AND sx.target_entry_id = f.target_entry_id
-LEFT JOIN withdrawn wd ON wd.source_entry_id = f.source_entry_id
+LEFT JOIN beside_units wd ON wd.source_entry_id = f.source_entry_id
                        AND wd.target_entry_id = f.target_entry_id
 LEFT JOIN sup ON sup.id = f.id
 WHERE f.id IN (SELECT id FROM touched)
