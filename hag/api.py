@@ -97,6 +97,9 @@ class EdgeExplanation:
     # or a leads_to's or fallback's (`hag.evidence.sequences.SequenceTerms` for a learned one,
     # `AuthoredSequenceTerms` for an authored or enriched one: its prior and the judgement)
     terms: Mapping[str, Any] | None = None
+    # a live prerequisite whose concept waits for the nightly's re-weigh (migration 224): its
+    # stored confidence may differ from its terms' result until then
+    reweigh_pending: bool = False
 
 
 class Memory:
@@ -236,7 +239,7 @@ class Memory:
         NotFoundError when no edge or entry has that id.
         """
         from hag import settings
-        from hag.evidence.explain import edge_terms
+        from hag.evidence.explain import edge_terms, reweigh_pending
         from hag.storage import db
         from hag.storage.history import explain_edge
 
@@ -245,6 +248,7 @@ class Memory:
             shown = limit or dials.history_default_limit
             key, edge, rows = explain_edge(conn, str(edge_id), shown)
             terms = edge_terms(conn, key, edge, dials)
+            pending = reweigh_pending(conn, edge, terms)
         now = {} if edge["culled"] else edge
         return EdgeExplanation(
             edge_id=key,
@@ -268,6 +272,7 @@ class Memory:
             ),
             total_events=int(rows[0]["total"]) if rows else 0,
             terms=terms,
+            reweigh_pending=pending,
         )
 
     def nightly(self, *, as_of: datetime | None = None, dry_run: bool = False) -> NightlyResult:

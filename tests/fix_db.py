@@ -28,6 +28,7 @@ DATA_TABLES = (
     "hag_sessions",
     "hag_learner_successes",
     "hag_pair_withdrawn",
+    "hag_reweigh_pending",
     "hag_erased_sessions",
     "hag_erasures",
     "hag_runs",

@@ -925,7 +925,7 @@ def test_a_restored_prerequisite_reads_its_evidence_as_before_the_cull(db, units
     audit row, by learner. Restored, the edge has them back, so its terms are those it had
     before the cull (2 learners, nothing unattributed; without them its 2 sessions would be
     one unattributed learner), the sums kept at write time are as before, and the copies are
-    gone."""
+    gone; its concepts wait for the nightly's re-weigh."""
     from hag.nightly import audit, sweeps
 
     e = topic_entries(db)
@@ -951,6 +951,9 @@ def test_a_restored_prerequisite_reads_its_evidence_as_before_the_cull(db, units
     assert db.execute("SELECT count(*) AS n FROM hag_edge_learner_reports").fetchone()["n"] == 0
     assert audit.restore(edge_id=edge, conn=db).restored == [edge]
     assert evidence_terms(db, edge, e["rsa"], units) == before
+    # its concepts wait for the nightly's re-weigh (migration 224), rsa's and primes'
+    pending = {r["source_entry_id"] for r in db.execute("SELECT * FROM hag_reweigh_pending")}
+    assert pending == {e["rsa"], e["primes"]}
     assert totals(db) == kept == grouped_reports(db)
     assert db.execute("SELECT count(*) AS n FROM hag_edge_audit_reports").fetchone()["n"] == 0
 
@@ -1114,3 +1117,39 @@ def test_history_terms_store_a_non_finite_term_as_null_even_nested():
     terms = {"reverse": float("inf"), "as_learned": {"reverse": float("inf"), "k": 1.0}}
     assert json.loads(json.dumps(store._finite(terms))) == {
         "reverse": None, "as_learned": {"reverse": None, "k": 1.0}}  # fmt: skip
+
+
+def test_a_move_outside_the_sessions_concepts_waits_for_the_nightly(db, units, database_url):
+    """learner-1 and learner-2 name hashing on primes, learner-3 names rsa on primes; then
+    learner-4, -5 and -6 name primes on rsa. The last session lifts rsa -> primes past
+    `prerequisite_lift_noise_held_min`, so primes' reports naming rsa become reversals and
+    primes -> hashing's chance grows; but the session locked rsa's edges, not primes'. primes
+    is flagged (migration 224): `hag explain` says its stored value waits, the nightly
+    re-weighs it and clears the flag, and then every prerequisite equals its terms."""
+    from hag.nightly import sweeps
+
+    e = topic_entries(db)
+    db.commit()
+    named = [("primes", "hashing"), ("primes", "hashing"), ("primes", "rsa")]
+    named += [("rsa", "primes")] * 3
+    for n, pair in enumerate(named, start=1):
+        run(db, reports(f"r{n}", [pair], day=n) | {"learner_id": f"learner-{n}"})
+    assert confidence(db, e["rsa"], e["primes"]) >= units.prerequisite_lift_noise_held_min
+    edge = edge_row(db, e["primes"], e["hashing"], "prerequisite")
+    terms = evidence_terms(db, edge["id"], e["primes"], units)
+    assert terms is not None and terms["noise_share"] > 0
+    assert abs(terms["confidence"] - edge["confidence"]) > 1e-6  # what the session left
+    pending = db.execute("SELECT source_entry_id FROM hag_reweigh_pending").fetchall()
+    assert e["primes"] in [r["source_entry_id"] for r in pending]
+    assert "waits for the nightly's re-weigh" in explain_text(database_url, edge["id"])
+
+    night = sweeps.sweep(db, as_of=T0 + timedelta(days=8))
+    assert night.culled == 0 and night.pending_reweighed >= 1
+    assert db.execute("SELECT count(*) AS n FROM hag_reweigh_pending").fetchone()["n"] == 0
+    assert confidence(db, e["primes"], e["hashing"]) == pytest.approx(terms["confidence"])
+    for r in db.execute(
+        "SELECT id, source_entry_id, confidence FROM hag_edges WHERE edge_type = 'prerequisite'"
+    ).fetchall():
+        now = evidence_terms(db, r["id"], r["source_entry_id"], units)
+        assert now is not None and abs(now["confidence"] - r["confidence"]) <= 1e-9, (r, now)
+    assert "waits for the nightly's re-weigh" not in explain_text(database_url, edge["id"])

@@ -30,7 +30,7 @@ def explain(edge_id: str, as_json: bool) -> None:
     stands (`hag history EDGE` shows how it got there).
     """
     from hag import settings
-    from hag.evidence.explain import edge_terms
+    from hag.evidence.explain import edge_terms, reweigh_pending
     from hag.evidence.model import authored_verdict
     from hag.storage import db
     from hag.storage.history import explain_edge
@@ -41,9 +41,10 @@ def explain(edge_id: str, as_json: bool) -> None:
         key, edge, _ = explain_edge(conn, edge_id, 1)
         live = not edge["culled"]
         terms = edge_terms(conn, key, edge, dials)
+        pending = reweigh_pending(conn, edge, terms)
     if as_json:
         shown = {k: v for k, v in edge.items() if k != "culled"} if live else {"edge_id": key}
-        echo_json({**shown, "exists": live, "terms": terms})
+        echo_json({**shown, "exists": live, "terms": terms, "reweigh_pending": pending})
         return
     if not live:
         click.echo(f"edge {key}: culled (`hag history` shows its events)")
@@ -70,6 +71,12 @@ def explain(edge_id: str, as_json: bool) -> None:
         )
         + f"; its concept {t['concept_units']:.4f} units from {t['concept_learners']} learner(s)"
     )
+    if pending:
+        click.echo(
+            "  its concept waits for the nightly's re-weigh: an edge its terms read moved where"
+            " the writer could not lock it, or an edge of it was restored; the stored"
+            " confidence may differ from the result below until then"
+        )
     if t.get("withdrawn"):
         where = (
             "counted nowhere above"

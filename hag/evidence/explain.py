@@ -70,3 +70,11 @@ def edge_terms(
     if edge["edge_type"] in sequences.SEQUENCE_TYPES:
         return edge_sequence_terms(conn, edge_id, edge["source_entry_id"], dials)
     return None
+
+
+def reweigh_pending(conn: Conn, edge: dict[str, Any], terms: dict[str, Any] | None) -> bool:
+    """Whether a live prerequisite's concept waits for the nightly's re-weigh (migration 224):
+    until then its stored confidence may differ from its terms' result."""
+    if terms is None or edge["culled"] or edge["edge_type"] != "prerequisite":
+        return False
+    return store.reweigh_pending(conn, edge["source_entry_id"])

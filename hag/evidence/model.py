@@ -116,6 +116,9 @@ class PrerequisiteEvidence:
     # learner's cap), which an authored edge's own evidence counts
     withdrawn: int = 0
     withdrawn_units: float = 0.0
+    # the edge's concepts (None where a caller built the evidence without them)
+    source_entry_id: UUID | None = None
+    target_entry_id: UUID | None = None
 
     @property
     def reports_with_culled(self) -> int:

@@ -50,6 +50,8 @@ def reweigh_prerequisites(
     or enriched one) is followed by another over the same sources (SETTLE_PASSES), so what
     is stored is what its terms give with the values stored beside it, not with a value a
     pass replaced (`hag explain` equals it). Each pass's moves write their history rows.
+    Concepts outside `sources` whose edges read a move across a threshold are flagged for
+    the nightly (`store.flag_pending`): their rows are not the caller's to lock.
 
     The caller holds the row locks, taken in the one sorted pass (`lock_rows` for a
     session, `lock_cull` for the nightly cull, `store.lock_every_edge_of`), so writers
@@ -59,6 +61,8 @@ def reweigh_prerequisites(
         return 0
     first: dict[UUID, float] = {}  # each edge's confidence as the first pass read it
     last: dict[UUID, float] = {}
+    held_targets: set[UUID] = set()  # concepts outside `sources` may read these moves
+    walk_sources: set[UUID] = set()
     for _ in range(SETTLE_PASSES):
         evidence = store.prerequisite_evidence(conn, sources, dials)
         # under the units rule the terms go with the history row of each move
@@ -83,10 +87,27 @@ def reweigh_prerequisites(
         )
         for e in evidence:
             first.setdefault(e.edge_id, e.confidence)
-            last[e.edge_id] = states[e.edge_id][0]
+            after = last[e.edge_id] = states[e.edge_id][0]
+            if e.target_entry_id and _crosses(
+                e.confidence, after, dials.prerequisite_lift_noise_held_min
+            ):
+                held_targets.add(e.target_entry_id)
+            if e.source_entry_id and _crosses(e.confidence, after, dials.edge_min_confidence):
+                walk_sources.add(e.source_entry_id)
         if not any(_read_elsewhere(e, states[e.edge_id][0], dials) for e in evidence):
             break
+    store.flag_pending(
+        conn,
+        concepts=held_targets,
+        walk_sources=walk_sources,
+        sources=sources,
+        at=at,
+    )
     return sum(1 for i, value in last.items() if value != first[i])
+
+
+def _crosses(before: float, after: float, threshold: float) -> bool:
+    return (before >= threshold) != (after >= threshold)
 
 
 def _read_elsewhere(e: Any, after: float, dials: Settings) -> bool:
@@ -95,7 +116,7 @@ def _read_elsewhere(e: Any, after: float, dials: Settings) -> bool:
     if after == e.confidence:
         return False
     return e.source_type != "learned" or any(
-        (e.confidence >= t) != (after >= t)
+        _crosses(e.confidence, after, t)
         for t in (dials.edge_min_confidence, dials.prerequisite_lift_noise_held_min)
     )
 

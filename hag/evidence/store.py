@@ -61,6 +61,8 @@ def prerequisite_evidence(
             shown_named=int(r["shown_named"]),
             withdrawn=int(r["withdrawn"]),
             withdrawn_units=float(r["withdrawn_units"]),
+            source_entry_id=r["source_entry_id"],
+            target_entry_id=r["target_entry_id"],
         )
         for r in rows
     ]
@@ -324,3 +326,50 @@ def _finite(terms: Mapping[str, Any]) -> dict[str, Any]:
         else None if isinstance(v, float) and not math.isfinite(v) else v
         for k, v in terms.items()
     }  # fmt: skip
+
+
+def flag_pending(
+    conn: Conn,
+    *,
+    concepts: Iterable[UUID],
+    walk_sources: Iterable[UUID],
+    sources: Sequence[UUID],
+    at: datetime,
+) -> None:
+    """Flag for the nightly the concepts outside `sources` whose prerequisites read a value
+    that moved where their caller could not lock them (migration 224, sql `flag_pending`):
+    `concepts` themselves (the targets of edges a re-weigh moved across
+    `prerequisite_lift_noise_held_min`; a restored edge's concepts), and the concepts with a
+    report naming one of `walk_sources` (the sources of edges that crossed
+    `edge_min_confidence`, or a restored edge's)."""
+    flagged, walk = sorted(set(concepts), key=str), sorted(set(walk_sources), key=str)
+    if not flagged and not walk:
+        return
+    conn.execute(
+        query("evidence", "flag_pending"),
+        {"concepts": flagged, "walk_sources": walk, "sources": list(sources), "at": at},
+    )
+
+
+def pending_sources(conn: Conn, among: Sequence[UUID] | None = None) -> dict[UUID, int]:
+    """The concepts waiting for a re-weigh (`among` these, if given), each with the number
+    it was flagged under."""
+    rows = conn.execute(
+        query("evidence", "pending_sources"), {"among": None if among is None else list(among)}
+    ).fetchall()
+    return {r["source_entry_id"]: int(r["flag"]) for r in rows}
+
+
+def reweigh_pending(conn: Conn, source_entry_id: UUID) -> bool:
+    """Whether a concept waits for the nightly's re-weigh (migration 224)."""
+    return source_entry_id in pending_sources(conn, [source_entry_id])
+
+
+def clear_pending(conn: Conn, handled: Mapping[UUID, int]) -> None:
+    """Clear the flags a re-weigh read and handled; one flagged again since stays."""
+    if handled:
+        keys = sorted(handled, key=str)
+        conn.execute(
+            query("evidence", "clear_pending"),
+            {"sources": keys, "flags": [handled[k] for k in keys]},
+        )

@@ -126,6 +126,9 @@ class NightlySummary:
     # under edge_grading_rule = units: leads_to and fallback edges whose confidence the run's
     # re-weigh moved to what their formula gives now (`_reweigh_sequences`)
     sequence_reweighed: int = 0
+    # concepts flagged since the last night (a moved edge their prerequisites read was
+    # outside a session's locks, or a restore), re-weighed with the cull's (migration 224)
+    pending_reweighed: int = 0
     culled_by_source_type: dict[str, int] = field(default_factory=dict)
     culled_edges: list[CulledEdge] = field(default_factory=list)  # the first report_max_rows
     rule_values: dict[str, Any] = field(default_factory=dict)
@@ -154,6 +157,7 @@ class NightlySummary:
             "culled_by_source_type": self.culled_by_source_type,
             **({"reweighed": self.reweighed} if self.reweighed else {}),
             **({"sequence_reweighed": self.sequence_reweighed} if self.sequence_reweighed else {}),
+            **({"pending_reweighed": self.pending_reweighed} if self.pending_reweighed else {}),
             **({"guard": self.guard} if self.guard else {}),
             **({"retention": self.retention} if any(self.retention.values()) else {}),
         }
@@ -451,14 +455,18 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
                 "deleted_at": summary.as_of.isoformat(),
             },
         )
+        pending = evidence.pending_sources(conn) if lift else {}
         if lift:
-            locked = conn.execute(query("sweeps", "lock_cull"), params).fetchall()
+            locked = conn.execute(
+                query("sweeps", "lock_cull"), {**params, "pending": sorted(pending, key=str)}
+            ).fetchall()
             params = {**params, "only_edges": [r["id"] for r in locked if r["doomed"]]}
         by_type = conn.execute(query("sweeps", "cull_edges"), params).fetchall()
         summary.culled_by_source_type = {r["source_type"]: r["n"] for r in by_type}
         summary.culled = sum(summary.culled_by_source_type.values())
     if lift:
-        sources = sorted({s for r in by_type for s in r["prerequisite_sources"]}, key=str)
+        culled = {s for r in by_type for s in r["prerequisite_sources"]}
+        sources = sorted(culled | set(pending), key=str)
         with timed(summary.step_seconds, "reweigh"):
             summary.reweighed = reweigh_prerequisites(
                 conn,
@@ -468,6 +476,8 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
                 reason=REWEIGH_REASON,
                 run_id=summary.run_id,
             )
+            evidence.clear_pending(conn, pending)
+            summary.pending_reweighed = len(pending)
     with timed(summary.step_seconds, "report"):
         if summary.culled:
             rows = conn.execute(query("sweeps", "culled_report_rows"), params).fetchall()
@@ -548,6 +558,10 @@ def render_markdown(summary: NightlySummary) -> str:
     ]
     if summary.sequence_reweighed:
         lines.append(f"| sequence edges re-weighed (units) | {summary.sequence_reweighed} |")
+    if summary.pending_reweighed:
+        lines.append(
+            f"| concepts flagged for a re-weigh, re-weighed | {summary.pending_reweighed} |"
+        )
     for source_type, n in summary.culled_by_source_type.items():
         lines.append(f"| culled, {source_type} | {n} |")
     if summary.guard:

@@ -246,7 +246,7 @@ def _ingest(raw: Any) -> SessionState:
 
 
 def _explain(text: str, limit: int | None) -> EdgeExplanation:
-    from hag.evidence.explain import edge_terms
+    from hag.evidence.explain import edge_terms, reweigh_pending
     from hag.storage.history import explain_edge
 
     with db.pool().connection() as conn:
@@ -254,6 +254,7 @@ def _explain(text: str, limit: int | None) -> EdgeExplanation:
         shown = limit or dials.history_default_limit
         key, edge, events = explain_edge(conn, text, shown)
         terms = edge_terms(conn, key, edge, dials)
+        pending = reweigh_pending(conn, edge, terms)
     return EdgeExplanation(
         edge_id=key,
         edge_type=edge["edge_type"],
@@ -264,6 +265,7 @@ def _explain(text: str, limit: int | None) -> EdgeExplanation:
         total_events=events[0]["total"] if events else 0,
         events=events,  # type: ignore[arg-type]
         terms=terms,
+        reweigh_pending=pending,
     )
 
 

@@ -144,6 +144,13 @@ class EdgeExplanation(_Response):
             " struggles that judge it); null for another edge, a culled edge or another rule."
         ),
     )
+    reweigh_pending: bool = Field(
+        default=False,
+        description=(
+            "A live prerequisite whose concept waits for the nightly's re-weigh: its stored"
+            " confidence may differ from its terms' result until then."
+        ),
+    )
 
 
 class Health(_Response):

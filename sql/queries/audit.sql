@@ -28,6 +28,7 @@ FOR UPDATE
 -- identity) exists again, or an endpoint is gone.
 SELECT DISTINCT ON (a.edge_id)
        a.audit_id, a.edge_id, a.run_id, a.edge_type, a.source_type, a.confidence,
+       a.source_entry_id, a.target_entry_id,
        s.concept_slug AS source_concept, t.concept_slug AS target_concept,
        CASE
            WHEN a.resumed_at IS NOT NULL THEN 'its reports went to edge ' || a.resumed_edge_id

@@ -169,7 +169,8 @@ WITH touched AS (
     FROM (SELECT DISTINCT s.topic_id, s.visibility_scope
           FROM family f JOIN hag_entries s ON s.id = f.source_entry_id) z
 )
-SELECT f.id, f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior_confidence,
+SELECT f.id, f.source_entry_id, f.target_entry_id,
+       f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior_confidence,
        f.concept_reports,
        g.n_concepts,
        r.hit_count AS reverse_hits, r.source_type AS reverse_source_type,
@@ -415,3 +416,52 @@ FROM jsonb_each(%(terms)s::jsonb) AS c (id, terms)
 WHERE h.history_id = (SELECT max(x.history_id) FROM hag_confidence_history x
                       WHERE x.entity_id = c.id::uuid AND x.entity_kind = 'edge'
                         AND x.at = %(at)s)
+
+-- name: flag_pending
+-- Concepts outside a re-weigh's sources whose prerequisites read an edge it moved across a
+-- threshold (migration 224): the target of an edge crossing
+-- `prerequisite_lift_noise_held_min` (its reports naming the edge's source are reversals or
+-- stop being), and every concept with a report naming the source of an edge crossing
+-- `edge_min_confidence` (a live or culled prerequisite into it, or a withdrawn report of
+-- one: such a report supports its concept's edge to the crossing edge's target); and a
+-- restored prerequisite's concepts. Flagged for the nightly, in key order; a concept
+-- flagged again takes a new number.
+INSERT INTO hag_reweigh_pending AS p (source_entry_id, flagged_at)
+SELECT c.id, %(at)s
+FROM (
+    SELECT unnest(%(concepts)s::uuid[]) AS id
+    UNION
+    SELECT e.source_entry_id FROM hag_edges e
+    WHERE e.edge_type = 'prerequisite' AND e.target_entry_id = ANY (%(walk_sources)s::uuid[])
+    UNION
+    SELECT a.source_entry_id FROM hag_edge_audit a
+    WHERE a.edge_type = 'prerequisite' AND a.restored_at IS NULL
+      AND a.target_entry_id = ANY (%(walk_sources)s::uuid[])
+    UNION
+    SELECT w.source_entry_id FROM hag_pair_withdrawn w
+    WHERE w.target_entry_id = ANY (%(walk_sources)s::uuid[])
+) c
+WHERE c.id <> ALL (%(sources)s::uuid[])
+  AND EXISTS (SELECT 1 FROM hag_entries x WHERE x.id = c.id)
+ORDER BY c.id
+ON CONFLICT (source_entry_id)
+DO UPDATE SET flag = nextval('hag_reweigh_pending_flag_seq'), flagged_at = EXCLUDED.flagged_at
+
+-- name: pending_sources
+-- The concepts waiting for a re-weigh (migration 224; all, or those among the given), with
+-- the number each was flagged under.
+SELECT source_entry_id, flag FROM hag_reweigh_pending
+WHERE %(among)s::uuid[] IS NULL OR source_entry_id = ANY (%(among)s::uuid[])
+ORDER BY source_entry_id
+
+-- name: clear_pending
+-- The flags a re-weigh read and handled, in key order; one flagged again since (a new
+-- number) stays.
+DELETE FROM hag_reweigh_pending p
+USING (SELECT q.source_entry_id
+       FROM hag_reweigh_pending q
+       JOIN unnest(%(sources)s::uuid[], %(flags)s::bigint[]) AS k (source_entry_id, flag)
+         ON k.source_entry_id = q.source_entry_id AND k.flag = q.flag
+       ORDER BY q.source_entry_id
+       FOR UPDATE OF q) d
+WHERE p.source_entry_id = d.source_entry_id

@@ -166,7 +166,8 @@ FROM gone GROUP BY source_type ORDER BY source_type
 -- lock the DELETE takes; a session that traverses an edge while this waits makes the
 -- predicate re-checked against the new row version, as in cull_edges. `doomed` says which
 -- locked rows the rule allows: the cull then deletes only those (only_edges), so it never
--- deletes a row whose siblings this pass did not lock.
+-- deletes a row whose siblings this pass did not lock. The prerequisites out of or into a
+-- concept flagged for a re-weigh (migration 224) are locked in the same pass.
 WITH doomed AS (
     SELECT e.source_entry_id
     FROM hag_edges e
@@ -187,7 +188,9 @@ CROSS JOIN LATERAL (  -- the rule on the row itself, so a row re-read after a wa
 WHERE d.doomed
    OR (e.edge_type = 'prerequisite'
        AND (e.source_entry_id IN (SELECT source_entry_id FROM doomed)
-            OR e.target_entry_id IN (SELECT source_entry_id FROM doomed)))
+            OR e.target_entry_id IN (SELECT source_entry_id FROM doomed)
+            OR e.source_entry_id = ANY (%(pending)s::uuid[])
+            OR e.target_entry_id = ANY (%(pending)s::uuid[])))
 ORDER BY e.id
 FOR UPDATE OF e
 
