@@ -1121,11 +1121,13 @@ def test_history_terms_store_a_non_finite_term_as_null_even_nested():
 
 def test_a_move_outside_the_sessions_concepts_waits_for_the_nightly(db, units, database_url):
     """learner-1 and learner-2 name hashing on primes, learner-3 names rsa on primes; then
-    learner-4, -5 and -6 name primes on rsa. The last session lifts rsa -> primes past
-    `prerequisite_lift_noise_held_min`, so primes' reports naming rsa become reversals and
-    primes -> hashing's chance grows; but the session locked rsa's edges, not primes'. primes
-    is flagged (migration 224): `hag explain` says its stored value waits, the nightly
-    re-weighs it and clears the flag, and then every prerequisite equals its terms."""
+    learner-4, -5 and -6 name primes on rsa, and a nightly runs before the sixth. The sixth
+    session lifts rsa -> primes past `prerequisite_lift_noise_held_min` (its reinforcement to
+    the seed's 0.6 first, then the re-weigh: the move counts from before both), so primes'
+    reports naming rsa become reversals and primes -> hashing's chance grows; but the session
+    locked rsa's edges, not primes'. primes is flagged (migration 224): `hag explain` says its
+    stored value waits, the next nightly re-weighs it and deletes the flag, and then every
+    prerequisite equals its terms."""
     from hag.nightly import sweeps
 
     e = topic_entries(db)
@@ -1133,6 +1135,10 @@ def test_a_move_outside_the_sessions_concepts_waits_for_the_nightly(db, units, d
     named = [("primes", "hashing"), ("primes", "hashing"), ("primes", "rsa")]
     named += [("rsa", "primes")] * 3
     for n, pair in enumerate(named, start=1):
+        if n == 6:
+            sweeps.sweep(db, as_of=T0 + timedelta(days=5, hours=12))
+            assert db.execute("SELECT count(*) AS n FROM hag_reweigh_pending").fetchone()["n"] == 0
+            assert confidence(db, e["rsa"], e["primes"]) < units.prerequisite_lift_noise_held_min
         run(db, reports(f"r{n}", [pair], day=n) | {"learner_id": f"learner-{n}"})
     assert confidence(db, e["rsa"], e["primes"]) >= units.prerequisite_lift_noise_held_min
     edge = edge_row(db, e["primes"], e["hashing"], "prerequisite")
@@ -1140,11 +1146,11 @@ def test_a_move_outside_the_sessions_concepts_waits_for_the_nightly(db, units, d
     assert terms is not None and terms["noise_share"] > 0
     assert abs(terms["confidence"] - edge["confidence"]) > 1e-6  # what the session left
     pending = db.execute("SELECT source_entry_id FROM hag_reweigh_pending").fetchall()
-    assert e["primes"] in [r["source_entry_id"] for r in pending]
+    assert [r["source_entry_id"] for r in pending] == [e["primes"]]
     assert "waits for the nightly's re-weigh" in explain_text(database_url, edge["id"])
 
     night = sweeps.sweep(db, as_of=T0 + timedelta(days=8))
-    assert night.culled == 0 and night.pending_reweighed >= 1
+    assert night.culled == 0 and night.pending_reweighed == 1
     assert db.execute("SELECT count(*) AS n FROM hag_reweigh_pending").fetchone()["n"] == 0
     assert confidence(db, e["primes"], e["hashing"]) == pytest.approx(terms["confidence"])
     for r in db.execute(
@@ -1153,3 +1159,26 @@ def test_a_move_outside_the_sessions_concepts_waits_for_the_nightly(db, units, d
         now = evidence_terms(db, r["id"], r["source_entry_id"], units)
         assert now is not None and abs(now["confidence"] - r["confidence"]) <= 1e-9, (r, now)
     assert "waits for the nightly's re-weigh" not in explain_text(database_url, edge["id"])
+
+
+def test_a_culled_walked_prerequisite_flags_the_concepts_it_supported(db, units):
+    """hashing -> primes is learned, walked (0.32) and idle, so the nightly culls it; rsa has
+    reports naming hashing (two learners: rsa's own edges stand), which supported rsa ->
+    primes while hashing -> primes was walked. The cull re-weighs hashing's edges, not rsa's:
+    rsa is flagged for the next night."""
+    from hag.nightly import sweeps
+
+    e = topic_entries(db)
+    f.edge(db, e["hashing"], e["primes"], confidence=0.32, source_type="learned",
+           created_at=T0 - timedelta(days=60))  # fmt: skip
+    db.commit()
+    for n in (1, 2):
+        run(db, reports(f"r{n}", [("rsa", "primes")], day=n) | {"learner_id": f"learner-{n}"})
+    for n in (3, 4):
+        run(db, reports(f"h{n}", [("rsa", "hashing")], day=n) | {"learner_id": f"learner-{n}"})
+    db.execute("DELETE FROM hag_reweigh_pending")
+    db.commit()
+    assert sweeps.sweep(db, as_of=T0 + timedelta(days=100)).culled == 1
+    assert edge_row(db, e["hashing"], e["primes"], "prerequisite") is None
+    pending = db.execute("SELECT DISTINCT source_entry_id FROM hag_reweigh_pending").fetchall()
+    assert e["rsa"] in [r["source_entry_id"] for r in pending]

@@ -40,6 +40,8 @@ def reweigh_prerequisites(
     reason: str,
     session_id: str | None = None,
     run_id: UUID | None = None,
+    before: Mapping[UUID, float] | None = None,
+    removed: tuple[Iterable[UUID], Iterable[UUID]] = ((), ()),
 ) -> int:
     """Every prerequisite out of or into `sources` takes the confidence its evidence earns
     (`model.evidence_state`; under the units rule `model.unit_terms`, whose terms the history
@@ -51,7 +53,12 @@ def reweigh_prerequisites(
     is stored is what its terms give with the values stored beside it, not with a value a
     pass replaced (`hag explain` equals it). Each pass's moves write their history rows.
     Concepts outside `sources` whose edges read a move across a threshold are flagged for
-    the nightly (`store.flag_pending`): their rows are not the caller's to lock.
+    the nightly (`store.flag_pending`): their rows are not the caller's to lock. A move is
+    from `before` (the confidences before the caller's own writes, such as a session's
+    reinforcement; an edge missing from it is new, at 0) to the last pass's value; without
+    `before`, from the first pass's read. `removed` (held targets, walked sources) are the
+    caller's deletes of edges at a threshold. Edges still moving after the last pass flag
+    their own concepts.
 
     The caller holds the row locks, taken in the one sorted pass (`lock_rows` for a
     session, `lock_cull` for the nightly cull, `store.lock_every_edge_of`), so writers
@@ -61,8 +68,9 @@ def reweigh_prerequisites(
         return 0
     first: dict[UUID, float] = {}  # each edge's confidence as the first pass read it
     last: dict[UUID, float] = {}
-    held_targets: set[UUID] = set()  # concepts outside `sources` may read these moves
-    walk_sources: set[UUID] = set()
+    edges: dict[UUID, Any] = {}
+    moving: list[Any] = []
+    settled = False
     for _ in range(SETTLE_PASSES):
         evidence = store.prerequisite_evidence(conn, sources, dials)
         # under the units rule the terms go with the history row of each move
@@ -87,22 +95,34 @@ def reweigh_prerequisites(
         )
         for e in evidence:
             first.setdefault(e.edge_id, e.confidence)
-            after = last[e.edge_id] = states[e.edge_id][0]
-            if e.target_entry_id and _crosses(
-                e.confidence, after, dials.prerequisite_lift_noise_held_min
-            ):
-                held_targets.add(e.target_entry_id)
-            if e.source_entry_id and _crosses(e.confidence, after, dials.edge_min_confidence):
-                walk_sources.add(e.source_entry_id)
-        if not any(_read_elsewhere(e, states[e.edge_id][0], dials) for e in evidence):
+            last[e.edge_id] = states[e.edge_id][0]
+            edges[e.edge_id] = e
+        moving = [e for e in evidence if _read_elsewhere(e, states[e.edge_id][0], dials)]
+        if not moving:
+            settled = True
             break
+    held_targets, walk_sources = set(removed[0]), set(removed[1])
+    for i, e in edges.items():
+        start = first[i] if before is None else before.get(i, 0.0)
+        if _crosses(start, last[i], dials.prerequisite_lift_noise_held_min):
+            held_targets.add(e.target_entry_id)
+        if _crosses(start, last[i], dials.edge_min_confidence):
+            walk_sources.add(e.source_entry_id)
     store.flag_pending(
         conn,
-        concepts=held_targets,
-        walk_sources=walk_sources,
+        concepts=(i for i in held_targets if i is not None),
+        walk_sources=(i for i in walk_sources if i is not None),
         sources=sources,
         at=at,
     )
+    if not settled:  # two edges deciding each other: the nightly weighs them again
+        store.flag_pending(
+            conn,
+            concepts=(i for e in moving for i in (e.source_entry_id, e.target_entry_id) if i),
+            walk_sources=(),
+            sources=[],
+            at=at,
+        )
     return sum(1 for i, value in last.items() if value != first[i])
 
 

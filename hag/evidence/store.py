@@ -351,25 +351,22 @@ def flag_pending(
     )
 
 
-def pending_sources(conn: Conn, among: Sequence[UUID] | None = None) -> dict[UUID, int]:
-    """The concepts waiting for a re-weigh (`among` these, if given), each with the number
-    it was flagged under."""
+def pending_sources(conn: Conn, among: Sequence[UUID] | None = None) -> dict[int, UUID]:
+    """The flags waiting for a re-weigh (of `among` these concepts, if given): flag number ->
+    concept."""
     rows = conn.execute(
         query("evidence", "pending_sources"), {"among": None if among is None else list(among)}
     ).fetchall()
-    return {r["source_entry_id"]: int(r["flag"]) for r in rows}
+    return {int(r["flag"]): r["source_entry_id"] for r in rows}
 
 
 def reweigh_pending(conn: Conn, source_entry_id: UUID) -> bool:
     """Whether a concept waits for the nightly's re-weigh (migration 224)."""
-    return source_entry_id in pending_sources(conn, [source_entry_id])
+    return bool(pending_sources(conn, [source_entry_id]))
 
 
-def clear_pending(conn: Conn, handled: Mapping[UUID, int]) -> None:
-    """Clear the flags a re-weigh read and handled; one flagged again since stays."""
-    if handled:
-        keys = sorted(handled, key=str)
-        conn.execute(
-            query("evidence", "clear_pending"),
-            {"sources": keys, "flags": [handled[k] for k in keys]},
-        )
+def clear_pending(conn: Conn, handled: Iterable[int]) -> None:
+    """Delete the flags a re-weigh read and handled; flags appended since stay."""
+    flags = sorted(handled)
+    if flags:
+        conn.execute(query("evidence", "clear_pending"), {"flags": flags})

@@ -455,13 +455,21 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
                 "deleted_at": summary.as_of.isoformat(),
             },
         )
-        pending = evidence.pending_sources(conn) if lift else {}
+        flags = evidence.pending_sources(conn)  # under another rule they mean nothing
+        pending = sorted(set(flags.values()), key=str) if lift else []
         if lift:
             locked = conn.execute(
-                query("sweeps", "lock_cull"), {**params, "pending": sorted(pending, key=str)}
+                query("sweeps", "lock_cull"), {**params, "pending": pending}
             ).fetchall()
             params = {**params, "only_edges": [r["id"] for r in locked if r["doomed"]]}
-        by_type = conn.execute(query("sweeps", "cull_edges"), params).fetchall()
+        by_type = conn.execute(
+            query("sweeps", "cull_edges"),
+            {
+                **params,
+                "edge_min_confidence": dials.edge_min_confidence,
+                "prerequisite_lift_noise_held_min": dials.prerequisite_lift_noise_held_min,
+            },
+        ).fetchall()
         summary.culled_by_source_type = {r["source_type"]: r["n"] for r in by_type}
         summary.culled = sum(summary.culled_by_source_type.values())
     if lift:
@@ -475,9 +483,14 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
                 at=summary.as_of,
                 reason=REWEIGH_REASON,
                 run_id=summary.run_id,
+                # a culled edge that stood at a threshold moved too: to nothing
+                removed=(
+                    [t for r in by_type for t in r["held_targets"]],
+                    [s for r in by_type for s in r["walked_sources"]],
+                ),
             )
-            evidence.clear_pending(conn, pending)
             summary.pending_reweighed = len(pending)
+    evidence.clear_pending(conn, flags)
     with timed(summary.step_seconds, "report"):
         if summary.culled:
             rows = conn.execute(query("sweeps", "culled_report_rows"), params).fetchall()

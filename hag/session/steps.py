@@ -169,7 +169,7 @@ def apply_session(
                 *(source for source, _ in proposed.contradicted),
             ],
         )
-        write.lock_rows(
+        before = write.lock_rows(
             conn,
             list({i for t in turns for i in rules.graded_entries(t)}),
             list({i for t in turns for i in t.rendered_edge_ids}),
@@ -184,7 +184,7 @@ def apply_session(
         store.record_exposures(conn, proposed.exposures)
         counts.reports_withdrawn += store.withdraw_reports(conn, withdrawn)
         store.count_contradicted(conn, session.learner_id, proposed.contradicted)
-        weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id)
+        weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id, before)
         sequence_step.weigh_sequence_evidence(conn, session, turns, observed, dials, counts, run_id)
     with timed(timings, "grading"):
         grade_outcomes(conn, session, turns, dials, counts, run_id)
@@ -437,6 +437,7 @@ def weigh_prerequisite_evidence(
     dials: Settings,
     counts: SessionCounts,
     run_id: UUID | None,
+    before: Mapping[UUID, float] | None = None,
 ) -> None:
     """Step 4b (lift rule only): re-weigh the prerequisites around the concepts reported on.
 
@@ -444,7 +445,9 @@ def weigh_prerequisite_evidence(
     changed) and into it (its reverse evidence changed) takes the confidence its reports
     earn (`hag.evidence.reweigh`). The rows were locked by `write.lock_rows` in the
     one sorted pass, the topic entry identities behind them by `lock_identities`, so
-    sessions reporting on the same concept apply one after the other.
+    sessions reporting on the same concept apply one after the other. `before`: the locked
+    prerequisites' confidences before the session wrote them (a move across a threshold
+    counts from there, the reinforcement's included).
     """
     counts.edges_reweighed += reweigh.reweigh_prerequisites(
         conn,
@@ -454,6 +457,7 @@ def weigh_prerequisite_evidence(
         reason="prerequisite evidence (lift)",
         session_id=session.session_id,
         run_id=run_id,
+        before=before,
     )
 
 

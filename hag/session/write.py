@@ -48,28 +48,30 @@ def lock_rows(
     observed: Sequence[EdgeObservation],
     sibling_sources: Sequence[UUID],
     sequence_ends: tuple[Sequence[UUID], Sequence[UUID]] = ((), ()),
-) -> None:
+) -> dict[UUID, float]:
     """Lock the existing entries and edges this session will write, in one sorted pass each
     (edges: graded, reinforced, the sibling prerequisites the lift rule re-weighs, and the
     sequence edges out of and into `sequence_ends` (sources, targets) the units rule
-    re-weighs)."""
+    re-weighs). The locked prerequisites' confidences before the session writes them."""
     if entry_ids:
         conn.execute(
             query("session", "lock_entries"), {"ids": sorted(entry_ids, key=str)}
         ).fetchall()
-    if edge_ids or observed or sibling_sources or any(sequence_ends):
-        conn.execute(
-            query("session", "lock_edges"),
-            {
-                "ids": sorted(edge_ids, key=str),
-                "sources": [o.source_entry_id for o in observed],
-                "targets": [o.target_entry_id for o in observed],
-                "types": [o.edge_type for o in observed],
-                "sibling_sources": list(sibling_sources),
-                "sequence_sources": list(sequence_ends[0]),
-                "sequence_targets": list(sequence_ends[1]),
-            },
-        ).fetchall()
+    if not (edge_ids or observed or sibling_sources or any(sequence_ends)):
+        return {}
+    rows = conn.execute(
+        query("session", "lock_edges"),
+        {
+            "ids": sorted(edge_ids, key=str),
+            "sources": [o.source_entry_id for o in observed],
+            "targets": [o.target_entry_id for o in observed],
+            "types": [o.edge_type for o in observed],
+            "sibling_sources": list(sibling_sources),
+            "sequence_sources": list(sequence_ends[0]),
+            "sequence_targets": list(sequence_ends[1]),
+        },
+    ).fetchall()
+    return {r["id"]: float(r["confidence"]) for r in rows if r["edge_type"] == "prerequisite"}
 
 
 def mint_concepts(

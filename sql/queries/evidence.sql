@@ -418,15 +418,14 @@ WHERE h.history_id = (SELECT max(x.history_id) FROM hag_confidence_history x
                         AND x.at = %(at)s)
 
 -- name: flag_pending
--- Concepts outside a re-weigh's sources whose prerequisites read an edge it moved across a
--- threshold (migration 224): the target of an edge crossing
--- `prerequisite_lift_noise_held_min` (its reports naming the edge's source are reversals or
--- stop being), and every concept with a report naming the source of an edge crossing
--- `edge_min_confidence` (a live or culled prerequisite into it, or a withdrawn report of
--- one: such a report supports its concept's edge to the crossing edge's target); and a
--- restored prerequisite's concepts. Flagged for the nightly, in key order; a concept
--- flagged again takes a new number.
-INSERT INTO hag_reweigh_pending AS p (source_entry_id, flagged_at)
+-- Concepts outside a re-weigh's sources whose prerequisites read a value that moved where
+-- their writer could not lock them (migration 224): the given concepts (the target of an
+-- edge that crossed `prerequisite_lift_noise_held_min`: its reports naming the edge's source
+-- are reversals or stop being; a restored edge's concepts), and every concept with a report
+-- naming one of the walk sources (a live or culled prerequisite into it, or a withdrawn
+-- report of one: such a report supports its concept's edge to the target of an edge out
+-- of it that crossed `edge_min_confidence`). A row per concept and flag, appended.
+INSERT INTO hag_reweigh_pending (source_entry_id, flagged_at)
 SELECT c.id, %(at)s
 FROM (
     SELECT unnest(%(concepts)s::uuid[]) AS id
@@ -444,24 +443,13 @@ FROM (
 WHERE c.id <> ALL (%(sources)s::uuid[])
   AND EXISTS (SELECT 1 FROM hag_entries x WHERE x.id = c.id)
 ORDER BY c.id
-ON CONFLICT (source_entry_id)
-DO UPDATE SET flag = nextval('hag_reweigh_pending_flag_seq'), flagged_at = EXCLUDED.flagged_at
 
 -- name: pending_sources
--- The concepts waiting for a re-weigh (migration 224; all, or those among the given), with
--- the number each was flagged under.
-SELECT source_entry_id, flag FROM hag_reweigh_pending
+-- The flags waiting for a re-weigh (migration 224; all, or those of the given concepts).
+SELECT flag, source_entry_id FROM hag_reweigh_pending
 WHERE %(among)s::uuid[] IS NULL OR source_entry_id = ANY (%(among)s::uuid[])
-ORDER BY source_entry_id
+ORDER BY flag
 
 -- name: clear_pending
--- The flags a re-weigh read and handled, in key order; one flagged again since (a new
--- number) stays.
-DELETE FROM hag_reweigh_pending p
-USING (SELECT q.source_entry_id
-       FROM hag_reweigh_pending q
-       JOIN unnest(%(sources)s::uuid[], %(flags)s::bigint[]) AS k (source_entry_id, flag)
-         ON k.source_entry_id = q.source_entry_id AND k.flag = q.flag
-       ORDER BY q.source_entry_id
-       FOR UPDATE OF q) d
-WHERE p.source_entry_id = d.source_entry_id
+-- The flags a re-weigh read and handled (rows appended since stay).
+DELETE FROM hag_reweigh_pending WHERE flag = ANY (%(flags)s::bigint[])

@@ -359,8 +359,10 @@ SELECT id FROM hag_entries WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KE
 -- Each way to name an edge is a branch of its own, so each is an index probe (id, identity,
 -- source, target): written as one OR over the table, the identity's subquery made the
 -- planner scan every edge (700 ms a session at 1M edges, where the rest of the session
--- costs about 5 ms; issue 26).
-SELECT e.id
+-- costs about 5 ms; issue 26). Each locked edge's type and confidence before the session
+-- writes it: the re-weigh flags concepts whose terms read a prerequisite the session moved
+-- across a threshold (migration 224).
+SELECT e.id, e.edge_type, e.confidence
 FROM hag_edges e
 WHERE e.id IN (
     SELECT unnest(%(ids)s::uuid[])

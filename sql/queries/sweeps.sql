@@ -151,11 +151,21 @@ WITH gone AS (
                                %(cull_max_traversals)s, %(cull_source_types)s)
       AND NOT EXISTS (SELECT FROM hag_restored_edges() r WHERE r.edge_id = e.id)
       AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[]))
-    RETURNING e.source_type, e.edge_type, e.source_entry_id
+    RETURNING e.source_type, e.edge_type, e.source_entry_id, e.target_entry_id, e.confidence
 )
 SELECT source_type, count(*) AS n,
        COALESCE(array_agg(source_entry_id) FILTER (WHERE edge_type = 'prerequisite'),
-                '{}'::uuid[]) AS prerequisite_sources
+                '{}'::uuid[]) AS prerequisite_sources,
+       -- culled prerequisites other terms read (migration 224): a walked one's source (a
+       -- report naming it supported an edge to its target), a held one's target (its
+       -- reports naming the source were reversals)
+       COALESCE(array_agg(source_entry_id) FILTER (
+                    WHERE edge_type = 'prerequisite' AND confidence >= %(edge_min_confidence)s),
+                '{}'::uuid[]) AS walked_sources,
+       COALESCE(array_agg(target_entry_id) FILTER (
+                    WHERE edge_type = 'prerequisite'
+                      AND confidence >= %(prerequisite_lift_noise_held_min)s),
+                '{}'::uuid[]) AS held_targets
 FROM gone GROUP BY source_type ORDER BY source_type
 
 -- name: lock_cull
