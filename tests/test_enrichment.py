@@ -69,6 +69,21 @@ def test_a_good_reply_is_written_enriched_at_the_dial_confidence(db, dials, llm)
     assert {r["reason"] for r in history} == {f"enriched by {MODEL}"}
 
 
+def test_an_enriched_prerequisite_flags_its_concepts_for_the_nightly(db, llm):
+    """Under the evidence profile an enriched prerequisite enters at its dial value outside
+    any re-weigh's locks: its two concepts wait for the nightly's (migration 224)."""
+    from hag import settings
+
+    e = crypto_graph(db)
+    settings.apply_profile(db, "evidence", by="test")
+    db.commit()
+    settings.invalidate()
+    llm.queue_chat(reply(("rsa", "modular-arithmetic", "prerequisite")))
+    enrich(model=MODEL, conn=db)
+    pending = {r["source_entry_id"] for r in db.execute("SELECT * FROM hag_reweigh_pending")}
+    assert pending >= {e["rsa"], e["modular-arithmetic"]}
+
+
 def test_as_of_is_the_moment_the_edges_are_created_at(db, llm):
     """A backfill or a simulation stamps enriched edges and their history with its own time."""
     crypto_graph(db)

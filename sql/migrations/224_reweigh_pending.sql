@@ -8,7 +8,8 @@
 -- and keep the confidence of their own last re-weigh: `hag explain` gave another value
 -- until their concept was next reported on. Re-weighing them at once would lock rows
 -- outside the caller's one sorted pass (a deadlock with a session's own pass); so do a
--- restore's edges, put back at the value they were culled with.
+-- restore's edges, put back at the value they were culled with, and enrichment's, written
+-- at `enrichment_confidence`.
 --
 -- Such a concept is now flagged here, in the transaction that moved the edge it reads (or
 -- restored its edge), and the nightly cull locks the flagged concepts' prerequisites in its
