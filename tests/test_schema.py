@@ -279,6 +279,16 @@ OTHER_CHECKS = [
         "shown_named) SELECT u, u, 1, 0 FROM gen_random_uuid() AS u",
         "hag_shown_exposures_two_entries",
     ),
+    (
+        "INSERT INTO hag_pair_withdrawn (source_entry_id, target_entry_id, learner_id, sessions)"
+        " VALUES (gen_random_uuid(), gen_random_uuid(), 'l', 0)",
+        "hag_pair_withdrawn_sessions_positive",
+    ),
+    (
+        "INSERT INTO hag_pair_withdrawn (source_entry_id, target_entry_id, learner_id, sessions)"
+        " SELECT u, u, 'l', 1 FROM gen_random_uuid() AS u",
+        "hag_pair_withdrawn_two_entries",
+    ),
     ("INSERT INTO hag_runs (kind) VALUES ('Nightly Run')", "hag_runs_kind_check"),
     ("INSERT INTO hag_runs (kind, status) VALUES ('nightly', 'crashed')", "hag_runs_status_check"),
     (

@@ -33,9 +33,10 @@ CREATE TABLE hag_pair_withdrawn (
     source_entry_id uuid    NOT NULL REFERENCES hag_entries (id) ON DELETE CASCADE,
     target_entry_id uuid    NOT NULL REFERENCES hag_entries (id) ON DELETE CASCADE,
     learner_id      text    NOT NULL,
-    sessions        integer NOT NULL CHECK (sessions > 0),
+    sessions        integer NOT NULL,
     PRIMARY KEY (source_entry_id, target_entry_id, learner_id),
-    CHECK (source_entry_id <> target_entry_id)
+    CONSTRAINT hag_pair_withdrawn_sessions_positive CHECK (sessions > 0),
+    CONSTRAINT hag_pair_withdrawn_two_entries CHECK (source_entry_id <> target_entry_id)
 );
 
 CREATE INDEX hag_pair_withdrawn_learner_idx ON hag_pair_withdrawn (learner_id);
