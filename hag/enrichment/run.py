@@ -9,7 +9,7 @@ so no lock or snapshot waits on the network. A dry run does all of it but the wr
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,7 +34,6 @@ from hag.enrichment.validate import (
 )
 from hag.errors import NotFoundError, ValidationError
 from hag.evidence import store as evidence
-from hag.evidence.model import lift_selected
 from hag.settings import Settings
 from hag.storage import db, runs
 from hag.storage.db import Conn
@@ -308,7 +307,16 @@ def enrich_orphan(
             new_confidence=dials.enrichment_confidence,
             reason=f"enriched by {proposer.name}",
         )
-        _flag_enriched(conn, accepted, dials, at)
+        evidence.flag_written_prerequisites(
+            conn,
+            [
+                (a.source_entry_id, a.target_entry_id)
+                for a in accepted
+                if a.proposal.edge_type == "prerequisite"
+            ],
+            dials,
+            at,
+        )
         edge_ids = {w.identity: str(w.id) for w in written}
         for a, shown in zip(accepted, result.accepted, strict=True):
             shown["edge_id"] = edge_ids.get(a.identity)
@@ -439,20 +447,3 @@ def _enrich(
         raise
     finally:
         liveness.close()
-
-
-def _flag_enriched(conn: Conn, accepted: Sequence[Any], dials: Settings, at: datetime) -> None:
-    """Under the lift and units rules, an enriched prerequisite's concepts wait for the
-    nightly's re-weigh (migration 224), as a restored edge's do: it enters at
-    `enrichment_confidence`, and its concept's, its reverse edge's and the support it gives
-    read it; their rows are not locked here."""
-    prerequisites = [a for a in accepted if a.proposal.edge_type == "prerequisite"]
-    if not prerequisites or not lift_selected(dials):
-        return
-    evidence.flag_pending(
-        conn,
-        concepts=[i for a in prerequisites for i in (a.source_entry_id, a.target_entry_id)],
-        walk_sources=[a.source_entry_id for a in prerequisites],
-        sources=[],
-        at=at,
-    )

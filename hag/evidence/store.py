@@ -351,6 +351,26 @@ def flag_pending(
     )
 
 
+def flag_written_prerequisites(
+    conn: Conn, pairs: Iterable[tuple[UUID, UUID]], dials: Settings, at: datetime
+) -> None:
+    """Under the lift and units rules, the concepts of prerequisites written outside any
+    re-weigh (a restore's, at the value they were culled with; enrichment's, at
+    `enrichment_confidence`) wait for the nightly's (migration 224): their concept's units,
+    their reverse edge's and the support they give read the new row, and those rows are not
+    the writer's to lock. `pairs`: (source, target) entries."""
+    written = list(pairs)
+    if not written or not model.lift_selected(dials):
+        return
+    flag_pending(
+        conn,
+        concepts=[i for pair in written for i in pair],
+        walk_sources=[source for source, _ in written],
+        sources=[],
+        at=at,
+    )
+
+
 def pending_sources(conn: Conn, among: Sequence[UUID] | None = None) -> dict[int, UUID]:
     """The flags waiting for a re-weigh (of `among` these concepts, if given): flag number ->
     concept."""

@@ -23,7 +23,6 @@ from typing import Any
 from hag import settings
 from hag.errors import NotFoundError, ValidationError
 from hag.evidence import store as evidence
-from hag.evidence.model import lift_selected
 from hag.storage import db, runs
 from hag.storage.db import Conn, one
 from hag.storage.edges import move_kept_reports, say_why
@@ -227,7 +226,18 @@ def _restore(
         move_kept_reports(
             conn, [(v["audit_id"], v["edge_id"]) for v in wanted if v["edge_id"] in done]
         )
-        _flag_restored(conn, [v for v in wanted if v["edge_id"] in done])
+        restored = [
+            (v["source_entry_id"], v["target_entry_id"])
+            for v in wanted
+            if v["edge_id"] in done and v["edge_type"] == "prerequisite"
+        ]
+        if restored:  # their concepts wait for the nightly's re-weigh (migration 224)
+            evidence.flag_written_prerequisites(
+                conn,
+                restored,
+                settings.load(conn),
+                one(conn.execute(query("sweeps", "database_now")).fetchone())["now"],
+            )
         result.refused += [
             Refusal(v["edge_id"], "the edge was recreated while restoring")
             for v in wanted
@@ -235,21 +245,3 @@ def _restore(
         ]
     result.refused.sort(key=lambda r: str(r.edge_id))
     return result
-
-
-def _flag_restored(conn: Conn, restored: list[Any]) -> None:
-    """Under the lift and units rules, a restored prerequisite's concepts wait for the
-    nightly's re-weigh (migration 224): it comes back at the value it was culled with, and
-    its concept's units, its reverse edge's and the support it gives changed with it. Its
-    rows were not locked in a re-weigh's sorted pass, so the re-weigh is the nightly's."""
-    prerequisites = [v for v in restored if v["edge_type"] == "prerequisite"]
-    if not prerequisites or not lift_selected(settings.load(conn)):
-        return
-    at = one(conn.execute(query("sweeps", "database_now")).fetchone())["now"]
-    evidence.flag_pending(
-        conn,
-        concepts=[i for v in prerequisites for i in (v["source_entry_id"], v["target_entry_id"])],
-        walk_sources=[v["source_entry_id"] for v in prerequisites],
-        sources=[],
-        at=at,
-    )

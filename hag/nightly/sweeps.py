@@ -45,7 +45,7 @@ from hag.settings import Settings
 from hag.storage import db, runs
 from hag.storage.db import Conn, one
 from hag.storage.edges import say_why
-from hag.storage.sqlfiles import dial_values, placeholders, queries, query
+from hag.storage.sqlfiles import dial_values, placeholders, queries, query, with_dials
 from hag.support import bounds
 from hag.support.timing import timed
 
@@ -462,14 +462,8 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
                 query("sweeps", "lock_cull"), {**params, "pending": pending}
             ).fetchall()
             params = {**params, "only_edges": [r["id"] for r in locked if r["doomed"]]}
-        by_type = conn.execute(
-            query("sweeps", "cull_edges"),
-            {
-                **params,
-                "edge_min_confidence": dials.edge_min_confidence,
-                "prerequisite_lift_noise_held_min": dials.prerequisite_lift_noise_held_min,
-            },
-        ).fetchall()
+        cull = query("sweeps", "cull_edges")
+        by_type = conn.execute(cull, with_dials(cull, dials, **params)).fetchall()
         summary.culled_by_source_type = {r["source_type"]: r["n"] for r in by_type}
         summary.culled = sum(summary.culled_by_source_type.values())
     if lift:
