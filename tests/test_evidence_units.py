@@ -810,6 +810,35 @@ def test_a_learners_withdrawn_reports_count_within_the_learners_cap(db, units):
     assert terms["units"] == pytest.approx(cap)
 
 
+@pytest.mark.parametrize("order", ["report first", "success first"])
+def test_a_withdrawn_report_counts_the_share_it_held(db, units, order):
+    """rsa -> hashing is authored at 0.92. learner-5's day-1 turn blames primes, hashing and
+    signatures for rsa: a third of the session's unit each. On day 2 learner-5 succeeds on
+    rsa having shown none of them, so all three are contradicted forward in time (withdrawn
+    from the record, or never recorded when the success is applied first). They still count
+    for the authored edge as the extractor naming its concept's targets, but as the one
+    session they were: the edge's own withdrawn units are 1/3 and its concept's units 1 (a
+    whole unit per withdrawn report gave 1 and 3, one session counted three times)."""
+    e = topic_entries(db)
+    authored = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
+    db.commit()
+    blame = payload("b5", [turn(0, outcome="failure", concepts=["rsa"],
+                                struggles=[struggle("rsa", m)
+                                           for m in ("primes", "hashing", "signatures")])],
+                    learner="learner-5", day=1)  # fmt: skip
+    succeed = payload("s5", [turn(0, outcome="success", concepts=["rsa"])],
+                      learner="learner-5", day=2)  # fmt: skip
+    for p in (blame, succeed) if order == "report first" else (succeed, blame):
+        run(db, p)
+    assert _reported(db, "b5") == 0
+    assert _hits_and_withdrawn(db, authored) == (0, 1)
+    terms = evidence_terms(db, authored, e["rsa"], units)
+    assert terms is not None and terms["withdrawn"] == 1
+    assert terms["withdrawn_units"] == pytest.approx(1 / 3)
+    assert terms["concept_units"] == pytest.approx(1.0)
+    assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
+
+
 @pytest.mark.parametrize("cap", [1.0, 2.0])
 def test_a_learners_live_and_withdrawn_reports_of_a_pair_share_one_cap(db, units, dials, cap):
     """rsa -> hashing is authored at 0.92. learner-5 names it on day 1, succeeds on rsa on day 2
@@ -983,7 +1012,7 @@ def test_a_pair_learned_again_resumes_the_reports_of_its_culled_edge(db, units, 
     first = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
     # a report of the pair withdrawn before (a later success of its learner): kept by pair
     db.execute(
-        "INSERT INTO hag_pair_withdrawn VALUES (%s, %s, 'learner-9', 1)", (e["rsa"], e["primes"])
+        "INSERT INTO hag_pair_withdrawn VALUES (%s, %s, 'learner-9', 1, 1)", (e["rsa"], e["primes"])
     )
     db.execute("UPDATE hag_edges SET hit_count = hit_count + 2 WHERE id = %s", (first,))
     db.commit()
@@ -1073,7 +1102,7 @@ def test_a_culled_edges_report_contradicted_later_is_not_resumed(db, units, dial
     audited = db.execute("SELECT hit_count FROM hag_edge_audit").fetchone()["hit_count"]
     assert audited == culled["hit_count"] - 1
     withdrawn = db.execute("SELECT * FROM hag_pair_withdrawn").fetchall()
-    assert [tuple(w.values()) for w in withdrawn] == [(e["rsa"], e["primes"], "learner-1", 1)]
+    assert [tuple(w.values()) for w in withdrawn] == [(e["rsa"], e["primes"], "learner-1", 1, 1.0)]
     run(db, reports("b1", [("rsa", "primes")], day=102) | {"learner_id": "learner-2"})
     again = edge_row(db, e["rsa"], e["primes"], "prerequisite")
     terms = evidence_terms(db, again["id"], e["rsa"], units)

@@ -358,3 +358,21 @@ def test_223_carries_withdrawn_counts_to_their_pairs(fresh, tmp_path):
     expected.append((a, c, f"before-223:{culled}:1", 1))
     assert [tuple(r) for r in rows] == sorted(expected, key=lambda r: r[2])
     assert fresh.execute("SELECT to_regclass('hag_edge_withdrawn')").fetchone()[0] is None
+
+
+def test_225_counts_each_carried_withdrawn_session_a_unit(fresh, tmp_path):
+    """Migration 225: which share a withdrawn session held was never kept, so a pair's count
+    carries over as that many units (a unit each, as the evidence query read it before)."""
+    migrate_up_to(fresh, tmp_path, 225)
+    a, b, c = three_entries(fresh)
+    fresh.execute(
+        "INSERT INTO hag_pair_withdrawn (source_entry_id, target_entry_id, learner_id, sessions)"
+        " VALUES (%s, %s, 'learner-1', 3), (%s, %s, 'learner-2', 1)",
+        (a, b, a, c),
+    )
+    fresh.commit()
+    assert migrate.migrate(fresh, 8)[0] == "225_withdrawn_units.sql"
+    rows = fresh.execute(
+        "SELECT learner_id, sessions, units FROM hag_pair_withdrawn ORDER BY learner_id"
+    ).fetchall()
+    assert [tuple(r) for r in rows] == [("learner-1", 3, 3.0), ("learner-2", 1, 1.0)]

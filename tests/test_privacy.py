@@ -322,10 +322,10 @@ def test_withdrawn_counts_are_exported_and_erased_with_the_learners_reports(db, 
     export lists hers; her erasure gives the shared pair's count the pseudonym her successes
     get, deletes the private pair's, and leaves Bob's as it was."""
     e = memory["entries"]
-    rows = [(e["rsa"], e["primes"], ADA, 2), (e["rsa"], e["primes"], BOB, 1),
-            (e["rsa"], memory["private"], ADA, 1)]  # fmt: skip
+    rows = [(e["rsa"], e["primes"], ADA, 2, 1.5), (e["rsa"], e["primes"], BOB, 1, 0.5),
+            (e["rsa"], memory["private"], ADA, 1, 1.0)]  # fmt: skip
     for row in rows:
-        db.execute("INSERT INTO hag_pair_withdrawn VALUES (%s, %s, %s, %s)", row)
+        db.execute("INSERT INTO hag_pair_withdrawn VALUES (%s, %s, %s, %s, %s)", row)
     db.commit()
     exported = privacy.export_learner(ADA, tmp_path / "ada.jsonl", conn=db)
     assert exported.counts["hag_pair_withdrawn"] == 2
@@ -333,12 +333,12 @@ def test_withdrawn_counts_are_exported_and_erased_with_the_learners_reports(db, 
     assert result.counts["hag_pair_withdrawn"] == {"deleted": 1, "pseudonymised": 1}
     assert find_anywhere(db, ADA) == []
     left = db.execute(
-        "SELECT learner_id, sessions FROM hag_pair_withdrawn ORDER BY sessions"
+        "SELECT learner_id, sessions, units FROM hag_pair_withdrawn ORDER BY sessions"
     ).fetchall()
     pseudonym = db.execute(
         "SELECT DISTINCT learner_id FROM hag_learner_successes WHERE learner_id LIKE 'erased-%%'"
     ).fetchone()["learner_id"]
-    assert [(r["learner_id"], r["sessions"]) for r in left] == [(BOB, 1), (pseudonym, 2)]
+    assert [tuple(r.values()) for r in left] == [(BOB, 1, 0.5), (pseudonym, 2, 1.5)]
 
 
 def test_an_erased_session_sent_again_is_refused_not_applied_twice(db, memory):

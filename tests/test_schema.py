@@ -280,14 +280,28 @@ OTHER_CHECKS = [
         "hag_shown_exposures_two_entries",
     ),
     (
-        "INSERT INTO hag_pair_withdrawn (source_entry_id, target_entry_id, learner_id, sessions)"
-        " VALUES (gen_random_uuid(), gen_random_uuid(), 'l', 0)",
+        "INSERT INTO hag_pair_withdrawn"
+        " (source_entry_id, target_entry_id, learner_id, sessions, units)"
+        " VALUES (gen_random_uuid(), gen_random_uuid(), 'l', 0, 0.5)",
         "hag_pair_withdrawn_sessions_positive",
     ),
     (
-        "INSERT INTO hag_pair_withdrawn (source_entry_id, target_entry_id, learner_id, sessions)"
-        " SELECT u, u, 'l', 1 FROM gen_random_uuid() AS u",
+        "INSERT INTO hag_pair_withdrawn"
+        " (source_entry_id, target_entry_id, learner_id, sessions, units)"
+        " SELECT u, u, 'l', 1, 1 FROM gen_random_uuid() AS u",
         "hag_pair_withdrawn_two_entries",
+    ),
+    (
+        "INSERT INTO hag_pair_withdrawn"
+        " (source_entry_id, target_entry_id, learner_id, sessions, units)"
+        " VALUES (gen_random_uuid(), gen_random_uuid(), 'l', 2, 2.5)",
+        "hag_pair_withdrawn_units_within_sessions",
+    ),
+    (
+        "INSERT INTO hag_pair_withdrawn"
+        " (source_entry_id, target_entry_id, learner_id, sessions, units)"
+        " VALUES (gen_random_uuid(), gen_random_uuid(), 'l', 1, 0)",
+        "hag_pair_withdrawn_units_within_sessions",
     ),
     ("INSERT INTO hag_runs (kind) VALUES ('Nightly Run')", "hag_runs_kind_check"),
     ("INSERT INTO hag_runs (kind, status) VALUES ('nightly', 'crashed')", "hag_runs_status_check"),

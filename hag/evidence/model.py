@@ -48,10 +48,30 @@ def session_shares(
     gives it at most 1; a turn naming three concepts gives each a third. The turns of pairs
     `withheld` (contradicted forward in time, `rules.TurnStruggles.withheld`) keep their part
     of the unit, as a report withdrawn after it was recorded does."""
-    totals: dict[UUID, int] = {}
-    for (source, _), turns in [*turns_by_pair.items(), *(withheld or {}).items()]:
-        totals[source] = totals.get(source, 0) + turns
+    totals = _turns_per_concept(turns_by_pair, withheld or {})
     return {pair: turns / totals[pair[0]] for pair, turns in turns_by_pair.items()}
+
+
+def withheld_shares(
+    turns_by_pair: Mapping[tuple[UUID, UUID], int],
+    withheld: Mapping[tuple[UUID, UUID], int],
+) -> dict[tuple[UUID, UUID], float]:
+    """The part of its session's unit each pair `withheld` held (`session_shares`' other
+    side): what a struggle contradicted forward in time when made counts on its pair, as a
+    recorded report withdrawn later counts its own share (migration 225)."""
+    totals = _turns_per_concept(turns_by_pair, withheld)
+    return {pair: turns / totals[pair[0]] for pair, turns in withheld.items()}
+
+
+def _turns_per_concept(
+    *turns: Mapping[tuple[UUID, UUID], int],
+) -> dict[UUID, int]:
+    """The turns naming any pair out of each struggled concept, over the maps given."""
+    totals: dict[UUID, int] = {}
+    for counted in turns:
+        for (source, _), n in counted.items():
+            totals[source] = totals.get(source, 0) + n
+    return totals
 
 
 def lift_sources(
@@ -112,7 +132,7 @@ class PrerequisiteEvidence:
     shown_named: int = 0
     # its pair's reports withdrawn because their learner next succeeded on its concept
     # before showing its target (migration 223, whatever edge the pair has or had): out of
-    # every count above; their sessions, and their units (a session a unit each, within each
+    # every count above; their sessions, and their units (the shares they held, within each
     # learner's cap), which an authored edge's own evidence counts
     withdrawn: int = 0
     withdrawn_units: float = 0.0
@@ -334,8 +354,8 @@ class EvidenceTerms:
     (`confirmed_terms`: its recorded learners' reports read as a learned edge's,
     `as_learned`; None, and the prior stands, below `min_learners` learners or with
     nothing net). An authored edge's units, its concept's and its support
-    count the reports withdrawn as contradicted forward in time too (a session a unit
-    each, within each learner's cap): negative evidence asks whether the extractor ever names the target on its
+    count the reports withdrawn as contradicted forward in time too (the shares they
+    held, within each learner's cap): negative evidence asks whether the extractor ever names the target on its
     concept's failures.
     """
 
@@ -368,8 +388,8 @@ class EvidenceTerms:
     shown_sessions: int = 0
     shown_named: int = 0
     # its pair's reports contradicted forward in time, withdrawn or never recorded (out of
-    # a learned edge's `units`; in an authored edge's as `withdrawn_units`: a session a unit
-    # each, within each learner's cap)
+    # a learned edge's `units`; in an authored edge's as `withdrawn_units`: the shares
+    # they held, within each learner's cap)
     withdrawn: int = 0
     withdrawn_units: float = 0.0
     # an enriched edge's recorded learners' reports under the learned formula
@@ -416,8 +436,8 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
         )  # fmt: skip
     prior = fact.confidence if fact.prior is None else fact.prior
     reports = max(fact.concept_units, fact.reported_units)
-    # its own reports withdrawn as contradicted still say the extractor named its target (a
-    # session a unit each within each learner's cap, as `reported_units` counts them)
+    # its own reports withdrawn as contradicted still say the extractor named its target (the
+    # shares they held, within each learner's cap, as `reported_units` counts them)
     own = fact.units + fact.withdrawn_units
     chance = scaled_chance(own, reports, fact.n_concepts, noise, dials)
     net = max(0.0, own - chance)

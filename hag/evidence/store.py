@@ -235,22 +235,26 @@ def withdraw_reports(conn: Conn, reports: Sequence[LearnerReport]) -> int:
     return withdrawn + (int(row["withdrawn"]) if row else 0)
 
 
-def count_contradicted(conn: Conn, learner_id: str, pairs: Sequence[tuple[UUID, UUID]]) -> int:
+def count_contradicted(
+    conn: Conn, learner_id: str, shares: Mapping[tuple[UUID, UUID], float]
+) -> int:
     """Count a session's struggles contradicted forward in time when made (never recorded) on
     their pairs, under the session's learner (migration 223), whether or not a pair has an
-    edge: a session a unit each, as a recorded report withdrawn later counts
-    (`withdraw_reports`), so the count does not depend on the order sessions arrive in. How
-    many pairs counted one. Not idempotent on its own (each call adds one): session-end calls
-    it once per session, under the session ledger's claim in the session's transaction, as
-    it records the session's reports."""
-    if not pairs:
+    edge: the session, and the part of its unit the pair held (`shares`, migration 225), as
+    a recorded report withdrawn later counts (`withdraw_reports`), so the count does not
+    depend on the order sessions arrive in. How many pairs counted one. Not idempotent on
+    its own (each call adds one): session-end calls it once per session, under the session
+    ledger's claim in the session's transaction, as it records the session's reports."""
+    if not shares:
         return 0
+    pairs = sorted(shares, key=lambda p: (str(p[0]), str(p[1])))
     row = conn.execute(
         query("evidence", "count_contradicted"),
         {
             "learner_id": learner_id,
             "sources": [s for s, _ in pairs],
             "targets": [t for _, t in pairs],
+            "shares": [shares[p] for p in pairs],
         },
     ).fetchone()
     return int(row["counted"]) if row else 0

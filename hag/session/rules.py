@@ -464,7 +464,7 @@ def turn_struggles(
     later session contradicts are `withheld`, turn by turn, as the recorded report a later
     session withdraws would have named them: they take their part of the session's unit
     (`session_shares`), and the pairs no turn kept (`forward`) count as a recorded report
-    withdrawn does (`hag_pair_withdrawn`, a session a unit each), so what stays does not
+    withdrawn does (`hag_pair_withdrawn`, with that share), so what stays does not
     depend on the order the sessions arrive in. Those a later turn of their own session
     contradicts count nothing (as before the session is recorded, so in either order).
     """

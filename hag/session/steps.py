@@ -183,7 +183,7 @@ def apply_session(
         )  # fmt: skip
         store.record_exposures(conn, proposed.exposures)
         counts.reports_withdrawn += store.withdraw_reports(conn, withdrawn)
-        store.count_contradicted(conn, session.learner_id, proposed.contradicted)
+        store.count_contradicted(conn, session.learner_id, proposed.contradicted_shares())
         weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id, before)
         sequence_step.weigh_sequence_evidence(conn, session, turns, observed, dials, counts, run_id)
     with timed(timings, "grading"):
@@ -321,6 +321,12 @@ class Proposed:
     withheld_turns: dict[tuple[UUID, UUID], int] = field(default_factory=dict)
     # what its learner had shown before it (`facts.shown_concepts`; None: not read)
     shown: frozenset[str] | None = None
+
+    def contradicted_shares(self) -> dict[tuple[UUID, UUID], float]:
+        """Each pair `contradicted`, with the part of the session's unit its turns held
+        (`model.withheld_shares`): what the pair counts as withdrawn."""
+        shares = model.withheld_shares(self.turns_by_pair, self.withheld_turns)
+        return {pair: shares[pair] for pair in self.contradicted}
 
 
 def propose_prerequisites(

@@ -68,7 +68,7 @@ WITH touched AS (
     -- per (pair, learner) out of a source, the learner's reports beside the pair's live edge:
     -- kept with a culled edge's audit row and not resumed (their shares, and sessions), and
     -- withdrawn as contradicted forward in time (migration 223, whatever edge the pair has or
-    -- had: a session a unit each)
+    -- had: the shares they held, migration 225)
     SELECT b.source_entry_id, b.target_entry_id, b.learner_id,
            sum(b.kept) AS kept, sum(b.kept_sessions)::int AS kept_sessions,
            sum(b.withdrawn) AS withdrawn, sum(b.withdrawn_sessions)::int AS withdrawn_sessions
@@ -79,7 +79,7 @@ WITH touched AS (
           JOIN hag_edge_audit_reports ar ON ar.audit_id = c.audit_id
           UNION ALL
           SELECT w.source_entry_id, w.target_entry_id, w.learner_id, 0.0, 0,
-                 least(1.0, %(prerequisite_learner_cap)s) * w.sessions, w.sessions
+                 w.units, w.sessions
           FROM hag_pair_withdrawn w
           WHERE w.source_entry_id IN (SELECT source_entry_id FROM touched)) b
     GROUP BY 1, 2, 3
@@ -300,19 +300,20 @@ WITH gone AS (
     DELETE FROM hag_edge_audit_reports k
     USING unnest(%(audit_ids)s::bigint[], %(session_ids)s::text[]) AS w (audit_id, session_id)
     WHERE k.audit_id = w.audit_id AND k.session_id = w.session_id
-    RETURNING k.audit_id, k.learner_id
+    RETURNING k.audit_id, k.learner_id, k.share
 ), per_row AS (
     SELECT audit_id, count(*)::int AS n FROM gone GROUP BY audit_id
 ), hits AS (
     UPDATE hag_edge_audit a SET hit_count = greatest(0, a.hit_count - p.n)
     FROM per_row p WHERE a.audit_id = p.audit_id
 ), counted AS (
-    INSERT INTO hag_pair_withdrawn AS w (source_entry_id, target_entry_id, learner_id, sessions)
-    SELECT a.source_entry_id, a.target_entry_id, g.learner_id, count(*)::int
+    INSERT INTO hag_pair_withdrawn AS w
+        (source_entry_id, target_entry_id, learner_id, sessions, units)
+    SELECT a.source_entry_id, a.target_entry_id, g.learner_id, count(*)::int, sum(g.share)
     FROM gone g JOIN hag_edge_audit a ON a.audit_id = g.audit_id
     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
     ON CONFLICT (source_entry_id, target_entry_id, learner_id)
-    DO UPDATE SET sessions = w.sessions + EXCLUDED.sessions
+    DO UPDATE SET sessions = w.sessions + EXCLUDED.sessions, units = w.units + EXCLUDED.units
 )
 SELECT COALESCE(sum(n), 0)::int AS withdrawn FROM per_row
 
@@ -325,34 +326,38 @@ WITH gone AS (
     DELETE FROM hag_edge_learner_reports r
     USING unnest(%(edge_ids)s::uuid[], %(session_ids)s::text[]) AS k (edge_id, session_id)
     WHERE r.edge_id = k.edge_id AND r.session_id = k.session_id
-    RETURNING r.edge_id, r.learner_id
+    RETURNING r.edge_id, r.learner_id, r.share
 ), per_edge AS (
     SELECT edge_id, count(*)::int AS n FROM gone GROUP BY edge_id
 ), hits AS (
     UPDATE hag_edges e SET hit_count = greatest(0, e.hit_count - p.n)
     FROM per_edge p WHERE e.id = p.edge_id
 ), counted AS (
-    INSERT INTO hag_pair_withdrawn AS w (source_entry_id, target_entry_id, learner_id, sessions)
-    SELECT e.source_entry_id, e.target_entry_id, g.learner_id, count(*)::int
+    INSERT INTO hag_pair_withdrawn AS w
+        (source_entry_id, target_entry_id, learner_id, sessions, units)
+    SELECT e.source_entry_id, e.target_entry_id, g.learner_id, count(*)::int, sum(g.share)
     FROM gone g JOIN hag_edges e ON e.id = g.edge_id
     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
     ON CONFLICT (source_entry_id, target_entry_id, learner_id)
-    DO UPDATE SET sessions = w.sessions + EXCLUDED.sessions
+    DO UPDATE SET sessions = w.sessions + EXCLUDED.sessions, units = w.units + EXCLUDED.units
 )
 SELECT COALESCE(sum(n), 0)::int AS withdrawn FROM per_edge
 
 -- name: count_contradicted
 -- A session's struggles contradicted forward in time when made (rules.TurnStruggles.forward),
 -- counted on their pair under the session's learner (migration 223), whether or not the pair
--- has an edge: a session a unit each, as a recorded report withdraw_reports withdraws later
--- counts, so the count does not depend on the order sessions arrive in. Rows in key order.
+-- has an edge: the session, and the part of its unit the turns naming the pair held
+-- (migration 225), as a recorded report withdraw_reports withdraws later counts, so the
+-- count does not depend on the order sessions arrive in. One row per pair, in key order.
 WITH counted AS (
-    INSERT INTO hag_pair_withdrawn AS w (source_entry_id, target_entry_id, learner_id, sessions)
-    SELECT DISTINCT k.source_entry_id, k.target_entry_id, %(learner_id)s, 1
-    FROM unnest(%(sources)s::uuid[], %(targets)s::uuid[]) AS k (source_entry_id, target_entry_id)
+    INSERT INTO hag_pair_withdrawn AS w
+        (source_entry_id, target_entry_id, learner_id, sessions, units)
+    SELECT k.source_entry_id, k.target_entry_id, %(learner_id)s, 1, k.share
+    FROM unnest(%(sources)s::uuid[], %(targets)s::uuid[], %(shares)s::float8[])
+         AS k (source_entry_id, target_entry_id, share)
     ORDER BY 1, 2
     ON CONFLICT (source_entry_id, target_entry_id, learner_id)
-    DO UPDATE SET sessions = w.sessions + 1
+    DO UPDATE SET sessions = w.sessions + 1, units = w.units + EXCLUDED.units
     RETURNING 1
 )
 SELECT count(*)::int AS counted FROM counted
