@@ -987,6 +987,58 @@ def test_a_restored_prerequisite_reads_its_evidence_as_before_the_cull(db, units
     assert db.execute("SELECT count(*) AS n FROM hag_edge_audit_reports").fetchone()["n"] == 0
 
 
+@pytest.mark.parametrize("restore", ["refused", "dry run"])
+def test_reports_a_restore_held_are_resumed_by_the_nightly(db, units, dials, restore):
+    """rsa -> primes, named by learner-1 and learner-2, is culled with its two reports kept.
+    An operator's restore (or its dry run) holds the audit row while learner-3's session
+    learns the pair again: the session cannot take the row (SKIP LOCKED), so the new edge
+    starts from learner-3's report alone, and the restore then refuses (the pair has an edge
+    again) or rolls back. The kept reports would wait beside the audit row for ever; the
+    session flags rsa instead, and the next nightly resumes them into the new edge: three
+    sessions from three learners, as when no restore ran."""
+    from hag.nightly import audit, sweeps
+    from hag.storage import db as hdb
+
+    e = topic_entries(db)
+    db.commit()
+    for n in (1, 2):
+        run(db, reports(f"c{n}", [("rsa", "primes")], day=n) | {"learner_id": f"learner-{n}"})
+    culled = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    dials(cull_max_confidence=0.99)
+    assert sweeps.sweep(db, as_of=T0 + timedelta(days=200)).culled == 1
+    dials(cull_max_confidence=units.cull_max_confidence)
+    db.commit()
+    with hdb.pool().connection() as operator:
+        operator.execute(
+            "SELECT audit_id FROM hag_edge_audit WHERE edge_id = %s FOR UPDATE", (culled,)
+        ).fetchall()
+        run(db, reports("c3", [("rsa", "primes")], day=201) | {"learner_id": "learner-3"})
+        operator.rollback()
+        if restore == "refused":
+            refused = audit.restore(edge_id=culled, conn=operator).refused
+            assert [r.edge_id for r in refused] == [culled]
+    edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")
+    assert edge["id"] != culled and edge["hit_count"] == 1
+    assert evidence_terms(db, edge["id"], e["rsa"], units)["learners"] == 1
+    flagged = {r["source_entry_id"] for r in db.execute("SELECT * FROM hag_reweigh_pending")}
+    assert e["rsa"] in flagged
+    db.commit()
+
+    night = sweeps.sweep(db, as_of=T0 + timedelta(days=202))
+    assert night.reports_resumed == 2 and night.culled == 0
+    edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")
+    assert edge["hit_count"] == 3
+    terms = evidence_terms(db, edge["id"], e["rsa"], units)
+    assert terms is not None and (terms["learners"], terms["unattributed"]) == (3, 0)
+    assert terms["confidence"] == pytest.approx(edge["confidence"], abs=1e-9)
+    assert db.execute("SELECT count(*) AS n FROM hag_edge_audit_reports").fetchone()["n"] == 0
+    resumed = db.execute(
+        "SELECT resumed_edge_id, resumed_sessions FROM hag_edge_audit WHERE edge_id = %s",
+        (culled,),
+    ).fetchone()
+    assert (resumed["resumed_edge_id"], resumed["resumed_sessions"]) == (edge["id"], 2)
+
+
 def test_a_pair_learned_again_resumes_the_reports_of_its_culled_edge(db, units, dials):
     """learner-1 names rsa -> primes: one learner, held below the cull's ceiling, culled at
     90 days with its report kept beside the audit row. learner-1 names it again: the new

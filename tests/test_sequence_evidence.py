@@ -564,6 +564,32 @@ def test_the_nightly_re_weighs_sequence_edges_no_session_touched(db, units, data
     assert run_nightly(as_of=as_of).sequence_reweighed == 0  # a fixed point
 
 
+def _two_moves_culled(db, dials, kind: str):
+    """Two learners move unprompted (`kind`: leads_to rsa -> signatures, or fallback
+    signatures -> rsa) and the edge is culled (the cull's ceiling raised so it qualifies),
+    its two reports kept beside the audit row: the pair's ends, a maker of the same move
+    (learner, session, day) and the culled edge's id."""
+    from hag.nightly import sweeps
+
+    e = topic_entries(db)
+    db.commit()
+    ends = (e["rsa"], e["signatures"]) if kind == "leads_to" else (e["signatures"], e["rsa"])
+
+    def make(learner: str, session: str, day: int):
+        return (
+            _leads(db, e, learner, session, day)
+            if kind == "leads_to"
+            else _fallback(e, learner, session, day)
+        )
+
+    run(db, make("learner-1", "m1", 1), make("learner-2", "m2", 2))
+    first = edge_row(db, *ends, kind)["id"]
+    dials(cull_max_confidence=0.99)
+    sweeps.sweep(db, as_of=T0 + timedelta(days=200))
+    assert edge_row(db, *ends, kind) is None
+    return ends, make, first
+
+
 @pytest.mark.parametrize("kind", ["leads_to", "fallback"])
 def test_a_sequence_learned_again_resumes_the_moves_of_its_culled_edge(db, units, dials, kind):
     """Two learners move unprompted (leads_to rsa -> signatures, or fallback signatures ->
@@ -571,18 +597,8 @@ def test_a_sequence_learned_again_resumes_the_moves_of_its_culled_edge(db, units
     qualifies) and its two reports are kept beside the audit row. A third learner makes the
     move: the new edge takes the two back and counts 3 learners, 3 units, as if never culled
     (without them: 1 learner, 1 unit); the audit row records the resumption."""
-    from hag.nightly import sweeps
-
-    e = topic_entries(db)
-    db.commit()
-    ends = (e["rsa"], e["signatures"]) if kind == "leads_to" else (e["signatures"], e["rsa"])
-    make = _leads if kind == "leads_to" else lambda db, *a: _fallback(*a)
-    run(db, make(db, e, "learner-1", "m1", 1), make(db, e, "learner-2", "m2", 2))
-    first = edge_row(db, *ends, kind)["id"]
-    dials(cull_max_confidence=0.99)
-    sweeps.sweep(db, as_of=T0 + timedelta(days=200))
-    assert edge_row(db, *ends, kind) is None
-    run(db, make(db, e, "learner-3", "m3", 201))
+    ends, make, first = _two_moves_culled(db, dials, kind)
+    run(db, make("learner-3", "m3", 201))
     again = edge_row(db, *ends, kind)
     assert again is not None and again["id"] != first
     terms = edge_sequence_terms(db, again["id"], ends[0], units)
@@ -596,6 +612,38 @@ def test_a_sequence_learned_again_resumes_the_moves_of_its_culled_edge(db, units
     sums = test_evidence_units.totals(db)
     assert sums["per_edge"] == test_evidence_units.grouped_reports(db)["per_edge"]
     assert sums["per_concept"] == {}  # moves make no learner of a concept's prerequisites
+
+
+@pytest.mark.parametrize("kind", ["leads_to", "fallback"])
+def test_moves_a_restore_held_are_resumed_by_the_nightly(db, units, dials, kind):
+    """The same cull, but an operator's restore holds the audit row while learner-3 makes the
+    move: the session cannot take the row (SKIP LOCKED) and the new edge starts from one
+    learner; the session flags the concept, and the next nightly resumes the two moves into
+    the new edge and re-weighs it: 3 learners, 3 units, as when no restore ran."""
+    from hag.nightly import sweeps
+    from hag.storage import db as hdb
+
+    ends, make, first = _two_moves_culled(db, dials, kind)
+    dials(cull_max_confidence=units.cull_max_confidence)
+    db.commit()
+    with hdb.pool().connection() as operator:
+        operator.execute(
+            "SELECT audit_id FROM hag_edge_audit WHERE edge_id = %s FOR UPDATE", (first,)
+        ).fetchall()
+        assert run(db, make("learner-3", "m3", 201)).reports_resumed == 0
+        operator.rollback()
+    again = edge_row(db, *ends, kind)
+    assert edge_sequence_terms(db, again["id"], ends[0], units)["learners"] == 1
+    db.commit()
+    night = sweeps.sweep(db, as_of=T0 + timedelta(days=202))
+    assert night.reports_resumed == 2
+    again = edge_row(db, *ends, kind)
+    terms = edge_sequence_terms(db, again["id"], ends[0], units)
+    assert terms is not None and (terms["learners"], terms["units"]) == (3, pytest.approx(3.0))
+    assert abs(terms["confidence"] - float(again["confidence"])) <= 1e-9
+    audited = db.execute("SELECT * FROM hag_edge_audit WHERE edge_id = %s", (first,)).fetchone()
+    assert (audited["resumed_edge_id"], audited["resumed_sessions"]) == (again["id"], 2)
+    assert db.execute("SELECT count(*) AS n FROM hag_reweigh_pending").fetchone()["n"] == 0
 
 
 def test_a_sequence_learned_again_under_another_grading_keeps_its_reports_in_the_audit(

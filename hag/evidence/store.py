@@ -159,6 +159,32 @@ def resume_culled_reports(
     culled = conn.execute(
         query("evidence", "culled_with_reports"), {"edge_ids": edge_ids}
     ).fetchall()
+    left = {c["source_entry_id"] for c in culled if not c["taken"]}
+    if left:  # a restore held their audit rows: the nightly resumes them (`resume_stranded`)
+        flag_pending(conn, concepts=left, walk_sources=(), sources=(), at=at)
+    return _resume(conn, [c for c in culled if c["taken"]], session_id=session_id, at=at)
+
+
+def resume_stranded(
+    conn: Conn, sources: Iterable[UUID], types: Sequence[str], *, at: datetime
+) -> int:
+    """The nightly's side of `resume_culled_reports`, for the concepts flagged for it
+    (`sources`): culled edges' kept reports (of `types`) a session could not resume because
+    a restore held their audit rows (and then refused or rolled back, the pair learned
+    again) go to the pair's learned edge, as they would have without the race. The caller
+    holds those edges' row locks. How many reports were resumed."""
+    flagged = sorted(set(sources), key=str)
+    if not flagged:
+        return 0
+    stranded = conn.execute(
+        query("evidence", "stranded_with_reports"), {"sources": flagged, "types": list(types)}
+    ).fetchall()
+    return _resume(conn, stranded, session_id=None, at=at)
+
+
+def _resume(conn: Conn, culled: Sequence[Any], *, session_id: str | None, at: datetime) -> int:
+    """Move the kept reports of each (audit row, edge) into the edge, its sessions into the
+    edge's hit count, and record the resumption on the audit row."""
     if not culled:
         return 0
     moved = move_kept_reports(conn, [(c["audit_id"], c["edge_id"]) for c in culled])

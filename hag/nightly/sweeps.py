@@ -129,6 +129,7 @@ class NightlySummary:
     # concepts flagged since the last night (a moved edge their prerequisites read was
     # outside a session's locks, or a restore), re-weighed with the cull's (migration 224)
     pending_reweighed: int = 0
+    reports_resumed: int = 0
     culled_by_source_type: dict[str, int] = field(default_factory=dict)
     culled_edges: list[CulledEdge] = field(default_factory=list)  # the first report_max_rows
     rule_values: dict[str, Any] = field(default_factory=dict)
@@ -158,6 +159,7 @@ class NightlySummary:
             **({"reweighed": self.reweighed} if self.reweighed else {}),
             **({"sequence_reweighed": self.sequence_reweighed} if self.sequence_reweighed else {}),
             **({"pending_reweighed": self.pending_reweighed} if self.pending_reweighed else {}),
+            **({"reports_resumed": self.reports_resumed} if self.reports_resumed else {}),
             **({"guard": self.guard} if self.guard else {}),
             **({"retention": self.retention} if any(self.retention.values()) else {}),
         }
@@ -329,6 +331,14 @@ def _reweigh_sequences(conn: Conn, summary: NightlySummary, dials: Settings) -> 
     with timed(summary.step_seconds, "sequence reweigh"):
         conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
         evidence.lock_every_edge_of(conn, sequences.SEQUENCE_TYPES)
+        # reports a session could not resume while a restore held them (flagged, not cleared:
+        # the cull's re-weigh reads and clears the flags)
+        summary.reports_resumed += evidence.resume_stranded(
+            conn,
+            evidence.pending_sources(conn).values(),
+            sequences.SEQUENCE_TYPES,
+            at=summary.as_of,
+        )
         summary.sequence_reweighed = reweigh_sequence_edges(
             conn,
             evidence.sequence_sources(conn),
@@ -461,6 +471,10 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
             locked = conn.execute(
                 query("sweeps", "lock_cull"), {**params, "pending": pending}
             ).fetchall()
+            # reports a session could not resume while a restore held them (flagged)
+            summary.reports_resumed += evidence.resume_stranded(
+                conn, pending, ["prerequisite"], at=summary.as_of
+            )
             params = {**params, "only_edges": [r["id"] for r in locked if r["doomed"]]}
         cull = query("sweeps", "cull_edges")
         by_type = conn.execute(cull, with_dials(cull, dials, **params)).fetchall()
@@ -569,6 +583,8 @@ def render_markdown(summary: NightlySummary) -> str:
         lines.append(
             f"| concepts flagged for a re-weigh, re-weighed | {summary.pending_reweighed} |"
         )
+    if summary.reports_resumed:
+        lines.append(f"| culled reports resumed (left by a restore) | {summary.reports_resumed} |")
     for source_type, n in summary.culled_by_source_type.items():
         lines.append(f"| culled, {source_type} | {n} |")
     if summary.guard:

@@ -227,19 +227,50 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- reports back (`store.resume_culled_reports`; a prerequisite's are its learners' reports, a
 -- `leads_to`'s or `fallback`'s their unprompted moves). A cull forgets an unwalked line of
 -- the graph, not what learners reported, so a learner's report waits for the next learner
--- however long it takes. Culls only; a row an operator's restore holds locked is left to it
+-- however long it takes. Culls only. A row an operator's restore holds locked is left to it
 -- (SKIP LOCKED: the restore then finds the new edge and refuses, and no lock is taken in the
--- other order).
+-- other order) and returned with `taken` false: the pair's concept is then flagged, and
+-- the nightly resumes the reports the restore left (`stranded_with_reports`).
+WITH waiting AS (
+    SELECT f.id AS edge_id, f.edge_type, f.source_entry_id, a.audit_id
+    FROM hag_edges f
+    JOIN hag_edge_audit a ON a.source_entry_id = f.source_entry_id
+                         AND a.target_entry_id = f.target_entry_id
+                         AND a.edge_type = f.edge_type AND a.reason = 'cull'
+                         AND a.restored_at IS NULL AND a.resumed_at IS NULL
+    WHERE f.id = ANY (%(edge_ids)s::uuid[])
+      AND EXISTS (SELECT 1 FROM hag_edge_audit_reports ar WHERE ar.audit_id = a.audit_id)
+), taken AS (
+    SELECT a.audit_id
+    FROM hag_edge_audit a
+    WHERE a.audit_id IN (SELECT audit_id FROM waiting)
+      AND a.restored_at IS NULL AND a.resumed_at IS NULL
+    ORDER BY a.audit_id
+    FOR UPDATE OF a SKIP LOCKED
+)
+SELECT w.edge_id, w.edge_type, w.source_entry_id, w.audit_id,
+       w.audit_id IN (SELECT audit_id FROM taken) AS taken
+FROM waiting w
+ORDER BY w.audit_id
+
+-- name: stranded_with_reports
+-- The nightly's side of culled_with_reports, for the concepts flagged for it: culled edges
+-- of these types out of these concepts that kept reports, not restored nor resumed, whose
+-- pair has a learned edge again (a session created it while a restore held the audit row,
+-- and the restore refused or rolled back). Their audit rows are locked (a restore holding
+-- one is waited for: it waits on nothing the nightly holds); the caller holds the learned
+-- edges' locks (lock_cull's flagged prerequisites, or every sequence edge).
 SELECT f.id AS edge_id, a.audit_id
-FROM hag_edges f
-JOIN hag_edge_audit a ON a.source_entry_id = f.source_entry_id
-                     AND a.target_entry_id = f.target_entry_id
-                     AND a.edge_type = f.edge_type AND a.reason = 'cull'
-                     AND a.restored_at IS NULL AND a.resumed_at IS NULL
-WHERE f.id = ANY (%(edge_ids)s::uuid[])
+FROM hag_edge_audit a
+JOIN hag_edges f ON f.source_entry_id = a.source_entry_id
+                AND f.target_entry_id = a.target_entry_id
+                AND f.edge_type = a.edge_type AND f.source_type = 'learned'
+WHERE a.edge_type = ANY (%(types)s::text[]) AND a.reason = 'cull'
+  AND a.restored_at IS NULL AND a.resumed_at IS NULL
+  AND a.source_entry_id = ANY (%(sources)s::uuid[])
   AND EXISTS (SELECT 1 FROM hag_edge_audit_reports ar WHERE ar.audit_id = a.audit_id)
 ORDER BY a.audit_id
-FOR UPDATE OF a SKIP LOCKED
+FOR UPDATE OF a
 
 -- name: record_resumption
 -- After the reports moved (audit.sql `move_kept_reports`): each audit row records the
