@@ -1263,3 +1263,41 @@ def test_a_culled_walked_prerequisite_flags_the_concepts_it_supported(db, units)
     assert edge_row(db, e["hashing"], e["primes"], "prerequisite") is None
     pending = db.execute("SELECT DISTINCT source_entry_id FROM hag_reweigh_pending").fetchall()
     assert e["rsa"] in [r["source_entry_id"] for r in pending]
+
+
+def test_two_edges_deciding_each_other_move_one_at_a_time(db, units, monkeypatch):
+    """rsa -> primes and primes -> rsa, learned at `hi`, each weighed here as `lo` while the
+    other stands at `prerequisite_lift_noise_held_min` or more and `hi` below it (the model
+    is wrapped to make the two decide each other; no evidence in the topic does so on its
+    own). Weighed side by side, both fall to `lo`, then both rise to `hi`, pass after pass,
+    and the re-weigh used to stop with both where the other's value says they should not be
+    and flag them for the nightly, which would swap them again. Moved one at a time, the
+    second is weighed against the first's new value: they settle at `hi` and `lo` (the
+    lower id moves first), each equal to what its terms give beside the other, and nothing
+    is flagged."""
+    import dataclasses
+
+    from hag.evidence import reweigh
+
+    held_min = units.prerequisite_lift_noise_held_min
+    lo, hi = held_min / 2, (held_min + 1) / 2
+    real = model.unit_terms
+
+    def deciding(fact, dials):
+        value = lo if (fact.reverse_confidence or 0.0) >= held_min else hi
+        return dataclasses.replace(real(fact, dials), confidence=value)
+
+    monkeypatch.setattr(model, "unit_terms", deciding)
+    e = topic_entries(db)
+    ab = f.edge(db, e["rsa"], e["primes"], confidence=hi, source_type="learned")
+    ba = f.edge(db, e["primes"], e["rsa"], confidence=hi, source_type="learned")
+    moved = reweigh.reweigh_prerequisites(
+        db, [e["rsa"], e["primes"]], units, at=T0, reason="test: settle"
+    )
+    first, second = sorted([ab, ba], key=str)
+    stored = {i: float(db.execute("SELECT confidence FROM hag_edges WHERE id = %s", (i,))
+                       .fetchone()["confidence"]) for i in (ab, ba)}  # fmt: skip
+    assert stored == {first: pytest.approx(hi), second: pytest.approx(lo)}
+    assert moved == 1
+    assert db.execute("SELECT count(*) AS n FROM hag_reweigh_pending").fetchone()["n"] == 0
+    db.rollback()

@@ -26,8 +26,10 @@ from hag.storage.db import Conn
 # makes c's reports naming x reversals) and, for an authored or enriched reverse edge, its
 # value. Some of those were raised by the session's reinforcement a moment before or are
 # replaced by the same pass. When a pass moves an edge across a threshold, or moves an
-# authored or enriched one, every edge is weighed again; this many passes at most (two
-# edges that decide each other across a threshold with no value both agree on stop here).
+# authored or enriched one, every edge is weighed again; this many passes at most. Two edges
+# that decide each other, weighed side by side, may swap sides together pass after pass;
+# such edges move one at a time (`_held_back`), so they settle where each agrees with the
+# other, when such a place exists.
 SETTLE_PASSES = 4
 
 
@@ -57,8 +59,10 @@ def reweigh_prerequisites(
     from `before` (the confidences before the caller's own writes, such as a session's
     reinforcement; an edge missing from it is new, at 0) to the last pass's value; without
     `before`, from the first pass's read. `removed` (held targets, walked sources) are the
-    caller's deletes of edges at a threshold. Edges still moving after the last pass flag
-    their own concepts.
+    caller's deletes of edges at a threshold. An edge undoing the previous pass's move
+    across a threshold waits while another edge of its concepts moves (`_held_back`), so two
+    edges deciding each other settle rather than swap sides on every pass. Edges still
+    moving after the last pass flag their own concepts.
 
     The caller holds the row locks, taken in the one sorted pass (`lock_rows` for a
     session, `lock_cull` for the nightly cull, `store.lock_every_edge_of`), so writers
@@ -70,6 +74,7 @@ def reweigh_prerequisites(
     last: dict[UUID, float] = {}
     edges: dict[UUID, Any] = {}
     moving: list[Any] = []
+    reads: dict[UUID, list[float]] = {}  # each edge's confidence as each pass read it
     settled = False
     for _ in range(SETTLE_PASSES):
         evidence = store.prerequisite_evidence(conn, sources, dials)
@@ -84,6 +89,10 @@ def reweigh_prerequisites(
             if terms
             else {e.edge_id: model.evidence_state(e, dials) for e in evidence}
         )
+        for e in evidence:
+            reads.setdefault(e.edge_id, []).append(e.confidence)
+        for e in _held_back(evidence, states, reads, dials):
+            states[e.edge_id] = (e.confidence, e.unlearned_from)
         store.set_edge_confidences(
             conn,
             states,
@@ -124,6 +133,35 @@ def reweigh_prerequisites(
             at=at,
         )
     return sum(1 for i, value in last.items() if value != first[i])
+
+
+def _held_back(
+    evidence: Sequence[Any],
+    states: Mapping[UUID, tuple[float, float | None]],
+    reads: Mapping[UUID, Sequence[float]],
+    dials: Settings,
+) -> list[Any]:
+    """The edges that keep their value this pass: of those undoing the move the pass before
+    made across a threshold another edge reads (back to the value read two passes ago), all
+    but one per concept. Two edges that decide each other (a -> b and b -> a, each read by
+    the other's reversals; c -> m and the walked x -> m supporting it) and are weighed side
+    by side can swap sides together each pass and never settle; moved one at a time, the
+    second is weighed against the first's new value. Lowest id first; an edge sharing a
+    concept with one already moving waits (every term an edge reads is of an edge sharing a
+    concept with it: its reverse edge, an x -> c into its source, a walked x -> m into its
+    target)."""
+    moving: set[UUID] = set()
+    held = []
+    for e in sorted(evidence, key=lambda x: str(x.edge_id)):
+        seen, after = reads[e.edge_id], states[e.edge_id][0]
+        if len(seen) < 2 or after != seen[-2] or not _read_elsewhere(e, after, dials):
+            continue
+        ends = {e.source_entry_id, e.target_entry_id}
+        if ends & moving:
+            held.append(e)
+        else:
+            moving |= ends
+    return held
 
 
 def _crosses(before: float, after: float, threshold: float) -> bool:
