@@ -29,6 +29,7 @@ DATA_TABLES = (
     "hag_learner_successes",
     "hag_pair_withdrawn",
     "hag_reweigh_pending",
+    "hag_resume_pending",
     "hag_erased_sessions",
     "hag_erasures",
     "hag_runs",

@@ -810,15 +810,18 @@ def test_a_learners_withdrawn_reports_count_within_the_learners_cap(db, units):
     assert terms["units"] == pytest.approx(cap)
 
 
-@pytest.mark.parametrize("order", ["report first", "success first"])
-def test_a_withdrawn_report_counts_the_share_it_held(db, units, order):
+@pytest.mark.parametrize("order", ["report first", "success first", "culled first"])
+def test_a_withdrawn_report_counts_the_share_it_held(db, units, dials, order):
     """rsa -> hashing is authored at 0.92. learner-5's day-1 turn blames primes, hashing and
     signatures for rsa: a third of the session's unit each. On day 2 learner-5 succeeds on
     rsa having shown none of them, so all three are contradicted forward in time (withdrawn
-    from the record, or never recorded when the success is applied first). They still count
-    for the authored edge as the extractor naming its concept's targets, but as the one
-    session they were: the edge's own withdrawn units are 1/3 and its concept's units 1 (a
-    whole unit per withdrawn report gave 1 and 3, one session counted three times)."""
+    from the record, or never recorded when the success is applied first, or withdrawn from
+    the audit when the two learned edges were culled in between). They still count for the
+    authored edge as the extractor naming its concept's targets, but as the one session
+    they were: the edge's own withdrawn units are 1/3 and its concept's units 1 (a whole
+    unit per withdrawn report gave 1 and 3, one session counted three times)."""
+    from hag.nightly import sweeps
+
     e = topic_entries(db)
     authored = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
     db.commit()
@@ -827,8 +830,14 @@ def test_a_withdrawn_report_counts_the_share_it_held(db, units, order):
                                            for m in ("primes", "hashing", "signatures")])],
                     learner="learner-5", day=1)  # fmt: skip
     succeed = payload("s5", [turn(0, outcome="success", concepts=["rsa"])],
-                      learner="learner-5", day=2)  # fmt: skip
-    for p in (blame, succeed) if order == "report first" else (succeed, blame):
+                      learner="learner-5", day=150)  # fmt: skip
+    for p in (blame, succeed) if order != "success first" else (succeed, blame):
+        if order == "culled first" and p is succeed:
+            dials(cull_max_confidence=0.99)
+            assert sweeps.sweep(db, as_of=T0 + timedelta(days=100)).culled == 2
+            dials(cull_max_confidence=units.cull_max_confidence)
+            kept = "SELECT count(*) AS n FROM hag_edge_audit_reports"
+            assert db.execute(kept).fetchone()["n"] == 2
         run(db, p)
     assert _reported(db, "b5") == 0
     assert _hits_and_withdrawn(db, authored) == (0, 1)
@@ -1020,8 +1029,8 @@ def test_reports_a_restore_held_are_resumed_by_the_nightly(db, units, dials, res
     edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")
     assert edge["id"] != culled and edge["hit_count"] == 1
     assert evidence_terms(db, edge["id"], e["rsa"], units)["learners"] == 1
-    flagged = {r["source_entry_id"] for r in db.execute("SELECT * FROM hag_reweigh_pending")}
-    assert e["rsa"] in flagged
+    waiting = db.execute("SELECT audit_id, edge_id FROM hag_resume_pending").fetchall()
+    assert [r["edge_id"] for r in waiting] == [edge["id"]]
     db.commit()
 
     night = sweeps.sweep(db, as_of=T0 + timedelta(days=202))
@@ -1037,6 +1046,40 @@ def test_reports_a_restore_held_are_resumed_by_the_nightly(db, units, dials, res
         (culled,),
     ).fetchone()
     assert (resumed["resumed_edge_id"], resumed["resumed_sessions"]) == (edge["id"], 2)
+    assert db.execute("SELECT count(*) AS n FROM hag_resume_pending").fetchone()["n"] == 0
+
+
+def test_a_pair_learned_again_under_the_lift_rule_keeps_its_culled_reports(db, units, dials):
+    """rsa -> primes is culled with two kept reports, then the rule is the lift rule (which
+    resumes nothing) when learner-3 learns the pair again, and rsa is flagged for the
+    nightly (as a restore or a crossing would): the nightly re-weighs rsa but leaves the
+    kept reports in the audit, as a session under that rule does; only a resumption a
+    session skipped is made by the nightly."""
+    from hag.nightly import sweeps
+
+    e = topic_entries(db)
+    db.commit()
+    for n in (1, 2):
+        run(db, reports(f"c{n}", [("rsa", "primes")], day=n) | {"learner_id": f"learner-{n}"})
+    culled = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    dials(cull_max_confidence=0.99)
+    assert sweeps.sweep(db, as_of=T0 + timedelta(days=200)).culled == 1
+    dials(cull_max_confidence=units.cull_max_confidence, prerequisite_confidence_rule="lift")
+    run(db, reports("c3", [("rsa", "primes")], day=201) | {"learner_id": "learner-3"})
+    db.execute(
+        "INSERT INTO hag_reweigh_pending (source_entry_id, flagged_at) VALUES (%s, now())",
+        (e["rsa"],),
+    )
+    db.commit()
+    night = sweeps.sweep(db, as_of=T0 + timedelta(days=202))
+    assert night.pending_reweighed == 1 and night.reports_resumed == 0
+    kept = db.execute(
+        "SELECT count(*) AS n FROM hag_edge_audit_reports r JOIN hag_edge_audit a"
+        " USING (audit_id) WHERE a.edge_id = %s AND a.resumed_at IS NULL",
+        (culled,),
+    ).fetchone()
+    assert kept["n"] == 2
+    assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["hit_count"] == 1
 
 
 def test_a_pair_learned_again_resumes_the_reports_of_its_culled_edge(db, units, dials):

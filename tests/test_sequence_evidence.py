@@ -643,7 +643,7 @@ def test_moves_a_restore_held_are_resumed_by_the_nightly(db, units, dials, kind)
     assert abs(terms["confidence"] - float(again["confidence"])) <= 1e-9
     audited = db.execute("SELECT * FROM hag_edge_audit WHERE edge_id = %s", (first,)).fetchone()
     assert (audited["resumed_edge_id"], audited["resumed_sessions"]) == (again["id"], 2)
-    assert db.execute("SELECT count(*) AS n FROM hag_reweigh_pending").fetchone()["n"] == 0
+    assert db.execute("SELECT count(*) AS n FROM hag_resume_pending").fetchone()["n"] == 0
 
 
 def test_a_sequence_learned_again_under_another_grading_keeps_its_reports_in_the_audit(

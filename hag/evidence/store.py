@@ -159,27 +159,73 @@ def resume_culled_reports(
     culled = conn.execute(
         query("evidence", "culled_with_reports"), {"edge_ids": edge_ids}
     ).fetchall()
-    left = {c["source_entry_id"] for c in culled if not c["taken"]}
+    left = [c for c in culled if not c["taken"]]
     if left:  # a restore held their audit rows: the nightly resumes them (`resume_stranded`)
-        flag_pending(conn, concepts=left, walk_sources=(), sources=(), at=at)
+        conn.execute(
+            query("evidence", "skipped_resumptions"),
+            {
+                "audit_ids": [c["audit_id"] for c in left],
+                "edge_ids": [c["edge_id"] for c in left],
+                "edge_types": [c["edge_type"] for c in left],
+                "sources": [c["source_entry_id"] for c in left],
+                "at": at,
+            },
+        )
     return _resume(conn, [c for c in culled if c["taken"]], session_id=session_id, at=at)
 
 
+@dataclass(frozen=True)
+class WaitingResumption:
+    """A resumption a session could not make (migration 226): its row, the culled edge's
+    audit row, the edge that learned the pair again and that edge's source concept."""
+
+    flag: int
+    audit_id: int
+    edge_id: UUID
+    source_entry_id: UUID
+
+
+def resume_pending(conn: Conn, types: Sequence[str]) -> list[WaitingResumption]:
+    """The resumptions of edges of `types` waiting for the nightly, oldest first."""
+    rows = conn.execute(query("evidence", "resume_pending"), {"types": list(types)}).fetchall()
+    return [
+        WaitingResumption(r["flag"], r["audit_id"], r["edge_id"], r["source_entry_id"])
+        for r in rows
+    ]
+
+
 def resume_stranded(
-    conn: Conn, sources: Iterable[UUID], types: Sequence[str], *, at: datetime
+    conn: Conn,
+    waiting: Sequence[WaitingResumption],
+    *,
+    locked: Iterable[UUID] | None,
+    at: datetime,
 ) -> int:
-    """The nightly's side of `resume_culled_reports`, for the concepts flagged for it
-    (`sources`): culled edges' kept reports (of `types`) a session could not resume because
-    a restore held their audit rows (and then refused or rolled back, the pair learned
-    again) go to the pair's learned edge, as they would have without the race. The caller
-    holds those edges' row locks. How many reports were resumed."""
-    flagged = sorted(set(sources), key=str)
-    if not flagged:
+    """The nightly's side of `resume_culled_reports`: the resumptions sessions could not make
+    because a restore held the audit row (`waiting`, read by `resume_pending` before the
+    caller's lock pass) are made now, each culled edge's kept reports into the edge that
+    learned its pair again, as they would have been without the restore; those whose audit
+    row or edge is gone, restored or resumed since are void. Only edges in `locked` (the
+    caller's row locks; None: every edge of the type) are written. The caller deletes the
+    rows it read (`clear_resume_pending`). How many reports were resumed."""
+    if not waiting:
         return 0
     stranded = conn.execute(
-        query("evidence", "stranded_with_reports"), {"sources": flagged, "types": list(types)}
+        query("evidence", "stranded_with_reports"),
+        {
+            "audit_ids": [w.audit_id for w in waiting],
+            "edge_ids": [w.edge_id for w in waiting],
+            "locked": None if locked is None else list(locked),
+        },
     ).fetchall()
     return _resume(conn, stranded, session_id=None, at=at)
+
+
+def clear_resume_pending(conn: Conn, read: Iterable[WaitingResumption]) -> None:
+    """Delete the waiting resumptions the nightly read; rows written since stay."""
+    flags = sorted(w.flag for w in read)
+    if flags:
+        conn.execute(query("evidence", "clear_resume_pending"), {"flags": flags})
 
 
 def _resume(conn: Conn, culled: Sequence[Any], *, session_id: str | None, at: datetime) -> int:

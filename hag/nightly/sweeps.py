@@ -39,6 +39,7 @@ from hag.errors import ValidationError
 from hag.evidence import sequences
 from hag.evidence import store as evidence
 from hag.evidence.model import lift_selected
+from hag.evidence.model import units_selected as resumes_prerequisites
 from hag.evidence.reweigh import reweigh_prerequisites, reweigh_sequence_edges
 from hag.operations import privacy
 from hag.settings import Settings
@@ -326,19 +327,19 @@ def _reweigh_sequences(conn: Conn, summary: NightlySummary, dials: Settings) -> 
     its own transaction, which it rolls back, so its forecast reads what the real run's cull
     will.
     """
-    if not sequences.units_selected(dials):
+    waiting = evidence.resume_pending(conn, sequences.SEQUENCE_TYPES)
+    if not sequences.units_selected(dials):  # their resumptions void under another grading
+        evidence.clear_resume_pending(conn, waiting)
         return
     with timed(summary.step_seconds, "sequence reweigh"):
         conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
         evidence.lock_every_edge_of(conn, sequences.SEQUENCE_TYPES)
-        # reports a session could not resume while a restore held them (flagged, not cleared:
-        # the cull's re-weigh reads and clears the flags)
+        # resumptions sessions could not make while a restore held the audit row (read
+        # before the lock pass, so their edges are locked)
         summary.reports_resumed += evidence.resume_stranded(
-            conn,
-            evidence.pending_sources(conn).values(),
-            sequences.SEQUENCE_TYPES,
-            at=summary.as_of,
+            conn, waiting, locked=None, at=summary.as_of
         )
+        evidence.clear_resume_pending(conn, waiting)
         summary.sequence_reweighed = reweigh_sequence_edges(
             conn,
             evidence.sequence_sources(conn),
@@ -466,14 +467,21 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
             },
         )
         flags = evidence.pending_sources(conn)  # under another rule they mean nothing
-        pending = sorted(set(flags.values()), key=str) if lift else []
+        # resumptions sessions could not make while a restore held the audit row: made under
+        # the rule that resumes (their edges' concepts locked and re-weighed), else void
+        waiting = evidence.resume_pending(conn, ["prerequisite"])
+        resuming = waiting if resumes_prerequisites(dials) else []
+        pending = (
+            sorted(set(flags.values()) | {w.source_entry_id for w in resuming}, key=str)
+            if lift
+            else []
+        )
         if lift:
             locked = conn.execute(
                 query("sweeps", "lock_cull"), {**params, "pending": pending}
             ).fetchall()
-            # reports a session could not resume while a restore held them (flagged)
             summary.reports_resumed += evidence.resume_stranded(
-                conn, pending, ["prerequisite"], at=summary.as_of
+                conn, resuming, locked=[r["id"] for r in locked], at=summary.as_of
             )
             params = {**params, "only_edges": [r["id"] for r in locked if r["doomed"]]}
         cull = query("sweeps", "cull_edges")
@@ -497,8 +505,9 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
                     [s for r in by_type for s in r["walked_sources"]],
                 ),
             )
-            summary.pending_reweighed = len(pending)
+            summary.pending_reweighed = len(set(flags.values()))
     evidence.clear_pending(conn, flags)
+    evidence.clear_resume_pending(conn, waiting)
     with timed(summary.step_seconds, "report"):
         if summary.culled:
             rows = conn.execute(query("sweeps", "culled_report_rows"), params).fetchall()

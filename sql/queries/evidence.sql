@@ -229,8 +229,8 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- the graph, not what learners reported, so a learner's report waits for the next learner
 -- however long it takes. Culls only. A row an operator's restore holds locked is left to it
 -- (SKIP LOCKED: the restore then finds the new edge and refuses, and no lock is taken in the
--- other order) and returned with `taken` false: the pair's concept is then flagged, and
--- the nightly resumes the reports the restore left (`stranded_with_reports`).
+-- other order) and returned with `taken` false: the session writes the resumption it could
+-- not make (skipped_resumptions), and the nightly makes it (`stranded_with_reports`).
 WITH waiting AS (
     SELECT f.id AS edge_id, f.edge_type, f.source_entry_id, a.audit_id
     FROM hag_edges f
@@ -253,22 +253,42 @@ SELECT w.edge_id, w.edge_type, w.source_entry_id, w.audit_id,
 FROM waiting w
 ORDER BY w.audit_id
 
+-- name: skipped_resumptions
+-- The resumptions culled_with_reports could not make (a restore held the audit row), for
+-- the nightly (migration 226). A row per skip, appended.
+INSERT INTO hag_resume_pending (audit_id, edge_id, edge_type, source_entry_id, flagged_at)
+SELECT k.audit_id, k.edge_id, k.edge_type, k.source_entry_id, %(at)s
+FROM unnest(%(audit_ids)s::bigint[], %(edge_ids)s::uuid[], %(edge_types)s::text[],
+            %(sources)s::uuid[]) AS k (audit_id, edge_id, edge_type, source_entry_id)
+ORDER BY k.audit_id
+
+-- name: resume_pending
+-- The resumptions waiting for the nightly (migration 226), of these edge types.
+SELECT flag, audit_id, edge_id, source_entry_id
+FROM hag_resume_pending
+WHERE edge_type = ANY (%(types)s::text[])
+ORDER BY flag
+
+-- name: clear_resume_pending
+-- The waiting resumptions the nightly read, made or found void.
+DELETE FROM hag_resume_pending WHERE flag = ANY (%(flags)s::bigint[])
+
 -- name: stranded_with_reports
--- The nightly's side of culled_with_reports, for the concepts flagged for it: culled edges
--- of these types out of these concepts that kept reports, not restored nor resumed, whose
--- pair has a learned edge again (a session created it while a restore held the audit row,
--- and the restore refused or rolled back). Their audit rows are locked (a restore holding
--- one is waited for: it waits on nothing the nightly holds); the caller holds the learned
--- edges' locks (lock_cull's flagged prerequisites, or every sequence edge).
+-- The nightly's side of culled_with_reports: of the resumptions sessions could not make
+-- (resume_pending), those whose audit row still waits (a cull not restored nor resumed,
+-- with kept reports) and whose edge is still the pair's, of the same type, among the edges
+-- the caller locked (`locked`; NULL: every edge of the type is locked). The audit rows are
+-- locked (a restore holding one is waited for: it waits on nothing the nightly holds).
 SELECT f.id AS edge_id, a.audit_id
-FROM hag_edge_audit a
-JOIN hag_edges f ON f.source_entry_id = a.source_entry_id
+FROM unnest(%(audit_ids)s::bigint[], %(edge_ids)s::uuid[]) AS k (audit_id, edge_id)
+JOIN hag_edge_audit a ON a.audit_id = k.audit_id
+JOIN hag_edges f ON f.id = k.edge_id
+                AND f.source_entry_id = a.source_entry_id
                 AND f.target_entry_id = a.target_entry_id
-                AND f.edge_type = a.edge_type AND f.source_type = 'learned'
-WHERE a.edge_type = ANY (%(types)s::text[]) AND a.reason = 'cull'
-  AND a.restored_at IS NULL AND a.resumed_at IS NULL
-  AND a.source_entry_id = ANY (%(sources)s::uuid[])
+                AND f.edge_type = a.edge_type
+WHERE a.reason = 'cull' AND a.restored_at IS NULL AND a.resumed_at IS NULL
   AND EXISTS (SELECT 1 FROM hag_edge_audit_reports ar WHERE ar.audit_id = a.audit_id)
+  AND (%(locked)s::uuid[] IS NULL OR f.id = ANY (%(locked)s::uuid[]))
 ORDER BY a.audit_id
 FOR UPDATE OF a
 
