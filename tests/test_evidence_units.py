@@ -1308,8 +1308,10 @@ def test_a_culled_walked_prerequisite_flags_the_concepts_it_supported(db, units)
     assert e["rsa"] in [r["source_entry_id"] for r in pending]
 
 
-def test_two_edges_deciding_each_other_move_one_at_a_time(db, units, monkeypatch):
-    """rsa -> primes and primes -> rsa, learned at `hi`, each weighed here as `lo` while the
+@pytest.mark.parametrize("start", ["hi", "above hi"])
+def test_two_edges_deciding_each_other_move_one_at_a_time(db, units, monkeypatch, start):
+    """rsa -> primes and primes -> rsa, learned at `hi` (or above it, a value the model does
+    not give, as an edge stored by older rules), each weighed here as `lo` while the
     other stands at `prerequisite_lift_noise_held_min` or more and `hi` below it (the model
     is wrapped to make the two decide each other; no evidence in the topic does so on its
     own). Weighed side by side, both fall to `lo`, then both rise to `hi`, pass after pass,
@@ -1332,8 +1334,9 @@ def test_two_edges_deciding_each_other_move_one_at_a_time(db, units, monkeypatch
 
     monkeypatch.setattr(model, "unit_terms", deciding)
     e = topic_entries(db)
-    ab = f.edge(db, e["rsa"], e["primes"], confidence=hi, source_type="learned")
-    ba = f.edge(db, e["primes"], e["rsa"], confidence=hi, source_type="learned")
+    stored_at = hi if start == "hi" else (hi + 1) / 2
+    ab = f.edge(db, e["rsa"], e["primes"], confidence=stored_at, source_type="learned")
+    ba = f.edge(db, e["primes"], e["rsa"], confidence=stored_at, source_type="learned")
     moved = reweigh.reweigh_prerequisites(
         db, [e["rsa"], e["primes"]], units, at=T0, reason="test: settle"
     )
@@ -1341,6 +1344,6 @@ def test_two_edges_deciding_each_other_move_one_at_a_time(db, units, monkeypatch
     stored = {i: float(db.execute("SELECT confidence FROM hag_edges WHERE id = %s", (i,))
                        .fetchone()["confidence"]) for i in (ab, ba)}  # fmt: skip
     assert stored == {first: pytest.approx(hi), second: pytest.approx(lo)}
-    assert moved == 1
+    assert moved == (1 if start == "hi" else 2)
     assert db.execute("SELECT count(*) AS n FROM hag_reweigh_pending").fetchone()["n"] == 0
     db.rollback()

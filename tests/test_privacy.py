@@ -341,6 +341,23 @@ def test_withdrawn_counts_are_exported_and_erased_with_the_learners_reports(db, 
     assert [tuple(r.values()) for r in left] == [(BOB, 1, 0.5), (pseudonym, 2, 1.5)]
 
 
+def test_waiting_resumptions_of_a_private_entry_are_erased(db, memory):
+    """A resumption waiting for the nightly (migration 226) out of Ada's private entry goes
+    with her erasure; one out of a shared entry stays for the nightly."""
+    e = memory["entries"]
+    for source in (memory["private"], e["rsa"]):
+        db.execute(
+            "INSERT INTO hag_resume_pending (audit_id, edge_id, edge_type, source_entry_id,"
+            " flagged_at) VALUES (1, gen_random_uuid(), 'prerequisite', %s, now())",
+            (source,),
+        )
+    db.commit()
+    result = privacy.erase_learner(ADA, conn=db)
+    assert result.counts["hag_resume_pending"] == {"deleted": 1}
+    left = db.execute("SELECT source_entry_id FROM hag_resume_pending").fetchall()
+    assert [r["source_entry_id"] for r in left] == [e["rsa"]]
+
+
 def test_an_erased_session_sent_again_is_refused_not_applied_twice(db, memory):
     """A payload of an erased session, sent again, is refused at ingest with the reason (its
     tombstone, a salted hash of the session id), so its evidence never counts twice."""

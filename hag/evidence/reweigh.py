@@ -142,26 +142,40 @@ def _held_back(
     dials: Settings,
 ) -> list[Any]:
     """The edges that keep their value this pass: of those undoing the move the pass before
-    made across a threshold another edge reads (back to the value read two passes ago), all
-    but one per concept. Two edges that decide each other (a -> b and b -> a, each read by
-    the other's reversals; c -> m and the walked x -> m supporting it) and are weighed side
-    by side can swap sides together each pass and never settle; moved one at a time, the
-    second is weighed against the first's new value. Lowest id first; an edge sharing a
-    concept with one already moving waits (every term an edge reads is of an edge sharing a
-    concept with it: its reverse edge, an x -> c into its source, a walked x -> m into its
-    target)."""
-    moving: set[UUID] = set()
+    made (`_undoes`), each that reads one moving ahead of it, lowest id first. Two edges
+    that decide each other (a -> b and b -> a, each read by the other's reversals; c -> m
+    and the walked x -> m supporting it), weighed side by side, can swap sides together on
+    every pass and never settle; moved one at a time, the second is weighed against the
+    first's new value. An edge reads only edges into its own two concepts (its reverse
+    edge; an x -> c into its source, for reversals and for the walked x -> c that voids
+    support; a walked x -> m into its target, for support), so one that reads none of those
+    moving undoes its move as any edge moves."""
+    moving: list[Any] = []
     held = []
     for e in sorted(evidence, key=lambda x: str(x.edge_id)):
-        seen, after = reads[e.edge_id], states[e.edge_id][0]
-        if len(seen) < 2 or after != seen[-2] or not _read_elsewhere(e, after, dials):
+        if not _undoes(e, states[e.edge_id][0], reads[e.edge_id], dials):
             continue
-        ends = {e.source_entry_id, e.target_entry_id}
-        if ends & moving:
+        ends = (e.source_entry_id, e.target_entry_id)
+        if any(m.target_entry_id in ends for m in moving):
             held.append(e)
         else:
-            moving |= ends
+            moving.append(e)
     return held
+
+
+def _undoes(e: Any, after: float, seen: Sequence[float], dials: Settings) -> bool:
+    """Whether an edge's move this pass undoes the one the pass before made: back across a
+    threshold it crossed (`seen`: its value as each pass read it, this pass's last), or for
+    an authored or enriched edge (read by value) back to where it was."""
+    if len(seen) < 2 or after == seen[-1]:
+        return False
+    before, now = seen[-2], seen[-1]
+    if e.source_type != "learned":
+        return after == before
+    return any(
+        _crosses(before, now, t) and _crosses(now, after, t)
+        for t in (dials.edge_min_confidence, dials.prerequisite_lift_noise_held_min)
+    )
 
 
 def _crosses(before: float, after: float, threshold: float) -> bool:

@@ -77,6 +77,7 @@ ERASE_STEPS = (
     ("erase_enrichment_ledger", "hag_enrichment_ledger", "deleted"),
     ("erase_llm_calls", "hag_llm_calls", "deleted"),
     ("erase_private_edges", "hag_edges", "deleted"),
+    ("erase_private_resume_pending", "hag_resume_pending", "deleted"),
     ("erase_private_audit", "hag_edge_audit", "deleted"),
     ("erase_private_withdrawn", "hag_pair_withdrawn", "deleted"),
     ("erase_private_entries", "hag_entries", "deleted"),

@@ -148,6 +148,16 @@ DELETE FROM hag_llm_calls WHERE entry_id IN (SELECT id FROM hag_erase_entries)
 -- them, and erase_private_audit removes the copies with every earlier one).
 DELETE FROM hag_edges WHERE id IN (SELECT id FROM hag_erase_edges)
 
+-- name: erase_private_resume_pending
+-- The resumptions waiting for the nightly (migration 226) of a culled edge touching a
+-- private entry or out of one (ids only, but of the learner's entries). Before the audit
+-- rows go; the waiting re-weighs of a private entry go with it (migration 224's key).
+DELETE FROM hag_resume_pending
+WHERE source_entry_id IN (SELECT id FROM hag_erase_entries)
+   OR audit_id IN (SELECT a.audit_id FROM hag_edge_audit a
+                   WHERE a.source_entry_id IN (SELECT id FROM hag_erase_entries)
+                      OR a.target_entry_id IN (SELECT id FROM hag_erase_entries))
+
 -- name: erase_private_audit
 -- (their copied reports go with them: migration 220's key cascades)
 DELETE FROM hag_edge_audit
