@@ -28,10 +28,11 @@ measured before 2026-12-05, edges without reports): the cull copies a culled edg
 reports beside its audit row and takes them out of the kept sums in its own statement, and
 the bare DELETE does neither, so the cull's ratio includes that price.
 
-After the first night it runs the night after (`as_of` one day on) on the swept memory: a
+After the suites it runs the night after (`as_of` one day on) on the swept memory: a
 memory its rules already weigh, where the first night's cull and re-weigh found most of the
-work (under the evidence profile the first night re-weighs every concept a crossing
-reaches; the night after, the concepts flagged since).
+work (under the evidence profile the first night re-weighs the concepts its cull touched
+and flags those its crossings reach; the night after re-weighs the flagged ones and those
+of its own cull).
 
 `HAG_BENCH_NIGHTLY_DIR=/some/folder` keeps the database there instead of a temporary folder;
 run again on the same folder, it finds the swept memory and measures the suites alone (the
@@ -366,11 +367,6 @@ def main() -> None:
                 "SELECT count(*) AS n FROM hag_edge_audit WHERE source_type = 'learned'"
             ).fetchone()["n"]
             conn.rollback()
-            _checkpoint(conn)
-            cpu = _backend_cpu(conn)
-            after = sweeps.sweep(conn, as_of=AS_OF + timedelta(days=1))
-            after_cpu = _backend_cpu(conn) - cpu
-            conn.rollback()
         assert 0 < summary.culled == bare_rows == forecast.culled == audited, (
             summary.culled,
             bare_rows,
@@ -407,14 +403,6 @@ def main() -> None:
         )
         verdict = "within" if summary.seconds <= TARGET_SECONDS else "OVER"
         print(f"target {TARGET_SECONDS:.0f} s: {verdict} ({summary.seconds:.1f} s)", flush=True)
-        after_steps = ", ".join(f"{k} {v:.1f} s" for k, v in after.step_seconds.items())
-        print(
-            f"the night after (culled {after.culled:,}, re-weighed {after.reweighed:,}, "
-            f"flagged concepts {after.pending_reweighed:,}): {after.seconds:6.2f} s, "
-            f"server CPU {after_cpu:.2f} s   [{after_steps}]; first night / night after: "
-            f"{summary.seconds / max(after.seconds, 0.01):.1f}x",
-            flush=True,
-        )
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         print(f"server shared_buffers: {SHARED_BUFFERS}", flush=True)
         if ROWS == 1_000_000 and REPORTS == 1:  # the recorded figures are this shape's
@@ -424,6 +412,19 @@ def main() -> None:
         with db.connect() as conn:
             floor_seconds = _view_pass(conn)
         _print_suites(_suites(), floor_seconds)
+        with db.connect() as conn:  # after the suites, which measure the first night's memory
+            _checkpoint(conn)
+            cpu = _backend_cpu(conn)
+            after = sweeps.sweep(conn, as_of=AS_OF + timedelta(days=1))
+            after_cpu = _backend_cpu(conn) - cpu
+        after_steps = ", ".join(f"{k} {v:.1f} s" for k, v in after.step_seconds.items())
+        print(
+            f"the night after (culled {after.culled:,}, re-weighed {after.reweighed:,} edges, "
+            f"flagged concepts {after.pending_reweighed:,}): {after.seconds:6.2f} s, "
+            f"server CPU {after_cpu:.2f} s   [{after_steps}]; first night / night after: "
+            f"{summary.seconds / max(after.seconds, 0.01):.1f}x",
+            flush=True,
+        )
     finally:
         from hag.storage import db
 

@@ -342,20 +342,26 @@ def test_withdrawn_counts_are_exported_and_erased_with_the_learners_reports(db, 
 
 
 def test_waiting_resumptions_of_a_private_entry_are_erased(db, memory):
-    """A resumption waiting for the nightly (migration 226) out of Ada's private entry goes
-    with her erasure; one out of a shared entry stays for the nightly."""
+    """Resumptions waiting for the nightly (migration 226) out of Ada's private entry, and of
+    a culled edge from a shared entry into it (its audit row), go with her erasure; one out
+    of a shared entry into a shared one stays for the nightly."""
     e = memory["entries"]
-    for source in (memory["private"], e["rsa"]):
+    into_private = f.edge(db, e["rsa"], memory["private"], source_type="learned")
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (into_private,))  # audited
+    audit_id = db.execute(
+        "SELECT audit_id FROM hag_edge_audit WHERE edge_id = %s", (into_private,)
+    ).fetchone()["audit_id"]
+    for source, audited in ((memory["private"], 0), (e["rsa"], audit_id), (e["rsa"], 0)):
         db.execute(
             "INSERT INTO hag_resume_pending (audit_id, edge_id, edge_type, source_entry_id,"
-            " flagged_at) VALUES (1, gen_random_uuid(), 'prerequisite', %s, now())",
-            (source,),
+            " flagged_at) VALUES (%s, gen_random_uuid(), 'prerequisite', %s, now())",
+            (audited, source),
         )
     db.commit()
     result = privacy.erase_learner(ADA, conn=db)
-    assert result.counts["hag_resume_pending"] == {"deleted": 1}
-    left = db.execute("SELECT source_entry_id FROM hag_resume_pending").fetchall()
-    assert [r["source_entry_id"] for r in left] == [e["rsa"]]
+    assert result.counts["hag_resume_pending"] == {"deleted": 2}
+    left = db.execute("SELECT source_entry_id, audit_id FROM hag_resume_pending").fetchall()
+    assert [(r["source_entry_id"], r["audit_id"]) for r in left] == [(e["rsa"], 0)]
 
 
 def test_an_erased_session_sent_again_is_refused_not_applied_twice(db, memory):

@@ -59,10 +59,11 @@ def reweigh_prerequisites(
     from `before` (the confidences before the caller's own writes, such as a session's
     reinforcement; an edge missing from it is new, at 0) to the last pass's value; without
     `before`, from the first pass's read. `removed` (held targets, walked sources) are the
-    caller's deletes of edges at a threshold. An edge undoing the previous pass's move
-    across a threshold waits while another edge of its concepts moves (`_held_back`), so two
-    edges deciding each other settle rather than swap sides on every pass. Edges still
-    moving after the last pass flag their own concepts.
+    caller's deletes of edges at a threshold. An edge undoing the previous pass's move (back
+    across a threshold; an authored or enriched one, back to its value) waits while an
+    undoing edge it reads, of a lower id, moves back (`_held_back`), so two edges deciding
+    each other settle rather than swap sides on every pass. Edges still moving after the
+    last pass flag their own concepts.
 
     The caller holds the row locks, taken in the one sorted pass (`lock_rows` for a
     session, `lock_cull` for the nightly cull, `store.lock_every_edge_of`), so writers
