@@ -5,6 +5,7 @@ prerequisite to the walk floor, one session never lowers an authored prerequisit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -996,17 +997,11 @@ def test_a_restored_prerequisite_reads_its_evidence_as_before_the_cull(db, units
     assert db.execute("SELECT count(*) AS n FROM hag_edge_audit_reports").fetchone()["n"] == 0
 
 
-@pytest.mark.parametrize("restore", ["refused", "dry run"])
-def test_reports_a_restore_held_are_resumed_by_the_nightly(db, units, dials, restore):
-    """rsa -> primes, named by learner-1 and learner-2, is culled with its two reports kept.
-    An operator's restore (or its dry run) holds the audit row while learner-3's session
-    learns the pair again: the session cannot take the row (SKIP LOCKED), so the new edge
-    starts from learner-3's report alone, and the restore then refuses (the pair has an edge
-    again) or rolls back. The kept reports would wait beside the audit row for ever; the
-    session flags rsa instead, and the next nightly resumes them into the new edge: three
-    sessions from three learners, as when no restore ran."""
-    from hag.nightly import audit, sweeps
-    from hag.storage import db as hdb
+def _two_reports_culled(db, dials):
+    """rsa -> primes named by learner-1 and learner-2, then culled (the cull's ceiling raised
+    so a supported edge qualifies) with its two reports kept: the topic's entries and the
+    culled edge's id. The ceiling stays raised."""
+    from hag.nightly import sweeps
 
     e = topic_entries(db)
     db.commit()
@@ -1015,12 +1010,37 @@ def test_reports_a_restore_held_are_resumed_by_the_nightly(db, units, dials, res
     culled = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
     dials(cull_max_confidence=0.99)
     assert sweeps.sweep(db, as_of=T0 + timedelta(days=200)).culled == 1
-    dials(cull_max_confidence=units.cull_max_confidence)
-    db.commit()
+    return e, culled
+
+
+@contextlib.contextmanager
+def holding_audit_row(edge_id):
+    """An operator's connection holding a culled edge's audit row locked, as a restore or its
+    dry run does, for the body of the block; rolled back (the lock let go) only by the body."""
+    from hag.storage import db as hdb
+
     with hdb.pool().connection() as operator:
         operator.execute(
-            "SELECT audit_id FROM hag_edge_audit WHERE edge_id = %s FOR UPDATE", (culled,)
+            "SELECT audit_id FROM hag_edge_audit WHERE edge_id = %s FOR UPDATE", (edge_id,)
         ).fetchall()
+        yield operator
+
+
+@pytest.mark.parametrize("restore", ["refused", "dry run"])
+def test_reports_a_restore_held_are_resumed_by_the_nightly(db, units, dials, restore):
+    """rsa -> primes, named by learner-1 and learner-2, is culled with its two reports kept.
+    An operator's restore (or its dry run) holds the audit row while learner-3's session
+    learns the pair again: the session cannot take the row (SKIP LOCKED), so the new edge
+    starts from learner-3's report alone, and the restore then refuses (the pair has an edge
+    again) or rolls back. The kept reports would wait beside the audit row for ever; the
+    session writes the resumption it skipped instead, and the next nightly makes it: three
+    sessions from three learners, as when no restore ran."""
+    from hag.nightly import audit, sweeps
+
+    e, culled = _two_reports_culled(db, dials)
+    dials(cull_max_confidence=units.cull_max_confidence)
+    db.commit()
+    with holding_audit_row(culled) as operator:
         run(db, reports("c3", [("rsa", "primes")], day=201) | {"learner_id": "learner-3"})
         operator.rollback()
         if restore == "refused":
@@ -1057,13 +1077,7 @@ def test_a_pair_learned_again_under_the_lift_rule_keeps_its_culled_reports(db, u
     session skipped is made by the nightly."""
     from hag.nightly import sweeps
 
-    e = topic_entries(db)
-    db.commit()
-    for n in (1, 2):
-        run(db, reports(f"c{n}", [("rsa", "primes")], day=n) | {"learner_id": f"learner-{n}"})
-    culled = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
-    dials(cull_max_confidence=0.99)
-    assert sweeps.sweep(db, as_of=T0 + timedelta(days=200)).culled == 1
+    e, culled = _two_reports_culled(db, dials)
     dials(cull_max_confidence=units.cull_max_confidence, prerequisite_confidence_rule="lift")
     run(db, reports("c3", [("rsa", "primes")], day=201) | {"learner_id": "learner-3"})
     db.execute(

@@ -618,18 +618,15 @@ def test_a_sequence_learned_again_resumes_the_moves_of_its_culled_edge(db, units
 def test_moves_a_restore_held_are_resumed_by_the_nightly(db, units, dials, kind):
     """The same cull, but an operator's restore holds the audit row while learner-3 makes the
     move: the session cannot take the row (SKIP LOCKED) and the new edge starts from one
-    learner; the session flags the concept, and the next nightly resumes the two moves into
-    the new edge and re-weighs it: 3 learners, 3 units, as when no restore ran."""
+    learner; the session writes the resumption it skipped, and the next nightly resumes the
+    two moves into the new edge and re-weighs it: 3 learners, 3 units, as when no restore
+    ran."""
     from hag.nightly import sweeps
-    from hag.storage import db as hdb
 
     ends, make, first = _two_moves_culled(db, dials, kind)
     dials(cull_max_confidence=units.cull_max_confidence)
     db.commit()
-    with hdb.pool().connection() as operator:
-        operator.execute(
-            "SELECT audit_id FROM hag_edge_audit WHERE edge_id = %s FOR UPDATE", (first,)
-        ).fetchall()
+    with test_evidence_units.holding_audit_row(first) as operator:
         assert run(db, make("learner-3", "m3", 201)).reports_resumed == 0
         operator.rollback()
     again = edge_row(db, *ends, kind)

@@ -71,11 +71,10 @@ def reweigh_prerequisites(
     """
     if not sources:
         return 0
-    first: dict[UUID, float] = {}  # each edge's confidence as the first pass read it
+    reads: dict[UUID, list[float]] = {}  # each edge's confidence as each pass read it
     last: dict[UUID, float] = {}
     edges: dict[UUID, Any] = {}
     moving: list[Any] = []
-    reads: dict[UUID, list[float]] = {}  # each edge's confidence as each pass read it
     settled = False
     for _ in range(SETTLE_PASSES):
         evidence = store.prerequisite_evidence(conn, sources, dials)
@@ -104,7 +103,6 @@ def reweigh_prerequisites(
             terms={i: _shallow(terms[i]) for i in _moving(states, evidence)} if terms else None,
         )
         for e in evidence:
-            first.setdefault(e.edge_id, e.confidence)
             last[e.edge_id] = states[e.edge_id][0]
             edges[e.edge_id] = e
         moving = [e for e in evidence if _read_elsewhere(e, states[e.edge_id][0], dials)]
@@ -113,7 +111,7 @@ def reweigh_prerequisites(
             break
     held_targets, walk_sources = set(removed[0]), set(removed[1])
     for i, e in edges.items():
-        start = first[i] if before is None else before.get(i, 0.0)
+        start = reads[i][0] if before is None else before.get(i, 0.0)
         if _crosses(start, last[i], dials.prerequisite_lift_noise_held_min):
             held_targets.add(e.target_entry_id)
         if _crosses(start, last[i], dials.edge_min_confidence):
@@ -133,7 +131,7 @@ def reweigh_prerequisites(
             sources=[],
             at=at,
         )
-    return sum(1 for i, value in last.items() if value != first[i])
+    return sum(1 for i, value in last.items() if value != reads[i][0])
 
 
 def _held_back(
@@ -173,10 +171,7 @@ def _undoes(e: Any, after: float, seen: Sequence[float], dials: Settings) -> boo
     before, now = seen[-2], seen[-1]
     if e.source_type != "learned":
         return after == before
-    return any(
-        _crosses(before, now, t) and _crosses(now, after, t)
-        for t in (dials.edge_min_confidence, dials.prerequisite_lift_noise_held_min)
-    )
+    return any(_crosses(before, now, t) and _crosses(now, after, t) for t in _read_at(dials))
 
 
 def _crosses(before: float, after: float, threshold: float) -> bool:
@@ -189,9 +184,14 @@ def _read_elsewhere(e: Any, after: float, dials: Settings) -> bool:
     if after == e.confidence:
         return False
     return e.source_type != "learned" or any(
-        _crosses(e.confidence, after, t)
-        for t in (dials.edge_min_confidence, dials.prerequisite_lift_noise_held_min)
+        _crosses(e.confidence, after, t) for t in _read_at(dials)
     )
+
+
+def _read_at(dials: Settings) -> tuple[float, float]:
+    """The thresholds other edges read a learned prerequisite's confidence against: the walk
+    floor (support) and `prerequisite_lift_noise_held_min` (reversals)."""
+    return dials.edge_min_confidence, dials.prerequisite_lift_noise_held_min
 
 
 def reweigh_sequence_edges(
