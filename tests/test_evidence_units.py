@@ -1053,6 +1053,10 @@ def test_reports_a_restore_held_are_resumed_by_the_nightly(db, units, dials, res
     assert [r["edge_id"] for r in waiting] == [edge["id"]]
     db.commit()
 
+    forecast = sweeps.sweep(db, as_of=T0 + timedelta(days=202), dry_run=True)
+    assert forecast.reports_resumed == 2  # the two kept reports, made and rolled back
+    assert edge_row(db, e["rsa"], e["primes"], "prerequisite")["hit_count"] == 1
+    assert db.execute("SELECT count(*) AS n FROM hag_resume_pending").fetchone()["n"] == 1
     night = sweeps.sweep(db, as_of=T0 + timedelta(days=202))
     assert night.reports_resumed == 2 and night.culled == 0
     edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")

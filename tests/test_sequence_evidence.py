@@ -632,6 +632,9 @@ def test_moves_a_restore_held_are_resumed_by_the_nightly(db, units, dials, kind)
     again = edge_row(db, *ends, kind)
     assert edge_sequence_terms(db, again["id"], ends[0], units)["learners"] == 1
     db.commit()
+    forecast = sweeps.sweep(db, as_of=T0 + timedelta(days=202), dry_run=True)
+    assert forecast.reports_resumed == 2
+    assert db.execute("SELECT count(*) AS n FROM hag_resume_pending").fetchone()["n"] == 1
     night = sweeps.sweep(db, as_of=T0 + timedelta(days=202))
     assert night.reports_resumed == 2
     again = edge_row(db, *ends, kind)

@@ -111,6 +111,13 @@ def lock_every_edge_of(conn: Conn, edge_types: Sequence[str]) -> None:
     conn.execute(query("evidence", "lock_every_edge_of"), {"types": list(edge_types)}).fetchall()
 
 
+def lock_edges(conn: Conn, edge_ids: Iterable[UUID]) -> None:
+    """Lock these edges, in one sorted pass."""
+    ids = sorted(set(edge_ids), key=str)
+    if ids:
+        conn.execute(query("evidence", "lock_edges"), {"ids": ids}).fetchall()
+
+
 def record_reports(
     conn: Conn,
     *,

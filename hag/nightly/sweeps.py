@@ -260,6 +260,7 @@ def sweep(
     )
     params = sweep_parameters(dials, when, summary.run_id)
     if dry_run:  # the forecast reads the confidences the real run's first step would write
+        summary.reports_resumed = _resumable_prerequisites(conn, summary.as_of, dials)
         _reweigh_sequences(conn, summary, dials)
         _forecast(conn, params, summary, dials)
         conn.rollback()
@@ -512,6 +513,22 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
         if summary.culled:
             rows = conn.execute(query("sweeps", "culled_report_rows"), params).fetchall()
             summary.culled_edges = [CulledEdge(**r) for r in rows]
+
+
+def _resumable_prerequisites(conn: Conn, at: datetime, dials: Settings) -> int:
+    """Dry run: how many kept reports the cull would resume into prerequisites (those sessions
+    could not resume while a restore held the audit row), made as the cull makes them and
+    rolled back. In a transaction of its own, as in the real run: its locks and the sequence
+    step's are each taken in one sorted pass, never both in one transaction."""
+    waiting = evidence.resume_pending(conn, ["prerequisite"])
+    if not waiting or not resumes_prerequisites(dials):
+        conn.rollback()
+        return 0
+    try:
+        evidence.lock_edges(conn, [w.edge_id for w in waiting])
+        return evidence.resume_stranded(conn, waiting, locked=None, at=at)
+    finally:
+        conn.rollback()
 
 
 def _forecast(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Settings) -> None:

@@ -456,6 +456,10 @@ RETURNING e.id, p.confidence AS old_confidence, e.confidence AS new_confidence
 -- the sessions and the cull holding any of them.
 SELECT id FROM hag_edges WHERE edge_type = ANY(%(types)s::text[]) ORDER BY id FOR NO KEY UPDATE
 
+-- name: lock_edges
+-- Row locks on the given edges, in one sorted pass (the order every edge write uses).
+SELECT id FROM hag_edges WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KEY UPDATE
+
 -- name: sequence_sources
 -- Every entry with a leads_to or fallback out of it (`hag settings profile` re-weighs them all).
 SELECT DISTINCT source_entry_id FROM hag_edges WHERE edge_type IN ('leads_to', 'fallback')
