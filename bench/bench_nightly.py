@@ -62,6 +62,7 @@ PROFILE = os.environ.get("HAG_BENCH_NIGHTLY_PROFILE", "seed")
 AS_OF = datetime(2026, 11, 30, 2, 30, tzinfo=UTC)
 TARGET_SECONDS = 60.0
 SUITES_TARGET_SECONDS = 10.0
+EVIDENCE_SIZES = (1_000, 5_000, 10_000, 20_000, 100_000)
 QUALITY_VIEWS = (
     "hag_quality_entries",
     "hag_quality_edges",
@@ -312,6 +313,47 @@ def _record(summary, bare_seconds: float) -> None:
     record("nightly.cull_over_bare_delete", summary.step_seconds["cull"] / bare_seconds)
 
 
+def _evidence_reads(conn) -> None:
+    """The re-weigh's read (`store.prerequisite_evidence`) over the first EVIDENCE_SIZES
+    concepts of the swept memory, each size timed alone, and what each concept beyond the
+    previous size cost: a nightly re-weighs the concepts its cull and the flags touched, a
+    few or hundreds of thousands. The read has a fixed part (it counts the concepts of each
+    topic graph the concepts sit in); past it, a linear read costs the same per concept at
+    every size. It took 5x more per concept at 5,000 than at 12,000 when the planner chose a
+    nested loop over two of the query's CTEs: the ratio printed is the costliest step's cost
+    per concept over the last one's (linear: near 1)."""
+    from hag import settings
+    from hag.evidence import store
+
+    dials = settings.load(conn)
+    sources = [
+        r["s"]
+        for r in conn.execute(
+            "SELECT DISTINCT source_entry_id AS s FROM hag_edges"
+            " WHERE edge_type = 'prerequisite' ORDER BY 1 LIMIT %s",
+            (max(EVIDENCE_SIZES),),
+        )
+    ]
+    sizes = [n for n in EVIDENCE_SIZES if n <= len(sources)]
+    seconds = {}
+    for n in sizes:
+        t = time.perf_counter()
+        edges = len(store.prerequisite_evidence(conn, sources[:n], dials))
+        seconds[n] = time.perf_counter() - t
+        print(f"evidence read, {n:,} concepts ({edges:,} edges): {seconds[n]:6.2f} s", flush=True)
+    conn.rollback()
+    steps = [
+        (b, (seconds[b] - seconds[a]) / (b - a)) for a, b in zip(sizes, sizes[1:], strict=False)
+    ]
+    if steps:
+        print(
+            "evidence read per concept beyond the size before: "
+            + ", ".join(f"to {n:,} {c * 1e6:.0f} us" for n, c in steps)
+            + f"; costliest / the last {max(c for _, c in steps) / max(steps[-1][1], 1e-9):.1f}x",
+            flush=True,
+        )
+
+
 def _swept(conn) -> bool:
     return conn.execute("SELECT count(*) AS n FROM hag_quality_cull_runs").fetchone()["n"] > 0
 
@@ -425,6 +467,8 @@ def main() -> None:
             f"{summary.seconds / max(after.seconds, 0.01):.1f}x",
             flush=True,
         )
+        with db.connect() as conn:
+            _evidence_reads(conn)
     finally:
         from hag.storage import db
 

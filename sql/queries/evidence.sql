@@ -36,18 +36,21 @@ WITH touched AS (
       AND (e.source_entry_id = ANY(%(sources)s::uuid[])
            OR e.target_entry_id = ANY(%(sources)s::uuid[]))
 ), family AS (
+    -- the prerequisites out of each touched edge's source, with the source's topic graph
     SELECT e.id, e.source_entry_id, e.target_entry_id, e.source_type, e.hit_count,
-           e.confidence, e.unlearned_from, e.prior_confidence,
+           e.confidence, e.unlearned_from, e.prior_confidence, s.topic_id, s.visibility_scope,
            sum(e.hit_count) OVER (PARTITION BY e.source_entry_id) AS concept_reports,
            -- its sessions no learner is recorded for (hit count beyond reported sessions)
            greatest(0, e.hit_count - COALESCE((SELECT b.sessions FROM hag_edge_units b
                                                 WHERE b.edge_id = e.id), 0)) AS unattributed
     FROM hag_edges e
+    JOIN hag_entries s ON s.id = e.source_entry_id
     WHERE e.edge_type = 'prerequisite'
       AND e.source_entry_id IN (SELECT source_entry_id FROM touched)
 ), units AS (
-    -- each family edge's evidence in units, and its concept's units over its live prerequisites
-    SELECT f.id, f.source_entry_id, f.target_entry_id, f.hit_count, u.units, u.learners,
+    -- each family edge with its evidence in units, and its concept's units over its live
+    -- prerequisites
+    SELECT f.*, u.units, u.learners,
            sum(u.units) OVER (PARTITION BY f.source_entry_id) AS concept_units
     FROM family f
     CROSS JOIN LATERAL hag_edge_evidence(f.id, f.hit_count, %(prerequisite_learner_cap)s) u
@@ -166,43 +169,85 @@ WITH touched AS (
               FROM hag_entries t
              WHERE t.topic_id = z.topic_id AND t.visibility_scope = z.visibility_scope
                AND t.concept_slug <> '_unanchored_' AND t.maturity <> 'archived') AS n_concepts
-    FROM (SELECT DISTINCT s.topic_id, s.visibility_scope
-          FROM family f JOIN hag_entries s ON s.id = f.source_entry_id) z
+    FROM (SELECT DISTINCT f.topic_id, f.visibility_scope FROM family f) z
+), stream AS (
+    -- the family's edges and, as rows of their own, the facts placed on them: per graph, per
+    -- source, per pair, per edge. Each fact reaches its edges by a window over this one
+    -- stream (`placed`), never by a join of one CTE to another: the planner cannot count a
+    -- CTE's rows (it takes 200 groups for each aggregate, and a thousand rows per edge from
+    -- `hag_edge_evidence`), and a nested loop it chose over two CTEs grew with the square
+    -- of the sources (1.6 s for 5,000 concepts where 12,000 took 0.7 s; declaring the
+    -- function's one row moved the square to other joins). Sorts, one per window, grow as
+    -- n log n whatever the estimates.
+    SELECT 1 AS kind, f.id, f.source_entry_id, f.target_entry_id, f.topic_id,
+           f.visibility_scope, f.source_type, f.hit_count, f.confidence, f.unlearned_from,
+           f.prior_confidence, f.concept_reports, f.unattributed, f.units, f.learners,
+           f.concept_units, NULL::bigint AS n, NULL::float8 AS u, NULL::int[] AS arr
+    FROM units f
+    UNION ALL
+    SELECT 2, NULL, NULL, NULL, g.topic_id, g.visibility_scope, NULL, NULL, NULL, NULL, NULL,
+           NULL, NULL, NULL, NULL, NULL, g.n_concepts, NULL, NULL
+    FROM graphs g
+    UNION ALL
+    SELECT 3, NULL, rs.source_entry_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+           NULL, NULL, NULL, NULL, NULL, NULL, rs.reports
+    FROM reversals rs
+    UNION ALL
+    SELECT 4, NULL, cl.source_entry_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+           NULL, NULL, NULL, NULL, cl.learners, NULL, NULL
+    FROM concept_learners cl
+    UNION ALL
+    SELECT 5, NULL, ru.source_entry_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+           NULL, NULL, NULL, NULL, NULL, ru.units, NULL
+    FROM reported_units ru
+    UNION ALL
+    SELECT 6, NULL, wd.source_entry_id, wd.target_entry_id, NULL, NULL, NULL, NULL, NULL, NULL,
+           NULL, NULL, NULL, NULL, NULL, NULL, wd.withdrawn_sessions, wd.withdrawn_units, NULL
+    FROM beside_units wd
+    UNION ALL
+    SELECT 7, sup.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+           NULL, NULL, sup.hits, sup.units, NULL
+    FROM sup
+), placed AS (
+    SELECT x.*,
+           max(x.n) FILTER (WHERE x.kind = 2)
+               OVER (PARTITION BY x.topic_id, x.visibility_scope) AS n_concepts,
+           max(x.arr) FILTER (WHERE x.kind = 3) OVER by_source AS reversal_reports,
+           max(x.n) FILTER (WHERE x.kind = 4) OVER by_source AS concept_learners,
+           max(x.u) FILTER (WHERE x.kind = 5) OVER by_source AS reported_units,
+           max(x.n) FILTER (WHERE x.kind = 6) OVER by_pair AS withdrawn,
+           max(x.u) FILTER (WHERE x.kind = 6) OVER by_pair AS withdrawn_units,
+           max(x.n) FILTER (WHERE x.kind = 7) OVER (PARTITION BY x.id) AS support_hits,
+           max(x.u) FILTER (WHERE x.kind = 7) OVER (PARTITION BY x.id) AS support_units
+    FROM stream x
+    WINDOW by_source AS (PARTITION BY x.source_entry_id),
+           by_pair AS (PARTITION BY x.source_entry_id, x.target_entry_id)
 )
 SELECT f.id, f.source_entry_id, f.target_entry_id,
        f.source_type, f.hit_count, f.confidence, f.unlearned_from, f.prior_confidence,
        f.concept_reports,
-       g.n_concepts,
+       f.n_concepts,
        r.hit_count AS reverse_hits, r.source_type AS reverse_source_type,
        r.confidence AS reverse_confidence,
-       COALESCE(sup.hits, 0) AS support_hits, COALESCE(sup.units, 0) AS support_units,
-       fu.units, fu.learners, fu.concept_units, cl.learners AS concept_learners,
+       COALESCE(f.support_hits, 0) AS support_hits, COALESCE(f.support_units, 0) AS support_units,
+       f.units, f.learners, f.concept_units, f.concept_learners,
        f.unattributed,
-       COALESCE(ru.units, 0) AS reported_units,
+       COALESCE(f.reported_units, 0) AS reported_units,
        (SELECT u.units FROM hag_edge_evidence(r.id, r.hit_count, %(prerequisite_learner_cap)s) u
          WHERE r.id IS NOT NULL) AS reverse_units,
-       COALESCE(rs.reports, ARRAY[0, 0]) AS reversal_reports,
+       COALESCE(f.reversal_reports, ARRAY[0, 0]) AS reversal_reports,
        COALESCE(cf.sessions, 0) AS failed_sessions,
        COALESCE(sx.shown_sessions, 0) AS shown_sessions,
        COALESCE(sx.shown_named, 0) AS shown_named,
-       COALESCE(wd.withdrawn_sessions, 0) AS withdrawn,
-       COALESCE(wd.withdrawn_units, 0) AS withdrawn_units
-FROM family f
-JOIN hag_entries s ON s.id = f.source_entry_id
-JOIN graphs g ON g.topic_id = s.topic_id AND g.visibility_scope = s.visibility_scope
+       COALESCE(f.withdrawn, 0) AS withdrawn,
+       COALESCE(f.withdrawn_units, 0) AS withdrawn_units
+FROM placed f
 LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
                      AND r.target_entry_id = f.source_entry_id AND r.edge_type = 'prerequisite'
-LEFT JOIN reversals rs ON rs.source_entry_id = f.source_entry_id
-JOIN units fu ON fu.id = f.id
-JOIN concept_learners cl ON cl.source_entry_id = f.source_entry_id
-LEFT JOIN reported_units ru ON ru.source_entry_id = f.source_entry_id
 LEFT JOIN hag_concept_failures cf ON cf.source_entry_id = f.source_entry_id
 LEFT JOIN hag_shown_exposures sx ON sx.source_entry_id = f.source_entry_id
                                 AND sx.target_entry_id = f.target_entry_id
-LEFT JOIN beside_units wd ON wd.source_entry_id = f.source_entry_id
-                       AND wd.target_entry_id = f.target_entry_id
-LEFT JOIN sup ON sup.id = f.id
-WHERE f.id IN (SELECT id FROM touched)
+WHERE f.kind = 1 AND f.id IN (SELECT id FROM touched)
 ORDER BY f.id
 
 -- name: prerequisite_sources
