@@ -525,8 +525,9 @@ def _resumable_prerequisites(conn: Conn, at: datetime, dials: Settings) -> int:
         conn.rollback()
         return 0
     try:
-        evidence.lock_edges(conn, [w.edge_id for w in waiting])
-        return evidence.resume_stranded(conn, waiting, locked=None, at=at)
+        edges = [w.edge_id for w in waiting]
+        evidence.lock_edges(conn, edges)
+        return evidence.resume_stranded(conn, waiting, locked=edges, at=at)
     finally:
         conn.rollback()
 
