@@ -67,3 +67,54 @@ def test_unknown_ids_and_sessions_are_clear_errors(db):
     assert "no session 'nope' was ingested" in str(unknown.exception)
     both = runner.invoke(cli, ["history", "x", "--after-session", "s1"])
     assert both.exit_code == 2
+
+
+def test_an_entrys_history_has_a_row_per_changed_confidence_of_a_statement(db):
+    """Entries' history rows are written per statement (migration 227) and say what the row
+    trigger said: three entries inserted (reason 'created'); one UPDATE of all three that
+    moves two of them and leaves the third at its value, under a reason, run, session and
+    moment set for the transaction (two rows, the third none); an UPDATE of another column
+    (none); an UPDATE with no reason set ('manual update')."""
+    import uuid
+    from datetime import UTC, datetime
+
+    ids = [f.entry(db, confidence=c) for c in (0.2, 0.5, 0.9)]
+    run_id, at = uuid.uuid4(), datetime(2026, 3, 4, 5, 6, tzinfo=UTC)
+    db.execute(
+        "SELECT set_config('hag.change_reason', 'test: lifted', true),"
+        " set_config('hag.session_id', 's-9', true), set_config('hag.run_id', %s, true),"
+        " set_config('hag.event_at', %s, true)",
+        (str(run_id), at.isoformat()),
+    )
+    db.execute(
+        "UPDATE hag_entries SET confidence = greatest(confidence, 0.7) WHERE id = ANY(%s)", (ids,)
+    )
+    db.execute(
+        "UPDATE hag_entries SET failure_count = failure_count + 1 WHERE id = ANY(%s)", (ids,)
+    )
+    rows = db.execute(
+        "SELECT entity_kind, entity_id, old_value, new_value, reason, session_id, run_id, at"
+        " FROM hag_confidence_history WHERE entity_id = ANY(%s) ORDER BY new_value, old_value",
+        (ids,),
+    ).fetchall()
+    assert [(r["entity_id"], r["old_value"], r["new_value"], r["reason"]) for r in rows] == [
+        (ids[0], None, 0.2, "created"),
+        (ids[1], None, 0.5, "created"),
+        (ids[0], 0.2, 0.7, "test: lifted"),
+        (ids[1], 0.5, 0.7, "test: lifted"),
+        (ids[2], None, 0.9, "created"),
+    ]
+    moved = [r for r in rows if r["old_value"] is not None]
+    assert {(r["entity_kind"], r["session_id"], r["run_id"], r["at"]) for r in moved} == {
+        ("entry", "s-9", run_id, at)
+    }
+    db.commit()
+    db.execute("UPDATE hag_entries SET confidence = 0.3 WHERE id = %s", (ids[2],))
+    last = db.execute(
+        "SELECT old_value, new_value, reason, session_id, run_id FROM hag_confidence_history"
+        " WHERE entity_id = %s ORDER BY history_id DESC LIMIT 1",
+        (ids[2],),
+    ).fetchone()
+    assert (last["old_value"], last["new_value"], last["reason"]) == (0.9, 0.3, "manual update")
+    assert (last["session_id"], last["run_id"]) == (None, None)
+    db.rollback()

@@ -65,6 +65,7 @@ def test_every_migration_starts_with_a_why_comment():
 MIGRATION_ONLY = {
     "hag_audit_deleted_edges": "a trigger function: part of the audit's storage",
     "hag_record_confidence_change": "a trigger function: part of the history's storage",
+    "hag_record_entry_confidence_changes": "a trigger function: entries' history, by statement",
     "hag_entry_search_sync": "a trigger function: part of the search copy's storage",
     "hag_entry_search_set": "decides which stored copy a row lives in: a change needs a migration",
     "hag_entry_search_key": "names the set a copy row's changes are recorded under (storage)",
