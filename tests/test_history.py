@@ -108,6 +108,29 @@ def test_an_entrys_history_has_a_row_per_changed_confidence_of_a_statement(db):
     assert {(r["entity_kind"], r["session_id"], r["run_id"], r["at"]) for r in moved} == {
         ("entry", "s-9", run_id, at)
     }
+    # as session-end inserts: several rows in one statement, one of them an identity that
+    # exists already (ON CONFLICT DO NOTHING: no row, no history), under the same settings
+    taken = db.execute("SELECT concept_slug FROM hag_entries WHERE id = %s", (ids[0],)).fetchone()
+    added = db.execute(
+        "INSERT INTO hag_entries (topic_id, concept_slug, visibility_scope, maturity,"
+        " confidence, instruction, embedding)"
+        " SELECT 'cryptography', s, 'public', 'candidate', c, 'advice', e.embedding"
+        " FROM unnest(%s::text[], %s::float8[]) AS n (s, c)"
+        " CROSS JOIN (SELECT embedding FROM hag_entries WHERE id = %s) e"
+        " ON CONFLICT DO NOTHING RETURNING id, confidence",
+        (["new-a", "new-b", taken["concept_slug"]], [0.31, 0.32, 0.33], ids[0]),
+    ).fetchall()
+    assert sorted(r["confidence"] for r in added) == [0.31, 0.32]
+    written = db.execute(
+        "SELECT entity_id, old_value, new_value, reason, session_id, run_id, at"
+        " FROM hag_confidence_history WHERE new_value IN (0.31, 0.32, 0.33) ORDER BY new_value"
+    ).fetchall()
+    assert [(r["entity_id"], r["old_value"], r["new_value"]) for r in written] == sorted(
+        ((r["id"], None, r["confidence"]) for r in added), key=lambda t: t[2]
+    )
+    assert {(r["reason"], r["session_id"], r["run_id"], r["at"]) for r in written} == {
+        ("test: lifted", "s-9", run_id, at)
+    }
     db.commit()
     db.execute("UPDATE hag_entries SET confidence = 0.3 WHERE id = %s", (ids[2],))
     last = db.execute(
