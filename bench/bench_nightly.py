@@ -32,7 +32,8 @@ After the suites it runs the night after (`as_of` one day on) on the swept memor
 memory its rules already weigh, where the first night's cull and re-weigh found most of the
 work (under the evidence profile the first night re-weighs the concepts its cull touched
 and flags those its crossings reach; the night after re-weighs the flagged ones and those
-of its own cull).
+of its own cull). Last, it times the re-weigh's read of the evidence at 1,000 to 100,000
+concepts of that memory (`_evidence_reads`).
 
 `HAG_BENCH_NIGHTLY_DIR=/some/folder` keeps the database there instead of a temporary folder;
 run again on the same folder, it finds the swept memory and measures the suites alone (the
