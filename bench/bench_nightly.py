@@ -328,14 +328,7 @@ def _evidence_reads(conn) -> None:
     from hag.evidence import store
 
     dials = settings.load(conn)
-    sources = [
-        r["s"]
-        for r in conn.execute(
-            "SELECT DISTINCT source_entry_id AS s FROM hag_edges"
-            " WHERE edge_type = 'prerequisite' ORDER BY 1 LIMIT %s",
-            (max(EVIDENCE_SIZES),),
-        )
-    ]
+    sources = store.prerequisite_sources(conn)[: max(EVIDENCE_SIZES)]
     sizes = [n for n in EVIDENCE_SIZES if n <= len(sources)]
     seconds = {}
     for n in sizes:
