@@ -63,7 +63,7 @@ PROFILE = os.environ.get("HAG_BENCH_NIGHTLY_PROFILE", "seed")
 AS_OF = datetime(2026, 11, 30, 2, 30, tzinfo=UTC)
 TARGET_SECONDS = 60.0
 SUITES_TARGET_SECONDS = 10.0
-EVIDENCE_SIZES = (1_000, 5_000, 10_000, 20_000, 100_000)
+EVIDENCE_SIZES = (1, 1_000, 5_000, 10_000, 20_000, 100_000)
 QUALITY_VIEWS = (
     "hag_quality_entries",
     "hag_quality_edges",
@@ -317,13 +317,14 @@ def _record(summary, bare_seconds: float) -> None:
 def _evidence_reads(conn) -> None:
     """The re-weigh's read (`store.prerequisite_evidence`) over the first EVIDENCE_SIZES
     concepts of the swept memory, each size timed alone, and what each concept beyond the
-    previous size cost: a nightly re-weighs the concepts its cull and the flags touched, a
-    few or hundreds of thousands. The read has a fixed part (it counts the concepts of each
-    topic graph the concepts sit in); past it, a read that grows about linearly (its windows
-    sort, n log n) costs about the same per concept at every size. It took 5x more per
-    concept at 5,000 than at 12,000 when the planner chose a nested loop over two of the
-    query's CTEs: the ratio printed is the costliest step's cost per concept over the last
-    one's (1.4x at 1M when it was measured; 18x before)."""
+    previous size cost: a session-end pass reads one concept or a few, a nightly the concepts
+    its cull and the flags touched, a few or hundreds of thousands. One concept's read is
+    the fixed part (it counted every entry of the concept's topic graph, 35 ms for a topic
+    of 20,000, until migration 228 kept the counts). From 1,000 concepts on, a read that
+    grows about linearly (its windows sort, n log n) costs about the same per concept at
+    every size. It took 5x more per concept at 5,000 than at 12,000 when the planner chose a
+    nested loop over two of the query's CTEs: the ratio printed is the costliest step's cost
+    per concept over the last one's (1.4x at 1M when it was measured; 18x before)."""
     from hag import settings
     from hag.evidence import store
 
@@ -335,10 +336,12 @@ def _evidence_reads(conn) -> None:
         t = time.perf_counter()
         edges = len(store.prerequisite_evidence(conn, sources[:n], dials))
         seconds[n] = time.perf_counter() - t
-        print(f"evidence read, {n:,} concepts ({edges:,} edges): {seconds[n]:6.2f} s", flush=True)
+        what = "concept" if n == 1 else "concepts"
+        print(f"evidence read, {n:,} {what} ({edges:,} edges): {seconds[n]:6.3f} s", flush=True)
     conn.rollback()
+    grown = sizes[1:]  # past the one concept's fixed part
     steps = [
-        (b, (seconds[b] - seconds[a]) / (b - a)) for a, b in zip(sizes, sizes[1:], strict=False)
+        (b, (seconds[b] - seconds[a]) / (b - a)) for a, b in zip(grown, grown[1:], strict=False)
     ]
     if steps:
         print(

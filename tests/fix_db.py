@@ -30,6 +30,7 @@ DATA_TABLES = (
     "hag_pair_withdrawn",
     "hag_reweigh_pending",
     "hag_resume_pending",
+    "hag_graph_concepts",
     "hag_erased_sessions",
     "hag_erasures",
     "hag_runs",

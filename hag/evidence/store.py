@@ -20,7 +20,7 @@ from hag.evidence import model, sequences
 from hag.evidence.model import PrerequisiteEvidence
 from hag.evidence.sequences import SequenceEvidence
 from hag.settings import Settings
-from hag.storage.db import Conn
+from hag.storage.db import Conn, one
 from hag.storage.edges import move_kept_reports, say_why
 from hag.storage.sqlfiles import query, with_dials
 
@@ -104,6 +104,12 @@ def prerequisite_sources(conn: Conn) -> list[UUID]:
 def sequence_sources(conn: Conn) -> list[UUID]:
     """Every concept (entry) with a `leads_to` or `fallback` out of it, sorted."""
     return [r["source_entry_id"] for r in conn.execute(query("evidence", "sequence_sources"))]
+
+
+def fold_graph_counts(conn: Conn) -> int:
+    """Fold each topic graph's appended concept-count changes into one row (migration 228;
+    the nightly's last step). Returns how many rows were folded."""
+    return int(one(conn.execute(query("evidence", "fold_graph_counts")).fetchone())["folded_rows"])
 
 
 def lock_every_edge_of(conn: Conn, edge_types: Sequence[str]) -> None:

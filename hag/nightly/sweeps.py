@@ -303,6 +303,8 @@ def _recorded_run(
             _reweigh_sequences(conn, summary, dials)
             conn.commit()
             _apply(conn, params, summary, dials, decide)
+            with timed(summary.step_seconds, "graph counts"):
+                evidence.fold_graph_counts(conn)
             conn.execute(
                 query("sweeps", "finish_run"),
                 {"run_id": run_id, "summary": json.dumps(summary.counts())},

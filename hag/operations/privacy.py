@@ -81,6 +81,7 @@ ERASE_STEPS = (
     ("erase_private_audit", "hag_edge_audit", "deleted"),
     ("erase_private_withdrawn", "hag_pair_withdrawn", "deleted"),
     ("erase_private_entries", "hag_entries", "deleted"),
+    ("erase_private_graph_counts", "hag_graph_concepts", "deleted"),
     ("pseudonymise_reports", "hag_edge_learner_reports", "pseudonymised"),
     ("pseudonymise_audit_reports", "hag_edge_audit_reports", "pseudonymised"),
     ("pseudonymise_successes", "hag_learner_successes", "pseudonymised"),

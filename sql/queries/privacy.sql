@@ -173,6 +173,11 @@ WHERE source_entry_id IN (SELECT id FROM hag_erase_entries)
 -- name: erase_private_entries
 DELETE FROM hag_entries WHERE id IN (SELECT id FROM hag_erase_entries)
 
+-- name: erase_private_graph_counts
+-- The concept counts of the learner's own graphs (migration 228): their scope names the
+-- learner, and with the learner's entries gone each such graph counts none.
+DELETE FROM hag_graph_concepts WHERE visibility_scope = %(scope)s
+
 -- name: erase_quarantine
 -- Refused payloads of the learner: by session id, or naming the learner in the received
 -- text (a bounded prefix, so not always parseable JSON), the reason or the session id (after
