@@ -319,7 +319,7 @@ def _evidence_reads(conn) -> None:
     concepts of the swept memory, each size timed alone, and what each concept beyond the
     previous size cost: a session-end pass reads one concept or a few, a nightly the concepts
     its cull and the flags touched, a few or hundreds of thousands. One concept's read is
-    the fixed part (it counted every entry of the concept's topic graph, 35 ms for a topic
+    the fixed part (it counted every entry of the concept's topic graph, 21-35 ms for a topic
     of 20,000, until migration 228 kept the counts). From 1,000 concepts on, a read that
     grows about linearly (its windows sort, n log n) costs about the same per concept at
     every size. It took 5x more per concept at 5,000 than at 12,000 when the planner chose a

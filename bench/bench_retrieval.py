@@ -54,6 +54,9 @@ CHUNK = 50_000
 HOLD_MAX_ROWS = int(os.environ.get("HAG_BENCH_HOLD_MAX_ROWS", "2000000"))
 MATURITIES = np.array(["candidate", "pattern", "proven", "archived"])
 MATURITY_P = [0.35, 0.35, 0.25, 0.05]
+# the insert triggers that fire ALWAYS (also as the bulk loaders' role), each with its
+# one-statement backfill after the COPY
+BULK_TRIGGERS = ("hag_entries_search_insert", "hag_entries_graph_concepts_insert")
 
 
 @dataclass
@@ -340,17 +343,24 @@ def load(corpus: Corpus, scale: Scale, made: float) -> None:
         conn.commit()
     with db.connect() as conn:
         conn.execute("DROP INDEX IF EXISTS hag_entries_tutor_ann_idx")  # built after loading
-        # The search copy (migration 080) filled in one statement after the COPY, as the
-        # migration fills it for an existing memory: a statement trigger over a
-        # million-row COPY would first spill every new row to a temporary file.
-        conn.execute("ALTER TABLE hag_entries DISABLE TRIGGER hag_entries_search_insert")
+        # The search copy (migration 080) and the topic graphs' concept counts (migration
+        # 228) filled in one statement each after the COPY, as their migrations fill them
+        # for an existing memory: a statement trigger over a million-row COPY would first
+        # spill every new row to a temporary file. The COPY runs as the bulk loaders' role
+        # (no history rows: the history's insert trigger would spill them too).
+        for trigger in BULK_TRIGGERS:
+            conn.execute(f"ALTER TABLE hag_entries DISABLE TRIGGER {trigger}")
         conn.commit()
         later = drop_secondary_indexes(conn) if scale.indexes_after else []
+        conn.execute("SET session_replication_role = replica")
         rate = copy_rows(conn, corpus)
+        conn.execute("SET session_replication_role = origin")
         build_indexes(conn, later)
         started = time.perf_counter()
-        conn.execute("ALTER TABLE hag_entries ENABLE ALWAYS TRIGGER hag_entries_search_insert")
+        for trigger in BULK_TRIGGERS:
+            conn.execute(f"ALTER TABLE hag_entries ENABLE ALWAYS TRIGGER {trigger}")
         conn.execute(query("retrieval", "search_copy_backfill"))
+        conn.execute(query("evidence", "graph_counts_backfill"))
         conn.commit()
         copied = time.perf_counter() - started
     print(
@@ -414,7 +424,8 @@ WRITES = {
 
 def write_cost(rounds: int = 3) -> None:
     """What the search copy's triggers add to writes: each statement with them on and off,
-    interleaved, every run rolled back; medians."""
+    interleaved, every run rolled back; medians. The entries' other statement triggers (the
+    history's, the concept counts') run on both sides."""
     from hag.storage import db
 
     took: dict[tuple[str, bool], list[float]] = {}

@@ -162,3 +162,64 @@ def test_the_evidence_read_takes_the_kept_count(db, memory):
         x for x in store.prerequisite_evidence(db, sources, settings.current()) if x.edge_id == pre
     ]
     assert read.n_concepts == 9
+
+
+def test_a_learners_own_graph_is_not_folded_and_the_erasure_takes_it(db, memory):
+    """The fold leaves `student:` graphs as they are (an erasure beside a fold could miss
+    the folded row); erasing the learner removes them."""
+    from hag.operations import privacy
+
+    f.entry(db, concept_slug="likes-diagrams", scope="student:ada")
+    f.entry(db, concept_slug="rushes-proofs", scope="student:ada")
+    db.commit()
+    store.fold_graph_counts(db)
+    db.commit()
+    rows = db.execute(
+        "SELECT count(*) AS n, sum(concepts)::int AS s FROM hag_graph_concepts "
+        "WHERE visibility_scope = 'student:ada'"
+    ).fetchone()
+    assert (rows["n"], rows["s"]) == (2, 2)
+    assert _rows(db) == 3 + 2
+    privacy.erase_learner("ada", operator="test", conn=db)
+    left = db.execute(
+        "SELECT count(*) AS n FROM hag_graph_concepts WHERE visibility_scope LIKE 'student:%'"
+    ).fetchone()
+    assert left["n"] == 0
+
+
+def test_a_truncate_of_the_entries_beside_a_fold_leaves_no_count(db, memory):
+    """A TRUNCATE of the entries while the nightly's fold is uncommitted waits for it (the
+    fold holds the entries), then empties the folded row as well. Were it to truncate first,
+    its trigger's DELETE would wait on the rows the fold deleted, skip them, and never see
+    the folded row the fold committed meanwhile."""
+    import threading
+
+    f.entry(db, concept_slug="ecc")
+    db.commit()
+    store.fold_graph_counts(db)  # not committed yet
+    errors: list[BaseException] = []
+
+    def truncate() -> None:
+        try:
+            with hdb.connect() as other:
+                other.execute("TRUNCATE hag_entries CASCADE")
+                other.commit()
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    worker = threading.Thread(target=truncate)
+    worker.start()
+    with hdb.connect(autocommit=True) as watch:
+        for _ in range(2000):  # until the TRUNCATE waits on a lock (at most about 20 s)
+            waiting = watch.execute(
+                "SELECT count(*) AS n FROM pg_stat_activity "
+                "WHERE query LIKE 'TRUNCATE hag_entries%%' AND wait_event_type = 'Lock'"
+            ).fetchone()["n"]
+            if waiting:
+                break
+            watch.execute("SELECT pg_sleep(0.01)")
+    assert waiting, "the TRUNCATE never waited"
+    db.commit()
+    worker.join(timeout=30)
+    assert not worker.is_alive() and not errors, errors
+    assert _rows(db) == 0

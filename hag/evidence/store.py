@@ -108,8 +108,11 @@ def sequence_sources(conn: Conn) -> list[UUID]:
 
 def fold_graph_counts(conn: Conn) -> int:
     """Fold each topic graph's appended concept-count changes into one row (migration 228;
-    the nightly's last step). Returns how many rows were folded."""
-    return int(one(conn.execute(query("evidence", "fold_graph_counts")).fetchone())["folded_rows"])
+    the nightly's last step), learners' own graphs aside. Holds the entries against a
+    TRUNCATE until the caller commits. Returns how many rows were folded."""
+    conn.execute(query("evidence", "lock_entries_shared"))
+    folded = conn.execute(query("evidence", "fold_graph_counts"), {}).fetchone()
+    return int(one(folded)["folded_rows"])
 
 
 def lock_every_edge_of(conn: Conn, edge_types: Sequence[str]) -> None:

@@ -1,17 +1,18 @@
 -- Why: the re-weigh's chance term reads how many concepts a prerequisite's topic graph holds
 -- (its live anchored entries: topic, scope, not `_unanchored_`, not archived). The evidence
--- read counted them at every read: about 35 ms for a topic of 20,000 entries, paid by each
--- session-end pass for its own topic and by the nightly for every graph it touches (1.8 s
--- for 50 such topics at 1M; docs/journal/2026-12-06-graph-concept-counts.md). A count that
+-- read counted them at every read: 21-35 ms for a topic of 20,000 entries, paid by each
+-- session-end pass for its own topic and by the nightly for every graph it touches (1.0 to
+-- 1.8 s for 50 such topics at 1M; docs/journal/2026-12-06-graph-concept-counts.md). A count that
 -- grows with the topic does not belong in a read that runs at every session's end.
 --
--- The count is now kept at write time, as changes: every statement that inserts, updates,
--- deletes or truncates entries appends one row per graph whose count it moved, with the
--- signed difference. A graph's count is the sum of its rows. Appending never waits: two
+-- The count is now kept at write time, as changes: every statement that inserts, updates
+-- or deletes entries appends one row per graph whose count it moved, with the signed
+-- difference; a TRUNCATE of the entries empties the counts. A graph's count is the sum of its rows. Appending never waits: two
 -- sessions that each add a concept to one topic write two rows, where one counter row
 -- would have held each of them until the other committed (and could deadlock two writers
 -- that touch two graphs in opposite orders). The nightly folds each graph's rows into one
--- (`hag.evidence.store.fold_graph_counts`), so a read sums at most a day's changes.
+-- (`hag.evidence.store.fold_graph_counts`), so a read sums at most a day's changes (a
+-- learner's own graphs aside: their rows are the learner's few writes).
 -- Which entries count is defined here once, in the trigger and the carried-over count
 -- below; a change to it needs a migration that recounts.
 -- The triggers fire ALWAYS, also under session_replication_role = replica (the bulk
