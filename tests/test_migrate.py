@@ -117,6 +117,29 @@ def test_an_existing_memory_takes_the_living_rule_definitions(fresh):
     }
 
 
+def test_a_memory_with_the_scalar_learner_count_takes_the_inlinable_one(fresh):
+    """A memory migrated before the evidence functions were SQL holds a PL/pgSQL
+    `hag_concept_learner_count` returning a bare integer, which a replace cannot turn into
+    a row: migrate drops it and creates the one the queries read in FROM."""
+    migrate.migrate(fresh, 8)
+    fresh.execute("DROP FUNCTION hag_concept_learner_count(uuid)")
+    fresh.execute(
+        "CREATE FUNCTION hag_concept_learner_count(p_source uuid) RETURNS integer "
+        "LANGUAGE plpgsql STABLE AS $$ BEGIN RETURN 7; END $$"
+    )
+    fresh.commit()
+    migrate.migrate(fresh, 8)
+    kinds = fresh.execute(
+        "SELECT p.proretset, l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
+        "WHERE p.proname IN ('hag_concept_learner_count', 'hag_edge_evidence') ORDER BY 1, 2"
+    ).fetchall()
+    assert kinds == [(True, "sql"), (True, "sql")]
+    learners = fresh.execute(
+        "SELECT x.learners FROM hag_concept_learner_count(gen_random_uuid()) x"
+    ).fetchone()
+    assert learners == (0,)
+
+
 def three_entries(conn):
     """Topic t with the public pattern entries a, b and c (8-dimension vectors): their ids."""
     conn.execute("INSERT INTO hag_topics (topic_id, title) VALUES ('t', 'T')")

@@ -57,8 +57,9 @@ WITH touched AS (
 ), concept_learners AS (
     -- per source: the distinct learners who reported any prerequisite out of it, its
     -- unattributed sessions one learner only when none is recorded (hag_concept_learner_count)
-    SELECT z.source_entry_id, hag_concept_learner_count(z.source_entry_id) AS learners
+    SELECT z.source_entry_id, x.learners
     FROM (SELECT DISTINCT source_entry_id FROM family) z
+    CROSS JOIN LATERAL hag_concept_learner_count(z.source_entry_id) x
 ), culled AS MATERIALIZED (
     -- each source's culled prerequisites not restored (the audit keeps their reports), with
     -- their sessions not resumed (a resumed one's count in the edge that took them)
@@ -175,8 +176,9 @@ WITH touched AS (
     -- the family's edges and, as rows of their own, the facts placed on them: per graph, per
     -- source, per pair, per edge. Each fact reaches its edges by a window over this one
     -- stream (`placed`), never by a join of one CTE to another: the planner cannot count a
-    -- CTE's rows (it takes 200 groups for each aggregate, and a thousand rows per edge from
-    -- `hag_edge_evidence`), and a nested loop it chose over two CTEs grew with the square
+    -- CTE's rows (it takes 200 groups for each aggregate, and it took a thousand rows per
+    -- edge from `hag_edge_evidence` while that was PL/pgSQL; inlined, it estimates one), and a
+    -- nested loop it chose over two CTEs grew with the square
     -- of the sources (1.6 s for 5,000 concepts where 12,000 took 0.7 s; declaring the
     -- function's one row moved the square to other joins). Sorts, one per window, grow as
     -- n log n whatever the estimates.

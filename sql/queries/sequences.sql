@@ -89,7 +89,7 @@ WITH family AS (
             FROM hag_edges q
             CROSS JOIN LATERAL hag_edge_evidence(q.id, q.hit_count, %(prerequisite_learner_cap)s) u
             WHERE q.edge_type = 'prerequisite' AND q.source_entry_id = n.needing) AS units,
-           hag_concept_learner_count(n.needing) AS learners
+           (SELECT x.learners FROM hag_concept_learner_count(n.needing) x) AS learners
     FROM (SELECT DISTINCT needing FROM members) n
 )
 SELECT s.id, s.edge_type, s.source_type, s.confidence, s.prior_confidence, s.units, s.learners, s.out_units,
