@@ -143,6 +143,29 @@ def test_audit_rows_equal_deleted_rows_field_for_field(db):
         assert sorted(a["rule_values"]) == sorted(sweeps.CULL_RULE_KEYS)  # the cull's, not all
 
 
+def test_a_cull_leaves_the_audit_analyzed(db):
+    """The planner knows the audit's size after a cull (session-end's evidence read probes it
+    by source; with the size it had before the cull it scanned every culled prerequisite):
+    the statistics count the rows the cull wrote, and a sweep that culls nothing leaves them
+    as they were."""
+
+    def reltuples() -> float:
+        row = db.execute("SELECT reltuples FROM pg_class WHERE relname = 'hag_edge_audit'")
+        return float(row.fetchone()["reltuples"])
+
+    for i in range(3):
+        _edge(db, confidence=0.1 + i / 100, age_days=100 + i, pair=_pair(db), edge_type="leads_to")
+    db.execute("ANALYZE hag_edge_audit")  # empty: the planner's size before the cull
+    db.commit()
+    assert reltuples() <= 0
+    assert _sweep(db).culled == 3
+    assert reltuples() == 3
+    _edge(db, confidence=0.9, age_days=100, pair=_pair(db, "x", "y"))
+    db.commit()
+    assert _sweep(db).culled == 0
+    assert reltuples() == 3
+
+
 def test_run_is_recorded_with_its_counts(db):
     """A real run leaves one 'done' nightly run row whose counts match what it did."""
     _edge(db)

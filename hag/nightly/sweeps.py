@@ -491,6 +491,8 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
         by_type = conn.execute(cull, with_dials(cull, dials, **params)).fetchall()
         summary.culled_by_source_type = {r["source_type"]: r["n"] for r in by_type}
         summary.culled = sum(summary.culled_by_source_type.values())
+        if summary.culled:
+            conn.execute(query("sweeps", "analyze_audit"))
     if lift:
         culled = {s for r in by_type for s in r["prerequisite_sources"]}
         sources = sorted(culled | set(pending), key=str)
