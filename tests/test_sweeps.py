@@ -146,8 +146,8 @@ def test_audit_rows_equal_deleted_rows_field_for_field(db):
 def test_a_cull_leaves_the_audit_analyzed(db):
     """The planner knows the audit's size after a cull (session-end's evidence read probes it
     by source; with the size it had before the cull it scanned every culled prerequisite):
-    the statistics count the rows the cull wrote, and a sweep that culls nothing leaves them
-    as they were."""
+    the statistics count the rows the cull wrote. A sweep that culls nothing analyzes
+    nothing: a row deleted meanwhile is still in them."""
 
     def reltuples() -> float:
         row = db.execute("SELECT reltuples FROM pg_class WHERE relname = 'hag_edge_audit'")
@@ -161,6 +161,9 @@ def test_a_cull_leaves_the_audit_analyzed(db):
     assert _sweep(db).culled == 3
     assert reltuples() == 3
     _edge(db, confidence=0.9, age_days=100, pair=_pair(db, "x", "y"))
+    db.execute(
+        "DELETE FROM hag_edge_audit WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit)"
+    )
     db.commit()
     assert _sweep(db).culled == 0
     assert reltuples() == 3
