@@ -20,7 +20,7 @@ from hag.evidence import model, sequences
 from hag.evidence.model import PrerequisiteEvidence
 from hag.evidence.sequences import SequenceEvidence
 from hag.settings import Settings
-from hag.storage.db import Conn, one
+from hag.storage.db import Conn
 from hag.storage.edges import move_kept_reports, say_why
 from hag.storage.sqlfiles import query, with_dials
 
@@ -106,13 +106,12 @@ def sequence_sources(conn: Conn) -> list[UUID]:
     return [r["source_entry_id"] for r in conn.execute(query("evidence", "sequence_sources"))]
 
 
-def fold_graph_counts(conn: Conn) -> int:
+def fold_graph_counts(conn: Conn) -> None:
     """Fold each topic graph's appended concept-count changes into one row (migration 228;
     the nightly's last step), learners' own graphs aside. Holds the entries against a
-    TRUNCATE until the caller commits. Returns how many rows were folded."""
+    TRUNCATE until the caller commits."""
     conn.execute(query("evidence", "lock_entries_shared"))
-    folded = conn.execute(query("evidence", "fold_graph_counts"), {}).fetchone()
-    return int(one(folded)["folded_rows"])
+    conn.execute(query("evidence", "fold_graph_counts"), {})
 
 
 def lock_every_edge_of(conn: Conn, edge_types: Sequence[str]) -> None:

@@ -524,15 +524,12 @@ WITH gone AS (
         WHERE g.visibility_scope NOT LIKE 'student:%%'
         GROUP BY 1, 2 HAVING count(*) > 1)
     RETURNING t.topic_id, t.visibility_scope, t.concepts
-), folded AS (
-    INSERT INTO hag_graph_concepts (topic_id, visibility_scope, concepts)
-    SELECT g.topic_id, g.visibility_scope, sum(g.concepts)
-    FROM gone g
-    GROUP BY 1, 2
-    HAVING sum(g.concepts) <> 0
-    RETURNING 1
 )
-SELECT (SELECT count(*) FROM gone)::int AS folded_rows, (SELECT count(*) FROM folded)::int AS graphs
+INSERT INTO hag_graph_concepts (topic_id, visibility_scope, concepts)
+SELECT g.topic_id, g.visibility_scope, sum(g.concepts)
+FROM gone g
+GROUP BY 1, 2
+HAVING sum(g.concepts) <> 0
 
 -- name: lock_entries_shared
 -- Held to the end of the transaction: what waits for it is a TRUNCATE or DDL of the entries.
