@@ -141,3 +141,73 @@ def test_an_entrys_history_has_a_row_per_changed_confidence_of_a_statement(db):
     assert (last["old_value"], last["new_value"], last["reason"]) == (0.9, 0.3, "manual update")
     assert (last["session_id"], last["run_id"]) == (None, None)
     db.rollback()
+
+
+def test_an_edges_history_is_written_by_statement_with_the_terms_handed_to_it(db):
+    """Edges' history rows are written per statement (migration 229), as the row trigger
+    wrote them: three edges inserted ('created'); a re-weigh that moves two of three edges
+    and hands terms for two (the moved one it names gets them, the unmoved one writes no row,
+    the moved one it does not name gets none); a later UPDATE in the same transaction takes
+    no terms (the trigger empties the setting); an upsert writes the row its update moved and
+    the row its insert created."""
+    from datetime import UTC, datetime
+
+    from hag.evidence import store
+
+    a, b, c, d = (f.entry(db, concept_slug=s) for s in ("aes", "rsa", "dh", "ecc"))
+    ids = [f.edge(db, a, b, confidence=0.2), f.edge(db, a, c, confidence=0.5)]
+    ids.append(f.edge(db, b, c, confidence=0.9))
+    at = datetime(2026, 3, 4, 5, 6, tzinfo=UTC)
+    moved = store.set_edge_confidences(
+        db,
+        {ids[0]: (0.4, None), ids[1]: (0.5, 0.7), ids[2]: (0.6, None)},
+        at=at,
+        reason="test: re-weighed",
+        session_id="s-9",
+        terms={ids[0]: {"units": 2.0, "chance": float("inf")}, ids[1]: {"units": 1.0}},
+    )
+    assert moved == 2
+    db.execute("UPDATE hag_edges SET confidence = 0.45 WHERE id = %s", (ids[0],))
+    rows = db.execute(
+        "SELECT entity_kind, entity_id, old_value, new_value, reason, session_id, at, terms"
+        " FROM hag_confidence_history WHERE entity_id = ANY(%s) ORDER BY history_id",
+        (ids,),
+    ).fetchall()
+    seen = [(r["entity_id"], r["old_value"], r["new_value"], r["terms"]) for r in rows]
+    assert seen[:3] + sorted(seen[3:5], key=lambda r: r[1]) + seen[5:] == [
+        (ids[0], None, 0.2, None),
+        (ids[1], None, 0.5, None),
+        (ids[2], None, 0.9, None),
+        (ids[0], 0.2, 0.4, {"units": 2.0, "chance": None}),
+        (ids[2], 0.9, 0.6, None),
+        (ids[0], 0.4, 0.45, None),
+    ]
+    assert [r["reason"] for r in rows][:3] == ["created"] * 3
+    assert {(r["entity_kind"], r["reason"], r["session_id"], r["at"]) for r in rows[3:5]} == {
+        ("edge", "test: re-weighed", "s-9", at)
+    }
+    assert (
+        db.execute("SELECT unlearned_from FROM hag_edges WHERE id = %s", (ids[1],)).fetchone()[
+            "unlearned_from"
+        ]
+        == 0.7
+    )  # written, with no history row: its confidence stayed
+    upserted = db.execute(
+        "INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence,"
+        " source_type) SELECT s, t, 'prerequisite', 0.35, 'learned'"
+        " FROM unnest(%s::uuid[], %s::uuid[]) AS n (s, t)"
+        " ON CONFLICT (source_entry_id, target_entry_id, edge_type)"
+        " DO UPDATE SET confidence = 0.55 RETURNING id",
+        ([a, c], [b, d]),
+    ).fetchall()
+    new_id = next(r["id"] for r in upserted if r["id"] not in ids)
+    last = db.execute(
+        "SELECT entity_id, old_value, new_value, reason FROM hag_confidence_history"
+        " WHERE entity_id = ANY(%s) AND new_value IN (0.35, 0.55) ORDER BY new_value",
+        ([ids[0], new_id],),
+    ).fetchall()
+    assert [(r["entity_id"], r["old_value"], r["new_value"]) for r in last] == [
+        (new_id, None, 0.35),
+        (ids[0], 0.45, 0.55),
+    ]
+    db.rollback()

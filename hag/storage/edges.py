@@ -51,10 +51,13 @@ def say_why(
     run_id: UUID | str | None = None,
     at: datetime | None = None,
 ) -> None:
-    """Tell the history trigger (and the audit trigger) why the next writes happen."""
+    """Tell the history trigger (and the audit trigger) why the next writes happen. Terms a
+    re-weigh handed to the edges' history trigger and no UPDATE took are dropped (migration
+    229): they belong to the write they were handed for."""
     conn.execute(
         "SELECT set_config('hag.change_reason', %s, true), set_config('hag.session_id', %s, true), "
-        "set_config('hag.run_id', %s, true), set_config('hag.event_at', %s, true)",
+        "set_config('hag.run_id', %s, true), set_config('hag.event_at', %s, true), "
+        "set_config('hag.edge_terms', '', true)",
         (reason, session_id or "", str(run_id) if run_id else "", at.isoformat() if at else ""),
     )
 

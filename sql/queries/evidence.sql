@@ -553,17 +553,13 @@ GROUP BY 1, 2
 SELECT DISTINCT source_entry_id FROM hag_edges WHERE edge_type IN ('leads_to', 'fallback')
 ORDER BY source_entry_id
 
--- name: record_history_terms
--- The formula's terms of each re-weighed edge whose confidence moved, on the history row the
--- move just wrote (the edge's latest row at this moment: the edge is locked, so no other
--- writer's row of it comes between): the terms `hag explain EDGE --json` prints (migration 212).
--- The terms come as one JSON object keyed by edge id (one document, not an array of them).
-UPDATE hag_confidence_history h
-SET terms = c.terms
-FROM jsonb_each(%(terms)s::jsonb) AS c (id, terms)
-WHERE h.history_id = (SELECT max(x.history_id) FROM hag_confidence_history x
-                      WHERE x.entity_id = c.id::uuid AND x.entity_kind = 'edge'
-                        AND x.at = %(at)s)
+-- name: hand_history_terms
+-- The formula's terms of each re-weighed edge, for the history rows the next UPDATE of the
+-- edges writes (migration 229's statement trigger puts each moved edge's terms on its row and
+-- empties the setting): the terms `hag explain EDGE --json` prints (migration 212), as one
+-- JSON object keyed by edge id, for this transaction only. It returns no column: the value
+-- set_config returns is the whole document again.
+SELECT FROM set_config('hag.edge_terms', %(terms)s, true)
 
 -- name: flag_pending
 -- Concepts outside a re-weigh's sources whose prerequisites read a value that moved where
