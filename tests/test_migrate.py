@@ -64,8 +64,8 @@ def test_every_migration_starts_with_a_why_comment():
 # Functions a migration creates that keep their only definition there, and why.
 MIGRATION_ONLY = {
     "hag_audit_deleted_edges": "a trigger function: part of the audit's storage",
-    "hag_record_confidence_change": "a trigger function: part of the history's storage",
-    "hag_record_entry_confidence_changes": "a trigger function: entries' history, by statement",
+    "hag_record_confidence_change": "a trigger function of the history (dropped by 229)",
+    "hag_record_entry_confidence_changes": "a trigger function of the history (dropped by 229)",
     "hag_record_confidence_changes": "a trigger function: entries' and edges' history",
     "hag_entry_search_sync": "a trigger function: part of the search copy's storage",
     "hag_graph_concepts_sync": "a trigger function: topic graphs' concept counts (storage)",

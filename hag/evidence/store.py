@@ -381,7 +381,7 @@ def set_edge_confidences(
     reason: str,
     session_id: str | None = None,
     run_id: UUID | None = None,
-    terms: Mapping[UUID, Mapping[str, Any]] | None = None,
+    terms: Mapping[UUID, dict[str, Any]] | None = None,
 ) -> int:
     """The re-weighed confidences, each with the value negative evidence keeps beside it
     (`model.evidence_state`), in one statement; how many confidences changed. With `terms`
@@ -394,7 +394,12 @@ def set_edge_confidences(
     if terms:
         conn.execute(
             query("evidence", "hand_history_terms"),
-            {"terms": json.dumps({str(i): _finite(t) for i, t in terms.items() if i in states})},
+            {
+                "terms": json.dumps(
+                    {str(i): _finite(t) for i, t in terms.items() if i in states},
+                    allow_nan=False,  # a non-finite number _finite missed fails here
+                )
+            },
         )
     changed = conn.execute(
         query("evidence", "set_edge_confidences"),
@@ -408,11 +413,11 @@ def set_edge_confidences(
     return sum(1 for r in changed if r["old_confidence"] != r["new_confidence"])
 
 
-def _finite(terms: Mapping[str, Any]) -> dict[str, Any]:
+def _finite(terms: dict[str, Any]) -> dict[str, Any]:
     """The terms as JSON takes them (jsonb has no infinity: a non-finite number is null, in
     nested terms too: an enriched edge's read as a learned one's). Nested terms are dicts
     (`reweigh._shallow`): checked as dicts, where a check against the abstract Mapping took
-    2.4 times as long (80,000 terms of 27 fields: 0.56 against 0.24 s)."""
+    2.3 times as long (80,000 terms of 27 fields: 0.56 against 0.24 s)."""
     return {
         k: _finite(v) if isinstance(v, dict)
         else None if isinstance(v, float) and not math.isfinite(v) else v

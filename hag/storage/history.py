@@ -1,4 +1,5 @@
-"""What the memory believed, and why: reads of the confidence history (migration 003)."""
+"""What the memory believed, and why: reads of the confidence history (migration 002; its
+rows are written by the triggers of migrations 227 and 229)."""
 
 from __future__ import annotations
 

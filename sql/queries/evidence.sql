@@ -557,9 +557,10 @@ ORDER BY source_entry_id
 -- The formula's terms of each re-weighed edge, for the history rows the next UPDATE of the
 -- edges writes (migration 229's statement trigger puts each moved edge's terms on its row and
 -- empties the setting): the terms `hag explain EDGE --json` prints (migration 212), as one
--- JSON object keyed by edge id, for this transaction only. It returns no column: the value
--- set_config returns is the whole document again.
-SELECT FROM set_config('hag.edge_terms', %(terms)s, true)
+-- JSON object keyed by edge id, for this transaction only. It returns the document's size,
+-- not the document set_config returns (nor in FROM, where a function's result is stored in
+-- a tuplestore, which spills a document of tens of MB to a temporary file).
+SELECT octet_length(set_config('hag.edge_terms', %(terms)s, true)) AS handed_bytes
 
 -- name: flag_pending
 -- Concepts outside a re-weigh's sources whose prerequisites read a value that moved where
