@@ -417,7 +417,7 @@ def _finite(terms: dict[str, Any]) -> dict[str, Any]:
     """The terms as JSON takes them (jsonb has no infinity: a non-finite number is null, in
     nested terms too: an enriched edge's read as a learned one's). Nested terms are dicts
     (`reweigh._shallow`): checked as dicts, where a check against the abstract Mapping took
-    2.3 times as long (80,000 terms of 27 fields: 0.56 against 0.24 s)."""
+    2.2 times as long (80,000 terms of 27 fields: 0.47-0.50 against 0.22 s)."""
     return {
         k: _finite(v) if isinstance(v, dict)
         else None if isinstance(v, float) and not math.isfinite(v) else v

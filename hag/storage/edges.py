@@ -2,8 +2,8 @@
 
 The rule itself is set-based SQL (`sql/queries/edges.sql: upsert_edges`); this module binds
 the dials and the provenance, and says why in the transaction so the confidence history
-(a statement trigger, migration 229) records it. Beside it, the one move of the learner reports a cull
-kept (`move_kept_reports`), which a restore and a resumption both use.
+(a statement trigger, migration 229) records it. Beside it, the one move of the learner
+reports a cull kept (`move_kept_reports`), which a restore and a resumption both use.
 """
 
 from __future__ import annotations
