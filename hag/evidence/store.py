@@ -386,8 +386,9 @@ def set_edge_confidences(
     """The re-weighed confidences, each with the value negative evidence keeps beside it
     (`model.evidence_state`), in one statement; how many confidences changed. With `terms`
     (the units rule's, `model.unit_terms`), each history row a move writes carries its
-    edge's terms: they are handed to the history trigger before the UPDATE
-    (`hand_history_terms`, migration 229; a non-finite term is stored as null)."""
+    edge's terms: they are handed to the history trigger before the UPDATE, which writes
+    those of the edges it moves (`hand_history_terms`, migration 229; a non-finite term is
+    stored as null)."""
     if not states:
         return 0
     say_why(conn, reason, session_id=session_id, run_id=run_id, at=at)
@@ -396,7 +397,7 @@ def set_edge_confidences(
             query("evidence", "hand_history_terms"),
             {
                 "terms": json.dumps(
-                    {str(i): _finite(t) for i, t in terms.items() if i in states},
+                    {str(i): _finite(t) for i, t in terms.items()},
                     allow_nan=False,  # a non-finite number _finite missed fails here
                 )
             },

@@ -1,8 +1,8 @@
 -- name: entity_history
 -- Every event of one entry or edge, in the memory's own time: each confidence change (the
 -- triggers of migrations 227 and 229 stamp it with the session's ended_at or the run's
--- as_of), each cull of the edge (its audit row, at the run's as_of) and its restore, or the session that
--- resumed its reports in a new edge of its pair. A restore is stamped
+-- as_of), each cull of the edge (its audit row, at the run's as_of) and its restore, or the
+-- session that resumed its reports in a new edge of its pair. A restore is stamped
 -- with the wall clock while a simulated or backfilled memory may run ahead of it, so its
 -- time is never before the cull it undoes: one clock, and a restore always follows its cull.
 -- `total` counts every event; the newest %(limit)s (all when NULL) are returned, oldest first.
