@@ -420,7 +420,7 @@ def test_a_sessions_unit_is_shared_by_the_turns_naming_each_pair():
     assert got == {(c, x): pytest.approx(2 / 3), (c, y): pytest.approx(1 / 3), (d, m): 1.0}
 
 
-def learned(units, learners, concept_units, concept_learners, reverse=None):
+def learned(units, learners, concept_units, concept_learners, reverse=None, reverse_learners=2):
     return replace(
         unreported_authored_edge(0),
         source_type="learned",
@@ -430,6 +430,7 @@ def learned(units, learners, concept_units, concept_learners, reverse=None):
         concept_units=concept_units,
         concept_learners=concept_learners,
         reverse_units=reverse,
+        reverse_learners=None if reverse is None else reverse_learners,
         reverse_source_type=None if reverse is None else "learned",
         reverse_hits=None if reverse is None else 1,
         reverse_confidence=None if reverse is None else 0.3,
@@ -451,6 +452,39 @@ def test_units_lift_nets_out_chance_and_the_reverse_and_holds_one_learner():
     alone = model.unit_terms(learned(1.0, 1, 1.0, 1), PROFILE_UNITS)
     assert alone.confidence == pytest.approx(PROFILE_UNITS.edge_min_confidence / 2)
     assert alone.confidence < PROFILE_UNITS.edge_min_confidence
+
+
+def test_a_learned_reverse_counts_from_min_learners_learners():
+    """3 units from 3 learners against a learned reverse of 1 unit: from one learner it
+    counts nothing (3/(3 + k)), from two it takes 1 (2/(2 + k)); with `min_learners` at 3
+    two learners count nothing either. An enriched edge read as learned nets out the same
+    (nothing from one learner). An authored reverse at 0.5 stands for k x 1 units whatever
+    its learners: its 3 units from one learner do not count, its prior does."""
+    k = PROFILE_UNITS.prerequisite_lift_k
+    one = model.unit_terms(learned(3.0, 3, 3.0, 3, reverse=1.0, reverse_learners=1), PROFILE_UNITS)
+    assert (one.reverse, one.reverse_learners) == (0.0, 1)
+    assert one.confidence == pytest.approx(3 / (3 + k))
+    two = model.unit_terms(learned(3.0, 3, 3.0, 3, reverse=1.0, reverse_learners=2), PROFILE_UNITS)
+    assert two.reverse == pytest.approx(1.0)
+    assert two.confidence == pytest.approx(2 / (2 + k))
+    three = PROFILE_UNITS.with_overrides(prerequisite_min_learners=3)
+    assert model.unit_terms(
+        learned(3.0, 3, 3.0, 3, reverse=1.0, reverse_learners=2), three
+    ).reverse == pytest.approx(0.0)
+    enriched = replace(
+        learned(3.0, 3, 3.0, 3, reverse=1.0, reverse_learners=1), source_type="enriched", prior=0.45
+    )
+    as_learned = model.unit_terms(enriched, PROFILE_UNITS).as_learned
+    assert as_learned is not None and as_learned.reverse == 0.0
+    assert as_learned.confidence == pytest.approx(3 / (3 + k))
+    authored = replace(
+        learned(3.0, 3, 3.0, 3, reverse=3.0, reverse_learners=1),
+        reverse_source_type="seed",
+        reverse_confidence=0.5,
+    )
+    assert model.unit_terms(authored, PROFILE_UNITS).reverse == pytest.approx(k)
+    with pytest.raises(ValueError, match="learners"):
+        replace(learned(3.0, 3, 3.0, 3), reverse_units=1.0)
 
 
 def test_an_enriched_edge_stands_at_the_larger_of_its_prior_and_its_reports():

@@ -70,6 +70,38 @@ def test_one_learner_in_100_sessions_stays_below_the_walk_floor(db, units):
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
 
 
+def test_one_learner_naming_a_pair_the_other_way_does_not_hold_it_down(db, units, database_url):
+    """learner-1 and learner-2 each report rsa -> primes once: 2/(2 + k). learner-3 reports
+    primes -> rsa in 100 sessions (an extractor's reversal repeated through one learner):
+    the reverse edge has fewer than `prerequisite_min_learners` learners, so its units count
+    nothing against rsa -> primes, which stays at 2/(2 + k). learner-4's one session makes
+    the reverse two learners' and 2 units: they net rsa -> primes to nothing, the edge
+    floor. `hag explain` says how many learners the reverse has."""
+    k = units.prerequisite_lift_k
+    e = topic_entries(db)
+    db.commit()
+    for n in (1, 2):
+        run(db, payload(f"f{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
+    run(db, *(
+        payload(f"r{d}", [turn(0, outcome="failure", struggles=[struggle("primes", "rsa")])],
+                learner="learner-3", day=3 + d % 20)
+        for d in range(100)
+    ))  # fmt: skip
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
+    edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    assert "reported by 1 learner(s): its units count against this one from 2 (not counted)" in (
+        explain_text(database_url, edge)
+    )
+    run(db, payload("r-other", [turn(0, outcome="failure", struggles=[struggle("primes", "rsa")])],
+                    learner="learner-4", day=30))  # fmt: skip
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(units.edge_confidence_floor)
+    assert "reported by 2 learner(s): its units count against this one from 2 (counted)" in (
+        explain_text(database_url, edge)
+    )
+
+
 def test_the_min_learners_dial_is_read(db, units, dials):
     """Three learners are needed: two learners' reports stay held, at floor x 2/3."""
     dials(prerequisite_min_learners=3)
@@ -1262,23 +1294,23 @@ def test_history_terms_store_a_non_finite_term_as_null_even_nested():
 
 
 def test_a_move_outside_the_sessions_concepts_waits_for_the_nightly(db, units, database_url):
-    """learner-1 and learner-2 name hashing on primes, learner-3 names rsa on primes; then
-    learner-4, -5 and -6 name primes on rsa, and a nightly runs before the sixth. The sixth
-    session lifts rsa -> primes past `prerequisite_lift_noise_held_min` (its reinforcement to
-    the seed's 0.6 first, then the re-weigh: the move counts from before both), so primes'
-    reports naming rsa become reversals and primes -> hashing's chance grows; but the session
-    locked rsa's edges, not primes'. primes is flagged (migration 224): `hag explain` says its
+    """learner-1 and learner-2 name hashing on primes, learner-3 and learner-4 name rsa on
+    primes (two learners: their units count against rsa -> primes); then learner-5 to -8 name
+    primes on rsa, and a nightly runs before the eighth. The eighth session lifts rsa ->
+    primes past `prerequisite_lift_noise_held_min` (its reinforcement to the seed's 0.6 first,
+    then the re-weigh: the move counts from before both), so primes' reports naming rsa
+    become reversals and primes -> hashing's chance grows; but the session locked rsa's
+    edges, not primes'. primes is flagged (migration 224): `hag explain` says its
     stored value waits, the next nightly re-weighs it and deletes the flag, and then every
     prerequisite equals its terms."""
     from hag.nightly import sweeps
 
     e = topic_entries(db)
     db.commit()
-    named = [("primes", "hashing"), ("primes", "hashing"), ("primes", "rsa")]
-    named += [("rsa", "primes")] * 3
+    named = [("primes", "hashing")] * 2 + [("primes", "rsa")] * 2 + [("rsa", "primes")] * 4
     for n, pair in enumerate(named, start=1):
-        if n == 6:
-            sweeps.sweep(db, as_of=T0 + timedelta(days=5, hours=12))
+        if n == 8:
+            sweeps.sweep(db, as_of=T0 + timedelta(days=7, hours=12))
             assert db.execute("SELECT count(*) AS n FROM hag_reweigh_pending").fetchone()["n"] == 0
             assert confidence(db, e["rsa"], e["primes"]) < units.prerequisite_lift_noise_held_min
         run(db, reports(f"r{n}", [pair], day=n) | {"learner_id": f"learner-{n}"})
@@ -1291,7 +1323,7 @@ def test_a_move_outside_the_sessions_concepts_waits_for_the_nightly(db, units, d
     assert [r["source_entry_id"] for r in pending] == [e["primes"]]
     assert "waits for the nightly's re-weigh" in explain_text(database_url, edge["id"])
 
-    night = sweeps.sweep(db, as_of=T0 + timedelta(days=8))
+    night = sweeps.sweep(db, as_of=T0 + timedelta(days=10))
     assert night.culled == 0 and night.pending_reweighed == 1
     assert db.execute("SELECT count(*) AS n FROM hag_reweigh_pending").fetchone()["n"] == 0
     assert confidence(db, e["primes"], e["hashing"]) == pytest.approx(terms["confidence"])

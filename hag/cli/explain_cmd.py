@@ -93,6 +93,13 @@ def explain(edge_id: str, as_json: bool) -> None:
         f"{t['reverse']:.4f}, k {t['k']:g}: net {t['net']:.4f}, lift net/(net+k) {t['lift']:.6f}"
     )
     if t["source_type"] == "learned":
+        if t.get("reverse_learners"):
+            counted = t["reverse_learners"] >= t["min_learners"]
+            click.echo(
+                f"  the reverse edge is reported by {t['reverse_learners']} learner(s): its "
+                f"units count against this one from {t['min_learners']} "
+                f"({'counted' if counted else 'not counted'})"
+            )
         click.echo(
             f"  invented {t['invented']:.4f}: of {t['failed_sessions']} sessions failed on its "
             f"concept, {t['shown_sessions']} by learners who had shown its target, "

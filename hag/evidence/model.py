@@ -107,7 +107,8 @@ class PrerequisiteEvidence:
     # the same evidence in units (the units rule, `unit_terms`; hag_edge_evidence): the edge's
     # units and distinct learners, its concept's units over its live prerequisites and
     # distinct learners, the units supporting it, the concept's units over its live and
-    # culled prerequisites, and the reverse edge's units (None: no reverse edge)
+    # culled prerequisites, and the reverse edge's units (None: no reverse edge) and distinct
+    # learners
     units: float = 0.0
     learners: int = 0
     concept_units: float = 0.0
@@ -115,6 +116,7 @@ class PrerequisiteEvidence:
     support_units: float = 0.0
     reported_units: float = 0.0
     reverse_units: float | None = None
+    reverse_learners: int | None = None
     # an authored or enriched edge's prior: the confidence it was written with by its author,
     # never moved by a re-weigh (migration 211; None: learned, or written with no trigger)
     prior: float | None = None
@@ -139,6 +141,10 @@ class PrerequisiteEvidence:
     # the edge's concepts (None where a caller built the evidence without them)
     source_entry_id: UUID | None = None
     target_entry_id: UUID | None = None
+
+    def __post_init__(self) -> None:
+        if self.reverse_units is not None and self.reverse_learners is None:
+            raise ValueError("a reverse edge's units need its learners (counted_reverse)")
 
     @property
     def reports_with_culled(self) -> int:
@@ -396,6 +402,9 @@ class EvidenceTerms:
     # (`confirmed_terms`), and the confidence they give it (None: not enriched, or none)
     as_learned: EvidenceTerms | None = None
     raised: float | None = None
+    # a learned edge's reverse edge's distinct learners: its units count in `reverse` only
+    # from `min_learners` of them (`counted_reverse`)
+    reverse_learners: int = 0
 
 
 def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
@@ -415,7 +424,10 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
     if fact.source_type == "learned":
         chance = scaled_chance(fact.units, fact.concept_units, fact.n_concepts, noise, dials)
         reverse = reverse_evidence(
-            fact.reverse_units, fact.reverse_source_type, fact.reverse_confidence, dials
+            counted_reverse(fact, dials),
+            fact.reverse_source_type,
+            fact.reverse_confidence,
+            dials,
         )
         invented = invented_reports(
             fact.failed_sessions, fact.shown_sessions, fact.shown_named, drops_shown(dials)
@@ -433,6 +445,7 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
             fact.concept_learners, chance, noise, reverse, 0.0, None, k, net, lift,
             min_learners, hold, False, confidence, None, fact.unattributed, invented,
             fact.failed_sessions, fact.shown_sessions, fact.shown_named, fact.withdrawn,
+            reverse_learners=fact.reverse_learners or 0,
         )  # fmt: skip
     prior = fact.confidence if fact.prior is None else fact.prior
     reports = max(fact.concept_units, fact.reported_units)
@@ -459,6 +472,19 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
         withdrawn=fact.withdrawn, withdrawn_units=fact.withdrawn_units,
         as_learned=as_learned, raised=raised,
     )  # fmt: skip
+
+
+def counted_reverse(fact: PrerequisiteEvidence, dials: Settings) -> float | None:
+    """The reverse edge's units that count against a learned c -> m: its units once
+    `prerequisite_min_learners` learners report m -> c, none from fewer (None: no reverse
+    edge). The bound that keeps one learner from lifting a shared prerequisite to the walk
+    floor keeps one learner, by naming the pair the other way, from holding it down: an
+    extractor's reversal repeated through one learner's sessions is the expected case."""
+    if fact.reverse_units is None:
+        return None
+    if (fact.reverse_learners or 0) < dials.prerequisite_min_learners:
+        return 0.0
+    return fact.reverse_units
 
 
 def session_units(sessions: int, dials: Settings) -> float:

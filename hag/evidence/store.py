@@ -55,6 +55,7 @@ def prerequisite_evidence(
             support_units=float(r["support_units"]),
             reported_units=float(r["reported_units"]),
             reverse_units=None if r["reverse_units"] is None else float(r["reverse_units"]),
+            reverse_learners=None if r["reverse_learners"] is None else int(r["reverse_learners"]),
             unattributed=int(r["unattributed"]),
             failed_sessions=int(r["failed_sessions"]),
             shown_sessions=int(r["shown_sessions"]),

@@ -19,9 +19,10 @@
 -- read from the sums kept when reports are written (migration 210: per edge, and the
 -- distinct learners per concept), never from the reports themselves:
 -- the edge's units and learners, its concept's units (live prerequisites) and distinct
--- learners, the reverse edge's units, the supporting units, and the concept's units over its
--- live and culled prerequisites (a culled pair's kept reports capped per learner as a live
--- edge's, its sessions with no kept report a unit each), and
+-- learners, the reverse edge's units and learners (model.counted_reverse), the supporting
+-- units, and the concept's units over its live and culled prerequisites (a culled pair's
+-- kept reports capped per learner as a live edge's, its sessions with no kept report a unit
+-- each), and
 -- the edge's unattributed sessions (its hit count beyond its reported sessions: a unit each,
 -- and one learner only when no learner is recorded, in hag_edge_evidence; `hag explain`
 -- says how many there are),
@@ -236,8 +237,7 @@ SELECT f.id, f.source_entry_id, f.target_entry_id,
        f.units, f.learners, f.concept_units, f.concept_learners,
        f.unattributed,
        COALESCE(f.reported_units, 0) AS reported_units,
-       (SELECT u.units FROM hag_edge_evidence(r.id, r.hit_count, %(prerequisite_learner_cap)s) u
-         WHERE r.id IS NOT NULL) AS reverse_units,
+       rv.units AS reverse_units, rv.learners AS reverse_learners,
        COALESCE(f.reversal_reports, ARRAY[0, 0]) AS reversal_reports,
        COALESCE(cf.sessions, 0) AS failed_sessions,
        COALESCE(sx.shown_sessions, 0) AS shown_sessions,
@@ -247,6 +247,9 @@ SELECT f.id, f.source_entry_id, f.target_entry_id,
 FROM placed f
 LEFT JOIN hag_edges r ON r.source_entry_id = f.target_entry_id
                      AND r.target_entry_id = f.source_entry_id AND r.edge_type = 'prerequisite'
+LEFT JOIN LATERAL (SELECT u.units, u.learners
+                   FROM hag_edge_evidence(r.id, r.hit_count, %(prerequisite_learner_cap)s) u
+                   WHERE r.id IS NOT NULL) rv ON true
 LEFT JOIN hag_concept_failures cf ON cf.source_entry_id = f.source_entry_id
 LEFT JOIN hag_shown_exposures sx ON sx.source_entry_id = f.source_entry_id
                                 AND sx.target_entry_id = f.target_entry_id
