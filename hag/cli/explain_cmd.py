@@ -31,7 +31,7 @@ def explain(edge_id: str, as_json: bool) -> None:
     """
     from hag import settings
     from hag.evidence.explain import edge_terms, reweigh_pending
-    from hag.evidence.model import authored_verdict
+    from hag.evidence.model import authored_verdict, reverse_counts
     from hag.storage import db
     from hag.storage.history import explain_edge
 
@@ -94,7 +94,7 @@ def explain(edge_id: str, as_json: bool) -> None:
     )
     if t["source_type"] == "learned":
         if t.get("reverse_learners"):
-            counted = t["reverse_learners"] >= t["min_learners"]
+            counted = reverse_counts(t["reverse_learners"], t["min_learners"])
             click.echo(
                 f"  the reverse edge is reported by {t['reverse_learners']} learner(s): its "
                 f"units count against this one from {t['min_learners']} "

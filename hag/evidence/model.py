@@ -482,9 +482,15 @@ def counted_reverse(fact: PrerequisiteEvidence, dials: Settings) -> float | None
     extractor's reversal repeated through one learner's sessions is the expected case."""
     if fact.reverse_units is None:
         return None
-    if (fact.reverse_learners or 0) < dials.prerequisite_min_learners:
+    if not reverse_counts(fact.reverse_learners or 0, dials.prerequisite_min_learners):
         return 0.0
     return fact.reverse_units
+
+
+def reverse_counts(learners: int, min_learners: int) -> bool:
+    """Whether a learned reverse edge reported by `learners` distinct learners counts against
+    the pair the other way (`counted_reverse`; `hag explain` says so from the terms)."""
+    return learners >= min_learners
 
 
 def session_units(sessions: int, dials: Settings) -> float:
