@@ -86,6 +86,27 @@ def test_terms_hold_one_learner_and_unsupported_moves_below_the_walk_floor():
     assert sequences.chance_units(1.0, 1.0, 1.0, 1.0) == 0.0
 
 
+def test_a_reverse_move_counts_from_min_learners_learners():
+    """B -> A's units count against a learned A -> B only once `prerequisite_min_learners`
+    learners made B -> A: one learner's 5 units leave A -> B where it stands without them,
+    two learners' are netted out whole; with the dial at 3, two learners' do not count."""
+    dials = dataclasses.replace(settings.defaults(), prerequisite_min_learners=2)
+    k = dials.prerequisite_lift_k
+    prior = k * 0.8 / 0.2
+    alone = sequences.sequence_terms(_fact(), dials)
+    one = sequences.sequence_terms(_fact(reverse_units=5.0, reverse_learners=1), dials)
+    assert (one.reverse, one.reverse_learners) == (0.0, 1)
+    assert one.confidence == alone.confidence
+    two = sequences.sequence_terms(_fact(reverse_units=5.0, reverse_learners=2), dials)
+    net = 2.0 + prior - 5.0
+    assert two.reverse == 5.0 and two.confidence == pytest.approx(net / (net + k))
+    three = dataclasses.replace(dials, prerequisite_min_learners=3)
+    held = _fact(units=3.0, learners=3, reverse_units=5.0, reverse_learners=2)
+    assert sequences.sequence_terms(held, three).reverse == 0.0
+    counted = _fact(units=3.0, learners=3, reverse_units=5.0, reverse_learners=3)
+    assert sequences.sequence_terms(counted, three).reverse == 5.0
+
+
 def test_an_authored_sequence_edge_is_judged_by_the_struggles_on_its_needing_concept():
     dials = dataclasses.replace(
         settings.defaults(), prerequisite_unlearn_min_reports=3, prerequisite_min_learners=2
@@ -245,6 +266,39 @@ def test_a_session_of_1000_turns_is_one_unit(db, units):
         units,
     ).confidence
     assert _confidence(db, e) == pytest.approx(expected)
+
+
+def test_one_learner_moving_a_step_the_other_way_does_not_hold_it_down(db, units, database_url):
+    """learner r0 moves signatures -> rsa in 20 sessions; then two learners move rsa ->
+    signatures (a walked prerequisite signatures -> rsa at 0.9 states the step): the leads_to
+    stands where two learners' moves put it with no reverse edge, and `hag explain` says the
+    reverse edge's one learner does not count. A second learner's one session the other way
+    makes the reverse two learners' (r0's 20 sessions one unit within the cap): the next
+    session on rsa -> signatures nets its units out."""
+    e = topic_entries(db)
+    f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    db.commit()
+    run(db, *(_moves(db, e, "signatures", "rsa", "r0", f"r{n}", n % 10) for n in range(20)))
+    run(db, *(_moves(db, e, "rsa", "signatures", f"l{n}", f"l{n}", 20 + n) for n in range(2)))
+    edge = edge_row(db, e["rsa"], e["signatures"], "leads_to")
+    assert edge is not None
+    free = SequenceEvidence(edge["id"], "leads_to", 2.0, 2, 2.0, 2.0, 2.0, prerequisite=0.9)
+    assert _confidence(db, e) == pytest.approx(sequences.sequence_terms(free, units).confidence)
+    text = _explain_cli(database_url, str(edge["id"]))
+    assert "the reverse edge is made by 1 learner(s)" in text and "(not counted)" in text
+    assert "reverse 0.0000" in text
+
+    run(db, _moves(db, e, "signatures", "rsa", "r1", "r-other", 30),
+        _moves(db, e, "rsa", "signatures", "l2", "l2", 31))  # fmt: skip
+    reverse = min(units.prerequisite_learner_cap, 20.0) + min(units.prerequisite_learner_cap, 1)
+    held = SequenceEvidence(edge["id"], "leads_to", 3.0, 3, 3.0, 3.0, 3.0, reverse_units=reverse,
+                            reverse_learners=2, prerequisite=0.9)  # fmt: skip
+    unheld = dataclasses.replace(held, reverse_units=0.0, reverse_learners=0)
+    expected = sequences.sequence_terms(held, units).confidence
+    assert expected < sequences.sequence_terms(unheld, units).confidence
+    assert _confidence(db, e) == pytest.approx(expected)
+    text = _explain_cli(database_url, str(edge["id"]))
+    assert "the reverse edge is made by 2 learner(s)" in text and "(counted)" in text
 
 
 def test_sequence_evidence_reads_the_kept_units_and_sums_learners_at_another_cap(db, units, dials):

@@ -31,7 +31,7 @@ def explain(edge_id: str, as_json: bool) -> None:
     """
     from hag import settings
     from hag.evidence.explain import edge_terms, reweigh_pending
-    from hag.evidence.model import authored_verdict, reverse_counts
+    from hag.evidence.model import authored_verdict
     from hag.storage import db
     from hag.storage.history import explain_edge
 
@@ -93,13 +93,7 @@ def explain(edge_id: str, as_json: bool) -> None:
         f"{t['reverse']:.4f}, k {t['k']:g}: net {t['net']:.4f}, lift net/(net+k) {t['lift']:.6f}"
     )
     if t["source_type"] == "learned":
-        if t.get("reverse_learners"):
-            counted = reverse_counts(t["reverse_learners"], t["min_learners"])
-            click.echo(
-                f"  the reverse edge is reported by {t['reverse_learners']} learner(s): its "
-                f"units count against this one from {t['min_learners']} "
-                f"({'counted' if counted else 'not counted'})"
-            )
+        _echo_reverse(t, "reported")
         click.echo(
             f"  invented {t['invented']:.4f}: of {t['failed_sessions']} sessions failed on its "
             f"concept, {t['shown_sessions']} by learners who had shown its target, "
@@ -120,6 +114,20 @@ def explain(edge_id: str, as_json: bool) -> None:
         if t["source_type"] == "enriched":  # an authored value moves by negative evidence alone
             _echo_confirmed(t)
     click.echo(f"  result {t['confidence']:.6f}")
+
+
+def _echo_reverse(t: dict[str, Any], verb: str) -> None:
+    """A learned edge's reverse edge's learners and whether its units count against it
+    (`model.reverse_counts`); nothing without a reverse edge."""
+    from hag.evidence.model import reverse_counts
+
+    if not t.get("reverse_learners"):
+        return
+    counted = reverse_counts(t["reverse_learners"], t["min_learners"])
+    click.echo(
+        f"  the reverse edge is {verb} by {t['reverse_learners']} learner(s): its units count "
+        f"against this one from {t['min_learners']} ({'counted' if counted else 'not counted'})"
+    )
 
 
 def _echo_confirmed(t: dict[str, Any]) -> None:
@@ -168,6 +176,7 @@ def _echo_sequence(t: dict[str, Any]) -> None:
         f"prerequisite meaning the same step), k {t['k']:g}: net {t['net']:.4f}, "
         f"lift net/(net+k) {t['lift']:.6f}"
     )
+    _echo_reverse(t, "made")
     holds = []
     if t["hold"] is not None:
         why = ": the walked prerequisite meaning the same step, no move of its own"

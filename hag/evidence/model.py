@@ -488,8 +488,9 @@ def counted_reverse(fact: PrerequisiteEvidence, dials: Settings) -> float | None
 
 
 def reverse_counts(learners: int, min_learners: int) -> bool:
-    """Whether a learned reverse edge reported by `learners` distinct learners counts against
-    the pair the other way (`counted_reverse`; `hag explain` says so from the terms)."""
+    """Whether a learned reverse edge reported or made by `learners` distinct learners counts
+    against the edge the other way: a prerequisite's (`counted_reverse`) and a `leads_to`'s
+    or `fallback`'s (`sequences.counted_reverse`); `hag explain` says so from the terms."""
     return learners >= min_learners
 
 

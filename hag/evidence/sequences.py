@@ -23,7 +23,9 @@ prerequisites' units rule:
 - **Chance**: how often A's moves would land on B if they went where everyone else's moves
   go: U(A) x (I(B) - u) / (T - U(A)), U(A) the units out of A, I(B) the units into B, T the
   units of the type in the topic (B's share of the moves that do not start at A).
-- **Reverse**: the units of the same type for B -> A count against A -> B.
+- **Reverse**: the units of the same type for B -> A count against A -> B once
+  `prerequisite_min_learners` learners made B -> A, none from fewer (the prerequisites'
+  `counted_reverse`): one learner's moves can no more hold a step down than lift it.
 - **Prior**: a walked prerequisite that means the same step supports it as the evidence its
   confidence stands for, k p / (1 - p): `leads_to` A -> B by the prerequisite B -> A (B
   needs A, so A comes first), `fallback` A -> B by A -> B (A needs B, so B is where to go
@@ -48,6 +50,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
+from hag.evidence.model import reverse_counts
 from hag.settings import Settings
 from hag.storage.edges import EdgeObservation
 
@@ -100,8 +103,9 @@ def session_units(moves: Sequence[Move]) -> dict[Pair, tuple[int, float]]:
 class SequenceEvidence:
     """What the rule reads of one learned sequence edge A -> B (sql/queries/sequences.sql):
     its units and distinct learners (hag_edge_evidence over unprompted sessions only), the
-    units of its type out of A, into B and in the topic, the reverse edge's units, and the
-    confidence of the prerequisite meaning the same step (None: there is none)."""
+    units of its type out of A, into B and in the topic, the reverse edge's units and
+    distinct learners, and the confidence of the prerequisite meaning the same step (None:
+    there is none)."""
 
     edge_id: UUID
     edge_type: str
@@ -111,6 +115,7 @@ class SequenceEvidence:
     in_units: float
     total_units: float
     reverse_units: float = 0.0
+    reverse_learners: int = 0
     prerequisite: float | None = None
     # an authored or enriched edge: its confidence, the value its author wrote it with
     # (`hag_edges.prior_confidence`, migration 211; never moved by a re-weigh), and the
@@ -139,6 +144,9 @@ class SequenceTerms:
     unsupported: float | None
     confidence: float
     source_type: str = "learned"
+    # the reverse edge's distinct learners: its units count in `reverse` only from
+    # `min_learners` of them (`counted_reverse`)
+    reverse_learners: int = 0
 
 
 @dataclass(frozen=True)
@@ -178,13 +186,23 @@ def prior_units(prerequisite: float | None, dials: Settings) -> float:
     return dials.prerequisite_lift_k * prerequisite / (1.0 - prerequisite)
 
 
+def counted_reverse(fact: SequenceEvidence, dials: Settings) -> float:
+    """The reverse edge's units that count against a learned A -> B: its units once
+    `prerequisite_min_learners` learners made B -> A, none from fewer (as a reverse
+    prerequisite counts, `model.counted_reverse`)."""
+    if not reverse_counts(fact.reverse_learners, dials.prerequisite_min_learners):
+        return 0.0
+    return fact.reverse_units
+
+
 def sequence_terms(fact: SequenceEvidence, dials: Settings) -> SequenceTerms:
     """A learned sequence edge's confidence under the units rule, with every term."""
     k = dials.prerequisite_lift_k
     min_learners = dials.prerequisite_min_learners
     chance = chance_units(fact.units, fact.out_units, fact.in_units, fact.total_units)
     prior = prior_units(fact.prerequisite, dials)
-    net = max(0.0, fact.units + prior - chance - fact.reverse_units)
+    reverse = counted_reverse(fact, dials)
+    net = max(0.0, fact.units + prior - chance - reverse)
     lift = 1.0 if math.isinf(net) else net / (net + k)
     # Fewer learners than the bound add nothing of their own: their moves hold the edge at
     # what the walked prerequisite meaning the same step gives alone (its confidence p, as
@@ -202,8 +220,8 @@ def sequence_terms(fact: SequenceEvidence, dials: Settings) -> SequenceTerms:
     value = min(v for v in (lift, hold, unsupported) if v is not None)
     confidence = min(dials.edge_confidence_ceiling, max(dials.edge_confidence_floor, value))
     return SequenceTerms(
-        fact.units, fact.learners, chance, fact.reverse_units, prior, k, net, lift,
-        min_learners, hold, unsupported, confidence,
+        fact.units, fact.learners, chance, reverse, prior, k, net, lift,
+        min_learners, hold, unsupported, confidence, reverse_learners=fact.reverse_learners,
     )  # fmt: skip
 
 

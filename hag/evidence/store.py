@@ -86,6 +86,7 @@ def sequence_evidence(
             in_units=float(r["in_units"]),
             total_units=float(r["total_units"]),
             reverse_units=float(r["reverse_units"]),
+            reverse_learners=int(r["reverse_learners"]),
             prerequisite=None if r["prerequisite"] is None else float(r["prerequisite"]),
             source_type=r["source_type"],
             confidence=float(r["confidence"]),

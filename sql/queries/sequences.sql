@@ -28,7 +28,7 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- (hag_edge_evidence with no unattributed hits: a move discovery counted before the rule, or
 -- a prompted one, is no evidence), the units of its type out of its source, into its target
 -- and in its topic (learned edges of the topic, capped per learner like its own), the
--- reverse edge's units, and the confidence of the prerequisite meaning the same step
+-- reverse edge's units and distinct learners, and the confidence of the prerequisite meaning the same step
 -- (`leads_to` A -> B: B -> A; `fallback` A -> B: A -> B), and the struggle evidence on the
 -- concept that step says needs the other (B for `leads_to`, A for `fallback`): its units over
 -- its prerequisites and its distinct reporting learners (hag_concept_learner_count, from
@@ -94,6 +94,7 @@ WITH family AS (
 )
 SELECT s.id, s.edge_type, s.source_type, s.confidence, s.prior_confidence, s.units, s.learners, s.out_units,
        s.in_units, s.total_units, COALESCE(r.units, 0) AS reverse_units,
+       COALESCE(r.learners, 0) AS reverse_learners,
        nd.units AS needing_units, nd.learners AS needing_learners,
        (SELECT max(q.confidence) FROM hag_edges q
         WHERE q.edge_type = 'prerequisite'
