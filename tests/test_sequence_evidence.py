@@ -282,8 +282,9 @@ def test_one_learner_moving_a_step_the_other_way_does_not_hold_it_down(db, units
     run(db, *(_moves(db, e, "rsa", "signatures", f"l{n}", f"l{n}", 20 + n) for n in range(2)))
     edge = edge_row(db, e["rsa"], e["signatures"], "leads_to")
     assert edge is not None
-    free = SequenceEvidence(edge["id"], "leads_to", 2.0, 2, 2.0, 2.0, 2.0, prerequisite=0.9)
-    assert _confidence(db, e) == pytest.approx(sequences.sequence_terms(free, units).confidence)
+    k = units.prerequisite_lift_k
+    prior = k * 0.9 / 0.1  # the walked prerequisite's 0.9 as units; chance 0 (one edge into B)
+    assert _confidence(db, e) == pytest.approx((2 + prior) / (2 + prior + k))
     text = _explain_cli(database_url, str(edge["id"]))
     assert "the reverse edge is made by 1 learner(s)" in text and "(not counted)" in text
     assert "reverse 0.0000" in text
@@ -291,12 +292,8 @@ def test_one_learner_moving_a_step_the_other_way_does_not_hold_it_down(db, units
     run(db, _moves(db, e, "signatures", "rsa", "r1", "r-other", 30),
         _moves(db, e, "rsa", "signatures", "l2", "l2", 31))  # fmt: skip
     reverse = min(units.prerequisite_learner_cap, 20.0) + min(units.prerequisite_learner_cap, 1)
-    held = SequenceEvidence(edge["id"], "leads_to", 3.0, 3, 3.0, 3.0, 3.0, reverse_units=reverse,
-                            reverse_learners=2, prerequisite=0.9)  # fmt: skip
-    unheld = dataclasses.replace(held, reverse_units=0.0, reverse_learners=0)
-    expected = sequences.sequence_terms(held, units).confidence
-    assert expected < sequences.sequence_terms(unheld, units).confidence
-    assert _confidence(db, e) == pytest.approx(expected)
+    net = 3 + prior - reverse
+    assert _confidence(db, e) == pytest.approx(net / (net + k))
     text = _explain_cli(database_url, str(edge["id"]))
     assert "the reverse edge is made by 2 learner(s)" in text and "(counted)" in text
 
