@@ -424,7 +424,9 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
     if fact.source_type == "learned":
         chance = scaled_chance(fact.units, fact.concept_units, fact.n_concepts, noise, dials)
         reverse = reverse_evidence(
-            counted_reverse(fact, dials),
+            None
+            if fact.reverse_units is None
+            else counted_reverse(fact.reverse_units, fact.reverse_learners or 0, dials),
             fact.reverse_source_type,
             fact.reverse_confidence,
             dials,
@@ -474,23 +476,20 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
     )  # fmt: skip
 
 
-def counted_reverse(fact: PrerequisiteEvidence, dials: Settings) -> float | None:
-    """The reverse edge's units that count against a learned c -> m: its units once
-    `prerequisite_min_learners` learners report m -> c, none from fewer (None: no reverse
-    edge). The bound that keeps one learner from lifting a shared prerequisite to the walk
-    floor keeps one learner, by naming the pair the other way, from holding it down: an
-    extractor's reversal repeated through one learner's sessions is the expected case."""
-    if fact.reverse_units is None:
-        return None
-    if not reverse_counts(fact.reverse_learners or 0, dials.prerequisite_min_learners):
-        return 0.0
-    return fact.reverse_units
+def counted_reverse(units: float, learners: int, dials: Settings) -> float:
+    """The units of a learned reverse edge, reported or made by `learners` distinct learners,
+    that count against the edge the other way (a prerequisite c -> m, a `leads_to` or
+    `fallback` A -> B): all of them once `prerequisite_min_learners` learners stand behind
+    it, none from fewer. The bound that keeps one learner from lifting a shared edge to the
+    walk floor keeps one learner, by naming or making the pair the other way, from holding it
+    down: an extractor's reversal repeated through one learner's sessions is the expected
+    case."""
+    return units if reverse_counts(learners, dials.prerequisite_min_learners) else 0.0
 
 
 def reverse_counts(learners: int, min_learners: int) -> bool:
-    """Whether a learned reverse edge reported or made by `learners` distinct learners counts
-    against the edge the other way: a prerequisite's (`counted_reverse`) and a `leads_to`'s
-    or `fallback`'s (`sequences.counted_reverse`); `hag explain` says so from the terms."""
+    """Whether a learned reverse edge of `learners` distinct learners counts against the edge
+    the other way (`counted_reverse`; `hag explain` says so from the terms)."""
     return learners >= min_learners
 
 

@@ -24,8 +24,8 @@ prerequisites' units rule:
   go: U(A) x (I(B) - u) / (T - U(A)), U(A) the units out of A, I(B) the units into B, T the
   units of the type in the topic (B's share of the moves that do not start at A).
 - **Reverse**: the units of the same type for B -> A count against A -> B once
-  `prerequisite_min_learners` learners made B -> A, none from fewer (the prerequisites'
-  `counted_reverse`): one learner's moves can no more hold a step down than lift it.
+  `prerequisite_min_learners` learners made B -> A, none from fewer (`model.counted_reverse`,
+  as for prerequisites): one learner's moves can no more hold a step down than lift it.
 - **Prior**: a walked prerequisite that means the same step supports it as the evidence its
   confidence stands for, k p / (1 - p): `leads_to` A -> B by the prerequisite B -> A (B
   needs A, so A comes first), `fallback` A -> B by A -> B (A needs B, so B is where to go
@@ -50,7 +50,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
-from hag.evidence.model import reverse_counts
+from hag.evidence.model import counted_reverse
 from hag.settings import Settings
 from hag.storage.edges import EdgeObservation
 
@@ -186,22 +186,13 @@ def prior_units(prerequisite: float | None, dials: Settings) -> float:
     return dials.prerequisite_lift_k * prerequisite / (1.0 - prerequisite)
 
 
-def counted_reverse(fact: SequenceEvidence, dials: Settings) -> float:
-    """The reverse edge's units that count against a learned A -> B: its units once
-    `prerequisite_min_learners` learners made B -> A, none from fewer (as a reverse
-    prerequisite counts, `model.counted_reverse`)."""
-    if not reverse_counts(fact.reverse_learners, dials.prerequisite_min_learners):
-        return 0.0
-    return fact.reverse_units
-
-
 def sequence_terms(fact: SequenceEvidence, dials: Settings) -> SequenceTerms:
     """A learned sequence edge's confidence under the units rule, with every term."""
     k = dials.prerequisite_lift_k
     min_learners = dials.prerequisite_min_learners
     chance = chance_units(fact.units, fact.out_units, fact.in_units, fact.total_units)
     prior = prior_units(fact.prerequisite, dials)
-    reverse = counted_reverse(fact, dials)
+    reverse = counted_reverse(fact.reverse_units, fact.reverse_learners, dials)
     net = max(0.0, fact.units + prior - chance - reverse)
     lift = 1.0 if math.isinf(net) else net / (net + k)
     # Fewer learners than the bound add nothing of their own: their moves hold the edge at

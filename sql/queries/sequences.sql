@@ -28,8 +28,8 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- (hag_edge_evidence with no unattributed hits: a move discovery counted before the rule, or
 -- a prompted one, is no evidence), the units of its type out of its source, into its target
 -- and in its topic (learned edges of the topic, capped per learner like its own), the
--- reverse edge's units and distinct learners, and the confidence of the prerequisite meaning the same step
--- (`leads_to` A -> B: B -> A; `fallback` A -> B: A -> B), and the struggle evidence on the
+-- reverse edge's units and distinct learners (model.counted_reverse), and the confidence of
+-- the prerequisite meaning the same step (`leads_to` A -> B: B -> A; `fallback` A -> B: A -> B), and the struggle evidence on the
 -- concept that step says needs the other (B for `leads_to`, A for `fallback`): its units over
 -- its prerequisites and its distinct reporting learners (hag_concept_learner_count, from
 -- counts kept at write time: no past report is read, as the prerequisites count them), with an authored edge's prior (what judges it).
