@@ -395,12 +395,19 @@ def test_hag_serve_stopped_with_sigterm_cancels_a_paused_big_night(
             proc.wait()
         proc.stdout.close()
     assert not serve_cmd._alive(pid), "the flow-run process outlived hag serve"
-    left = db.execute(
-        "SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ANY(%s)", (list(holders),)
-    ).fetchone()["n"]
-    locks = db.execute("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory'").fetchone()[
-        "n"
-    ]
+    # a backend leaves a moment after its client died: waited for, up to a deadline
+    deadline = time.monotonic() + 30
+    while True:
+        left = db.execute(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ANY(%s)", (list(holders),)
+        ).fetchone()["n"]
+        locks = db.execute(
+            "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory'"
+        ).fetchone()["n"]
+        db.rollback()
+        if (left, locks) == (0, 0) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     row = db.execute(
         "SELECT status, status_note FROM hag_runs WHERE run_id = %s", (run.id,)
     ).fetchone()

@@ -41,3 +41,12 @@ def test_each_job_has_one_smoke_test_on_the_database():
 def test_this_pure_test_is_in_the_loop(request):
     """The plugin marks the pure tests of the listed modules `fast` (this one is one)."""
     assert request.node.get_closest_marker("fast") is not None
+
+
+def test_property_tests_have_no_deadline():
+    """A property test's verdict is never its speed: the suite's Hypothesis profile has no
+    per-example deadline (a stalled example on a shared machine fails nothing)."""
+    from hypothesis import settings
+
+    assert settings.default.deadline is None
+    assert settings.get_profile("hag").deadline is None
