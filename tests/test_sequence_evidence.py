@@ -298,6 +298,48 @@ def test_one_learner_moving_a_step_the_other_way_does_not_hold_it_down(db, units
     assert "the reverse edge is made by 2 learner(s)" in text and "(counted)" in text
 
 
+def test_moves_along_an_authored_line_count_as_the_reverse_of_a_learned_one(db, units):
+    """An authored leads_to signatures -> rsa at 0.5 (its line never rendered here); learners
+    r0 and r1 move signatures -> rsa unprompted, then l0, l1 and l2 rsa -> signatures (a
+    walked prerequisite signatures -> rsa at 0.9 states that step). The moves along the
+    authored line are the learners' as any are: two learners' 2 units count against the
+    learned edge, and in its topic's total (5 units; chance stays 0, as every move into
+    signatures is the edge's own). The authored edge keeps its prior: no struggle judged it."""
+    from hag.evidence import store
+
+    assert units.prerequisite_min_learners == 2  # two reverse learners count
+    e = topic_entries(db)
+    f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    authored = f.edge(db, e["signatures"], e["rsa"], "leads_to", confidence=0.5)
+    db.commit()
+    run(db, *(_moves(db, e, "signatures", "rsa", f"r{n}", f"r{n}", n) for n in range(2)))
+    run(db, *(_moves(db, e, "rsa", "signatures", f"l{n}", f"l{n}", 10 + n) for n in range(3)))
+    k = units.prerequisite_lift_k
+    prior = k * 0.9 / 0.1
+    reverse = 2 * min(units.prerequisite_learner_cap, 1.0)
+    net = 3 * min(units.prerequisite_learner_cap, 1.0) + prior - reverse
+    assert _confidence(db, e) == pytest.approx(net / (net + k))
+    edge = edge_row(db, e["rsa"], e["signatures"], "leads_to")["id"]
+    terms = edge_sequence_terms(db, edge, e["rsa"], units)
+    assert terms is not None
+    assert (terms["reverse"], terms["reverse_learners"], terms["chance"]) == (
+        pytest.approx(reverse), 2, pytest.approx(0.0)
+    )  # fmt: skip
+    row = db.execute("SELECT confidence FROM hag_edges WHERE id = %s", (authored,)).fetchone()
+    assert float(row["confidence"]) == pytest.approx(0.5)
+    # the sums chance reads: 3 units out of rsa and into signatures, 2 along the authored
+    # line, 5 in the topic
+    cap = min(units.prerequisite_learner_cap, 1.0)
+    facts = {
+        x.edge_id: x for x in store.sequence_evidence(db, [e["rsa"], e["signatures"]], [], units)
+    }
+    learned = facts[edge]
+    assert (learned.out_units, learned.in_units, learned.total_units) == (
+        pytest.approx(3 * cap), pytest.approx(3 * cap), pytest.approx(5 * cap)
+    )  # fmt: skip
+    assert facts[authored].units == pytest.approx(2 * cap)
+
+
 def test_sequence_evidence_reads_the_kept_units_and_sums_learners_at_another_cap(db, units, dials):
     """learner-1 moves rsa -> signatures in 3 sessions, learner-2 in 1: at the cap the sums
     were kept at (1) the edge has 1 + 1 units from 2 learners; at cap 2 the kept row does not

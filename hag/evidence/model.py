@@ -477,9 +477,10 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
 
 
 def counted_reverse(units: float, learners: int, dials: Settings) -> float:
-    """The units of a learned reverse edge, reported or made by `learners` distinct learners,
-    that count against the edge the other way (a prerequisite c -> m, a `leads_to` or
-    `fallback` A -> B): all of them once `prerequisite_min_learners` learners stand behind
+    """The units of a reverse edge, reported or made by `learners` distinct learners, that
+    count against a learned edge the other way (a learned prerequisite m -> c's reports
+    against c -> m; the moves B -> A, along a line of any provenance, against a `leads_to`
+    or `fallback` A -> B): all of them once `prerequisite_min_learners` learners stand behind
     it, none from fewer. The bound that keeps one learner from lifting a shared edge to the
     walk floor keeps one learner, by naming or making the pair the other way, from holding it
     down: an extractor's reversal repeated through one learner's sessions is the expected
@@ -488,8 +489,8 @@ def counted_reverse(units: float, learners: int, dials: Settings) -> float:
 
 
 def reverse_counts(learners: int, min_learners: int) -> bool:
-    """Whether a learned reverse edge of `learners` distinct learners counts against the edge
-    the other way (`counted_reverse`; `hag explain` says so from the terms)."""
+    """Whether a reverse edge's units, reported or made by `learners` distinct learners,
+    count against the learned edge the other way (`counted_reverse`; `hag explain` says so from the terms)."""
     return learners >= min_learners
 
 

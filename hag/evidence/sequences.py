@@ -26,6 +26,12 @@ prerequisites' units rule:
 - **Reverse**: the units of the same type for B -> A count against A -> B once
   `prerequisite_min_learners` learners made B -> A, none from fewer (`model.counted_reverse`,
   as for prerequisites): one learner's moves can no more hold a step down than lift it.
+- **Every move counts where it went**: the chance sums and the reverse read the unprompted
+  moves recorded on any sequence edge of the topic, authored and enriched ones included (a
+  move along a line nobody rendered is the learner's as much as one along a learned line).
+  An authored B -> A's prior counts nothing against a learned A -> B: the reverse nets out
+  learners' moves, never an author's claim (two prerequisites the other way round
+  contradict each other, so there an authored reverse's prior counts).
 - **Prior**: a walked prerequisite that means the same step supports it as the evidence its
   confidence stands for, k p / (1 - p): `leads_to` A -> B by the prerequisite B -> A (B
   needs A, so A comes first), `fallback` A -> B by A -> B (A needs B, so B is where to go

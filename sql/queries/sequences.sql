@@ -23,16 +23,20 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 
 -- name: sequence_evidence
 -- Every sequence edge out of one of the sources or into one of the targets (the rows
--- lock_edges locked), its provenance and confidence; a learned one's units and learners
+-- lock_edges locked), its provenance and confidence; its units and learners
 -- from unprompted sessions only
 -- (hag_edge_evidence with no unattributed hits: a move discovery counted before the rule, or
 -- a prompted one, is no evidence), the units of its type out of its source, into its target
--- and in its topic (learned edges of the topic, capped per learner like its own), the
+-- and in its topic (every sequence edge of the topic, capped per learner like its own), the
 -- reverse edge's units and distinct learners (model.counted_reverse), and the confidence of
 -- the prerequisite meaning the same step (`leads_to` A -> B: B -> A; `fallback` A -> B: A -> B), and the struggle evidence on the
 -- concept that step says needs the other (B for `leads_to`, A for `fallback`): its units over
 -- its prerequisites and its distinct reporting learners (hag_concept_learner_count, from
 -- counts kept at write time: no past report is read, as the prerequisites count them), with an authored edge's prior (what judges it).
+-- The moves summed are those recorded on every sequence edge of the topic, whatever wrote the
+-- edge: an unprompted move along an authored or enriched line is a learner's move like any
+-- other, so it counts in the chance sums and as the reverse of a learned edge (an authored
+-- edge's own confidence is judged by struggles, never by these units).
 WITH family AS (
     SELECT x.id FROM hag_edges x
     WHERE x.edge_type IN ('leads_to', 'fallback')
@@ -48,7 +52,10 @@ WITH family AS (
 ), pool AS (
     -- the units kept at write time (hag_edge_units, at this cap) joined set-based; only an
     -- edge without such a row calls hag_edge_evidence, which then sums its per-learner rows
-    -- (a call per edge of the topic made this step most of session-end's time)
+    -- (a call per edge of the topic made this step most of session-end's time); every
+    -- learned edge, and an authored or enriched one holding moves (a kept row: the moves are
+    -- the learners' whoever wrote the edge; one without a kept row at any cap has no
+    -- moves, adds nothing and is not read)
     SELECT e.id, e.edge_type, e.source_entry_id, e.target_entry_id, s.topic_id,
            u.units, u.learners
     FROM hag_edges e
@@ -61,7 +68,9 @@ WITH family AS (
         FROM hag_edge_evidence(e.id, 0, %(prerequisite_learner_cap)s) f
         WHERE b.edge_id IS NULL
     ) u
-    WHERE e.edge_type IN ('leads_to', 'fallback') AND e.source_type = 'learned'
+    WHERE e.edge_type IN ('leads_to', 'fallback')
+      AND (e.source_type = 'learned'
+           OR EXISTS (SELECT 1 FROM hag_edge_units k WHERE k.edge_id = e.id))
       AND s.topic_id IN (SELECT topic_id FROM topics)
 ), sums AS (
     SELECT p.*,
@@ -70,7 +79,8 @@ WITH family AS (
            sum(p.units) OVER (PARTITION BY p.edge_type, p.topic_id) AS total_units
     FROM pool p
 ), members AS (
-    -- every family edge: a learned one with its units, an authored or enriched one with none
+    -- every family edge with its units (an authored or enriched one's are read by nothing
+    -- of its own: struggles judge it)
     SELECT e.id, e.edge_type, e.source_entry_id, e.target_entry_id, e.source_type,
            e.confidence, e.prior_confidence,
            CASE WHEN e.edge_type = 'fallback' THEN e.source_entry_id
