@@ -490,7 +490,8 @@ def counted_reverse(units: float, learners: int, dials: Settings) -> float:
 
 def reverse_counts(learners: int, min_learners: int) -> bool:
     """Whether a reverse edge's units, reported or made by `learners` distinct learners,
-    count against the learned edge the other way (`counted_reverse`; `hag explain` says so from the terms)."""
+    count against the learned edge the other way (`counted_reverse`; `hag explain` says so
+    from the terms)."""
     return learners >= min_learners
 
 

@@ -50,27 +50,26 @@ WITH family AS (
     FROM hag_edges e JOIN hag_entries s ON s.id = e.source_entry_id
     WHERE e.id IN (SELECT id FROM family)
 ), pool AS (
-    -- the units kept at write time (hag_edge_units, at this cap) joined set-based; only an
-    -- edge without such a row calls hag_edge_evidence, which then sums its per-learner rows
-    -- (a call per edge of the topic made this step most of session-end's time); every
-    -- learned edge, and an authored or enriched one holding moves (a kept row: the moves are
-    -- the learners' whoever wrote the edge; one without a kept row at any cap has no
-    -- moves, adds nothing and is not read)
+    -- the units kept at write time (hag_edge_units, one row per edge) joined set-based and
+    -- read when summed at this cap; only an edge without such a row calls hag_edge_evidence,
+    -- which then sums its per-learner rows (a call per edge of the topic made this step most
+    -- of session-end's time); every learned edge, and an authored or enriched one holding
+    -- moves (a kept row at any cap: the moves are the learners' whoever wrote the edge; one
+    -- without has no moves, adds nothing and is not read)
     SELECT e.id, e.edge_type, e.source_entry_id, e.target_entry_id, s.topic_id,
            u.units, u.learners
     FROM hag_edges e
     JOIN hag_entries s ON s.id = e.source_entry_id
-    LEFT JOIN hag_edge_units b ON b.edge_id = e.id AND b.cap = %(prerequisite_learner_cap)s
+    LEFT JOIN hag_edge_units b ON b.edge_id = e.id
     CROSS JOIN LATERAL (
-        SELECT b.units, b.learners WHERE b.edge_id IS NOT NULL
+        SELECT b.units, b.learners WHERE b.cap = %(prerequisite_learner_cap)s
         UNION ALL
         SELECT f.units, f.learners
         FROM hag_edge_evidence(e.id, 0, %(prerequisite_learner_cap)s) f
-        WHERE b.edge_id IS NULL
+        WHERE b.cap IS DISTINCT FROM %(prerequisite_learner_cap)s
     ) u
     WHERE e.edge_type IN ('leads_to', 'fallback')
-      AND (e.source_type = 'learned'
-           OR EXISTS (SELECT 1 FROM hag_edge_units k WHERE k.edge_id = e.id))
+      AND (e.source_type = 'learned' OR b.edge_id IS NOT NULL)
       AND s.topic_id IN (SELECT topic_id FROM topics)
 ), sums AS (
     SELECT p.*,
