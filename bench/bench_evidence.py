@@ -1,23 +1,28 @@
 """Session-end under the evidence profile, on a topic with 10k and with 1M past sessions.
 
-The re-weigh reads sums kept when reports are written (migration 210: per edge, per
-(edge, learner) and the learners per concept), not every past report, so its cost should not grow
-with a topic's history. Two topics of the same shape share one private embedded database:
-one carries `PAST[0]` past sessions, the other `PAST[1]`, by the same `LEARNERS` learners
-over the same pairs. The history is synthetic and loaded set-based in SQL (sessions,
-reports, the sums by the migration's own grouping, and what each past session's learner
-succeeded on, which the contradiction lookup probes; the row triggers are off for the
-load only). It is loaded as the forward rule would have left it: out of a concept the
-history succeeds on (the first `SHOWN`) stand only the reports each learner's first session
-made naming another of them (answered: the learner showed their targets), since its next
-session would have withdrawn any other, and the new sessions succeed on those concepts
-only, as the history does. Each new success then reads its learner's answered reports and
-the learner's successes since its first session: ten sessions at 10k, a thousand at 1M. A
-history whose reports no success had read would have the first new success per learner and
-concept withdraw that learner's whole record there, a hundred times larger at 1M. The learned prerequisites' confidences are then re-weighed once, and batches of
-`SESSIONS` new sessions per topic go through `process_pending` in the order A B B A A B B A, with
-the load average printed beside every batch. The figure: sessions per minute on each topic
-and their ratio (the goal: at most 1.5).
+The re-weigh reads sums kept when reports are written (migrations 210, 213 and 221: per
+edge, per (edge, learner), and the learners per concept of its prerequisites), not every
+past report, so its cost should not grow with a topic's history. Two topics of the same
+shape share one private embedded database: one carries `PAST[0]` past sessions, the other
+`PAST[1]`, by the same `LEARNERS` learners over the same pairs. The history is synthetic and
+loaded set-based in SQL (sessions, reports, the sums by the migration's own grouping, and
+what each past session's learner succeeded on, which the contradiction lookup probes; the
+row triggers are off for the load only). Each past session also made one unprompted move
+along the topic's `leads_to` and `fallback` edges (`MOVES`: the moves the new sessions make,
+a few along authored lines), so the sequence re-weigh reads a history of moves as large as
+the prerequisites' (its pool is every sequence edge of the topic, its sums kept per edge and
+learner). It is loaded as the forward rule would have left it: out of a concept the history
+succeeds on (the first `SHOWN`) stand only the reports each learner's first session made
+naming another of them (answered: the learner showed their targets), since its next session
+would have withdrawn any other, and the new sessions succeed on those concepts only, as the
+history does. Each new success then reads its learner's answered reports and the learner's
+successes since its first session: ten sessions at 10k, a thousand at 1M. A history whose
+reports no success had read would have the first new success per learner and concept
+withdraw that learner's whole record there, a hundred times larger at 1M. The learned edges'
+confidences are then re-weighed once, and batches of `SESSIONS` new sessions per topic go
+through `process_pending` in the order A B B A A B B A, with the load average printed beside
+every batch. The figure: sessions per minute on each topic and their ratio (the goal: at
+most 1.5).
 
 Run: `python -m bench evidence`; `HAG_BENCH_EVIDENCE_PAST=10000,1000000` and
 `HAG_BENCH_EVIDENCE_SESSIONS` (new sessions per batch, default 100) set the sizes.
@@ -70,9 +75,26 @@ def _pairs() -> list[tuple[int, int, str]]:
 PAIRS = _pairs()
 
 
+def _moves() -> list[tuple[int, int, str, str]]:
+    """The topic's sequence edges (source, target, type, provenance): the moves the new
+    sessions make, a `leads_to` out of each concept the history succeeds on into every other
+    concept and a `fallback` out of each concept a struggle names into each of those; every
+    seventh `leads_to` authored (a move along it counts in the learned edges' sums)."""
+    leads = [(a, b) for a in range(SHOWN) for b in range(CONCEPTS) if a != b]
+    failing = sorted({s for s, _, _ in PAIRS})
+    falls = [(s, b) for s in failing for b in range(SHOWN) if s != b]
+    return [
+        (a, b, "leads_to", "seed" if n % 7 == 0 else "learned") for n, (a, b) in enumerate(leads)
+    ] + [(s, b, "fallback", "learned") for s, b in falls]
+
+
+MOVES = _moves()
+
+
 def build_topic(conn: Any, index: int, past: int) -> None:
-    """One topic: its concepts and public entries, the prerequisites, and `past` processed
-    sessions, each reporting one or two pairs (share 1, or 1/2 each) by one of the learners."""
+    """One topic: its concepts and public entries, the prerequisites and sequence edges, and
+    `past` processed sessions by the learners, each reporting one or two pairs (share 1, or
+    1/2 each) and making one move."""
     from pgvector import Vector
 
     from hag.vectors.embeddings import embed_texts
@@ -96,19 +118,21 @@ def build_topic(conn: Any, index: int, past: int) -> None:
             (_entry_id(index, k), topic, f"concept-{k}", texts[k], Vector(vectors[k]), T0, T0),
         )
     conn.execute(
-        "CREATE TEMPORARY TABLE bench_pairs (n integer, source uuid, target uuid, kind text, "
-        "edge_id uuid) ON COMMIT DROP"
+        "CREATE TEMPORARY TABLE bench_pairs (n integer, source uuid, target uuid, "
+        "edge_type text, kind text, edge_id uuid) ON COMMIT DROP"
     )
-    for n, (s, t, kind) in enumerate(PAIRS):
+    edges = [(s, t, "prerequisite", kind) for s, t, kind in PAIRS] + MOVES
+    for n, (s, t, edge_type, kind) in enumerate(edges):  # the moves numbered after the pairs
         conn.execute(
-            "INSERT INTO bench_pairs VALUES (%s, %s, %s, %s, gen_random_uuid())",
-            (n, _entry_id(index, s), _entry_id(index, t), kind),
+            "INSERT INTO bench_pairs VALUES (%s, %s, %s, %s, %s, gen_random_uuid())",
+            (n, _entry_id(index, s), _entry_id(index, t), edge_type, kind),
         )
     conn.execute(
-        "INSERT INTO hag_edges (id, source_entry_id, target_entry_id, edge_type, confidence, "
-        "source_type, created_at, updated_at) "
-        "SELECT edge_id, source, target, 'prerequisite', "
-        "CASE kind WHEN 'seed' THEN 0.9 ELSE 0.3 END, kind, %s, %s FROM bench_pairs",
+        "INSERT INTO hag_edges (id, source_entry_id, target_entry_id, edge_type, condition, "
+        "confidence, source_type, created_at, updated_at) "
+        "SELECT edge_id, source, target, edge_type, CASE edge_type WHEN 'fallback' THEN "
+        "'the student did not get it' END, CASE kind WHEN 'seed' THEN 0.9 ELSE 0.3 END, kind, "
+        "%s, %s FROM bench_pairs",
         (T0, T0),
     )
     # The history, set-based: session i by learner h(i) mod LEARNERS reports pair h'(i) mod P
@@ -157,10 +181,24 @@ def build_topic(conn: Any, index: int, past: int) -> None:
         "SELECT p.edge_id, f.session_id, f.learner_id, 1, 0.2, f.ended_at FROM ("
         "  SELECT DISTINCT ON (learner_id) session_id, learner_id, ended_at FROM hag_sessions"
         "   WHERE topic_id = %(topic)s ORDER BY learner_id, ended_at) f "
-        "JOIN bench_pairs p ON p.source = ANY(%(succeeded)s::uuid[]) "
+        "JOIN bench_pairs p ON p.edge_type = 'prerequisite' "
+        "                  AND p.source = ANY(%(succeeded)s::uuid[]) "
         "                  AND p.target = ANY(%(succeeded)s::uuid[])",
         {"topic": topic, "succeeded": [_entry_id(index, k) for k in range(SHOWN)]},
     )
+    # the unprompted moves: session i made move g(i) mod M (its share 1, g a hash), so each
+    # learner of the large topic has moved along nearly every sequence edge, the authored ones
+    # too (all of them in the learned edges' chance and reverse sums)
+    conn.execute(
+        "INSERT INTO hag_edge_learner_reports (edge_id, session_id, learner_id, turns, share, "
+        "reported_at) "
+        "SELECT p.edge_id, %(topic)s || '-past-' || i, "
+        "'learner-' || (abs(hashtext('l' || i)) %% %(learners)s), 1, 1.0, %(t0)s "
+        "FROM generate_series(1, %(past)s) i "
+        "JOIN bench_pairs p ON p.n = %(pairs)s + abs(hashtext('m' || i)) %% %(moves)s",
+        {"topic": topic, "learners": LEARNERS, "t0": T0, "past": past, "pairs": len(PAIRS),
+         "moves": len(MOVES)},
+    )  # fmt: skip
     # what each past session's learner succeeded on (written at ingest, migration 097): three
     # of the first `SHOWN` concepts, so every learner with two past sessions has shown all of
     # them (all but a handful when `past` is well above `LEARNERS`, as at 10k and 1M) and the
@@ -181,9 +219,10 @@ def build_topic(conn: Any, index: int, past: int) -> None:
     conn.execute(
         "INSERT INTO hag_edge_learner_units (edge_id, learner_id, source_entry_id, "
         "prerequisite, share, sessions) "
-        "SELECT r.edge_id, r.learner_id, p.source, true, sum(r.share), count(*) "
+        "SELECT r.edge_id, r.learner_id, p.source, p.edge_type = 'prerequisite', "
+        "sum(r.share), count(*) "
         "FROM hag_edge_learner_reports r JOIN bench_pairs p ON p.edge_id = r.edge_id "
-        "GROUP BY r.edge_id, r.learner_id, p.source"
+        "GROUP BY r.edge_id, r.learner_id, p.source, p.edge_type"
     )
     conn.execute(
         "INSERT INTO hag_edge_units (edge_id, source_entry_id, cap, units, learners, sessions) "
@@ -196,7 +235,8 @@ def build_topic(conn: Any, index: int, past: int) -> None:
     conn.execute(
         "INSERT INTO hag_concept_learners (source_entry_id, learner_id, pairs) "
         "SELECT u.source_entry_id, u.learner_id, count(*) FROM hag_edge_learner_units u "
-        "JOIN bench_pairs p ON p.edge_id = u.edge_id GROUP BY u.source_entry_id, u.learner_id"
+        "JOIN bench_pairs p ON p.edge_id = u.edge_id WHERE u.prerequisite "
+        "GROUP BY u.source_entry_id, u.learner_id"
     )
     conn.execute(
         "UPDATE hag_edges e SET hit_count = c.n FROM (SELECT r.edge_id, count(*) AS n "
@@ -285,19 +325,23 @@ def measure() -> None:
         conn.execute("VACUUM ANALYZE")
     with db.connect() as conn:
         start = time.perf_counter()
-        moved, _ = reweigh_every_edge(conn, settings.load(conn), at=T0)
+        moved, moved_sequences = reweigh_every_edge(conn, settings.load(conn), at=T0)
         conn.commit()
         print(
-            f"  history re-weighed once: {moved} confidences, {time.perf_counter() - start:.1f} s"
+            f"  history re-weighed once: {moved} prerequisite and {moved_sequences} sequence "
+            f"confidences moved, {time.perf_counter() - start:.1f} s"
         )
         counts = conn.execute(
             "SELECT (SELECT count(*) FROM hag_sessions) AS sessions, "
             "(SELECT count(*) FROM hag_learner_successes) AS successes, "
             "(SELECT count(*) FROM hag_edge_learner_reports) AS reports, "
+            "(SELECT count(*) FROM hag_edge_learner_reports r JOIN hag_edges e "
+            " ON e.id = r.edge_id AND e.edge_type <> 'prerequisite') AS moves, "
             "(SELECT count(*) FROM hag_edge_learner_units) AS totals"
         ).fetchone()
         print(
-            f"  memory: {counts['sessions']:,} sessions, {counts['reports']:,} reports, "
+            f"  memory: {counts['sessions']:,} sessions, {counts['reports']:,} reports "
+            f"({counts['moves']:,} of them moves along {len(MOVES)} sequence edges a topic), "
             f"{counts['totals']:,} (edge, learner) totals, {counts['successes']:,} past "
             f"successes (the contradiction lookup's index)"
         )
@@ -359,7 +403,8 @@ def main() -> None:
 
     print(
         f"session-end, evidence profile: topics with {' and '.join(f'{p:,}' for p in PAST)} past "
-        f"sessions by {LEARNERS} learners over {len(PAIRS)} prerequisites of {CONCEPTS} concepts; "
+        f"sessions by {LEARNERS} learners over {len(PAIRS)} prerequisites and {len(MOVES)} "
+        f"sequence edges of {CONCEPTS} concepts; "
         f"{SESSIONS} new sessions of {TURNS} turns per batch, batches A B B A A B B A"
     )
     with migrated_server("hag-bench-evidence-"):

@@ -70,14 +70,21 @@ def _plan_text(db, sql: str, params: dict) -> str:
 
 @pytest.mark.parametrize(
     ("name", "sources"),
-    [("prerequisite_evidence", {"sources"}), ("sequence_evidence", {"sources", "targets"})],
+    [
+        ("prerequisite_evidence", {"sources"}),
+        ("sequence_evidence", {"sources", "targets", "named_sources", "named_targets"}),
+    ],
 )
 def test_the_reweighs_reads_call_neither_function(db, pair, name, sources):
-    """The re-weigh's reads themselves, prerequisites' and sequence edges': neither function
-    is called anywhere in their plans."""
+    """The re-weigh's reads themselves, prerequisites' and sequence edges' (every branch that
+    names the edges it reads: out of, into, by identity): neither function is called
+    anywhere in their plans."""
     source, _ = pair
     sql = store.query("evidence" if name == "prerequisite_evidence" else "sequences", name)
-    params = store.with_dials(sql, settings.current(), **{k: [source] for k in sources})
+    named = {k: [source] for k in sources}
+    if "named_sources" in sources:
+        named["named_types"] = ["leads_to"]
+    params = store.with_dials(sql, settings.current(), **named)
     text = _plan_text(db, sql, params)
     assert "hag_edge_evidence" not in text
     assert "hag_concept_learner_count" not in text

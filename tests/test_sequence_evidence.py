@@ -57,6 +57,17 @@ def test_a_session_gives_a_pair_at_most_one_unit_and_a_prompted_move_none():
     assert both[(A, C, "fallback")] == (1, 1.0) and both[(A, B, "leads_to")] == (1, 1.0)
 
 
+def test_a_sessions_moves_name_their_reverse_edges_once_and_no_prerequisite():
+    moves = [
+        EdgeObservation(A, B, "leads_to"),
+        EdgeObservation(A, B, "leads_to"),
+        EdgeObservation(B, C, "fallback"),
+        EdgeObservation(A, C, "prerequisite"),
+    ]
+    got = sequences.moves_reversed(moves)
+    assert sorted(got, key=str) == sorted([(B, A, "leads_to"), (C, B, "fallback")], key=str)
+
+
 def _fact(**kw):
     base = dict(edge_id=A, edge_type="leads_to", units=2.0, learners=2, out_units=2.0,
                 in_units=2.0, total_units=2.0, prerequisite=0.8)  # fmt: skip
@@ -273,8 +284,8 @@ def test_one_learner_moving_a_step_the_other_way_does_not_hold_it_down(db, units
     signatures (a walked prerequisite signatures -> rsa at 0.9 states the step): the leads_to
     stands where two learners' moves put it with no reverse edge, and `hag explain` says the
     reverse edge's one learner does not count. A second learner's one session the other way
-    makes the reverse two learners' (r0's 20 sessions one unit within the cap): the next
-    session on rsa -> signatures nets its units out."""
+    makes the reverse two learners' (r0's 20 sessions one unit within the cap): with l2's
+    session the same way, the edge nets those units out of its three."""
     e = topic_entries(db)
     f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
     db.commit()
@@ -296,6 +307,33 @@ def test_one_learner_moving_a_step_the_other_way_does_not_hold_it_down(db, units
     assert _confidence(db, e) == pytest.approx(net / (net + k))
     text = _explain_cli(database_url, str(edge["id"]))
     assert "the reverse edge is made by 2 learner(s)" in text and "(counted)" in text
+
+
+@pytest.mark.parametrize("kind", ["leads_to", "fallback"])
+def test_a_session_moving_the_other_way_re_weighs_the_edge_at_once(db, units, kind):
+    """Three learners learn rsa -> signatures (leads_to; fallback: signatures -> rsa, after a
+    failure), a walked prerequisite signatures -> rsa at 0.9 stating the step. Then two
+    learners' sessions move only the other way: those sessions re-weigh the learned edge
+    (its reverse term changed, though it is neither out of their moves' source nor into
+    their target), so it stands right after them at (3 + 9k - 2)/(3 + 9k - 2 + k), worked
+    by hand, and at its terms' result now. Before, it waited for the nightly."""
+    assert units.prerequisite_min_learners == 2  # two reverse learners count
+    e = topic_entries(db)
+    f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
+    db.commit()
+    forward = ("rsa", "signatures") if kind == "leads_to" else ("signatures", "rsa")
+    outcome = "success" if kind == "leads_to" else "failure"
+    run(db, *(_moves(db, e, *forward, f"l{n}", f"l{n}", n, outcome) for n in range(3)))
+    back = forward[::-1]
+    run(db, *(_moves(db, e, *back, f"r{n}", f"r{n}", 10 + n, outcome) for n in range(2)))
+    edge = edge_row(db, e[forward[0]], e[forward[1]], kind)
+    cap = min(units.prerequisite_learner_cap, 1.0)
+    k = units.prerequisite_lift_k
+    net = 3 * cap + k * 0.9 / 0.1 - 2 * cap  # chance 0: every move out of A and into B is A -> B
+    assert float(edge["confidence"]) == pytest.approx(net / (net + k))
+    terms = edge_sequence_terms(db, edge["id"], edge["source_entry_id"], units)
+    assert terms is not None and terms["reverse_learners"] == 2
+    assert abs(terms["confidence"] - float(edge["confidence"])) <= 1e-9
 
 
 def test_moves_along_an_authored_line_count_as_the_reverse_of_a_learned_one(db, units):

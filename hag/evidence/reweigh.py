@@ -204,14 +204,16 @@ def reweigh_sequence_edges(
     reason: str,
     session_id: str | None = None,
     run_id: UUID | None = None,
+    reverses: Sequence[sequences.Pair] = (),
 ) -> int:
-    """Every `leads_to` and `fallback` out of `sources` or into `targets` takes the confidence
-    the units rule gives it (`sequences.sequence_state`), each history row of a move carrying
-    its terms (`sequences.edge_terms`); how many confidences changed. The caller holds the
-    row locks, as for `reweigh_prerequisites`."""
-    if not sources and not targets:
+    """Every `leads_to` and `fallback` out of `sources` or into `targets`, and each one
+    `reverses` names by identity, takes the confidence the units rule gives it
+    (`sequences.sequence_state`), each history row of a move carrying its terms
+    (`sequences.edge_terms`); how many confidences changed. The caller holds the row locks,
+    as for `reweigh_prerequisites`."""
+    if not sources and not targets and not reverses:
         return 0
-    evidence = store.sequence_evidence(conn, sources, targets, dials)
+    evidence = store.sequence_evidence(conn, sources, targets, dials, reverses)
     states = sequences.sequence_states(evidence, dials)
     moving = _moving(states, evidence)
     return store.set_edge_confidences(

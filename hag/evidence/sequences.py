@@ -72,6 +72,16 @@ def units_selected(dials: Settings) -> bool:
 
 
 @dataclass(frozen=True)
+class SequenceEnds:
+    """What a session re-weighs of the sequence edges: every one out of `sources` or into
+    `targets`, and those named by `reverses` (identities); its rows are locked first."""
+
+    sources: Sequence[UUID] = ()
+    targets: Sequence[UUID] = ()
+    reverses: Sequence[Pair] = ()
+
+
+@dataclass(frozen=True)
 class Move:
     """One move discovery observed, and whether a line rendered in the turn it left named
     its pair (then the tutor may have made it because the memory said so)."""
@@ -284,6 +294,27 @@ def moves_ends(observed: Iterable[EdgeObservation]) -> tuple[list[UUID], list[UU
     sources = sorted({o.source_entry_id for o in moves}, key=str)
     targets = sorted({o.target_entry_id for o in moves}, key=str)
     return sources, targets
+
+
+def pair_order(pair: Pair) -> tuple[str, str, str]:
+    """A sort key for pairs: the same order on every call (UUIDs as text)."""
+    return str(pair[0]), str(pair[1]), pair[2]
+
+
+def moves_reversed(observed: Iterable[EdgeObservation]) -> list[Pair]:
+    """Each discovered move A -> B as the identity of the edge it is the reverse of (B -> A,
+    the same type): that edge's reverse term changed, though it is neither out of A nor into
+    B, so it is locked and re-weighed too. Of what a session's moves change, only the
+    topic's total T (every sequence edge of the topic moves by a share in T) is left to the
+    nightly, beside the priors that prerequisites moved elsewhere."""
+    return sorted(
+        {
+            (o.target_entry_id, o.source_entry_id, o.edge_type)
+            for o in observed
+            if o.edge_type in SEQUENCE_TYPES
+        },
+        key=pair_order,
+    )
 
 
 def rendered_lines(

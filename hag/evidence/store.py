@@ -70,12 +70,25 @@ def prerequisite_evidence(
 
 
 def sequence_evidence(
-    conn: Conn, sources: Sequence[UUID], targets: Sequence[UUID], dials: Settings
+    conn: Conn,
+    sources: Sequence[UUID],
+    targets: Sequence[UUID],
+    dials: Settings,
+    named: Sequence[sequences.Pair] = (),
 ) -> list[SequenceEvidence]:
-    """The sequence edges out of `sources` or into `targets`, with their evidence
-    (sql/queries/sequences.sql; `hag.evidence.sequences`)."""
+    """The sequence edges out of `sources` or into `targets`, and those `named` by identity
+    (source, target, type), with their evidence (sql/queries/sequences.sql;
+    `hag.evidence.sequences`)."""
     sql = query("sequences", "sequence_evidence")
-    params = with_dials(sql, dials, sources=list(sources), targets=list(targets))
+    params = with_dials(
+        sql,
+        dials,
+        sources=list(sources),
+        targets=list(targets),
+        named_sources=[k[0] for k in named],
+        named_targets=[k[1] for k in named],
+        named_types=[k[2] for k in named],
+    )
     return [
         SequenceEvidence(
             edge_id=r["id"],

@@ -4,8 +4,9 @@ the tutor's rendered lines do not explain (the model: `hag.evidence.sequences`).
 Read the concepts of the lines each turn rendered (sql/queries/sequences.sql), tell each
 discovered move prompted or not, record the session's unprompted moves with its learner and
 share (hag_edge_learner_reports, beside the prerequisites' rows), and re-weigh every learned
-sequence edge out of the moves' sources or into their targets. The rows were locked by
-`write.lock_rows` in the session's one sorted pass (`sequence_sources`, `sequence_targets`).
+sequence edge out of the moves' sources or into their targets, and each move's reverse edge.
+The rows were locked by `write.lock_rows` in the session's one sorted pass
+(`sequence_sources`, `sequence_targets`, and the reverses among the identities).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from uuid import UUID
 
 from hag.evidence import sequences
 from hag.evidence.reweigh import reweigh_sequence_edges
-from hag.evidence.sequences import Move
+from hag.evidence.sequences import Move, SequenceEnds
 from hag.session import facts, rules
 from hag.session.contract import SessionPayload, Turn
 from hag.session.facts import Connection
@@ -25,18 +26,20 @@ from hag.storage.edges import EdgeObservation
 from hag.storage.sqlfiles import query
 
 
-def lock_ends(
-    observed: Sequence[EdgeObservation], dials: Settings
-) -> tuple[list[UUID], list[UUID]]:
+def lock_ends(observed: Sequence[EdgeObservation], dials: Settings) -> SequenceEnds:
     """Under the units rule, the sources and targets whose sequence edges the session
     re-weighs (so `write.lock_rows` locks them): the moves' ends, and the concepts it reports
-    struggles on (they judge the authored `fallback` out of and `leads_to` into them);
-    otherwise none."""
+    struggles on (they judge the authored `fallback` out of and `leads_to` into them), and
+    the identities of the moves' reverse edges; otherwise none."""
     if not sequences.units_selected(dials):
-        return [], []
+        return SequenceEnds()
     sources, targets = sequences.moves_ends(observed)
     reported = {o.source_entry_id for o in observed if o.edge_type == "prerequisite"}
-    return sorted(reported.union(sources), key=str), sorted(reported.union(targets), key=str)
+    return SequenceEnds(
+        sorted(reported.union(sources), key=str),
+        sorted(reported.union(targets), key=str),
+        sequences.moves_reversed(observed),
+    )
 
 
 def session_moves(conn: Connection, turns: Sequence[Turn]) -> list[Move]:
@@ -75,12 +78,12 @@ def weigh_sequence_evidence(
     run_id: UUID | None,
 ) -> None:
     """Record the session's unprompted moves and re-weigh the sequence edges around them."""
-    sources, targets = lock_ends(observed, dials)
-    if not sources:
+    ends = lock_ends(observed, dials)
+    if not ends.sources:
         return
     units = sequences.session_units(session_moves(conn, turns))
     if units:
-        keys = sorted(units, key=lambda k: (str(k[0]), str(k[1]), k[2]))
+        keys = sorted(units, key=sequences.pair_order)
         conn.execute(
             query("sequences", "record_sequence_reports"),
             {
@@ -96,9 +99,10 @@ def weigh_sequence_evidence(
         )
     counts.edges_reweighed += reweigh_sequence_edges(
         conn,
-        sources,
-        targets,
+        ends.sources,
+        ends.targets,
         dials,
+        reverses=ends.reverses,
         at=session.ended_at,
         reason="sequence evidence (units)",
         session_id=session.session_id,

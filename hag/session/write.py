@@ -16,6 +16,7 @@ from uuid import UUID
 
 from pgvector import Vector
 
+from hag.evidence.sequences import SequenceEnds
 from hag.session.contract import SessionPayload
 from hag.session.facts import Connection
 from hag.session.rules import ClampedShift, EntryDecision, EntryGrading, MintedConcept, NewEntry
@@ -47,28 +48,36 @@ def lock_rows(
     edge_ids: Sequence[UUID],
     observed: Sequence[EdgeObservation],
     sibling_sources: Sequence[UUID],
-    sequence_ends: tuple[Sequence[UUID], Sequence[UUID]] = ((), ()),
+    sequence_ends: SequenceEnds | None = None,
 ) -> dict[UUID, float]:
     """Lock the existing entries and edges this session will write, in one sorted pass each
     (edges: graded, reinforced, the sibling prerequisites the lift rule re-weighs, and the
-    sequence edges out of and into `sequence_ends` (sources, targets) the units rule
-    re-weighs). The locked prerequisites' confidences before the session writes them."""
+    sequence edges the units rule re-weighs: out of and into `sequence_ends`' sources and
+    targets, and its reverses, locked by identity beside the reinforced ones). The locked
+    prerequisites' confidences before the session writes them."""
     if entry_ids:
         conn.execute(
             query("session", "lock_entries"), {"ids": sorted(entry_ids, key=str)}
         ).fetchall()
-    if not (edge_ids or observed or sibling_sources or any(sequence_ends)):
+    sequence_ends = sequence_ends or SequenceEnds()
+    identities = [
+        *((o.source_entry_id, o.target_entry_id, o.edge_type) for o in observed),
+        *sequence_ends.reverses,
+    ]
+    if not (
+        edge_ids or identities or sibling_sources or sequence_ends.sources or sequence_ends.targets
+    ):
         return {}
     rows = conn.execute(
         query("session", "lock_edges"),
         {
             "ids": sorted(edge_ids, key=str),
-            "sources": [o.source_entry_id for o in observed],
-            "targets": [o.target_entry_id for o in observed],
-            "types": [o.edge_type for o in observed],
+            "sources": [k[0] for k in identities],
+            "targets": [k[1] for k in identities],
+            "types": [k[2] for k in identities],
             "sibling_sources": list(sibling_sources),
-            "sequence_sources": list(sequence_ends[0]),
-            "sequence_targets": list(sequence_ends[1]),
+            "sequence_sources": list(sequence_ends.sources),
+            "sequence_targets": list(sequence_ends.targets),
         },
     ).fetchall()
     return {r["id"]: float(r["confidence"]) for r in rows if r["edge_type"] == "prerequisite"}

@@ -22,7 +22,8 @@ JOIN hag_edges e ON e.source_entry_id = r.s AND e.target_entry_id = r.t AND e.ed
 ON CONFLICT (edge_id, session_id) DO NOTHING
 
 -- name: sequence_evidence
--- Every sequence edge out of one of the sources or into one of the targets (the rows
+-- Every sequence edge out of one of the sources or into one of the targets, or named by its
+-- identity (a session's moves' reverse edges: their reverse term changed; the rows
 -- lock_edges locked), its provenance and confidence; its units and learners
 -- from unprompted sessions only
 -- (hag_edge_evidence with no unattributed hits: a move discovery counted before the rule, or
@@ -45,6 +46,12 @@ WITH family AS (
     SELECT x.id FROM hag_edges x
     WHERE x.edge_type IN ('leads_to', 'fallback')
       AND x.target_entry_id = ANY(%(targets)s::uuid[])
+    UNION
+    SELECT x.id
+    FROM unnest(%(named_sources)s::uuid[], %(named_targets)s::uuid[], %(named_types)s::text[])
+         AS k (s, t, kind)
+    JOIN hag_edges x
+      ON x.source_entry_id = k.s AND x.target_entry_id = k.t AND x.edge_type = k.kind
 ), topics AS (
     SELECT DISTINCT s.topic_id
     FROM hag_edges e JOIN hag_entries s ON s.id = e.source_entry_id

@@ -355,7 +355,8 @@ SELECT id FROM hag_entries WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KE
 -- id), and under the lift rule every prerequisite out of a concept it reports a struggle on
 -- (their chance rate changes: sibling edges) or into it (their reverse evidence changes),
 -- and under the units rule for sequences every leads_to/fallback out of a move's source or
--- into its target (hag/session/sequence_step.py), in one sorted pass, for the same reason.
+-- into its target, and each move's reverse edge (named by identity beside the reinforced
+-- ones: hag/session/sequence_step.py), in one sorted pass, for the same reason.
 -- Each way to name an edge is a branch of its own, so each is an index probe (id, identity,
 -- source, target): written as one OR over the table, the identity's subquery made the
 -- planner scan every edge (700 ms a session at 1M edges, where the rest of the session
