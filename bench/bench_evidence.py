@@ -5,7 +5,7 @@ edge, per (edge, learner), and the learners per concept of its prerequisites), n
 past report, so its cost should not grow with a topic's history. Two topics of the same
 shape share one private embedded database: one carries `PAST[0]` past sessions, the other
 `PAST[1]`, by the same `LEARNERS` learners over the same pairs. The history is synthetic and
-loaded set-based in SQL (sessions, reports, the sums by the migration's own grouping, and
+loaded set-based in SQL (sessions, reports, the sums by the migrations' own grouping, and
 what each past session's learner succeeded on, which the contradiction lookup probes; the
 row triggers are off for the load only). Each past session also made one unprompted move
 along the topic's `leads_to` and `fallback` edges (`MOVES`: the moves the new sessions make,
@@ -140,7 +140,7 @@ def build_topic(conn: Any, index: int, past: int) -> None:
     # h, h', h'' are hashes, so each learner of the large topic reports nearly every pair
     # (the most (edge, learner) totals the history can give). The row triggers (the report's
     # edge check, the erased-session tombstone check) are off for the load only; the totals
-    # are grouped after, by the migration's own statement.
+    # are grouped after, by the migrations' own statements.
     conn.execute("SET LOCAL session_replication_role = replica")
     conn.execute(
         "INSERT INTO hag_sessions (session_id, learner_id, topic_id, ended_at, payload, "

@@ -316,7 +316,7 @@ def test_a_session_moving_the_other_way_re_weighs_the_edge_at_once(db, units, ki
     learners' sessions move only the other way: those sessions re-weigh the learned edge
     (its reverse term changed, though it is neither out of their moves' source nor into
     their target), so it stands right after them at (3 + 9k - 2)/(3 + 9k - 2 + k), worked
-    by hand, and at its terms' result now. Before, it waited for the nightly."""
+    by hand, and at its terms' result now."""
     assert units.prerequisite_min_learners == 2  # two reverse learners count
     e = topic_entries(db)
     f.edge(db, e["signatures"], e["rsa"], confidence=0.9)
