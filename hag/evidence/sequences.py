@@ -81,6 +81,9 @@ class SequenceEnds:
     reverses: Sequence[Pair] = ()
 
 
+NO_SEQUENCE_ENDS = SequenceEnds()  # what a rule other than units re-weighs: nothing
+
+
 @dataclass(frozen=True)
 class Move:
     """One move discovery observed, and whether a line rendered in the turn it left named

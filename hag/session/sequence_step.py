@@ -32,7 +32,7 @@ def lock_ends(observed: Sequence[EdgeObservation], dials: Settings) -> SequenceE
     struggles on (they judge the authored `fallback` out of and `leads_to` into them), and
     the identities of the moves' reverse edges; otherwise none."""
     if not sequences.units_selected(dials):
-        return SequenceEnds()
+        return sequences.NO_SEQUENCE_ENDS
     sources, targets = sequences.moves_ends(observed)
     reported = {o.source_entry_id for o in observed if o.edge_type == "prerequisite"}
     return SequenceEnds(
@@ -72,13 +72,13 @@ def weigh_sequence_evidence(
     conn: Connection,
     session: SessionPayload,
     turns: Sequence[Turn],
-    observed: Sequence[EdgeObservation],
+    ends: SequenceEnds,
     dials: Settings,
     counts: SessionCounts,
     run_id: UUID | None,
 ) -> None:
-    """Record the session's unprompted moves and re-weigh the sequence edges around them."""
-    ends = lock_ends(observed, dials)
+    """Record the session's unprompted moves and re-weigh the sequence edges around them:
+    `ends`, the ones `lock_ends` named and `write.lock_rows` locked."""
     if not ends.sources:
         return
     units = sequences.session_units(session_moves(conn, turns))

@@ -169,13 +169,14 @@ def apply_session(
                 *(source for source, _ in proposed.contradicted),
             ],
         )
+        moves = sequence_step.lock_ends(observed, dials)  # locked here, re-weighed below
         before = write.lock_rows(
             conn,
             list({i for t in turns for i in rules.graded_entries(t)}),
             list({i for t in turns for i in t.rendered_edge_ids}),
             observed,
             sources,
-            sequence_step.lock_ends(observed, dials),
+            moves,
         )
         reinforce(
             conn, session, observed, dials, counts, run_id,
@@ -185,7 +186,7 @@ def apply_session(
         counts.reports_withdrawn += store.withdraw_reports(conn, withdrawn)
         store.count_contradicted(conn, session.learner_id, proposed.contradicted_shares())
         weigh_prerequisite_evidence(conn, session, sources, dials, counts, run_id, before)
-        sequence_step.weigh_sequence_evidence(conn, session, turns, observed, dials, counts, run_id)
+        sequence_step.weigh_sequence_evidence(conn, session, turns, moves, dials, counts, run_id)
     with timed(timings, "grading"):
         grade_outcomes(conn, session, turns, dials, counts, run_id)
     return counts

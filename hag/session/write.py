@@ -16,7 +16,7 @@ from uuid import UUID
 
 from pgvector import Vector
 
-from hag.evidence.sequences import SequenceEnds
+from hag.evidence.sequences import NO_SEQUENCE_ENDS, SequenceEnds
 from hag.session.contract import SessionPayload
 from hag.session.facts import Connection
 from hag.session.rules import ClampedShift, EntryDecision, EntryGrading, MintedConcept, NewEntry
@@ -48,7 +48,7 @@ def lock_rows(
     edge_ids: Sequence[UUID],
     observed: Sequence[EdgeObservation],
     sibling_sources: Sequence[UUID],
-    sequence_ends: SequenceEnds | None = None,
+    sequence_ends: SequenceEnds = NO_SEQUENCE_ENDS,
 ) -> dict[UUID, float]:
     """Lock the existing entries and edges this session will write, in one sorted pass each
     (edges: graded, reinforced, the sibling prerequisites the lift rule re-weighs, and the
@@ -59,7 +59,6 @@ def lock_rows(
         conn.execute(
             query("session", "lock_entries"), {"ids": sorted(entry_ids, key=str)}
         ).fetchall()
-    sequence_ends = sequence_ends or SequenceEnds()
     identities = [
         *((o.source_entry_id, o.target_entry_id, o.edge_type) for o in observed),
         *sequence_ends.reverses,

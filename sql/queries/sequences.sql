@@ -34,10 +34,6 @@ ON CONFLICT (edge_id, session_id) DO NOTHING
 -- concept that step says needs the other (B for `leads_to`, A for `fallback`): its units over
 -- its prerequisites and its distinct reporting learners (hag_concept_learner_count, from
 -- counts kept at write time: no past report is read, as the prerequisites count them), with an authored edge's prior (what judges it).
--- The moves summed are those recorded on every sequence edge of the topic, whatever wrote the
--- edge: an unprompted move along an authored or enriched line is a learner's move like any
--- other, so it counts in the chance sums and as the reverse of a learned edge (an authored
--- edge's own confidence is judged by struggles, never by these units).
 WITH family AS (
     SELECT x.id FROM hag_edges x
     WHERE x.edge_type IN ('leads_to', 'fallback')
