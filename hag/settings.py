@@ -334,10 +334,14 @@ REGISTRY: dict[str, Dial] = _registry()
 # The profiles (SPEC §4, issue 14): the recommended set of rule dials, set in one step by
 # `hag settings profile NAME`. `seed` is every registry default (the seed's rules);
 # `evidence` the rules measured in docs/learning-report.md. A profile names only rule dials:
-# everything else keeps whatever value an operator gave it.
+# everything else keeps whatever value an operator gave it. The evidence profile's k keeps a
+# net of one learner's capped unit below the level at which the model holds an edge, even
+# without the learner hold, and lets two learners' whole units reach it: cap / (cap + k) <
+# prerequisite_lift_noise_held_min <= 2 cap / (2 cap + k), i.e. 2/3 < k <= 4/3 at a cap of
+# 1 and a level of 0.6. 0.75 leaves one unit at 0.57, clear of 0.6 (docs/learning-report.md).
 EVIDENCE_PROFILE: dict[str, Any] = {
     "prerequisite_confidence_rule": "units",
-    "prerequisite_lift_k": 1.0,
+    "prerequisite_lift_k": 0.75,
     "prerequisite_lift_chance_spread": 24.0,
     "prerequisite_lift_noise_weight": 20.0,
     "prerequisite_learner_cap": 1.0,

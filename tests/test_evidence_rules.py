@@ -454,6 +454,24 @@ def test_units_lift_nets_out_chance_and_the_reverse_and_holds_one_learner():
     assert alone.confidence < PROFILE_UNITS.edge_min_confidence
 
 
+def test_the_profiles_k_needs_more_than_one_learners_unit_to_hold_an_edge():
+    """The evidence profile's k sits where a net of one learner's capped unit stays below
+    `prerequisite_lift_noise_held_min` even from two learners and with nothing netted, and
+    two learners' whole units reach it: 1/(1 + k) < 0.6 <= 2/(2 + k), i.e. 2/3 < k <= 4/3.
+    Two whole units less a whole unit of chance (14 units on c: (14 - 2)/24 x 2) fall back
+    below it."""
+    held = PROFILE_UNITS.prerequisite_lift_noise_held_min
+    cap = PROFILE_UNITS.prerequisite_learner_cap
+    one_unit = model.unit_terms(learned(cap, 2, cap, 2), PROFILE_UNITS)
+    assert one_unit.hold is None and one_unit.net == pytest.approx(cap)
+    assert one_unit.confidence < held
+    two_units = model.unit_terms(learned(2 * cap, 2, 2 * cap, 2), PROFILE_UNITS)
+    assert two_units.confidence >= held
+    less_chance = model.unit_terms(learned(2.0, 2, 14.0, 2), PROFILE_UNITS)
+    assert less_chance.chance == pytest.approx(1.0)
+    assert less_chance.confidence < held
+
+
 def test_a_learned_reverse_counts_from_min_learners_learners():
     """3 units from 3 learners against a learned reverse of 1 unit: from one learner it
     counts nothing (3/(3 + k)), from two it takes 1 (2/(2 + k)); with `min_learners` at 3

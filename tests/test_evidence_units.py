@@ -394,21 +394,43 @@ def one_learner_under_lift(db, dials) -> dict:
     return e
 
 
-def test_the_evidence_profile_moves_an_old_memory_to_units_at_once(db, database_url, dials):
-    """Under the lift rule (session counts, k 2) one learner's 3 sessions put rsa -> primes at
-    3/5, above the walk floor; `hag settings profile evidence` re-weighs every prerequisite
-    under units at once: one learner, held at edge_min_confidence / 2, and says how many."""
-    e = one_learner_under_lift(db, dials)
+def profile_evidence(database_url: str) -> str:
+    """What `hag settings profile evidence` prints against the test database (it must
+    succeed)."""
     done = subprocess.run(
         [sys.executable, "-m", "hag.cli", "settings", "profile", "evidence"],
         capture_output=True, text=True, env={**os.environ, "DATABASE_URL": database_url},
         check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "1 prerequisite confidence(s) re-weighed under the new rules" in done.stdout
+    return done.stdout
+
+
+def test_the_evidence_profile_moves_an_old_memory_to_units_at_once(db, database_url, dials):
+    """Under the lift rule (session counts, k 2) one learner's 3 sessions put rsa -> primes at
+    3/5, above the walk floor; `hag settings profile evidence` re-weighs every prerequisite
+    under units at once: one learner, held at edge_min_confidence / 2, and says how many."""
+    e = one_learner_under_lift(db, dials)
+    said = profile_evidence(database_url)
+    assert "1 prerequisite confidence(s) re-weighed under the new rules" in said
     settings.invalidate()
     held = settings.current().edge_min_confidence / 2
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
+
+
+def test_the_evidence_profile_moves_a_memory_on_its_earlier_k(db, database_url, units, dials):
+    """A memory set to the evidence profile before k became 0.75 holds k = 1: two learners'
+    one report each put rsa -> primes at 2/3. `hag settings profile evidence` moves k to the
+    profile's and re-weighs the edge at once: 2/(2 + 0.75)."""
+    dials(prerequisite_lift_k=1.0)
+    e = topic_entries(db)
+    db.commit()
+    for n in (1, 2):
+        run(db, payload(f"f{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / 3)
+    assert "prerequisite_lift_k" in profile_evidence(database_url)
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / 2.75)
 
 
 def test_the_simulators_profile_moves_the_memory_as_the_command_does(db, dials):
