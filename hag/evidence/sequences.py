@@ -304,6 +304,11 @@ def pair_order(pair: Pair) -> tuple[str, str, str]:
     return str(pair[0]), str(pair[1]), pair[2]
 
 
+def pair_columns(pairs: Sequence[Pair]) -> tuple[list[UUID], list[UUID], list[str]]:
+    """Pairs as three parallel lists (sources, targets, types), the shape the queries unnest."""
+    return [p[0] for p in pairs], [p[1] for p in pairs], [p[2] for p in pairs]
+
+
 def moves_reversed(observed: Iterable[EdgeObservation]) -> list[Pair]:
     """Each discovered move A -> B as the identity of the edge it is the reverse of (B -> A,
     the same type): that edge's reverse term changed, though it is neither out of A nor into

@@ -80,14 +80,15 @@ def sequence_evidence(
     (source, target, type), with their evidence (sql/queries/sequences.sql;
     `hag.evidence.sequences`)."""
     sql = query("sequences", "sequence_evidence")
+    named_sources, named_targets, named_types = sequences.pair_columns(named)
     params = with_dials(
         sql,
         dials,
         sources=list(sources),
         targets=list(targets),
-        named_sources=[k[0] for k in named],
-        named_targets=[k[1] for k in named],
-        named_types=[k[2] for k in named],
+        named_sources=named_sources,
+        named_targets=named_targets,
+        named_types=named_types,
     )
     return [
         SequenceEvidence(

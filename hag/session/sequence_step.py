@@ -84,15 +84,16 @@ def weigh_sequence_evidence(
     units = sequences.session_units(session_moves(conn, turns))
     if units:
         keys = sorted(units, key=sequences.pair_order)
+        sources, targets, types = sequences.pair_columns(keys)
         conn.execute(
             query("sequences", "record_sequence_reports"),
             {
                 "session_id": session.session_id,
                 "learner_id": session.learner_id,
                 "at": session.ended_at,
-                "sources": [k[0] for k in keys],
-                "targets": [k[1] for k in keys],
-                "types": [k[2] for k in keys],
+                "sources": sources,
+                "targets": targets,
+                "types": types,
                 "turns": [units[k][0] for k in keys],
                 "shares": [units[k][1] for k in keys],
             },

@@ -16,7 +16,7 @@ from uuid import UUID
 
 from pgvector import Vector
 
-from hag.evidence.sequences import NO_SEQUENCE_ENDS, SequenceEnds
+from hag.evidence.sequences import NO_SEQUENCE_ENDS, SequenceEnds, pair_columns
 from hag.session.contract import SessionPayload
 from hag.session.facts import Connection
 from hag.session.rules import ClampedShift, EntryDecision, EntryGrading, MintedConcept, NewEntry
@@ -67,13 +67,14 @@ def lock_rows(
         edge_ids or identities or sibling_sources or sequence_ends.sources or sequence_ends.targets
     ):
         return {}
+    sources, targets, types = pair_columns(identities)
     rows = conn.execute(
         query("session", "lock_edges"),
         {
             "ids": sorted(edge_ids, key=str),
-            "sources": [k[0] for k in identities],
-            "targets": [k[1] for k in identities],
-            "types": [k[2] for k in identities],
+            "sources": sources,
+            "targets": targets,
+            "types": types,
             "sibling_sources": list(sibling_sources),
             "sequence_sources": list(sequence_ends.sources),
             "sequence_targets": list(sequence_ends.targets),
