@@ -12,7 +12,9 @@ A SELECTOR is one or more words, all of which a dial must match:
 - a path (`hag/retrieval`, `hag/sweeps,tasks/sweeps.py`): the dials read there (the
   registry's consumer starts with one of the comma-separated paths);
 - `key:PREFIX[,PREFIX]`: the dials whose name starts with one of the prefixes;
-- `profile:NAME`: the dials of a profile, with the seed's value and the profile's.
+- `profile:NAME`: the dials of a profile, with the seed's value and the profile's;
+- `values`: the values alone, without the meaning column (and, outside a profile, the reader
+  column), for a page whose prose says what each dial sets, such as a formula's legend.
 """
 
 from __future__ import annotations
@@ -79,9 +81,12 @@ def select(selector: str) -> tuple[list[settings.Dial], str | None]:
     """The dials a region's SELECTOR names (registry order), and its profile if it names one."""
     dials = list(settings.REGISTRY.values())
     profile = None
-    words = selector.split()
+    words = [w for w in selector.split() if w != "values"]  # a column choice, not a filter
     if not words:
-        raise ValueError("an empty dials selector (say `all`, a path, key:PREFIX or profile:NAME)")
+        raise ValueError(
+            "an empty dials selector (say `all`, a path, key:PREFIX or profile:NAME; "
+            "`values` only chooses columns)"
+        )
     for word in words:
         kind, _, arg = word.rpartition(":") if ":" in word else ("", "", word)
         options = [a for a in arg.split(",") if a]
@@ -109,18 +114,22 @@ def dial_table(selector: str) -> str:
     dials, profile = select(selector)
     if profile is not None:
         seed, chosen = settings.profile_values("seed"), settings.profile_values(profile)
-        head = f"| dial | seed | {profile} | meaning |\n| --- | --- | --- | --- |\n"
-        return head + "".join(
-            f"| `{d.key}` | {_cell(_value(seed.get(d.key, d.default)))} "
-            f"| {_cell(_value(chosen[d.key]))} | {_cell(d.description)} |\n"
+        columns = ["dial", "seed", profile, "meaning"]
+        rows = [
+            [f"`{d.key}`", _value(seed.get(d.key, d.default)), _value(chosen[d.key]), d.description]
             for d in dials
-        )
-    head = "| dial | default | bounds | meaning | read by |\n| --- | --- | --- | --- | --- |\n"
-    return head + "".join(
-        f"| `{d.key}` | {_cell(_value(d.default))} | {_cell(_bounds(d))} "
-        f"| {_cell(d.description)} | `{d.consumer}` |\n"
-        for d in dials
-    )
+        ]
+    else:
+        columns = ["dial", "default", "bounds", "meaning", "read by"]
+        rows = [
+            [f"`{d.key}`", _value(d.default), _bounds(d), d.description, f"`{d.consumer}`"]
+            for d in dials
+        ]
+    if "values" in selector.split():  # the page's prose says what each dial sets
+        columns = columns[:3]
+        rows = [row[:3] for row in rows]
+    lines = [columns, ["---"] * len(columns)] + [[_cell(c) for c in row] for row in rows]
+    return "".join(f"| {' | '.join(line)} |\n" for line in lines)
 
 
 def regenerate(text: str) -> str:

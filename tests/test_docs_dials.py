@@ -83,6 +83,22 @@ def test_the_profile_table_shows_the_seeds_value_and_the_profiles():
     assert len(table.splitlines()) == 2 + len(settings.EVIDENCE_PROFILE)
 
 
+def test_values_leaves_the_meaning_out_for_a_page_whose_prose_gives_it():
+    """`values` keeps the dial and its values, drops the meaning (and reader) columns, and
+    filters nothing: the same dials as without it."""
+    table = docs.dial_table("profile:evidence values")
+    k = settings.EVIDENCE_PROFILE["prerequisite_lift_k"]
+    assert table.splitlines()[:2] == ["| dial | seed | evidence |", "| --- | --- | --- |"]
+    assert f"| `prerequisite_lift_k` | 2 | {k:g} |" in table.splitlines()
+    assert len(table.splitlines()) == 2 + len(settings.EVIDENCE_PROFILE)
+    edge = settings.REGISTRY["edge_min_confidence"]
+    assert docs.dial_table("key:edge_min_confidence values").splitlines()[2] == (
+        f"| `edge_min_confidence` | {edge.default} | {edge.min:g} to {edge.max:g} |"
+    )
+    with pytest.raises(ValueError, match="an empty dials selector"):
+        docs.dial_table("values")
+
+
 @pytest.mark.parametrize(
     ("selector", "error"),
     [
