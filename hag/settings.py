@@ -706,12 +706,44 @@ def apply_profile(conn: Conn, name: str, by: str = "cli") -> list[tuple[str, Any
     return changed
 
 
+@dataclass(frozen=True)
+class ProfileStanding:
+    """The profile nearest a memory's dials, and each of its dials the memory holds at
+    another value: (key, the memory's value, the profile's)."""
+
+    name: str
+    differs: tuple[tuple[str, Any, Any], ...]
+
+    def line(self) -> str:
+        """One line for an operator: the profile, or how far the memory is from the nearest
+        one and the command that closes the gap (a profile's values can move in a release,
+        and a memory keeps its stored ones until an operator sets the profile again)."""
+        if not self.differs:
+            return f"profile: {self.name}"
+        apart = ", ".join(
+            f"{key} {json.dumps(held)} (the profile's {json.dumps(wanted)})"
+            for key, held, wanted in self.differs
+        )
+        return (
+            f"profile: nearest {self.name}, {len(self.differs)} of its "
+            f"{len(PROFILES[self.name])} dials apart: {apart}; "
+            f"`hag settings profile {self.name}` sets them"
+        )
+
+
+def profile_standing(values: Mapping[str, Any]) -> ProfileStanding:
+    """The profile the fewest dials away from the values (the first named on a tie)."""
+    standings = [
+        ProfileStanding(name, tuple((k, values[k], v) for k, v in wanted.items() if values[k] != v))
+        for name, wanted in PROFILES.items()
+    ]
+    return min(standings, key=lambda standing: len(standing.differs))
+
+
 def active_profile(values: Mapping[str, Any]) -> str | None:
     """The profile whose every dial the values match, if any."""
-    for name, wanted in PROFILES.items():
-        if all(values[k] == v for k, v in wanted.items()):
-            return name
-    return None
+    standing = profile_standing(values)
+    return None if standing.differs else standing.name
 
 
 def listing(conn: Conn) -> list[dict[str, Any]]:

@@ -195,14 +195,16 @@ def test_db_stop_leaves_a_server_it_did_not_start_alone(database_url):
 
 
 def test_settings_list_shows_bounds_and_readers_without_json(db):
-    """The plain listing has each dial's bounds and reader, as the registry states them."""
+    """The plain listing has each dial's bounds and reader, as the registry states them, and
+    ends with the profile the dials match."""
     from hag.settings import REGISTRY
 
     result = CliRunner().invoke(cli, ["settings", "list"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["key", "value", "bounds", "reader", "description"]
-    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert lines[-1] == "profile: seed"  # every rule dial at the seed's value
+    rows = {line.split()[0]: line.split() for line in lines[1:-1]}
     assert set(rows) == set(REGISTRY)
     cull = rows["cull_max_confidence"]
     assert cull[1:5] == ["0.35", "[0,", "1]", REGISTRY["cull_max_confidence"].consumer]

@@ -229,6 +229,29 @@ def test_the_seed_profile_is_every_registry_default():
     assert settings.active_profile(profile.with_overrides(reprieve_idle_days=3)) is None
 
 
+def test_the_standing_names_the_nearest_profile_and_the_dials_apart_from_it():
+    """A memory on the evidence profile but for an older k is nearest `evidence`, with that
+    dial apart and the command that sets it; a memory on either profile is that profile; one
+    with three of the evidence profile's values on the seed's is nearest the seed."""
+    k = settings.EVIDENCE_PROFILE["prerequisite_lift_k"]
+    profile = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
+    older = settings.profile_standing(profile.with_overrides(prerequisite_lift_k=1.0))
+    assert (older.name, older.differs) == ("evidence", (("prerequisite_lift_k", 1.0, k),))
+    assert older.line() == (
+        f"profile: nearest evidence, 1 of its 10 dials apart: prerequisite_lift_k 1.0 "
+        f"(the profile's {k}); `hag settings profile evidence` sets them"
+    )
+    assert settings.profile_standing(SEED).line() == "profile: seed"
+    assert settings.profile_standing(profile).line() == "profile: evidence"
+    three = ("prerequisite_confidence_rule", "prerequisite_lift_k", "edge_grading_rule")
+    mixed = settings.profile_standing(
+        SEED.with_overrides(**{key: settings.EVIDENCE_PROFILE[key] for key in three})
+    )  # 3 dials from seed, 5 from evidence (whose cap and learners are the seed's defaults)
+    assert mixed.name == "seed" and [key for key, _, _ in mixed.differs] == sorted(
+        three, key=list(settings.PROFILES["seed"]).index
+    )
+
+
 def test_an_unknown_profile_is_refused_by_name():
     """An unknown profile name is a one-line error naming the known ones."""
     with pytest.raises(SettingsError, match="unknown profile 'fast'.*evidence, seed"):

@@ -433,6 +433,26 @@ def test_the_evidence_profile_moves_a_memory_on_its_earlier_k(db, database_url, 
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / 2.75)
 
 
+def test_list_and_migrate_name_the_dials_apart_from_the_profile(db, database_url, units, dials):
+    """A memory set to the evidence profile before k became 0.75: `hag settings list` ends by
+    naming k apart from the profile and the command that sets it, and `hag migrate` (what an
+    upgrade runs) says the same; once the profile is set again, the list names the profile
+    and migrate says nothing of it."""
+    from tests.fix_cli import run_hag
+
+    dials(prerequisite_lift_k=1.0)
+    apart = "profile: nearest evidence, 1 of its 10 dials apart: prerequisite_lift_k 1.0"
+    listed = run_hag(database_url, "settings", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[-1].startswith(apart)
+    migrated = run_hag(database_url, "migrate")
+    assert migrated.returncode == 0, migrated.stderr
+    assert apart in migrated.stdout and "`hag settings profile evidence`" in migrated.stdout
+    profile_evidence(database_url)
+    assert run_hag(database_url, "settings", "list").stdout.splitlines()[-1] == "profile: evidence"
+    assert "profile" not in run_hag(database_url, "migrate").stdout
+
+
 def test_the_simulators_profile_moves_the_memory_as_the_command_does(db, dials):
     """The simulator's `--profile` (`set_profile`) runs what `hag settings profile` runs: the
     same learner's 3 sessions under the lift rule, at 3/5, are held at edge_min_confidence / 2

@@ -18,18 +18,21 @@ def settings() -> None:
 @settings.command("list")
 @json_option
 def list_(as_json: bool) -> None:
-    """Every dial with its value, default, bounds and reader."""
+    """Every dial with its value, default, bounds and reader; last, the rule profile the
+    dials match, or the nearest one and the dials apart from it."""
     from hag import settings as s
     from hag.storage import db
 
     ready()
     with db.connect() as conn:
         rows = s.listing(conn)
+        standing = s.profile_standing(s.stored(conn)[0])
     if as_json:
         echo_json(rows)
         return
     for line in listing_lines(rows):
         click.echo(line)
+    click.echo(standing.line())
 
 
 def _bounds(row: dict[str, Any]) -> str:
