@@ -708,42 +708,78 @@ def apply_profile(conn: Conn, name: str, by: str = "cli") -> list[tuple[str, Any
 
 @dataclass(frozen=True)
 class ProfileStanding:
-    """The profile nearest a memory's dials, and each of its dials the memory holds at
-    another value: (key, the memory's value, the profile's)."""
+    """The profile nearest a memory's dials (`name`; None when two are as near) and each of
+    its dials the memory holds at another value: (key, the memory's value, the profile's)."""
 
-    name: str
-    differs: tuple[tuple[str, Any, Any], ...]
+    name: str | None
+    apart: tuple[tuple[str, Any, Any], ...]
 
     def line(self) -> str:
         """One line for an operator: the profile, or how far the memory is from the nearest
         one and the command that closes the gap (a profile's values can move in a release,
         and a memory keeps its stored ones until an operator sets the profile again)."""
-        if not self.differs:
+        if self.name is None:
+            return f"profile: none, as near one profile as another ({len(self.apart)} dials apart)"
+        if not self.apart:
             return f"profile: {self.name}"
-        apart = ", ".join(
+        dials = ", ".join(
             f"{key} {json.dumps(held)} (the profile's {json.dumps(wanted)})"
-            for key, held, wanted in self.differs
+            for key, held, wanted in self.apart
         )
         return (
-            f"profile: nearest {self.name}, {len(self.differs)} of its "
-            f"{len(PROFILES[self.name])} dials apart: {apart}; "
-            f"`hag settings profile {self.name}` sets them"
+            f"profile: nearest {self.name}, {len(self.apart)} of its "
+            f"{len(PROFILES[self.name])} dials apart: {dials}; `hag settings profile "
+            f"{self.name}` sets the profile's values (and re-weighs the edges under them)"
         )
 
 
 def profile_standing(values: Mapping[str, Any]) -> ProfileStanding:
-    """The profile the fewest dials away from the values (the first named on a tie)."""
-    standings = [
-        ProfileStanding(name, tuple((k, values[k], v) for k, v in wanted.items() if values[k] != v))
-        for name, wanted in PROFILES.items()
-    ]
-    return min(standings, key=lambda standing: len(standing.differs))
+    """The profile the fewest dials away from the (validated) values; on a tie, none."""
+    standings = sorted(
+        (
+            ProfileStanding(
+                name, tuple((k, values[k], v) for k, v in wanted.items() if values[k] != v)
+            )
+            for name, wanted in PROFILES.items()
+        ),
+        key=lambda standing: len(standing.apart),
+    )
+    nearest, runner_up = standings[0], standings[1]
+    if nearest.apart and len(nearest.apart) == len(runner_up.apart):
+        return ProfileStanding(None, nearest.apart)
+    return nearest
+
+
+def profile_line(conn: Conn) -> str:
+    """The stored dials' standing, as one line; none while a stored dial is invalid (its
+    default would stand in for a value the memory does not hold)."""
+    values, invalid = stored(conn)
+    if invalid:
+        return f"profile: not read while {len(invalid)} stored dial(s) are invalid (marked above)"
+    return profile_standing(values).line()
+
+
+def profile_moved(conn: Conn) -> str | None:
+    """The standing's line for the dials a memory took from its nearest profile (the profile
+    command wrote them) and the profile now sets otherwise: a release moved them. None when
+    there are none; dials an operator set by hand are the operator's and not named."""
+    values, invalid = stored(conn)
+    standing = profile_standing(values)
+    if invalid or standing.name is None:
+        return None
+    taken = {
+        row["key"]
+        for row in listing(conn)
+        if str(row["updated_by"] or "").endswith(f"(profile {standing.name})")
+    }
+    moved = tuple(dial for dial in standing.apart if dial[0] in taken)
+    return ProfileStanding(standing.name, moved).line() if moved else None
 
 
 def active_profile(values: Mapping[str, Any]) -> str | None:
     """The profile whose every dial the values match, if any."""
     standing = profile_standing(values)
-    return None if standing.differs else standing.name
+    return None if standing.apart else standing.name
 
 
 def listing(conn: Conn) -> list[dict[str, Any]]:

@@ -232,14 +232,16 @@ def test_the_seed_profile_is_every_registry_default():
 def test_the_standing_names_the_nearest_profile_and_the_dials_apart_from_it():
     """A memory on the evidence profile but for an older k is nearest `evidence`, with that
     dial apart and the command that sets it; a memory on either profile is that profile; one
-    with three of the evidence profile's values on the seed's is nearest the seed."""
+    with three of the evidence profile's values on the seed's is nearest the seed, and with
+    four as near one as the other: no profile."""
     k = settings.EVIDENCE_PROFILE["prerequisite_lift_k"]
     profile = settings.defaults().with_overrides(**settings.PROFILES["evidence"])
     older = settings.profile_standing(profile.with_overrides(prerequisite_lift_k=1.0))
-    assert (older.name, older.differs) == ("evidence", (("prerequisite_lift_k", 1.0, k),))
+    assert (older.name, older.apart) == ("evidence", (("prerequisite_lift_k", 1.0, k),))
     assert older.line() == (
         f"profile: nearest evidence, 1 of its 10 dials apart: prerequisite_lift_k 1.0 "
-        f"(the profile's {k}); `hag settings profile evidence` sets them"
+        f"(the profile's {k}); `hag settings profile evidence` sets the profile's values (and "
+        "re-weighs the edges under them)"
     )
     assert settings.profile_standing(SEED).line() == "profile: seed"
     assert settings.profile_standing(profile).line() == "profile: evidence"
@@ -247,8 +249,15 @@ def test_the_standing_names_the_nearest_profile_and_the_dials_apart_from_it():
     mixed = settings.profile_standing(
         SEED.with_overrides(**{key: settings.EVIDENCE_PROFILE[key] for key in three})
     )  # 3 dials from seed, 5 from evidence (whose cap and learners are the seed's defaults)
-    assert mixed.name == "seed" and [key for key, _, _ in mixed.differs] == sorted(
+    assert mixed.name == "seed" and [key for key, _, _ in mixed.apart] == sorted(
         three, key=list(settings.PROFILES["seed"]).index
+    )
+    four = {**dict.fromkeys(three), "prerequisite_lift_chance_spread": None}
+    tied = settings.profile_standing(
+        SEED.with_overrides(**{key: settings.EVIDENCE_PROFILE[key] for key in four})
+    )  # 4 dials from each profile
+    assert tied.name is None and tied.line() == (
+        "profile: none, as near one profile as another (4 dials apart)"
     )
 
 

@@ -434,23 +434,33 @@ def test_the_evidence_profile_moves_a_memory_on_its_earlier_k(db, database_url, 
 
 
 def test_list_and_migrate_name_the_dials_apart_from_the_profile(db, database_url, units, dials):
-    """A memory set to the evidence profile before k became 0.75: `hag settings list` ends by
-    naming k apart from the profile and the command that sets it, and `hag migrate` (what an
-    upgrade runs) says the same; once the profile is set again, the list names the profile
-    and migrate says nothing of it."""
+    """A memory set to the evidence profile before k became 0.75 (k = 1, written by the
+    profile command): `hag settings list` ends by naming k apart from the profile and the
+    command that sets it, and `hag migrate` says the same on stderr. A dial tuned by hand is
+    named by the list only: it is the operator's. Once the profile is set again, the list
+    names the profile and migrate says nothing of it; an invalid stored dial is not read."""
     from tests.fix_cli import run_hag
+    from tests.test_settings_writes import store_raw
 
-    dials(prerequisite_lift_k=1.0)
+    settings.set_value(db, "prerequisite_lift_k", 1.0, by="cli (profile evidence)")
+    db.commit()
     apart = "profile: nearest evidence, 1 of its 10 dials apart: prerequisite_lift_k 1.0"
     listed = run_hag(database_url, "settings", "list")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[-1].startswith(apart)
     migrated = run_hag(database_url, "migrate")
     assert migrated.returncode == 0, migrated.stderr
-    assert apart in migrated.stdout and "`hag settings profile evidence`" in migrated.stdout
+    assert apart in migrated.stderr and "`hag settings profile evidence`" in migrated.stderr
     profile_evidence(database_url)
     assert run_hag(database_url, "settings", "list").stdout.splitlines()[-1] == "profile: evidence"
-    assert "profile" not in run_hag(database_url, "migrate").stdout
+    dials(reprieve_idle_days=3)
+    tuned = "profile: nearest evidence, 1 of its 10 dials apart: reprieve_idle_days 3"
+    assert run_hag(database_url, "settings", "list").stdout.splitlines()[-1].startswith(tuned)
+    assert "profile" not in run_hag(database_url, "migrate").stderr
+    store_raw(db, "prerequisite_lift_k", '"banana"')
+    assert run_hag(database_url, "settings", "list").stdout.splitlines()[-1] == (
+        "profile: not read while 1 stored dial(s) are invalid (marked above)"
+    )
 
 
 def test_the_simulators_profile_moves_the_memory_as_the_command_does(db, dials):

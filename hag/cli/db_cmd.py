@@ -104,7 +104,8 @@ def url() -> None:
 @click.command()
 def migrate() -> None:
     """Apply pending migrations, refresh the SQL functions and the settings registry; then
-    name the dials apart from the nearest rule profile, if any."""
+    name, on stderr, the dials the memory took from its rule profile that a release has
+    since moved, if any."""
     from hag import settings
     from hag.storage import db as hdb
     from hag.storage.migrate import migrate_database
@@ -114,6 +115,6 @@ def migrate() -> None:
     done = migrate_database(verify_embedder=True)
     click.echo(f"applied {len(done)} migration(s)" + (": " + ", ".join(done) if done else ""))
     with hdb.connect() as conn:
-        standing = settings.profile_standing(settings.stored(conn)[0])
-    if standing.differs:  # a release moved a profile's value the memory keeps, or a hand edit
-        click.echo(standing.line())
+        moved = settings.profile_moved(conn)
+    if moved is not None:  # a release moved a value the memory took from its profile
+        note(moved)

@@ -26,13 +26,13 @@ def list_(as_json: bool) -> None:
     ready()
     with db.connect() as conn:
         rows = s.listing(conn)
-        standing = s.profile_standing(s.stored(conn)[0])
-    if as_json:
-        echo_json(rows)
-        return
+        if as_json:
+            echo_json(rows)
+            return
+        standing = s.profile_line(conn)
     for line in listing_lines(rows):
         click.echo(line)
-    click.echo(standing.line())
+    click.echo(standing)
 
 
 def _bounds(row: dict[str, Any]) -> str:
