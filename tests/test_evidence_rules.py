@@ -252,7 +252,7 @@ def test_the_standing_names_the_nearest_profile_and_the_dials_apart_from_it():
     assert mixed.name == "seed" and [key for key, _, _ in mixed.apart] == sorted(
         three, key=list(settings.PROFILES["seed"]).index
     )
-    four = {**dict.fromkeys(three), "prerequisite_lift_chance_spread": None}
+    four = (*three, "prerequisite_lift_chance_spread")
     tied = settings.profile_standing(
         SEED.with_overrides(**{key: settings.EVIDENCE_PROFILE[key] for key in four})
     )  # 4 dials from each profile
