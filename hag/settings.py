@@ -688,6 +688,12 @@ def profile_values(name: str) -> dict[str, Any]:
         ) from None
 
 
+def profile_tag(name: str) -> str:
+    """What the profile command appends to `updated_by` on each dial it writes; read back by
+    `profile_moved`."""
+    return f"(profile {name})"
+
+
 def apply_profile(conn: Conn, name: str, by: str = "cli") -> list[tuple[str, Any, Any]]:
     """Set every dial of a profile; returns (key, old, new) for each dial that changed."""
     wanted = profile_values(name)
@@ -700,7 +706,7 @@ def apply_profile(conn: Conn, name: str, by: str = "cli") -> list[tuple[str, Any
         conn.execute(
             "UPDATE hag_settings SET value = %s::jsonb, updated_at = now(), updated_by = %s "
             "WHERE key = %s",
-            (json.dumps(new), f"{by} (profile {name})", key),
+            (json.dumps(new), f"{by} {profile_tag(name)}", key),
         )
     invalidate()
     return changed
@@ -769,8 +775,10 @@ def profile_moved(conn: Conn) -> str | None:
         return None
     taken = {
         row["key"]
-        for row in listing(conn)
-        if str(row["updated_by"] or "").endswith(f"(profile {standing.name})")
+        for row in conn.execute(
+            "SELECT key FROM hag_settings WHERE right(updated_by, %s) = %s",
+            (len(profile_tag(standing.name)), profile_tag(standing.name)),
+        ).fetchall()
     }
     moved = tuple(dial for dial in standing.apart if dial[0] in taken)
     return ProfileStanding(standing.name, moved).line() if moved else None
