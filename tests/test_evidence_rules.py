@@ -381,9 +381,50 @@ def test_reported_turns_counts_each_turn_once_per_pair():
         )
     )
     catalogue = Catalogue.from_rows("t", [])
-    per_turn, contradicted, _ = rules.turn_struggles(payload.ordered_turns(), catalogue)
+    per_turn, contradicted, *_ = rules.turn_struggles(payload.ordered_turns(), catalogue)
     got = rules.reported_turns(per_turn, {"rsa": a, "primes": b, "hashing": c})
     assert (got, contradicted) == ({(a, b): 2, (a, c): 1}, 0)
+
+
+def test_a_struggle_at_a_turn_about_other_concepts_counts_only_if_none_about_it_names_one():
+    """rsa's turn names primes and hashing; a turn about signatures names rsa -> hashing again
+    (left out: a turn about rsa names a struggle on rsa) and signatures -> hashing (kept, its
+    own concept); a turn listed with no concept names rsa -> hashing (kept: it is about no
+    other concept); a turn about key-exchange names modular-arithmetic -> primes (kept: no
+    turn is about modular-arithmetic). The same one struggle is left out with or without
+    the learner's record, and the seed's path (no record, `on_turn` off) keeps it."""
+    from hag.session.ladder import Catalogue
+
+    turns = ordered_turns(
+        builders.turn(0, outcome="failure", concepts=["rsa"],
+                      struggles=[quoted("rsa", "primes"), quoted("rsa", "hashing")]),
+        builders.turn(1, outcome="failure", concepts=["signatures"],
+                      struggles=[quoted("rsa", "hashing"), quoted("signatures", "hashing")]),
+        builders.turn(2, outcome="failure", struggles=[quoted("rsa", "hashing")]),
+        builders.turn(3, outcome="failure", concepts=["key-exchange"],
+                      struggles=[quoted("modular-arithmetic", "primes")]),
+    )  # fmt: skip
+    catalogue = Catalogue.from_rows("t", [])
+    concepts = [rules.turn_concepts(t, catalogue) for t in turns]
+    pair = rules.StrugglePair
+    assert rules.on_turn_pairs(turns, concepts, catalogue) == [
+        [pair("rsa", "primes"), pair("rsa", "hashing")],
+        [pair("signatures", "hashing")],
+        [pair("rsa", "hashing")],
+        [pair("modular-arithmetic", "primes")],
+    ]
+    for struggles in (
+        rules.turn_struggles(turns, catalogue, None, on_turn=True),
+        rules.turn_struggles(turns, catalogue, set()),
+    ):
+        assert struggles.off_turn == 1
+        assert sum(len(pairs) for pairs in struggles.per_turn) == 5
+    seed = rules.turn_struggles(turns, catalogue, None)
+    assert (seed.off_turn, sum(len(pairs) for pairs in seed.per_turn)) == (0, 6)
+    exposures = rules.shown_exposures(turns, catalogue, set())
+    assert exposures.failed == (
+        "key-exchange", "modular-arithmetic", "rsa", "signatures"
+    )  # fmt: skip
 
 
 def test_a_struggle_the_learners_record_contradicts_is_not_reported():
@@ -408,7 +449,7 @@ def test_a_struggle_the_learners_record_contradicts_is_not_reported():
     entries = {"rsa": a, "primes": b, "hashing": c}
 
     def reported(shown):
-        per_turn, contradicted, _ = rules.turn_struggles(turns, catalogue, shown)
+        per_turn, contradicted, *_ = rules.turn_struggles(turns, catalogue, shown)
         return rules.reported_turns(per_turn, entries), contradicted
 
     assert reported(None) == ({(a, b): 2, (a, c): 2}, 0)
@@ -666,7 +707,7 @@ def test_only_a_report_made_after_its_concept_was_shown_counts_as_named():
     )
     plain = Catalogue.from_rows("t", [])
     assert dict(rules.shown_exposures(turns, plain, set()).named) == {("rsa", "primes"): False}
-    kept, contradicted, _ = rules.turn_struggles(turns, plain, set())
+    kept, contradicted, *_ = rules.turn_struggles(turns, plain, set())
     assert (kept[0], contradicted) == ([rules.StrugglePair("rsa", "primes")], 0)
     aliased = Catalogue.from_rows(
         "t", [{"slug": "primes", "title": "Primes", "aliases": ["prime numbers"]}]
@@ -737,7 +778,7 @@ def test_a_struggle_its_learner_contradicts_later_is_not_reported():
     entries = {"rsa": a, "primes": b, "hashing": c}
 
     def reported(later, supplied=None):
-        per_turn, contradicted, _ = rules.turn_struggles(turns, catalogue, set(), later, supplied)
+        per_turn, contradicted, *_ = rules.turn_struggles(turns, catalogue, set(), later, supplied)
         return rules.reported_turns(per_turn, entries), contradicted
 
     assert reported(None) == ({(a, b): 1, (a, c): 1}, 0)

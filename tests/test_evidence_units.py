@@ -202,6 +202,65 @@ def test_a_turn_with_54_struggles_lowers_no_authored_prerequisite(db, units, dia
     assert [float(r["s"]) for r in shares] == [pytest.approx(1 / 3)]
 
 
+def _shares(db, session_id):
+    """A session's recorded reports: (source slug, target slug) -> (turns, share)."""
+    rows = db.execute(
+        "SELECT s.concept_slug AS c, t.concept_slug AS m, r.turns, r.share"
+        " FROM hag_edge_learner_reports r JOIN hag_edges e ON e.id = r.edge_id"
+        " JOIN hag_entries s ON s.id = e.source_entry_id"
+        " JOIN hag_entries t ON t.id = e.target_entry_id WHERE r.session_id = %s",
+        (session_id,),
+    ).fetchall()
+    return {(r["c"], r["m"]): (r["turns"], float(r["share"])) for r in rows}
+
+
+def carried_misreading():
+    """A session whose turn about rsa fails naming rsa -> primes and rsa -> hashing, whose
+    next two turns, about signatures and key-exchange, fail naming rsa -> hashing again (a
+    misreading carried through the session), and whose second of those also names
+    modular-arithmetic -> primes, a struggle on a concept no turn of the session was about."""
+    return payload("carried", [
+        turn(0, outcome="failure", concepts=["rsa"],
+             struggles=[struggle("rsa", "primes"), struggle("rsa", "hashing")]),
+        turn(1, outcome="failure", concepts=["signatures"],
+             struggles=[struggle("rsa", "hashing")]),
+        turn(2, outcome="failure", concepts=["key-exchange"],
+             struggles=[struggle("rsa", "hashing"), struggle("modular-arithmetic", "primes")]),
+    ])  # fmt: skip
+
+
+@pytest.mark.parametrize("drop_shown", [True, False])
+def test_a_struggle_carried_onto_turns_about_other_concepts_takes_no_part_of_the_unit(
+    db, units, dials, drop_shown
+):
+    """Under the units rule the session's unit about rsa is split over the one turn about
+    rsa: rsa -> primes and rsa -> hashing hold half each, where counting the two turns about
+    other concepts gave hashing three quarters. modular-arithmetic -> primes, named only at
+    a turn about another concept, keeps its whole unit. So with or without
+    `prerequisite_drop_shown` (the learner's record read or not)."""
+    dials(prerequisite_drop_shown=drop_shown)
+    topic_entries(db)
+    db.commit()
+    assert run(db, carried_misreading()).struggles_off_turn == 2
+    assert _shares(db, "carried") == {
+        ("rsa", "primes"): (1, pytest.approx(0.5)),
+        ("rsa", "hashing"): (1, pytest.approx(0.5)),
+        ("modular-arithmetic", "primes"): (1, pytest.approx(1.0)),
+    }
+
+
+def test_the_seed_rules_count_every_turn_naming_a_pair(db):
+    """Under the seed's rules the same session reports rsa -> hashing in three turns."""
+    topic_entries(db)
+    db.commit()
+    assert run(db, carried_misreading()).struggles_off_turn == 0
+    assert {pair: turns for pair, (turns, _) in _shares(db, "carried").items()} == {
+        ("rsa", "primes"): 1,
+        ("rsa", "hashing"): 3,
+        ("modular-arithmetic", "primes"): 1,
+    }
+
+
 def test_negative_evidence_needs_several_learners(db, units):
     """rsa -> hashing (authored 0.92) is unsupported by 5 sessions of one learner naming
     primes: one learner is too few to judge it. Two more learners' sessions naming primes

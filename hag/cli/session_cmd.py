@@ -225,6 +225,7 @@ def _print_summary(result: dict[str, Any]) -> None:
         "entries_graded",
         "struggles_unresolved",
         "struggles_contradicted",
+        "struggles_off_turn",
         "reports_withdrawn",
     ):
         click.echo(f"  {key.replace('_', ' '):<22} {result[key]}")

@@ -430,11 +430,13 @@ def reinforced_confidence(confidence: float, hit_count: int, dials: Settings) ->
 
 class TurnStruggles(NamedTuple):
     """`turn_struggles`'s answer: each turn's kept struggle pairs, how many struggles the
-    learner's record contradicts, and each turn's pairs a later session contradicts."""
+    learner's record contradicts, each turn's pairs a later session contradicts, and how many
+    struggles were left out as named at a turn about another concept (`on_turn_pairs`)."""
 
     per_turn: list[list[StrugglePair]]
     contradicted: int
     withheld: list[list[StrugglePair]]
+    off_turn: int = 0
 
     @property
     def forward(self) -> frozenset[StrugglePair]:
@@ -449,15 +451,19 @@ def turn_struggles(
     shown: Collection[str] | None = None,
     later: Sequence[Success] | None = None,
     supplied: Sequence[Collection[str]] | None = None,
+    *,
+    on_turn: bool = False,
 ) -> TurnStruggles:
     """Each turn's struggle pairs (`struggle_pairs`), how many the learner's own record
     contradicts (left out), and the pairs contradicted forward in time that no turn kept.
 
-    With `shown` (the concepts the learner succeeded on in earlier sessions of the topic;
-    None: not asked, every struggle kept), a struggle naming as missing a concept in `shown`
-    or in a successful turn earlier in this session is left out: a learner who has shown m is
-    not missing it, so the report is the extractor's (or the learner's) mistake, not evidence
-    (`prerequisite_drop_shown`). With `later` too (the learner's later sessions with a
+    With `shown`, or with `on_turn` (the units rule), a struggle on c at a turn about other
+    concepts is left out when a turn about c names one (`on_turn_pairs`), counted as
+    `off_turn`. With `shown` (the concepts the learner succeeded on in earlier sessions of
+    the topic; None: not asked, every struggle kept), a struggle naming as missing a concept
+    in `shown` or in a successful turn earlier in this session is left out: a learner who has
+    shown m is not missing it, so the report is the extractor's (or the learner's) mistake,
+    not evidence (`prerequisite_drop_shown`). With `later` too (the learner's later sessions with a
     successful turn, in order), a struggle c -> m whose learner next succeeds on c before
     showing m is left out as well (`succeeded_first`): in the session's later turns (each
     with the concepts its prompt's lines `supplied`), else in the later sessions. Those a
@@ -470,12 +476,17 @@ def turn_struggles(
     """
     turns = list(turns)
     if shown is None:
-        return TurnStruggles([struggle_pairs([t], catalogue) for t in turns], 0, [])
+        if not on_turn:
+            return TurnStruggles([struggle_pairs([t], catalogue) for t in turns], 0, [])
+        about = on_turn_pairs(turns, [turn_concepts(t, catalogue) for t in turns], catalogue)
+        left = len(struggle_pairs(turns, catalogue)) - sum(len(pairs) for pairs in about)
+        return TurnStruggles(about, 0, [], left)
     own = turn_successes(turns, catalogue, supplied)
     per_turn: list[list[StrugglePair]] = []
     withheld: list[list[StrugglePair]] = []
-    contradicted = 0
+    contradicted = off_turn = 0
     for i, step in enumerate(shown_walk(turns, catalogue, shown)):
+        off_turn += sum(1 for x in step.turn.struggles if x.has_evidence) - len(step.pairs)
         kept, later_first = [], []
         for p in step.pairs:
             if p.missing_slug in step.had:
@@ -491,7 +502,7 @@ def turn_struggles(
         contradicted += len(step.pairs) - len(kept)
         per_turn.append(kept)
         withheld.append(later_first)
-    return TurnStruggles(per_turn, contradicted, withheld)
+    return TurnStruggles(per_turn, contradicted, withheld, off_turn)
 
 
 @dataclass(frozen=True)
@@ -605,15 +616,48 @@ def shown_walk(
 ) -> Iterator[ShownStep]:
     """A session's turns in order, each with what its learner had shown before it: the
     concepts in `shown` (succeeded on in earlier sessions of the topic) and those of the
-    session's successful turns so far, all read through the catalogue. The one definition of
+    session's successful turns so far, all read through the catalogue, and its struggle pairs
+    less those named at a turn about another concept (`on_turn_pairs`). The one definition of
     "shown" that the contradiction rule (`turn_struggles`) and the invented term's counts
     (`shown_exposures`) both read."""
     succeeded = {candidate_slug(slug, catalogue) for slug in shown}
-    for t in turns:
-        concepts = turn_concepts(t, catalogue)
-        yield ShownStep(t, struggle_pairs([t], catalogue), concepts, succeeded)
+    turns = list(turns)
+    concepts = [turn_concepts(t, catalogue) for t in turns]
+    for t, about, pairs in zip(
+        turns, concepts, on_turn_pairs(turns, concepts, catalogue), strict=True
+    ):
+        yield ShownStep(t, pairs, about, succeeded)
         if t.outcome == "success":
-            succeeded.update(concepts)
+            succeeded.update(about)
+
+
+def on_turn_pairs(
+    turns: Sequence[Turn], concepts: Sequence[Collection[str]], catalogue: Catalogue
+) -> list[list[StrugglePair]]:
+    """Each turn's struggle pairs (`struggle_pairs`: those with quoted evidence), less those on
+    a concept c at a turn listed with other concepts only (`concepts`, each turn's, through
+    the catalogue) when a turn of the session listed with c names a struggle on c: the turns
+    about c carry the session's evidence on c.
+
+    A session is one unit of evidence about c, split over the turns naming pairs out of c
+    (hag.evidence.model.session_shares). An extractor that misreads one pair and repeats it
+    through the session carries it onto turns about other concepts, where nothing failed on
+    c; counted there, it would take the unit from the struggle the turns about c name. A
+    struggle on c at a turn listed with no concept, or named only at turns about other
+    concepts, still counts (the tutor need not list every concept a turn touches). Which
+    turns are about c is read from the session alone, before the learner's record judges any
+    struggle (`turn_struggles`), so it does not depend on the order sessions arrive in."""
+    per_turn = [struggle_pairs([t], catalogue) for t in turns]
+    about = {
+        p.concept_slug
+        for pairs, on in zip(per_turn, concepts, strict=True)
+        for p in pairs
+        if p.concept_slug in on
+    }
+    return [
+        [p for p in pairs if not on or p.concept_slug in on or p.concept_slug not in about]
+        for pairs, on in zip(per_turn, concepts, strict=True)
+    ]
 
 
 def reported_turns(
@@ -647,13 +691,15 @@ class ShownExposures:
 
 def failed_concepts(concepts: Iterable[str], pairs: Iterable[StrugglePair]) -> set[str]:
     """What a failed turn failed on: its concepts and those its struggles name as struggled
-    (a struggle on c is a failure on c, whether or not the tutor listed c with the turn)."""
+    (a struggle on c is a failure on c, whether or not the tutor listed c with the turn; under
+    the units rule only the struggles `on_turn_pairs` keeps)."""
     return set(concepts) | {p.concept_slug for p in pairs}
 
 
 def failed_slugs(turns: Iterable[Turn], catalogue: Catalogue) -> list[str]:
-    """The concepts of a session's failed turns (`failed_concepts`), read through the
-    catalogue, sorted."""
+    """The concepts of a session's failed turns (`failed_concepts` over every struggle, those
+    `on_turn_pairs` leaves out too), read through the catalogue, sorted: the concepts whose
+    rows session-end locks, a superset of those the invented term's counts add a failure to."""
     return sorted(
         {slug for t in turns if t.outcome == "failure"
          for slug in failed_concepts(turn_concepts(t, catalogue), struggle_pairs([t], catalogue))}

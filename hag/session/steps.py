@@ -342,8 +342,10 @@ def propose_prerequisites(
     """Step 3: a `prerequisite` edge per struggle with evidence, struggled -> missing concept,
     between the topic entries of the session's topic (`rules.propose_prerequisites`), and how
     many turns reported each pair (`rules.reported_turns`, kept with the learner). Under the
-    units rule a struggle the learner's own record contradicts proposes nothing
-    (`rules.turn_struggles`, `prerequisite_drop_shown`), and the session's failed concepts
+    units rule a struggle on c at a turn about other concepts proposes nothing when a turn
+    about c names one (`rules.on_turn_pairs`, counted as `struggles_off_turn`), nor does a
+    struggle the learner's own record contradicts (`rules.turn_struggles`,
+    `prerequisite_drop_shown`), and the session's failed concepts
     with what its learner had shown there are kept for the `invented` term
     (`rules.shown_exposures`, `Proposed.exposures`)."""
     counts.struggles_without_evidence += rules.struggles_without_evidence(session.turns)
@@ -360,8 +362,11 @@ def propose_prerequisites(
         later, supplied = later_record(conn, session, turns, catalogue)
         struggles = rules.turn_struggles(turns, catalogue, shown, later, supplied)
     else:
-        struggles = rules.turn_struggles(turns, catalogue, None)
+        struggles = rules.turn_struggles(
+            turns, catalogue, None, on_turn=model.units_selected(dials)
+        )
     counts.struggles_contradicted += struggles.contradicted
+    counts.struggles_off_turn += struggles.off_turn
     per_turn = struggles.per_turn
     proposals = rules.propose_prerequisites([p for pairs in per_turn for p in pairs], found)
     counts.struggles_unresolved += proposals.unresolved

@@ -29,6 +29,7 @@ class SessionCounts:
     struggles_unresolved: int = 0
     struggles_without_evidence: int = 0
     struggles_contradicted: int = 0
+    struggles_off_turn: int = 0
     reports_withdrawn: int = 0
     reports_resumed: int = 0
 

@@ -125,9 +125,10 @@ class SimulationRun:
         catalogue: Catalogue,
         lacking: Sequence[tuple[int, str, str]] = (),
     ) -> None:
-        """One session the memory accepted, read by the memory's own contradiction rule: its
-        learner's earlier successes (`facts.shown_concepts`, the rows ingest wrote) and
-        `rules.turn_struggles` over its turns; each struggle the rule keeps adds its learner to
+        """One session the memory accepted, read as the units rule reads it whatever the run's
+        profile: its learner's earlier successes (`facts.shown_concepts`, the rows ingest
+        wrote) and `rules.turn_struggles` over its turns (the struggles at turns about their
+        concept, `rules.on_turn_pairs`); each struggle the rule keeps adds its learner to
         the pair's `unshown_namers`. Each (turn, c, m) of `lacking` (its learner lacked m on a
         failed turn on c) adds the learner to the pair's `lacking_unshown`, unless it had
         shown m by that turn (`rules.shown_walk`, the rule's own "shown"): a report of c -> m
