@@ -463,10 +463,10 @@ def turn_struggles(
     the topic; None: not asked, every struggle kept), a struggle naming as missing a concept
     in `shown` or in a successful turn earlier in this session is left out: a learner who has
     shown m is not missing it, so the report is the extractor's (or the learner's) mistake,
-    not evidence (`prerequisite_drop_shown`). With `later` too (the learner's later sessions with a
-    successful turn, in order), a struggle c -> m whose learner next succeeds on c before
-    showing m is left out as well (`succeeded_first`): in the session's later turns (each
-    with the concepts its prompt's lines `supplied`), else in the later sessions. Those a
+    not evidence (`prerequisite_drop_shown`). With `later` too (the learner's later sessions
+    with a successful turn, in order), a struggle c -> m whose learner next succeeds on c
+    before showing m is left out as well (`succeeded_first`): in the session's later turns
+    (each with the concepts its prompt's lines `supplied`), else in the later sessions. Those a
     later session contradicts are `withheld`, turn by turn, as the recorded report a later
     session withdraws would have named them: they take their part of the session's unit
     (`session_shares`), and the pairs no turn kept (`forward`) count as a recorded report
@@ -478,9 +478,9 @@ def turn_struggles(
     if shown is None:
         if not on_turn:
             return TurnStruggles([struggle_pairs([t], catalogue) for t in turns], 0, [])
-        about = on_turn_pairs(turns, [turn_concepts(t, catalogue) for t in turns], catalogue)
-        left = len(struggle_pairs(turns, catalogue)) - sum(len(pairs) for pairs in about)
-        return TurnStruggles(about, 0, [], left)
+        kept_on = on_turn_pairs(turns, [turn_concepts(t, catalogue) for t in turns], catalogue)
+        left = len(struggle_pairs(turns, catalogue)) - sum(len(pairs) for pairs in kept_on)
+        return TurnStruggles(kept_on, 0, [], left)
     own = turn_successes(turns, catalogue, supplied)
     per_turn: list[list[StrugglePair]] = []
     withheld: list[list[StrugglePair]] = []

@@ -345,9 +345,9 @@ def propose_prerequisites(
     units rule a struggle on c at a turn about other concepts proposes nothing when a turn
     about c names one (`rules.on_turn_pairs`, counted as `struggles_off_turn`), nor does a
     struggle the learner's own record contradicts (`rules.turn_struggles`,
-    `prerequisite_drop_shown`), and the session's failed concepts
-    with what its learner had shown there are kept for the `invented` term
-    (`rules.shown_exposures`, `Proposed.exposures`)."""
+    `prerequisite_drop_shown`), and the session's failed concepts with what its learner had
+    shown there are kept for the `invented` term (`rules.shown_exposures`,
+    `Proposed.exposures`)."""
     counts.struggles_without_evidence += rules.struggles_without_evidence(session.turns)
     shown = facts.shown_concepts(conn, session) if model.units_selected(dials) else None
     exposures = None if shown is None else rules.shown_exposures(turns, catalogue, shown)
