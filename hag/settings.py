@@ -750,16 +750,15 @@ def profile_standing(values: Mapping[str, Any]) -> ProfileStanding:
         ),
         key=lambda standing: len(standing.apart),
     )
-    nearest, runner_up = standings[0], standings[1]
-    if nearest.apart and len(nearest.apart) == len(runner_up.apart):
+    nearest = standings[0]
+    if nearest.apart and any(len(s.apart) == len(nearest.apart) for s in standings[1:]):
         return ProfileStanding(None, nearest.apart)
     return nearest
 
 
-def profile_line(conn: Conn) -> str:
-    """The stored dials' standing, as one line; none while a stored dial is invalid (its
-    default would stand in for a value the memory does not hold)."""
-    values, invalid = stored(conn)
+def profile_line(values: Mapping[str, Any], invalid: Mapping[str, Any]) -> str:
+    """The standing of the stored dials (`stored`), as one line; none while a stored dial is
+    invalid (its default would stand in for a value the memory does not hold)."""
     if invalid:
         return f"profile: not read while {len(invalid)} stored dial(s) are invalid (marked above)"
     return profile_standing(values).line()
@@ -790,10 +789,15 @@ def active_profile(values: Mapping[str, Any]) -> str | None:
     return None if standing.apart else standing.name
 
 
-def listing(conn: Conn) -> list[dict[str, Any]]:
+def listing(
+    conn: Conn, invalid: Mapping[str, tuple[JSON, str]] | None = None
+) -> list[dict[str, Any]]:
+    """Every dial's row, each with the reason its stored value is refused (None: valid);
+    `invalid` as `stored` read it, else read here."""
     rows = conn.execute(
         "SELECT key, value, value_type, default_value, min_value, max_value, description, consumer, "
         "updated_at, updated_by FROM hag_settings ORDER BY key"
     ).fetchall()
-    invalid = stored(conn)[1]
+    if invalid is None:
+        invalid = stored(conn)[1]
     return [{**r, "invalid": invalid[r["key"]][1] if r["key"] in invalid else None} for r in rows]

@@ -25,14 +25,14 @@ def list_(as_json: bool) -> None:
 
     ready()
     with db.connect() as conn:
-        rows = s.listing(conn)
-        if as_json:
-            echo_json(rows)
-            return
-        standing = s.profile_line(conn)
+        values, invalid = s.stored(conn)
+        rows = s.listing(conn, invalid)
+    if as_json:
+        echo_json(rows)
+        return
     for line in listing_lines(rows):
         click.echo(line)
-    click.echo(standing)
+    click.echo(s.profile_line(values, invalid))
 
 
 def _bounds(row: dict[str, Any]) -> str:

@@ -368,6 +368,11 @@ def struggle_pairs(turns: Iterable[Turn], catalogue: Catalogue) -> list[Struggle
     ]
 
 
+def struggles_with_evidence(turns: Iterable[Turn]) -> int:
+    """Struggles the extractor reported with quoted words: those `struggle_pairs` reads."""
+    return sum(1 for t in turns for s in t.struggles if s.has_evidence)
+
+
 def struggles_without_evidence(turns: Iterable[Turn]) -> int:
     """Struggles the extractor reported without quoted words: they propose nothing."""
     return sum(1 for t in turns for s in t.struggles if not s.has_evidence)
@@ -479,14 +484,14 @@ def turn_struggles(
         if not on_turn:
             return TurnStruggles([struggle_pairs([t], catalogue) for t in turns], 0, [])
         kept_on = on_turn_pairs(turns, [turn_concepts(t, catalogue) for t in turns], catalogue)
-        left = len(struggle_pairs(turns, catalogue)) - sum(len(pairs) for pairs in kept_on)
+        left = struggles_with_evidence(turns) - sum(len(pairs) for pairs in kept_on)
         return TurnStruggles(kept_on, 0, [], left)
     own = turn_successes(turns, catalogue, supplied)
     per_turn: list[list[StrugglePair]] = []
     withheld: list[list[StrugglePair]] = []
-    contradicted = off_turn = 0
+    contradicted = walked = 0
     for i, step in enumerate(shown_walk(turns, catalogue, shown)):
-        off_turn += sum(1 for x in step.turn.struggles if x.has_evidence) - len(step.pairs)
+        walked += len(step.pairs)
         kept, later_first = [], []
         for p in step.pairs:
             if p.missing_slug in step.had:
@@ -502,7 +507,7 @@ def turn_struggles(
         contradicted += len(step.pairs) - len(kept)
         per_turn.append(kept)
         withheld.append(later_first)
-    return TurnStruggles(per_turn, contradicted, withheld, off_turn)
+    return TurnStruggles(per_turn, contradicted, withheld, struggles_with_evidence(turns) - walked)
 
 
 @dataclass(frozen=True)
