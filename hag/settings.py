@@ -789,15 +789,11 @@ def active_profile(values: Mapping[str, Any]) -> str | None:
     return None if standing.apart else standing.name
 
 
-def listing(
-    conn: Conn, invalid: Mapping[str, tuple[JSON, str]] | None = None
-) -> list[dict[str, Any]]:
-    """Every dial's row, each with the reason its stored value is refused (None: valid);
-    `invalid` as `stored` read it, else read here."""
+def listing(conn: Conn, invalid: Mapping[str, tuple[JSON, str]]) -> list[dict[str, Any]]:
+    """Every dial's row, each with the reason its stored value is refused (None: valid):
+    `invalid` as `stored` read it on the same connection."""
     rows = conn.execute(
         "SELECT key, value, value_type, default_value, min_value, max_value, description, consumer, "
         "updated_at, updated_by FROM hag_settings ORDER BY key"
     ).fetchall()
-    if invalid is None:
-        invalid = stored(conn)[1]
     return [{**r, "invalid": invalid[r["key"]][1] if r["key"] in invalid else None} for r in rows]
