@@ -203,7 +203,7 @@ class Settings(Mapping[str, Any]):
     session_max_struggles: int = _num(2000, 0, 1_000_000, "ours: sessions with more struggles (all turns) are refused whole at ingest", S)
     session_max_struggles_per_turn: int = _num(20, 0, 100_000, "ours: sessions with a turn reporting more struggles are refused whole at ingest", S)
     session_max_success_slugs: int = _num(500, 0, 1_000_000, "ours: sessions whose successful turns name more distinct concept slugs are refused whole at ingest (each is a hag_learner_successes row)", S)
-    session_lock_buckets: int = _num(256, 1, 4096, "ours: hash buckets of the advisory locks guarding a session's identities: a session holds at most this many, whatever its size", S)
+    session_lock_buckets: int = _num(256, 1, 4096, "ours: hash buckets of the advisory locks guarding a session's identities (and a learner's ingest lock, hag/storage/learner_lock.py): a session holds at most this many, whatever its size", S)
     # the evidence rules (issue 14; `hag settings profile evidence` selects them, docs/learning-report.md)
     prerequisite_confidence_rule: str = _dial("seed", "ours: seed = learned prerequisites move by the seed's reinforcement floors and outcome grading; lift = from the sessions that reported them net of chance, h'/(h'+k), never outcome-graded; units = the lift rule over evidence units: a session is one unit per concept, a learner's total per pair is capped, and too few learners hold an edge below the walk floor (docs/learning-report.md)", V, choices=("seed", "lift", "units"))
     prerequisite_learner_cap: float = _num(1.0, 0.01, 1000, "ours: under units, one learner's evidence for a pair (the sum of its sessions' shares) counts at most this many units", V)
@@ -211,7 +211,7 @@ class Settings(Mapping[str, Any]):
     prerequisite_drop_shown: bool = _dial(True, "ours: under units, a struggle naming as missing a concept its learner already succeeded on (a successful turn on it, earlier in the session or in an earlier session of the topic) proposes and reports nothing: the learner's own record contradicts it; so does one whose learner next succeeds on the struggled concept before succeeding on the missing one (a success whose prompt had a line to it passed over), and a recorded one is withdrawn when that success comes; off for learners who forget between sessions", V)
     prerequisite_lift_k: float = _num(2.0, 0.01, 1000, "ours: k of the lift rule h'/(h'+k) (2 keeps the seed's 0.33/0.5/0.6 ladder for an uncontested edge)", V)
     prerequisite_lift_chance_spread: float = _num(0.0, 0, 100000, "ours: concepts over which a failing concept's other struggle reports spread by chance (0: the topic's other concepts)", V)
-    prerequisite_lift_noise_weight: float = _num(0.0, 0, 1000, "ours (measured, docs/learning-report.md): the chance term of a learned c -> m is scaled by 1 + this x c's reversal share, the share of c's struggle reports (live and culled prerequisites out of c) naming a concept the memory holds to build on c; 0: off", V)
+    prerequisite_lift_noise_weight: float = _num(0.0, 0, 1000, "ours (measured, docs/learning-report.md): the chance term of a learned c -> m is scaled by 1 + this x c's reversal share, the share of c's struggle reports (live and culled prerequisites out of c; under units, their units, each learner's capped) naming a concept the memory holds to build on c; 0: off", V)
     prerequisite_lift_noise_prior: float = _num(0.05, 0, 1, "ours: the reversal share a concept with no reports is given, which its own reports outweigh...", V)
     prerequisite_lift_noise_prior_reports: float = _num(5.0, 0, 1000, "ours: ...as if it came from this many reports", V)
     prerequisite_lift_noise_held_min: float = _num(0.6, 0, 1, "ours: a prerequisite x -> c at this confidence or more makes a report on c naming x a reversal", V)
@@ -467,6 +467,10 @@ ORDERED: tuple[tuple[str, str], ...] = (
     ("archive_max_confidence", "promotion_min_confidence"),
     ("promotion_min_confidence", "proven_min_confidence"),
 )
+# Pairs that must stay strictly ordered: (lower, upper). A learned edge too few learners
+# support is held below the walk floor (hag.evidence.model.unit_terms); a floor at or above
+# the walk floor would lift every such edge, one learner's or none's, back onto the walk.
+STRICTLY_ORDERED: tuple[tuple[str, str], ...] = (("edge_confidence_floor", "edge_min_confidence"),)
 # (item dial, list dial): the item must be one of the list's values. Sessions write topic
 # entries in `session_topic_scope`; a scope the topic passes do not read would write entries
 # no learner can read, and every session with a topic observation would be refused.
@@ -478,6 +482,9 @@ def check_order(values: Mapping[str, Any]) -> None:
     for low, high in ORDERED:
         if values[low] > values[high]:
             raise SettingsError(f"{low} ({values[low]}) may not exceed {high} ({values[high]})")
+    for low, high in STRICTLY_ORDERED:
+        if values[low] >= values[high]:
+            raise SettingsError(f"{low} ({values[low]}) must stay below {high} ({values[high]})")
     for item, among in MEMBER_OF:
         if values[item] not in values[among]:
             raise SettingsError(

@@ -590,7 +590,7 @@ def test_an_enriched_edge_stands_at_the_larger_of_its_prior_and_its_reports():
     terms = model.unit_terms(enriched, PROFILE_UNITS)
     assert terms.raised == pytest.approx(3 / (3 + k))
     assert terms.confidence == pytest.approx(3 / (3 + k))
-    written = replace(enriched, units=4.0, concept_units=4.0, unattributed=1)
+    written = replace(enriched, units=4.0, concept_units=3.0, unattributed=1)  # as read
     assert model.unit_terms(written, PROFILE_UNITS).confidence == pytest.approx(3 / (3 + k))
     alone = replace(learned(1.0, 1, 1.0, 1), source_type="enriched", prior=0.45)
     assert model.unit_terms(alone, PROFILE_UNITS).raised is None
@@ -608,6 +608,21 @@ def test_an_enriched_edge_stands_at_the_larger_of_its_prior_and_its_reports():
                      reported_units=30.0, prior=0.45)  # fmt: skip
     lowered = model.unit_terms(judged, PROFILE_UNITS)
     assert lowered.judged and lowered.confidence < 0.45
+
+
+def test_a_sum_of_shares_that_rounds_under_the_dial_still_reaches_it():
+    """Units are sums of shares kept in whatever order reports arrive: 1 + 1/3 + 1 + 2/3
+    reads 2.9999999999999996 in that order. Three units from three learners judge an authored
+    edge none names, however the sum rounded; a concept with 2.9 units does not."""
+    rounded = 0.0
+    for share in (1.0, 1 / 3, 1.0, 2 / 3):
+        rounded += share
+    assert rounded < 3 == PROFILE_UNITS.prerequisite_unlearn_min_reports
+    edge = replace(unreported_authored_edge(0), concept_units=rounded, concept_learners=3,
+                   reported_units=rounded, prior=0.9)  # fmt: skip
+    assert model.unit_terms(edge, PROFILE_UNITS).judged
+    short = replace(edge, concept_units=2.9, reported_units=2.9)
+    assert not model.unit_terms(short, PROFILE_UNITS).judged
 
 
 def test_the_invented_term_scales_the_shown_learners_rate_to_the_others():

@@ -332,6 +332,140 @@ def test_learners_confirm_an_enriched_prerequisite_past_its_prior(db, units, dat
     assert f"result {expected:.6f}" in said
 
 
+def test_enrichment_writes_count_in_no_concepts_units(db, units):
+    """rsa -> primes and rsa -> key-exchange are enriched at 0.45 as enrichment writes them
+    (one session each, no learner recorded), beside rsa -> hashing authored at 0.92. Two
+    learners name signatures on rsa: 2 units, below `prerequisite_unlearn_min_reports`, so
+    nothing is judged (the writes would make 4). A third learner makes 3, none naming their
+    targets: an enriched edge's own write is no learner naming its target, so negative
+    evidence judges the enriched edges as it judges the authored one, and all three fall to
+    the lift of their own units, nothing (the floor)."""
+    assert units.prerequisite_unlearn_min_reports == 3
+    assert units.prerequisite_unlearn_max_share == 0
+    e = topic_entries(db)
+    for m in ("primes", "key-exchange"):
+        f.edge(db, e["rsa"], e[m], confidence=0.45, source_type="enriched",
+               hit_count=units.edge_new_hit_count)  # fmt: skip
+    f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
+    db.commit()
+    for n in (1, 2, 3):
+        run(db, payload(f"o{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "signatures")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+        if n == 2:
+            assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
+            assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(0.45)
+    for m in ("hashing", "primes", "key-exchange"):
+        assert confidence(db, e["rsa"], e[m]) == pytest.approx(units.edge_confidence_floor)
+
+
+def test_one_learner_repeating_a_reversal_adds_one_unit_to_its_concepts_share(db, units):
+    """hashing -> rsa is authored at 0.9 (past `prerequisite_lift_noise_held_min`), so a report
+    on rsa naming hashing is the extractor's reversal. learner-1 and learner-2 each name
+    primes on rsa once; learner-3 names hashing on rsa in 100 sessions. rsa's reversal share
+    counts each learner's units within the cap, as any pair's: learner-3's 100 sessions add one
+    unit, so rsa -> primes nets out chance over 3 units of which 1 is a reversal (in sessions
+    the share would be 100 of 102, and the chance term about five times as large)."""
+    k = units.prerequisite_lift_k
+    e = topic_entries(db)
+    f.edge(db, e["hashing"], e["rsa"], confidence=0.9)
+    db.commit()
+    for n in (1, 2):
+        run(db, payload(f"f{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+    run(db, *(
+        payload(f"r{d}", [turn(0, outcome="failure", struggles=[struggle("rsa", "hashing")])],
+                learner="learner-3", day=3 + d % 20)
+        for d in range(100)
+    ))  # fmt: skip
+    cap = min(1.0, units.prerequisite_learner_cap)
+    u, concept = 2.0, 2.0 + cap
+    weight = units.prerequisite_lift_noise_prior_reports
+    share = (cap + units.prerequisite_lift_noise_prior * weight) / (concept + weight)
+    chance = (concept - u) / units.prerequisite_lift_chance_spread
+    net = u - chance * (1 + units.prerequisite_lift_noise_weight * share)
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(net / (net + k))
+    assert net / (net + k) > 0.6
+
+
+def test_setting_a_dial_the_model_reads_reweighs_every_edge_at_once(db, units, database_url):
+    """learner-1 and learner-2 name rsa -> primes: 2/(2 + k). `hag settings set
+    prerequisite_lift_k 1` moves it to 2/3 in the same command, and `hag explain` still gives
+    the stored value; a dial the model does not read moves nothing; `hag settings reset` puts
+    the registry's k back and the edge at 2/(2 + k) for it."""
+    from hag.evidence.reweigh import MODEL_DIALS
+
+    e = topic_entries(db)
+    db.commit()
+    for n in (1, 2):
+        run(db, payload(f"f{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+    k = units.prerequisite_lift_k
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
+    env = {**os.environ, "DATABASE_URL": database_url}
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "hag.cli", "settings", *args],
+                              capture_output=True, text=True, env=env, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        db.rollback()
+        return done.stdout
+
+    said = cli("set", "prerequisite_lift_k", "1")
+    assert "1 prerequisite confidence(s) re-weighed under it" in said
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / 3)
+    edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    assert f"result {2 / 3:.6f}" in explain_text(database_url, edge)
+    assert "advisory_max_chars" not in MODEL_DIALS
+    assert "re-weighed" not in cli("set", "advisory_max_chars", "300")
+    default = settings.REGISTRY["prerequisite_lift_k"].default
+    assert "re-weighed" in cli("reset", "prerequisite_lift_k")
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + default))
+
+
+def test_explain_json_prints_an_infinite_term_as_null(db, units, database_url):
+    """primes -> rsa is authored at 1.0: as the reverse of rsa -> primes it stands for
+    infinitely many units (k p / (1 - p)). `hag explain --json` prints that term as null, as
+    the history rows keep it: JSON has no infinity (a strict parser refuses `Infinity`)."""
+    e = topic_entries(db)
+    f.edge(db, e["primes"], e["rsa"], confidence=1.0)
+    db.commit()
+    for n in (1, 2):
+        run(db, payload(f"f{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+    edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    said = subprocess.run(
+        [sys.executable, "-m", "hag.cli", "explain", str(edge), "--json"],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "DATABASE_URL": database_url},
+    )  # fmt: skip
+    assert said.returncode == 0, said.stderr
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"not JSON: {name}")
+
+    shown = json.loads(said.stdout, parse_constant=refuse)
+    assert shown["terms"]["reverse"] is None
+    assert shown["terms"]["confidence"] == pytest.approx(units.edge_confidence_floor)
+
+
+def rebuilt(terms: dict, dials) -> float:
+    """A prerequisite's confidence rebuilt from the terms `hag explain` prints, by the formula
+    docs/learning-report.md states (not through `model.unit_terms`)."""
+
+    def bounds(x: float) -> float:
+        return min(dials.edge_confidence_ceiling, max(dials.edge_confidence_floor, x))
+
+    k = dials.prerequisite_lift_k
+    if terms["source_type"] == "learned":
+        net = max(0.0, terms["units"] - max(terms["chance"], terms["invented"]) - terms["reverse"])
+        hold = terms["hold"] if terms["hold"] is not None else 1.0
+        return bounds(min(net / (net + k), hold))
+    net = max(0.0, terms["units"] - terms["chance"])
+    if terms["judged"]:
+        return min(terms["prior"], bounds(net / (net + k)))
+    return max(terms["prior"], terms["raised"] or 0.0)
+
+
 def test_explain_terms_equal_the_stored_confidence(db, units, database_url):
     """After a mix of learners, repeats and an authored edge, every prerequisite's explained
     result equals its stored confidence to 1e-9, through the rule and through `hag explain`
@@ -352,6 +486,7 @@ def test_explain_terms_equal_the_stored_confidence(db, units, database_url):
         terms = evidence_terms(db, r["id"], r["source_entry_id"], units)
         assert terms is not None
         assert abs(terms["confidence"] - r["confidence"]) <= 1e-9
+        assert abs(rebuilt(terms, units) - r["confidence"]) <= 1e-9, terms
     edge = next(r for r in rows if r["source_entry_id"] == e["rsa"])
     env = {**os.environ, "DATABASE_URL": database_url}
 
@@ -1367,6 +1502,37 @@ def test_a_culled_edges_report_contradicted_later_is_not_resumed(db, units, dial
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
 
 
+def test_a_session_that_learns_a_culled_pair_again_still_withdraws_what_it_contradicts(
+    db, units, dials
+):
+    """learner-1 names rsa -> primes and it is culled, the report kept beside its audit row.
+    learner-1's next session succeeds on rsa without primes (the kept report is contradicted
+    forward in time), then fails rsa naming primes: the pair is learned again, and the new
+    edge would resume the kept report. The withdrawal is read under the session's locks,
+    after its own writes: the report is withdrawn wherever it now stands, and the new edge
+    holds the new session's report alone."""
+    from hag.nightly import sweeps
+
+    e = topic_entries(db)
+    db.commit()
+    run(db, reports("a1", [("rsa", "primes")], day=0) | {"learner_id": "learner-1"})
+    assert sweeps.sweep(db, as_of=T0 + timedelta(days=100)).culled == 1
+    turns = [
+        turn(0, outcome="success", concepts=["rsa"]),
+        turn(1, outcome="failure", concepts=["rsa"], struggles=[struggle("rsa", "primes")]),
+    ]
+    run(db, payload("s1", turns, learner="learner-1", day=101))
+    assert db.execute("SELECT count(*) AS n FROM hag_edge_audit_reports").fetchone()["n"] == 0
+    withdrawn = db.execute("SELECT * FROM hag_pair_withdrawn").fetchall()
+    assert [tuple(w.values()) for w in withdrawn] == [(e["rsa"], e["primes"], "learner-1", 1, 1.0)]
+    again = edge_row(db, e["rsa"], e["primes"], "prerequisite")
+    sessions = db.execute(
+        "SELECT session_id FROM hag_edge_learner_reports WHERE edge_id = %s", (again["id"],)
+    ).fetchall()
+    assert [r["session_id"] for r in sessions] == ["s1"]
+    assert again["hit_count"] == 1
+
+
 def test_a_reweigh_never_rests_on_the_confidence_reinforcement_gave_a_moment_before(db, units):
     """rsa -> primes is named by learner-1 and learner-2, rsa -> hashing by learner-4;
     learner-3 names primes -> rsa in three sessions (one learner: held). The third session's
@@ -1400,7 +1566,7 @@ def test_history_terms_store_a_non_finite_term_as_null_even_nested():
     from hag.evidence import store
 
     terms = {"reverse": float("inf"), "as_learned": {"reverse": float("inf"), "k": 1.0}}
-    assert json.loads(json.dumps(store._finite(terms))) == {
+    assert json.loads(json.dumps(store.finite_terms(terms))) == {
         "reverse": None, "as_learned": {"reverse": None, "k": 1.0}}  # fmt: skip
 
 

@@ -187,6 +187,11 @@ def test_defaults_pass_their_own_validation():
             "0.4",
             "edge_confidence_floor (0.4) may not exceed edge_new_confidence",
         ),
+        (  # strictly: a floor at the walk floor would walk an edge too few learners support
+            "edge_min_confidence",
+            "0.05",
+            "edge_confidence_floor (0.05) must stay below edge_min_confidence (0.05)",
+        ),
     ],
 )
 def test_ordered_dials_cannot_be_inverted(db, key, value, message):

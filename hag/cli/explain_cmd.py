@@ -32,6 +32,7 @@ def explain(edge_id: str, as_json: bool) -> None:
     from hag import settings
     from hag.evidence.explain import edge_terms, reweigh_pending
     from hag.evidence.model import authored_verdict
+    from hag.evidence.store import finite_terms
     from hag.storage import db
     from hag.storage.history import explain_edge
 
@@ -44,7 +45,10 @@ def explain(edge_id: str, as_json: bool) -> None:
         pending = reweigh_pending(conn, edge, terms)
     if as_json:
         shown = {k: v for k, v in edge.items() if k != "culled"} if live else {"edge_id": key}
-        echo_json({**shown, "exists": live, "terms": terms, "reweigh_pending": pending})
+        # JSON has no infinity (an authored reverse edge at 1.0 stands for infinite units):
+        # null, as the history rows and the service print it
+        shown_terms = None if terms is None else finite_terms(terms)
+        echo_json({**shown, "exists": live, "terms": shown_terms, "reweigh_pending": pending})
         return
     if not live:
         click.echo(f"edge {key}: culled (`hag history` shows its events)")

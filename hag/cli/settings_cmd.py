@@ -101,31 +101,47 @@ def get(key: str, as_json: bool) -> None:
 @click.argument("key")
 @click.argument("value")
 def set_(key: str, value: str) -> None:
-    """Change a dial after checking its type and range (a VALUE may start with `-`)."""
+    """Change a dial after checking its type and range (a VALUE may start with `-`).
+
+    A dial the evidence model reads re-weighs every edge it owns under the new value at once,
+    in the same transaction (as `hag settings profile` does), and says how many moved."""
     from hag import settings as s
-    from hag.storage import db
 
     s.validate(key, value)
+    _move_dial(key, value)
+
+
+def _move_dial(key: str, value: Any, *, reset: bool = False) -> None:
+    """Set or reset one dial and re-weigh what it moves (`hag.evidence.reweigh.move_dial`)."""
+    from datetime import UTC, datetime
+
+    from hag.evidence.reweigh import move_dial
+    from hag.storage import db
+
     ready()
     with db.connect() as conn:
-        stored = s.set_value(conn, key, value)
+        move = move_dial(conn, key, value, by="cli", at=datetime.now(UTC), reset=reset)
         conn.commit()
-    click.echo(f"{key} = {json.dumps(stored)}")
+    click.echo(f"{key} = {json.dumps(move.stored)}")
+    if move.reweighed:
+        click.echo(f"  {move.reweighed} prerequisite confidence(s) re-weighed under it")
+    if move.reweighed_sequences:
+        click.echo(
+            f"  {move.reweighed_sequences} leads_to/fallback confidence(s) re-weighed under it"
+        )
+    if move.not_reweighed:
+        click.echo(f"  not re-weighed: {move.not_reweighed}")
 
 
 @settings.command()
 @click.argument("key")
 def reset(key: str) -> None:
-    """Put a dial back to its registry default."""
+    """Put a dial back to its registry default (a dial the evidence model reads re-weighs
+    what it moves, as `hag settings set` does)."""
     from hag import settings as s
-    from hag.storage import db
 
     s.dial(key)
-    ready()
-    with db.connect() as conn:
-        stored = s.reset_value(conn, key)
-        conn.commit()
-    click.echo(f"{key} = {json.dumps(stored)}")
+    _move_dial(key, None, reset=True)
 
 
 @settings.command()

@@ -86,6 +86,13 @@ def lift_sources(
     return sorted(reported | set(failed), key=str)
 
 
+# Units are sums of session shares (thirds, quarters) kept by triggers in whatever order
+# reports arrive, so 1 + 1/3 + 1 + 2/3 may read 2.9999999999999996: a comparison of such a
+# sum with a dial takes this slack, far below any share a session can hold (numerics, not a
+# threshold of the model).
+SUM_SLACK = 1e-9
+
+
 @dataclass(frozen=True)
 class PrerequisiteEvidence:
     """What the lift rule reads of one prerequisite around a reported concept."""
@@ -102,10 +109,12 @@ class PrerequisiteEvidence:
     reverse_confidence: float | None
     # the confidence an authored edge held before negative evidence lowered it (None: not lowered)
     unlearned_from: float | None = None
-    # the source concept's reports, live and culled, and of those its reversals
+    # the source concept's reports, live and culled, and of those its reversals, in sessions
+    # (the lift rule's)
     reversal_reports: tuple[int, int] = (0, 0)
     # the same evidence in units (the units rule, `unit_terms`; hag_edge_evidence): the edge's
-    # units and distinct learners, its concept's units over its live prerequisites and
+    # units and distinct learners, its concept's units over its live prerequisites (an
+    # enriched edge's sessions no learner is recorded for left out: its author's write) and
     # distinct learners, the units supporting it, the concept's units over its live and
     # culled prerequisites, and the reverse edge's units (None: no reverse edge) and distinct
     # learners
@@ -117,6 +126,10 @@ class PrerequisiteEvidence:
     reported_units: float = 0.0
     reverse_units: float | None = None
     reverse_learners: int | None = None
+    # the source concept's units over its live, culled and withdrawn reports (`reported_units`)
+    # and of those its reversals' (`reversal_share`): one learner's reversal repeated in many
+    # sessions adds at most its cap
+    reversal_units: tuple[float, float] = (0.0, 0.0)
     # an authored or enriched edge's prior: the confidence it was written with by its author,
     # never moved by a re-weigh (migration 211; None: learned, or written with no trigger)
     prior: float | None = None
@@ -234,7 +247,7 @@ def lift_confidence(
     return edge_bounds(net / (net + k), dials)
 
 
-def reversal_share(reports: int, reversals: int, dials: Settings) -> float:
+def reversal_share(reports: float, reversals: float, dials: Settings) -> float:
     """The share of a concept c's struggle reports that name a concept the memory holds to
     build on c (an x with x -> c at `prerequisite_lift_noise_held_min` or more): reports no
     learner's gap explains, so a measure of how noisy the extractor is on c. Shrunk toward
@@ -420,7 +433,7 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
     """
     k = dials.prerequisite_lift_k
     min_learners = dials.prerequisite_min_learners
-    noise = reversal_share(*fact.reversal_reports, dials)
+    noise = reversal_share(*fact.reversal_units, dials)
     if fact.source_type == "learned":
         chance = scaled_chance(fact.units, fact.concept_units, fact.n_concepts, noise, dials)
         reverse = reverse_evidence(
@@ -450,19 +463,23 @@ def unit_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerms:
             reverse_learners=fact.reverse_learners or 0,
         )  # fmt: skip
     prior = fact.confidence if fact.prior is None else fact.prior
+    # an enriched edge's sessions no learner is recorded for are its author's own write (or
+    # reports from before learners were recorded), already in its prior: no learner named
+    # its target there (its concept's units leave them out as read, `confirmed_terms` alike)
+    written = session_units(fact.unattributed, dials) if fact.source_type == "enriched" else 0.0
     reports = max(fact.concept_units, fact.reported_units)
     # its own reports withdrawn as contradicted still say the extractor named its target (the
     # shares they held, within each learner's cap, as `reported_units` counts them)
-    own = fact.units + fact.withdrawn_units
+    own = max(0.0, fact.units - written) + fact.withdrawn_units
     chance = scaled_chance(own, reports, fact.n_concepts, noise, dials)
     net = max(0.0, own - chance)
     lift = edge_bounds(net / (net + k), dials)
     min_reports = dials.prerequisite_unlearn_min_reports
     judged = (
         min_reports > 0
-        and reports >= min_reports
+        and reports + SUM_SLACK >= min_reports
         and fact.concept_learners >= min_learners
-        and own + fact.support_units <= dials.prerequisite_unlearn_max_share * reports
+        and own + fact.support_units <= dials.prerequisite_unlearn_max_share * reports + SUM_SLACK
     )
     as_learned = confirmed_terms(fact, dials) if fact.source_type == "enriched" else None
     raised = None if as_learned is None or as_learned.net <= 0 else as_learned.confidence
@@ -508,7 +525,7 @@ def confirmed_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerm
     written below authored ones (`enrichment_confidence`) for learners to confirm. Its sessions
     no learner is recorded for are the author's own writes (an enriched edge is written with a
     hit) or reports from before learners were recorded, already in its prior: they leave its
-    units and its concept's. None below `prerequisite_min_learners` recorded learners, so one
+    units here, and its concept's as read (`concept_units`). None below `prerequisite_min_learners` recorded learners, so one
     learner never lifts it, whatever its prior."""
     unattributed = session_units(fact.unattributed, dials)
     units = max(0.0, fact.units - unattributed)
@@ -521,7 +538,7 @@ def confirmed_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerm
             source_type="learned",
             units=units,
             learners=learners,
-            concept_units=max(units, fact.concept_units - unattributed),
+            concept_units=max(units, fact.concept_units),
             unattributed=0,
             prior=None,
         ),
@@ -538,7 +555,7 @@ def authored_verdict(t: Mapping[str, Any], dials: Settings) -> str:
     needed, share = dials.prerequisite_unlearn_min_reports, dials.prerequisite_unlearn_max_share
     if needed <= 0:
         return "not judged (prerequisite_unlearn_min_reports is 0: never)"
-    if t["concept_units"] < needed or t["concept_learners"] < t["min_learners"]:
+    if t["concept_units"] + SUM_SLACK < needed or t["concept_learners"] < t["min_learners"]:
         return f"not judged (its concept needs {needed} units from {t['min_learners']} learners)"
     return (
         f"not judged (its own and supporting units {t['units'] + t['support']:.4f} are above "

@@ -251,7 +251,9 @@ def _moving(
     return {e.edge_id for e in evidence if states[e.edge_id][0] != e.confidence}
 
 
-def reweigh_every_edge(conn: Conn, dials: Settings, *, at: datetime) -> tuple[int, int]:
+def reweigh_every_edge(
+    conn: Conn, dials: Settings, *, at: datetime, reason: str = "profile: re-weighed"
+) -> tuple[int, int]:
     """Every edge whose rule the evidence model owns re-weighed under the rules `dials`
     select, in the caller's transaction, their rows locked in one sorted pass first: every
     prerequisite under the lift or units rule, every `leads_to` and `fallback` under
@@ -267,7 +269,6 @@ def reweigh_every_edge(conn: Conn, dials: Settings, *, at: datetime) -> tuple[in
     if not types:
         return 0, 0
     store.lock_every_edge_of(conn, types)
-    reason = "profile: re-weighed"
     return (
         reweigh_prerequisites(conn, store.prerequisite_sources(conn), dials, at=at, reason=reason)
         if prerequisites
@@ -298,3 +299,51 @@ def move_to_profile(conn: Conn, name: str, *, by: str, at: datetime) -> ProfileM
     if not changed:
         return ProfileMove(changed)
     return ProfileMove(changed, *reweigh_every_edge(conn, settings.load(conn), at=at))
+
+
+# The dials the model's formulas read when they re-weigh (their registry consumer is
+# hag/evidence, and the edge bounds, walk floor and sequence rule they clamp, hold and select
+# by): a change to one moves stored confidences, so it re-weighs every edge the model owns.
+MODEL_DIALS = frozenset(
+    {k for k, d in settings.REGISTRY.items() if d.consumer == "hag/evidence"}
+    | {"edge_grading_rule", "edge_confidence_floor", "edge_confidence_ceiling",
+       "edge_min_confidence"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DialMove:
+    """What setting one dial did: the value stored, and how many confidences the re-weigh
+    under it changed (a dial the model reads, `MODEL_DIALS`, whose value moved; else 0)."""
+
+    stored: Any
+    reweighed: int = 0
+    reweighed_sequences: int = 0
+    # why nothing was re-weighed though the model reads the dial: another dial's stored value
+    # is invalid (`settings.invalid_message`: the line naming it and its repair)
+    not_reweighed: str | None = None
+
+
+def move_dial(
+    conn: Conn, key: str, value: Any, *, by: str, at: datetime, reset: bool = False
+) -> DialMove:
+    """Set one dial (or `reset` it to its default) and, when the model reads it and its value
+    moved, re-weigh every edge the model owns under the dials now stored, in the caller's
+    transaction, as `move_to_profile` does for a profile: `hag explain`'s result stays the
+    stored confidence whichever way a dial is changed."""
+    settings.lock_dials(conn)  # the value read here is the one the write replaces
+    values, invalid = settings.stored(conn)
+    before = invalid[key][0] if key in invalid else values[key]
+    stored = (
+        settings.reset_value(conn, key, by) if reset else settings.set_value(conn, key, value, by)
+    )
+    if key not in MODEL_DIALS or stored == before:
+        return DialMove(stored)
+    values, invalid = settings.stored(conn)
+    if invalid:  # the value is set (a repair of one dial never waits on another's)
+        first = min(invalid)
+        return DialMove(stored, not_reweighed=settings.invalid_message(first, *invalid[first]))
+    moved = reweigh_every_edge(
+        conn, settings.snapshot(values), at=at, reason=f"dial {key}: re-weighed"
+    )
+    return DialMove(stored, *moved)

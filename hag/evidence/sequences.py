@@ -56,7 +56,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
-from hag.evidence.model import counted_reverse
+from hag.evidence.model import SUM_SLACK, counted_reverse
 from hag.settings import Settings
 from hag.storage.edges import EdgeObservation
 
@@ -250,7 +250,7 @@ def authored_terms(fact: SequenceEvidence, dials: Settings) -> AuthoredSequenceT
     min_learners = dials.prerequisite_min_learners
     judged = (
         min_reports > 0
-        and fact.needing_units >= min_reports
+        and fact.needing_units + SUM_SLACK >= min_reports
         and fact.needing_learners >= min_learners
     )
     supported = max(dials.edge_confidence_floor, fact.prerequisite or 0.0) if judged else None

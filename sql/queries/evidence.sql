@@ -11,9 +11,12 @@
 -- the extractor's reversal, not a gap under the target),
 -- the confidence negative evidence keeps beside a lowered edge (unlearned_from, migration
 -- 090: the lift rule's), an authored or enriched edge's prior by its provenance
--- (prior_confidence, migration 211: the units rule's), and the source concept's reports [all, reversals]: over its prerequisites, live and
--- culled (the audit keeps a culled edge's reports; a restored one is live again), those
--- naming a concept x with a prerequisite x -> source at `prerequisite_lift_noise_held_min` or more (rules.reversal_share).
+-- (prior_confidence, migration 211: the units rule's), and the source concept's reports
+-- [all, reversals]: over its prerequisites, live and culled (the audit keeps a culled edge's
+-- reports; a restored one is live again), those naming a concept x with a prerequisite
+-- x -> source at `prerequisite_lift_noise_held_min` or more (model.reversal_share): in
+-- sessions for the lift rule, and in units for the units rule, where the reports withdrawn
+-- as contradicted count too.
 -- Under the units rule (issue 29, model.unit_terms) the same evidence in units
 -- (hag_edge_evidence: session shares, each learner's capped at `prerequisite_learner_cap`),
 -- read from the sums kept when reports are written (migration 210: per edge, and the
@@ -22,7 +25,7 @@
 -- learners, the reverse edge's units and learners (model.counted_reverse), the supporting
 -- units, and the concept's units over its live and culled prerequisites (a culled pair's
 -- kept reports capped per learner as a live edge's, its sessions with no kept report a unit
--- each), and
+-- each, and its withdrawn reports: the reversal share's first term in units), and
 -- the edge's unattributed sessions (its hit count beyond its reported sessions: a unit each,
 -- and one learner only when no learner is recorded, in hag_edge_evidence; `hag explain`
 -- says how many there are),
@@ -50,11 +53,18 @@ WITH touched AS (
       AND e.source_entry_id IN (SELECT source_entry_id FROM touched)
 ), units AS (
     -- each family edge with its evidence in units, and its concept's units over its live
-    -- prerequisites
-    SELECT f.*, u.units, u.learners,
-           sum(u.units) OVER (PARTITION BY f.source_entry_id) AS concept_units
+    -- prerequisites (`counted`): an enriched edge's sessions no learner is recorded for are
+    -- its author's write (enrichment writes it with a hit), no learner's report, so they
+    -- count in no concept's units (model.unit_terms, model.confirmed_terms)
+    SELECT f.*, u.units, u.learners, c.counted,
+           sum(c.counted) OVER (PARTITION BY f.source_entry_id) AS concept_units
     FROM family f
     CROSS JOIN LATERAL hag_edge_evidence(f.id, f.hit_count, %(prerequisite_learner_cap)s) u
+    CROSS JOIN LATERAL (
+        SELECT greatest(0.0, u.units - CASE WHEN f.source_type = 'enriched'
+                                            THEN least(1.0, %(prerequisite_learner_cap)s)
+                                                 * f.unattributed
+                                            ELSE 0.0 END) AS counted) c
 ), concept_learners AS (
     -- per source: the distinct learners who reported any prerequisite out of it, its
     -- unattributed sessions one learner only when none is recorded (hag_concept_learner_count)
@@ -110,40 +120,35 @@ WITH touched AS (
     SELECT c.source_entry_id, c.target_entry_id, sum(c.sessions)::int AS sessions
     FROM culled c
     GROUP BY 1, 2
-), reported AS (
-    -- each source's reports per prerequisite, live and culled (the audit keeps a culled
-    -- edge's reports; a restored one is live again, a resumed one's sessions count in the
-    -- edge that took them), in sessions: read by reversals
-    SELECT x.source_entry_id, x.target_entry_id, x.hit_count FROM units x
-    UNION ALL
-    SELECT c.source_entry_id, c.target_entry_id, c.sessions FROM culled_pairs c
-), reversals AS (
-    -- per source: [all its reports, those naming an x held to build on it]
-    SELECT o.source_entry_id,
-           ARRAY[COALESCE(sum(o.hit_count), 0),
-                 COALESCE(sum(o.hit_count) FILTER (WHERE EXISTS (
-                     SELECT 1 FROM hag_edges rv
-                      WHERE rv.source_entry_id = o.target_entry_id
-                        AND rv.target_entry_id = o.source_entry_id
-                        AND rv.edge_type = 'prerequisite'
-                        AND rv.confidence >= %(prerequisite_lift_noise_held_min)s)), 0)]::int[] AS reports
-    FROM reported o
-    GROUP BY o.source_entry_id
 ), judged AS (
     -- what negative evidence judges an authored edge by, per pair: the live edge's reports,
     -- and beside them a culled edge's and those withdrawn (a withdrawn report is still the
     -- extractor naming its concept), each learner's within the cap; a culled edge's
     -- sessions no report was kept for a unit each
-    SELECT x.source_entry_id, x.target_entry_id, x.hit_count, x.units FROM units x
+    SELECT x.source_entry_id, x.target_entry_id, x.hit_count, x.counted AS units FROM units x
     UNION ALL
     SELECT source_entry_id, target_entry_id, COALESCE(c.sessions, 0),
            COALESCE(b.units, 0) + least(1.0, %(prerequisite_learner_cap)s)
                * greatest(0, COALESCE(c.sessions, 0) - COALESCE(b.kept_sessions, 0))
     FROM culled_pairs c
     FULL JOIN beside_units b USING (source_entry_id, target_entry_id)
-), reported_units AS (
-    SELECT o.source_entry_id, sum(o.units) AS units
+), reversals AS (
+    -- per source, over its reports live, culled and withdrawn (`judged`): [its reports, those
+    -- naming an x held to build on it] in sessions (the lift rule's) and in units, each
+    -- learner's within the cap (the units rule's: one learner repeating a reversal in many
+    -- sessions adds at most its cap, as it does to any pair)
+    SELECT o.source_entry_id,
+           ARRAY[COALESCE(sum(o.hit_count), 0),
+                 COALESCE(sum(o.hit_count) FILTER (WHERE h.held), 0)]::int[] AS reports,
+           ARRAY[COALESCE(sum(o.units), 0),
+                 COALESCE(sum(o.units) FILTER (WHERE h.held), 0)]::float8[] AS units
     FROM judged o
+    CROSS JOIN LATERAL (SELECT EXISTS (
+        SELECT 1 FROM hag_edges rv
+         WHERE rv.source_entry_id = o.target_entry_id
+           AND rv.target_entry_id = o.source_entry_id
+           AND rv.edge_type = 'prerequisite'
+           AND rv.confidence >= %(prerequisite_lift_noise_held_min)s) AS held) h
     GROUP BY o.source_entry_id
 ), sup AS MATERIALIZED (
     -- per touched edge c -> m: the reports on c naming an x with a walked x -> m, unless a
@@ -186,39 +191,36 @@ WITH touched AS (
     SELECT 1 AS kind, f.id, f.source_entry_id, f.target_entry_id, f.topic_id,
            f.visibility_scope, f.source_type, f.hit_count, f.confidence, f.unlearned_from,
            f.prior_confidence, f.concept_reports, f.unattributed, f.units, f.learners,
-           f.concept_units, NULL::bigint AS n, NULL::float8 AS u, NULL::int[] AS arr
+           f.concept_units, NULL::bigint AS n, NULL::float8 AS u, NULL::int[] AS arr,
+           NULL::float8[] AS uarr
     FROM units f
     UNION ALL
     SELECT 2, NULL, NULL, NULL, g.topic_id, g.visibility_scope, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL, NULL, NULL, NULL, g.n_concepts, NULL, NULL
+           NULL, NULL, NULL, NULL, NULL, g.n_concepts, NULL, NULL, NULL
     FROM graphs g
     UNION ALL
     SELECT 3, NULL, rs.source_entry_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL, NULL, NULL, NULL, NULL, rs.reports
+           NULL, NULL, NULL, NULL, NULL, NULL, rs.reports, rs.units
     FROM reversals rs
     UNION ALL
     SELECT 4, NULL, cl.source_entry_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL, NULL, NULL, cl.learners, NULL, NULL
+           NULL, NULL, NULL, NULL, cl.learners, NULL, NULL, NULL
     FROM concept_learners cl
     UNION ALL
-    SELECT 5, NULL, ru.source_entry_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL, NULL, NULL, NULL, ru.units, NULL
-    FROM reported_units ru
-    UNION ALL
     SELECT 6, NULL, wd.source_entry_id, wd.target_entry_id, NULL, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL, NULL, NULL, NULL, NULL, wd.withdrawn_sessions, wd.withdrawn_units, NULL
+           NULL, NULL, NULL, NULL, NULL, NULL, wd.withdrawn_sessions, wd.withdrawn_units, NULL, NULL
     FROM beside_units wd
     UNION ALL
     SELECT 7, sup.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL, sup.hits, sup.units, NULL
+           NULL, NULL, sup.hits, sup.units, NULL, NULL
     FROM sup
 ), placed AS (
     SELECT x.*,
            max(x.n) FILTER (WHERE x.kind = 2)
                OVER (PARTITION BY x.topic_id, x.visibility_scope) AS n_concepts,
            max(x.arr) FILTER (WHERE x.kind = 3) OVER by_source AS reversal_reports,
+           max(x.uarr) FILTER (WHERE x.kind = 3) OVER by_source AS reversal_units,
            max(x.n) FILTER (WHERE x.kind = 4) OVER by_source AS concept_learners,
-           max(x.u) FILTER (WHERE x.kind = 5) OVER by_source AS reported_units,
            max(x.n) FILTER (WHERE x.kind = 6) OVER by_pair AS withdrawn,
            max(x.u) FILTER (WHERE x.kind = 6) OVER by_pair AS withdrawn_units,
            max(x.n) FILTER (WHERE x.kind = 7) OVER (PARTITION BY x.id) AS support_hits,
@@ -236,9 +238,10 @@ SELECT f.id, f.source_entry_id, f.target_entry_id,
        COALESCE(f.support_hits, 0) AS support_hits, COALESCE(f.support_units, 0) AS support_units,
        f.units, f.learners, f.concept_units, f.concept_learners,
        f.unattributed,
-       COALESCE(f.reported_units, 0) AS reported_units,
+       COALESCE(f.reversal_units[1], 0) AS reported_units,
        rv.units AS reverse_units, rv.learners AS reverse_learners,
        COALESCE(f.reversal_reports, ARRAY[0, 0]) AS reversal_reports,
+       COALESCE(f.reversal_units, ARRAY[0, 0]::float8[]) AS reversal_units,
        COALESCE(cf.sessions, 0) AS failed_sessions,
        COALESCE(sx.shown_sessions, 0) AS shown_sessions,
        COALESCE(sx.shown_named, 0) AS shown_named,
@@ -391,6 +394,19 @@ JOIN hag_entries t ON t.id = a.target_entry_id
 WHERE k.learner_id = %(learner_id)s AND k.reported_at < %(ended_at)s
   AND a.source_entry_id = ANY(%(sources)s::uuid[])
 ORDER BY 1, 2
+
+-- name: lock_kept_audits
+-- The audit rows whose kept reports a session withdraws, locked in order before their kept
+-- reports are deleted, as a restore (audit.sql lock_restorable) and an erasure lock audit
+-- rows before they touch those reports: none of them holds a kept report while it waits
+-- for the audit row. (A restore inserts edges after it locks audit rows, and a session
+-- locks its edges first: those two can still wait on each other; PostgreSQL's deadlock
+-- check ends one, and a session-end so ended is retried.)
+SELECT a.audit_id
+FROM hag_edge_audit a
+WHERE a.audit_id = ANY(%(audit_ids)s::bigint[])
+ORDER BY a.audit_id
+FOR UPDATE
 
 -- name: withdraw_kept_reports
 -- Kept reports of culled edges contradicted forward in time, withdrawn as a live edge's are
