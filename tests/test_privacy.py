@@ -578,3 +578,61 @@ def test_an_erasure_waits_for_a_session_being_applied(db, memory, database_url):
     eraser.join(60)
     assert box["r"].counts["hag_sessions"] == {"deleted": 5}
     assert find_anywhere(db, ADA) == []
+
+
+def test_no_session_of_the_learner_is_queued_while_it_is_erased(db, memory):
+    """A session of Ada being queued (its transaction open) when the erasure starts: the
+    erasure waits for it, then erases it with the rest. While an erasure holds Ada's ingest
+    lock, queueing another of her sessions waits; Bob's, in another bucket, does not."""
+    import threading
+    import time
+
+    from hag import settings
+    from hag.session.ingest import ingest_payload
+    from hag.storage import db as hdb
+    from hag.storage.learner_lock import lock_learner
+
+    late = struggling("Ada", 40, 40, ADA)
+    db.rollback()
+    with hdb.connect() as queuer:
+        assert ingest_payload(queuer, late).status == "accepted"  # not committed yet
+        box: dict = {}
+        eraser = threading.Thread(target=lambda: box.setdefault("r", privacy.erase_learner(ADA)))
+        eraser.start()
+        waiting = None
+        for _ in range(600):  # until the eraser waits on the ingest's lock (or has finished)
+            waiting = db.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND wait_event = 'advisory' AND pid <> pg_backend_pid()"
+                " AND datname = current_database()"
+            ).fetchone()
+            db.rollback()
+            if waiting or not eraser.is_alive():
+                break
+            time.sleep(0.05)
+        assert waiting and eraser.is_alive()  # it waits for the session being queued
+        queuer.commit()
+    eraser.join(60)
+    assert box["r"].counts["hag_sessions"] == {"deleted": 6}  # the five of before, and this one
+    assert find_anywhere(db, ADA) == []
+    # the other way: an erasure holding the lock makes Ada's ingest wait, not Bob's
+    buckets = settings.current().session_lock_buckets
+    hashed = {
+        who: db.execute(
+            "SELECT ((hashtextextended('learner:' || %s, 0) %% %s + %s) %% %s)::int AS b",
+            (who, buckets, buckets, buckets),
+        ).fetchone()["b"]
+        for who in (ADA, BOB)
+    }
+    assert hashed[ADA] != hashed[BOB]
+    db.rollback()
+    with hdb.connect() as eraser_conn, hdb.connect() as other:
+        lock_learner(eraser_conn, ADA, settings.current(), shared=False)
+        other.execute("SET lock_timeout = '300ms'")
+        assert ingest_payload(other, struggling("Bob", 41, 41, BOB)).status == "accepted"
+        other.rollback()
+        other.execute("SET lock_timeout = '300ms'")
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            ingest_payload(other, struggling("Ada", 42, 42, ADA))
+        other.rollback()
+        eraser_conn.rollback()

@@ -36,6 +36,7 @@ from hag.errors import NotFoundError, ValidationError
 from hag.settings import Settings
 from hag.storage import db
 from hag.storage.db import Conn, one
+from hag.storage.learner_lock import lock_learner
 from hag.storage.sqlfiles import query
 
 __all__ = [
@@ -262,14 +263,24 @@ def erase_learner(
         params = _refuse_unknown(conn, learner_id)
         params["pseudonym"] = f"erased-{uuid.uuid4()}"
         result = ErasureResult(learner_hash(conn, learner_id), operator_name(operator), dry_run)
-        # In session-end's order: a worker holds its session's row, then the learner's lock.
+        # The learner's session rows first, as session-end holds its session's row before any
+        # other lock: a worker applying one finishes first, and none is claimed meanwhile.
+        # Then the learner's ingest lock, exclusive: no session of the learner is queued
+        # until the erasure commits, and those queued since the rows were locked are locked
+        # in turn; every row the learner's sessions wrote is then committed and seen below.
         conn.execute(query("privacy", "lock_sessions"), params)
-        conn.execute(query("privacy", "lock_learner"), params)
+        lock_learner(conn, learner_id, settings.load(conn), shared=False)
+        conn.execute(query("privacy", "lock_sessions"), params)
         for name in ("collect_sessions", "collect_entries", "collect_edges"):
             conn.execute(query("privacy", name), params)
         conn.execute("ANALYZE hag_erase_sessions")
         conn.execute("ANALYZE hag_erase_entries")
         conn.execute("ANALYZE hag_erase_edges")
+        # every edge, then every audit row, the steps below write or delete, each in one
+        # sorted pass before any of them (session-end's order: its edges, then the report
+        # sums and audit rows it writes)
+        conn.execute(query("privacy", "lock_erased_edges"), params)
+        conn.execute(query("privacy", "lock_erased_audits"), params)
         for name, table, action in ERASE_STEPS:
             n = conn.execute(query("privacy", name), params).rowcount
             if n:

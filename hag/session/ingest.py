@@ -32,6 +32,7 @@ from hag.session.contract import SessionPayload
 from hag.settings import Settings
 from hag.storage import visibility
 from hag.storage.db import Conn, one
+from hag.storage.learner_lock import lock_learner
 from hag.storage.sqlfiles import query
 from hag.support import bounds
 from hag.support.jsonkeys import unique_keys
@@ -95,18 +96,22 @@ def ingest_payload(
     if isinstance(payload, Oversize):
         refusal = _too_large(payload.size, dials)
         return quarantine(conn, payload, refusal, source, dials=dials)
-    data, session_id = _raw_bytes(payload), None
+    data, session_id, learner = _raw_bytes(payload), None, None
     try:
         raw = _parse_text(data, dials)
         parsed = _parse(raw, dials)
         if isinstance(parsed.get("session_id"), str):
             session_id = parsed["session_id"]
+        if isinstance(parsed.get("learner_id"), str):
+            learner = _storable(parsed["learner_id"])
         session = _validate(raw, parsed, dials)
         _check_references(conn, session, dials)
         canonical = json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         digest = hashlib.sha256(canonical.encode()).hexdigest()
-        return _queue(conn, session, canonical, digest, source)
+        return _queue(conn, session, canonical, digest, source, dials)
     except Refusal as refusal:
+        if learner is not None:  # a refusal naming a learner is theirs too: not while erased
+            lock_learner(conn, learner, dials, shared=True)
         return quarantine(conn, data, refusal, source, session_id, dials)
 
 
@@ -495,8 +500,14 @@ def unreadable(
 
 
 def _queue(
-    conn: Conn, session: SessionPayload, canonical: str, digest: str, source: str
+    conn: Conn,
+    session: SessionPayload,
+    canonical: str,
+    digest: str,
+    source: str,
+    dials: Settings,
 ) -> IngestResult:
+    lock_learner(conn, session.learner_id, dials, shared=True)
     params = {
         "session_id": session.session_id,
         "learner_id": session.learner_id,

@@ -182,6 +182,16 @@ def apply_session(
             conn, session, observed, dials, counts, run_id,
             proposed.turns_by_pair, proposed.withheld_turns,
         )  # fmt: skip
+        if withdrawn:  # read again under the locks and after this session's own writes: a
+            # cull, a restore or the session's own resumption may have moved them since
+            locked = set(sources)
+            withdrawn = [
+                r
+                for r in contradicted_reports(
+                    conn, session, turns, catalogue, dials, proposed.shown
+                )
+                if r.source_entry_id in locked
+            ]
         store.record_exposures(conn, proposed.exposures)
         counts.reports_withdrawn += store.withdraw_reports(conn, withdrawn)
         store.count_contradicted(conn, session.learner_id, proposed.contradicted_shares())

@@ -20,6 +20,7 @@ SELECT a.audit_id
 FROM hag_edge_audit a
 WHERE a.reason = 'cull' AND a.restored_at IS NULL
   AND (a.edge_id = ANY (%(edge_ids)s::uuid[]) OR a.run_id = %(run_id)s::uuid)
+ORDER BY a.audit_id
 FOR UPDATE
 
 -- name: restore_verdicts

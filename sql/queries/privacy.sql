@@ -27,11 +27,6 @@ SELECT EXISTS (SELECT 1 FROM hag_sessions WHERE learner_id = %(learner_id)s)
 -- When a learner with this salted hash was last erased, if ever.
 SELECT max(erased_at) AS erased_at FROM hag_erasures WHERE learner_hash = %(learner_hash)s
 
--- name: lock_learner
--- The advisory lock session-end takes on the learner's patterns (lock_identities, key
--- 'learner:' || id): no session of the learner writes while it is erased.
-SELECT pg_advisory_xact_lock(hashtextextended('learner:' || %(learner_id)s, 0)) IS NULL AS locked
-
 -- name: lock_sessions
 -- The learner's session rows, locked: a session-end worker applying one of them finishes
 -- first (its reports are then seen and pseudonymised), and none is claimed meanwhile (the
@@ -61,6 +56,39 @@ CREATE TEMPORARY TABLE hag_erase_edges ON COMMIT DROP AS
 SELECT id FROM hag_edges
 WHERE source_entry_id IN (SELECT id FROM hag_erase_entries)
    OR target_entry_id IN (SELECT id FROM hag_erase_entries)
+
+-- name: lock_erased_edges
+-- Row locks on every edge the erasure deletes or writes: those touching a private entry,
+-- those the learner reported, and those its sessions created, in one sorted pass before any
+-- step writes: session-end locks its edges in id order before it writes the report sums
+-- (hag_edge_units), which pseudonymising the reports rewrites after them here.
+SELECT count(*)::int AS locked
+FROM (SELECT e.id
+      FROM hag_edges e
+      WHERE e.id IN (SELECT id FROM hag_erase_edges)
+         OR e.id IN (SELECT edge_id FROM hag_edge_learner_reports
+                     WHERE learner_id = %(learner_id)s)
+         OR e.source_session_id IN (SELECT session_id FROM hag_erase_sessions)
+      ORDER BY e.id
+      FOR UPDATE) x
+
+-- name: lock_erased_audits
+-- Then the cull audit's rows the erasure deletes or writes, in one sorted pass: those of a
+-- private entry, those keeping the learner's reports, those its sessions created or resumed.
+-- Session-end locks audit rows after its edges too (evidence.sql lock_kept_audits), and a
+-- session resuming a culled pair skips a locked audit row (culled_with_reports): no session
+-- moves the learner's kept reports into a live edge while they are pseudonymised.
+SELECT count(*)::int AS locked
+FROM (SELECT a.audit_id
+      FROM hag_edge_audit a
+      WHERE a.source_entry_id IN (SELECT id FROM hag_erase_entries)
+         OR a.target_entry_id IN (SELECT id FROM hag_erase_entries)
+         OR a.audit_id IN (SELECT audit_id FROM hag_edge_audit_reports
+                           WHERE learner_id = %(learner_id)s)
+         OR a.source_session_id IN (SELECT session_id FROM hag_erase_sessions)
+         OR a.resumed_session_id IN (SELECT session_id FROM hag_erase_sessions)
+      ORDER BY a.audit_id
+      FOR UPDATE) x
 
 -- name: pseudonymise_reports
 -- Who reported a prerequisite: the learner becomes one random pseudonym and each session its
