@@ -525,8 +525,9 @@ def confirmed_terms(fact: PrerequisiteEvidence, dials: Settings) -> EvidenceTerm
     written below authored ones (`enrichment_confidence`) for learners to confirm. Its sessions
     no learner is recorded for are the author's own writes (an enriched edge is written with a
     hit) or reports from before learners were recorded, already in its prior: they leave its
-    units here, and its concept's as read (`concept_units`). None below `prerequisite_min_learners` recorded learners, so one
-    learner never lifts it, whatever its prior."""
+    units here, and its concept's as read (`concept_units`). None below
+    `prerequisite_min_learners` recorded learners, so one learner never lifts it, whatever its
+    prior."""
     unattributed = session_units(fact.unattributed, dials)
     units = max(0.0, fact.units - unattributed)
     learners = fact.learners if units > 0 else 0

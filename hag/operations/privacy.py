@@ -269,7 +269,9 @@ def erase_learner(
         # until the erasure commits, and those queued since the rows were locked are locked
         # in turn; every row the learner's sessions wrote is then committed and seen below.
         conn.execute(query("privacy", "lock_sessions"), params)
-        lock_learner(conn, learner_id, settings.load(conn), shared=False)
+        # (the dials as stored, a default standing in for an invalid one: an invalid dial
+        # stops ingest, `settings.current`, never an erasure)
+        lock_learner(conn, learner_id, settings.snapshot(settings.stored(conn)[0]), shared=False)
         conn.execute(query("privacy", "lock_sessions"), params)
         for name in ("collect_sessions", "collect_entries", "collect_edges"):
             conn.execute(query("privacy", name), params)
