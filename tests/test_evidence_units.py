@@ -52,6 +52,13 @@ def confidence(db, source, target) -> float:
     return float(row["confidence"])
 
 
+def named_once(db, concept: str, missing: str, learners, prefix: str = "f") -> None:
+    """learner-N names `concept` -> `missing` in one failed session each (`{prefix}N`, day N)."""
+    for n in learners:
+        run(db, payload(f"{prefix}{n}", [turn(0, outcome="failure", struggles=[struggle(concept, missing)])],
+                        learner=f"learner-{n}", day=n))  # fmt: skip
+
+
 def test_one_learner_in_100_sessions_stays_below_the_walk_floor(db, units):
     """learner-1 reports the false rsa -> primes in 100 sessions: its units are capped at
     `prerequisite_learner_cap` and one learner is fewer than `prerequisite_min_learners`, so
@@ -80,9 +87,7 @@ def test_one_learner_naming_a_pair_the_other_way_does_not_hold_it_down(db, units
     k = units.prerequisite_lift_k
     e = topic_entries(db)
     db.commit()
-    for n in (1, 2):
-        run(db, payload(f"f{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
-                        learner=f"learner-{n}", day=n))  # fmt: skip
+    named_once(db, "rsa", "primes", (1, 2))
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
     run(db, *(
         payload(f"r{d}", [turn(0, outcome="failure", struggles=[struggle("primes", "rsa")])],
@@ -349,8 +354,7 @@ def test_enrichment_writes_count_in_no_concepts_units(db, units):
     f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
     db.commit()
     for n in (1, 2, 3):
-        run(db, payload(f"o{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "signatures")])],
-                        learner=f"learner-{n}", day=n))  # fmt: skip
+        named_once(db, "rsa", "signatures", (n,), prefix="o")
         if n == 2:
             assert confidence(db, e["rsa"], e["hashing"]) == pytest.approx(0.92)
             assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(0.45)
@@ -369,9 +373,7 @@ def test_one_learner_repeating_a_reversal_adds_one_unit_to_its_concepts_share(db
     e = topic_entries(db)
     f.edge(db, e["hashing"], e["rsa"], confidence=0.9)
     db.commit()
-    for n in (1, 2):
-        run(db, payload(f"f{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
-                        learner=f"learner-{n}", day=n))  # fmt: skip
+    named_once(db, "rsa", "primes", (1, 2))
     run(db, *(
         payload(f"r{d}", [turn(0, outcome="failure", struggles=[struggle("rsa", "hashing")])],
                 learner="learner-3", day=3 + d % 20)
@@ -396,9 +398,7 @@ def test_setting_a_dial_the_model_reads_reweighs_every_edge_at_once(db, units, d
 
     e = topic_entries(db)
     db.commit()
-    for n in (1, 2):
-        run(db, payload(f"f{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
-                        learner=f"learner-{n}", day=n))  # fmt: skip
+    named_once(db, "rsa", "primes", (1, 2))
     k = units.prerequisite_lift_k
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
     env = {**os.environ, "DATABASE_URL": database_url}
@@ -429,9 +429,7 @@ def test_explain_json_prints_an_infinite_term_as_null(db, units, database_url):
     e = topic_entries(db)
     f.edge(db, e["primes"], e["rsa"], confidence=1.0)
     db.commit()
-    for n in (1, 2):
-        run(db, payload(f"f{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
-                        learner=f"learner-{n}", day=n))  # fmt: skip
+    named_once(db, "rsa", "primes", (1, 2))
     edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
     said = subprocess.run(
         [sys.executable, "-m", "hag.cli", "explain", str(edge), "--json"],
@@ -619,9 +617,7 @@ def test_the_evidence_profile_moves_a_memory_on_its_earlier_k(db, database_url, 
     dials(prerequisite_lift_k=1.0)
     e = topic_entries(db)
     db.commit()
-    for n in (1, 2):
-        run(db, payload(f"f{n}", [turn(0, outcome="failure", struggles=[struggle("rsa", "primes")])],
-                        learner=f"learner-{n}", day=n))  # fmt: skip
+    named_once(db, "rsa", "primes", (1, 2))
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / 3)
     assert "prerequisite_lift_k" in profile_evidence(database_url)
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / 2.75)

@@ -19,8 +19,9 @@ def lock_learner(conn: Conn, learner_id: str, dials: Settings, *, shared: bool) 
     per bucket of `session_lock_buckets`: a transaction queueing many learners' sessions
     holds at most that many."""
     conn.execute(
-        query("session", "lock_learner_shared" if shared else "lock_learner"),
+        query("session", "lock_learner"),
         {
+            "shared": shared,
             "lock_class": LEARNER_LOCK_CLASS,
             "learner_id": learner_id,
             "session_lock_buckets": dials.session_lock_buckets,

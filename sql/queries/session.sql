@@ -114,24 +114,18 @@ FOR UPDATE
 -- here rejects that session rather than stopping the queue).
 SELECT payload::text AS payload_text FROM hag_sessions WHERE session_id = %(session_id)s
 
--- name: lock_learner_shared
--- The learner's ingest lock, shared: ingest holds it while it queues one of the learner's
--- sessions, so an erasure of the learner (lock_learner, exclusive) waits for the queued
--- session to commit, and no session of the learner is queued while it is erased. Two-key,
--- with `lock_class` (apart from every other advisory lock of the project), on the learner's
--- bucket of `session_lock_buckets`: a transaction queueing many learners' sessions holds at
--- most that many, and ingests never wait on each other or on session-end.
-SELECT pg_advisory_xact_lock_shared(
-    %(lock_class)s,
-    ((hashtextextended('learner:' || %(learner_id)s, 0) %% %(session_lock_buckets)s
-      + %(session_lock_buckets)s) %% %(session_lock_buckets)s)::int) IS NULL AS locked
-
 -- name: lock_learner
--- The same lock, exclusive: what an erasure holds (hag/operations/privacy.py).
-SELECT pg_advisory_xact_lock(
-    %(lock_class)s,
-    ((hashtextextended('learner:' || %(learner_id)s, 0) %% %(session_lock_buckets)s
-      + %(session_lock_buckets)s) %% %(session_lock_buckets)s)::int) IS NULL AS locked
+-- The learner's ingest lock, shared (`shared`) or exclusive: ingest holds it shared while it
+-- queues one of the learner's sessions, an erasure exclusive (hag/operations/privacy.py), so
+-- the erasure waits for a session being queued and no session of the learner is queued
+-- while it is erased. Two-key, with `lock_class` (apart from every other advisory lock of
+-- the project), on the learner's bucket of `session_lock_buckets`: a transaction queueing
+-- many learners' sessions holds at most that many, and ingests never wait on each other or
+-- on session-end. CASE takes only the lock its branch names.
+SELECT CASE WHEN %(shared)s THEN pg_advisory_xact_lock_shared(%(lock_class)s, b.bucket) IS NULL
+            ELSE pg_advisory_xact_lock(%(lock_class)s, b.bucket) IS NULL END AS locked
+FROM (SELECT ((hashtextextended('learner:' || %(learner_id)s, 0) %% %(session_lock_buckets)s
+               + %(session_lock_buckets)s) %% %(session_lock_buckets)s)::int AS bucket) b
 
 -- name: lock_identities
 -- Transaction-scoped advisory locks guarding the identities this session reads before it
