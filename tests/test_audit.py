@@ -117,3 +117,63 @@ def test_restore_twice_is_refused_the_second_time(db):
     audit.restore(edge_id=ids[0], conn=db)
     with pytest.raises(NotFoundError, match="already restored"):
         audit.restore(edge_id=ids[0], conn=db)
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_restore_ended_by_a_deadlock_runs_again(db, retries):
+    """A writer holding the pair's new edge (as a session-end does, uncommitted) that then
+    locks the culled edge's audit row, while a restore holds that row and waits to put the
+    edge back: each waits on the other. The restore's deadlock check runs first and ends it.
+    Allowed a retry (session_max_retries), it runs again once the writer rolls back and puts
+    the edge back, exactly; allowed none, the deadlock is raised and nothing is restored."""
+    import threading
+    import time
+
+    import psycopg
+
+    from hag import settings
+    from hag.storage import db as hdb
+
+    run, ids, before, (a, b) = _culled_pair(db, n=1)
+    settings.set_value(db, "session_max_retries", retries, by="test")
+    db.commit()
+    audit_id = db.execute(
+        "SELECT audit_id FROM hag_edge_audit WHERE edge_id = %s", (ids[0],)
+    ).fetchone()["audit_id"]
+    db.rollback()
+    with hdb.connect() as writer:
+        writer.execute("SET deadlock_timeout = '60s'")  # the restore's check runs first
+        f.edge(writer, a, b, "prerequisite", confidence=0.3, source_type="learned")
+        box: dict = {}
+
+        def restore() -> None:
+            try:
+                box["result"] = audit.restore(edge_id=ids[0])
+            except psycopg.Error as exc:
+                box["error"] = exc
+
+        restorer = threading.Thread(target=restore)
+        restorer.start()
+        waiting = None
+        for _ in range(600):  # until the restore waits on the writer's edge
+            waiting = db.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND query LIKE '%%INSERT INTO hag_edges%%' AND pid <> pg_backend_pid()"
+            ).fetchone()
+            db.rollback()
+            if waiting or not restorer.is_alive():
+                break
+            time.sleep(0.05)
+        assert waiting and restorer.is_alive()
+        writer.execute(
+            "SELECT 1 FROM hag_edge_audit WHERE audit_id = %s FOR UPDATE", (audit_id,)
+        ).fetchall()  # waits until the restore's deadlock check ends it
+        writer.rollback()
+    restorer.join(60)
+    assert not restorer.is_alive()
+    if retries:
+        assert "error" not in box and box["result"].restored == [ids[0]]
+        assert _edges(db) == {ids[0]: before[ids[0]]}
+    else:
+        assert isinstance(box.get("error"), psycopg.errors.DeadlockDetected)
+        assert _edges(db) == {}

@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import psycopg
+from psycopg.pq import TransactionStatus
+
 from hag import settings
 from hag.errors import NotFoundError, ValidationError
 from hag.evidence import store as evidence
@@ -128,6 +131,13 @@ def restore(
     also writes the restore's own run row (kind `restore`, its id the flow run's when
     Prefect runs it; the restored edges' history names it). A dry run says what would come
     back and what would be refused, and writes nothing.
+
+    A restore locks its audit rows and then puts edges back, while a session-end locks its
+    edges and then the audit rows whose kept reports it moves: the two can wait on each
+    other, and PostgreSQL's deadlock check then ends one of them. A restore so ended, in a
+    transaction of its own (nothing of the caller's was open), runs again from the start,
+    up to `session_max_retries` times, as an ended session-end does; what the other writer
+    committed meanwhile decides its verdicts.
     """
     if (edge_id is None) == (run_id is None):
         raise ValueError("restore takes exactly one of edge_id or run_id")
@@ -135,22 +145,48 @@ def restore(
     if run_id is None and not wanted:
         raise ValidationError("restore: no edge id given")
     with db.connection_or_own(conn) as c:
-        try:
-            asked = {
-                "edge_ids": sorted({str(resolve_edge(e, conn=c)) for e in wanted}),
-                "run_id": str(runs.resolve(run_id, conn=c)) if run_id is not None else None,
-            }
-            run_id = None if dry_run else runs.new_id(flow_run_id, conn=c)
-            result = _restore(c, asked, by, dry_run, run_id)
-            if run_id is not None:
-                _record_run(c, run_id, flow_run_id, asked, result)
-            if dry_run:
-                c.rollback()
-            else:
-                c.commit()
-        except BaseException:
+        alone = c.info.transaction_status == TransactionStatus.IDLE
+        attempts = 0
+        while True:
+            try:
+                return _restore_once(c, wanted, run_id, dry_run, by, flow_run_id)
+            except psycopg.Error as exc:
+                if not (alone and db.worth_retrying(exc)) or attempts >= _retries(c):
+                    raise
+                attempts += 1
+
+
+def _retries(conn: Conn) -> int:
+    """How many times an ended restore runs again: the dial as stored, so that an invalid
+    value of another dial does not stop a restore (its own, invalid, reads its default)."""
+    return int(settings.snapshot(settings.stored(conn)[0]).session_max_retries)
+
+
+def _restore_once(
+    c: Conn,
+    wanted: list[uuid.UUID | str],
+    run_id: uuid.UUID | str | None,
+    dry_run: bool,
+    by: str,
+    flow_run_id: uuid.UUID | str | None,
+) -> RestoreResult:
+    """One attempt at a restore, in one transaction: committed, or rolled back and raised."""
+    try:
+        asked = {
+            "edge_ids": sorted({str(resolve_edge(e, conn=c)) for e in wanted}),
+            "run_id": str(runs.resolve(run_id, conn=c)) if run_id is not None else None,
+        }
+        new_run = None if dry_run else runs.new_id(flow_run_id, conn=c)
+        result = _restore(c, asked, by, dry_run, new_run)
+        if new_run is not None:
+            _record_run(c, new_run, flow_run_id, asked, result)
+        if dry_run:
             c.rollback()
-            raise
+        else:
+            c.commit()
+    except BaseException:
+        c.rollback()
+        raise
     return result
 
 

@@ -22,6 +22,7 @@ import psycopg
 from pydantic import ValidationError as ContractError
 
 from hag.errors import EmbedderError, EmbedderMismatch, EmbedderUnavailable, HagError
+from hag.storage import db
 
 __all__ = ["Outcome", "SessionRefused", "SessionsFailed", "classify", "error_class"]
 
@@ -36,7 +37,6 @@ class Outcome(Enum):
 # a string too long), 23 integrity constraint violation (a reference that vanished after
 # ingest), 54 program limit exceeded (an index row over its size).
 _PAYLOAD_SQLSTATE_CLASSES = frozenset({"22", "23", "54"})
-_RETRY_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock detected, serialization failure
 
 
 class SessionRefused(HagError):
@@ -47,7 +47,7 @@ def classify(exc: BaseException) -> Outcome:
     """What to do with a session whose transaction raised `exc`."""
     if isinstance(exc, psycopg.Error):
         sqlstate = exc.sqlstate
-        if sqlstate in _RETRY_SQLSTATES:
+        if db.worth_retrying(exc):
             return Outcome.RETRY
         if sqlstate is None:  # raised by the client: a stored value it cannot convert
             return Outcome.REJECTED if isinstance(exc, psycopg.DataError) else Outcome.FAILED

@@ -38,6 +38,11 @@ if TYPE_CHECKING:  # both are imported where they are first used: start-up stays
 Row = dict[str, Any]  # a row as every connection here returns it: column name -> value
 Conn = psycopg.Connection[Row]  # a connection with dict rows (and pgvector types)
 
+# SQLSTATEs of a transaction PostgreSQL ended so that others could go on (PostgreSQL's
+# Appendix A): deadlock detected, serialization failure. The same transaction run again
+# may succeed; every other error says something about the work itself.
+RETRY_SQLSTATES = frozenset({"40P01", "40001"})
+
 # Connections the read pool keeps open: one per concurrent pass of a turn, and the edge
 # walk (hag/retrieval/store.py runs them in threads); it may grow to twice that.
 READ_CONNECTIONS = 5
@@ -341,6 +346,11 @@ def connect(*, autocommit: bool = False, session: bool = False) -> Conn:
         raise ConfigError(f"cannot connect to the database: {reason}") from exc
     configure_connection(conn)
     return conn
+
+
+def worth_retrying(exc: BaseException) -> bool:
+    """Whether `exc` ended a transaction that may succeed run again (RETRY_SQLSTATES)."""
+    return isinstance(exc, psycopg.Error) and exc.sqlstate in RETRY_SQLSTATES
 
 
 @contextmanager

@@ -401,7 +401,7 @@ ORDER BY 1, 2
 -- rows before they touch those reports: none of them holds a kept report while it waits
 -- for the audit row. (A restore inserts edges after it locks audit rows, and a session
 -- locks its edges first: those two can still wait on each other; PostgreSQL's deadlock
--- check ends one, and a session-end so ended is retried.)
+-- check ends one, and either writer so ended runs again: session_max_retries.)
 SELECT a.audit_id
 FROM hag_edge_audit a
 WHERE a.audit_id = ANY(%(audit_ids)s::bigint[])
