@@ -1448,6 +1448,44 @@ def test_a_pair_learned_again_resumes_the_reports_of_its_culled_edge(db, units, 
     assert kept == 1
 
 
+def test_an_edge_deleted_by_hand_keeps_its_reports_as_evidence_but_never_resumes(db, units, dials):
+    """learner-1 names rsa -> primes; an operator deletes the edge by hand. Its audit row
+    (`manual delete`) keeps learner-1's report, which still counts in rsa's units as a
+    culled edge's does (the extractor named the pair): the authored rsa -> hashing reads
+    two units on rsa once learner-2 names the pair again. The new edge has one session and
+    one learner (held), and the deleted edge's report stays beside its audit row, which
+    neither a restore nor the new edge takes back."""
+    from hag.errors import NotFoundError
+    from hag.nightly import audit
+
+    e = topic_entries(db)
+    authored = f.edge(db, e["rsa"], e["hashing"], confidence=0.92)
+    db.commit()
+    run(db, reports("a1", [("rsa", "primes")], day=0) | {"learner_id": "learner-1"})
+    first = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    db.execute("DELETE FROM hag_edges WHERE id = %s", (first,))
+    db.commit()
+    run(db, reports("b1", [("rsa", "primes")], day=1) | {"learner_id": "learner-2"})
+    again = edge_row(db, e["rsa"], e["primes"], "prerequisite")
+    assert again["id"] != first and again["hit_count"] == 1
+    held = units.edge_min_confidence / units.prerequisite_min_learners
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(held)
+    terms = evidence_terms(db, again["id"], e["rsa"], units)
+    assert terms is not None and (terms["learners"], terms["units"]) == (1, 1.0)
+    terms = evidence_terms(db, authored, e["rsa"], units)
+    assert terms is not None and terms["concept_units"] == pytest.approx(2.0)
+    audited = db.execute(
+        "SELECT a.reason, a.resumed_at, count(r.*) AS kept FROM hag_edge_audit a"
+        " LEFT JOIN hag_edge_audit_reports r USING (audit_id) WHERE a.edge_id = %s"
+        " GROUP BY a.reason, a.resumed_at",
+        (first,),
+    ).fetchone()
+    db.rollback()
+    assert (audited["reason"], audited["resumed_at"], audited["kept"]) == ("manual delete", None, 1)
+    with pytest.raises(NotFoundError):
+        audit.restore(edge_id=first, conn=db)
+
+
 @pytest.mark.fast
 def test_the_history_rows_terms_are_asdicts_terms():
     """The re-weigh writes each move's terms as `asdict` would give them (its own shallow
