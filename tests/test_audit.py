@@ -122,14 +122,17 @@ def test_restore_twice_is_refused_the_second_time(db):
 @pytest.mark.parametrize("retries", [0, 1])
 def test_a_restore_ended_by_a_deadlock_runs_again(db, retries):
     """A writer holding the pair's new edge (as a session-end does, uncommitted) that then
-    locks the culled edge's audit row, while a restore holds that row and waits to put the
-    edge back: each waits on the other. The restore's deadlock check runs first and ends it.
-    Allowed a retry (session_max_retries), it runs again once the writer rolls back and puts
-    the edge back, exactly; allowed none, the deadlock is raised and nothing is restored."""
+    locks the culled edge's audit row (as it does to withdraw kept reports), while a restore
+    holds that row and waits to put the edge back: each waits on the other. The restore's
+    deadlock check runs first (3 s against the writer's 60 s) and ends it. Allowed a retry
+    (session_max_retries), it runs again once the writer rolls back and puts the edge back,
+    exactly; allowed none, the deadlock is raised, nothing is restored, and the restore's
+    connection is left with no transaction open."""
     import threading
     import time
 
     import psycopg
+    from psycopg.pq import TransactionStatus
 
     from hag import settings
     from hag.storage import db as hdb
@@ -141,14 +144,17 @@ def test_a_restore_ended_by_a_deadlock_runs_again(db, retries):
         "SELECT audit_id FROM hag_edge_audit WHERE edge_id = %s", (ids[0],)
     ).fetchone()["audit_id"]
     db.rollback()
-    with hdb.connect() as writer:
-        writer.execute("SET deadlock_timeout = '60s'")  # the restore's check runs first
+    with hdb.connect() as writer, hdb.connect() as restoring:
+        writer.execute("SET deadlock_timeout = '60s'")
+        restoring.execute("SET deadlock_timeout = '3s'")  # its check runs first
+        restoring.commit()
+        pid = restoring.info.backend_pid
         f.edge(writer, a, b, "prerequisite", confidence=0.3, source_type="learned")
         box: dict = {}
 
         def restore() -> None:
             try:
-                box["result"] = audit.restore(edge_id=ids[0])
+                box["result"] = audit.restore(edge_id=ids[0], conn=restoring)
             except psycopg.Error as exc:
                 box["error"] = exc
 
@@ -157,8 +163,8 @@ def test_a_restore_ended_by_a_deadlock_runs_again(db, retries):
         waiting = None
         for _ in range(600):  # until the restore waits on the writer's edge
             waiting = db.execute(
-                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                " AND query LIKE '%%INSERT INTO hag_edges%%' AND pid <> pg_backend_pid()"
+                "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+                (pid,),
             ).fetchone()
             db.rollback()
             if waiting or not restorer.is_alive():
@@ -169,8 +175,9 @@ def test_a_restore_ended_by_a_deadlock_runs_again(db, retries):
             "SELECT 1 FROM hag_edge_audit WHERE audit_id = %s FOR UPDATE", (audit_id,)
         ).fetchall()  # waits until the restore's deadlock check ends it
         writer.rollback()
-    restorer.join(60)
-    assert not restorer.is_alive()
+        restorer.join(60)
+        assert not restorer.is_alive()
+        assert restoring.info.transaction_status == TransactionStatus.IDLE
     if retries:
         assert "error" not in box and box["result"].restored == [ids[0]]
         assert _edges(db) == {ids[0]: before[ids[0]]}

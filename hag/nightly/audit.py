@@ -133,11 +133,12 @@ def restore(
     back and what would be refused, and writes nothing.
 
     A restore locks its audit rows and then puts edges back, while a session-end locks its
-    edges and then the audit rows whose kept reports it moves: the two can wait on each
-    other, and PostgreSQL's deadlock check then ends one of them. A restore so ended, in a
-    transaction of its own (nothing of the caller's was open), runs again from the start,
-    up to `session_max_retries` times, as an ended session-end does; what the other writer
-    committed meanwhile decides its verdicts.
+    edges and then the audit rows whose kept reports it withdraws (evidence.sql
+    `lock_kept_audits`): the two can wait on each other, and PostgreSQL's deadlock check
+    then ends one of them. A restore so ended, in a transaction of its own (not autocommit,
+    nothing of the caller's open), runs again from the start, up to `session_max_retries`
+    times, as an ended session-end does; what the other writer committed meanwhile decides
+    its verdicts. Raised, it leaves the connection with no transaction open.
     """
     if (edge_id is None) == (run_id is None):
         raise ValueError("restore takes exactly one of edge_id or run_id")
@@ -145,20 +146,23 @@ def restore(
     if run_id is None and not wanted:
         raise ValidationError("restore: no edge id given")
     with db.connection_or_own(conn) as c:
-        alone = c.info.transaction_status == TransactionStatus.IDLE
+        alone = not c.autocommit and c.info.transaction_status == TransactionStatus.IDLE
+        retries = _retries(c) if alone else 0  # read in the restore's own transaction
         attempts = 0
         while True:
             try:
                 return _restore_once(c, wanted, run_id, dry_run, by, flow_run_id)
             except psycopg.Error as exc:
-                if not (alone and db.worth_retrying(exc)) or attempts >= _retries(c):
+                if not db.worth_retrying(exc) or attempts >= retries:
                     raise
                 attempts += 1
 
 
 def _retries(conn: Conn) -> int:
-    """How many times an ended restore runs again: the dial as stored, so that an invalid
-    value of another dial does not stop a restore (its own, invalid, reads its default)."""
+    """How many times an ended restore runs again: the dial as stored (its own value, or
+    its default when that is invalid), whatever another dial holds. (A restore of a
+    prerequisite still refuses to run under an invalid dial: its concepts' flags read the
+    model's dials.)"""
     return int(settings.snapshot(settings.stored(conn)[0]).session_max_retries)
 
 
