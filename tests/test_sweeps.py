@@ -372,7 +372,14 @@ def test_failed_run_is_recorded_and_changes_nothing(db, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "name", ["cull_edges", "promote_to_pattern", "promote_to_proven", "maturity_forecast"]
+    "name",
+    [
+        "cull_edges",
+        "promote_to_pattern",
+        "promote_to_proven",
+        "maturity_forecast",
+        "lock_swept_entries",
+    ],
 )
 def test_rules_are_inlined_into_plain_column_tests(db, name):
     """The planner inlines the rule functions, so a million rows cost a plain WHERE clause."""
@@ -480,3 +487,256 @@ def test_property_forecast_equals_run_and_second_run_changes_nothing(db):
         assert again == once
 
     check()
+
+
+def _closes_a_cycle(db, table: str, ids: list, lock: str, params: dict, ineligible: str) -> dict:
+    """A session's sorted lock pass (`lock`) over three rows Y < W < X, where X comes first in
+    the table's scan and the night may change X and Y: the session takes Y and waits on W
+    (held by another transaction); the night starts and waits too; W is released, and the
+    session asks for X. The night must not hold X then (a night locking in scan order took
+    X and waited on Y: each waited on the other, and PostgreSQL ended the night). The
+    session then rolls back and the night goes on. Returns the run's row."""
+    import threading
+    import time
+
+    from hag.storage import db as hdb
+
+    heap = [r["id"] for r in db.execute(f"SELECT id FROM {table} ORDER BY ctid").fetchall()]
+    db.rollback()
+    heap = [i for i in heap if i in set(ids)]
+    at = next(n for n, c in enumerate(heap) if sum(str(i) < str(c) for i in heap[n:]) >= 2)
+    x = heap[at]
+    y, w = sorted((i for i in heap[at:] if str(i) < str(x)), key=str)[:2]
+    db.execute(ineligible, (w,))
+    db.commit()
+
+    def waiting(pids: set[int]) -> set[int]:
+        rows = db.execute(
+            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND datname = current_database()"
+        ).fetchall()
+        db.rollback()
+        return {r["pid"] for r in rows} - pids
+
+    def until(check) -> None:
+        for _ in range(600):
+            if check():
+                return
+            time.sleep(0.05)
+        raise AssertionError("timed out waiting")
+
+    box: dict = {}
+    with hdb.connect() as holder, hdb.connect() as session:
+        holder.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR NO KEY UPDATE", (w,))
+        quiet = {holder.info.backend_pid}
+        sessions = threading.Thread(
+            target=lambda: session.execute(
+                lock, {**params, "ids": sorted([y, w, x], key=str)}
+            ).fetchall()
+        )
+        sessions.start()
+        until(lambda: session.info.backend_pid in waiting(quiet))
+
+        def night() -> None:
+            try:
+                box["run"] = sweeps.run_nightly(as_of=AS_OF)
+            except Exception as exc:
+                box["error"] = exc
+
+        nightly = threading.Thread(target=night)
+        nightly.start()
+        until(lambda: waiting(quiet | {session.info.backend_pid}) or not nightly.is_alive())
+        holder.commit()  # the session takes W, then asks for X
+        sessions.join(30)
+        assert not sessions.is_alive()
+        session.rollback()
+    nightly.join(60)
+    assert "error" not in box, box.get("error")
+    return dict(
+        db.execute("SELECT status FROM hag_runs WHERE run_id = %s", (box["run"].run_id,)).fetchone()
+    )
+
+
+def test_the_nights_entry_steps_never_wait_on_a_session_that_waits_on_them(db):
+    """Promotion, archive and reprieve lock their entries in one sorted pass first."""
+    old = AS_OF - timedelta(days=60)
+    ids = [
+        f.entry(db, concept_slug=f"k{i}", maturity="candidate", confidence=0.8, created_at=old)
+        for i in range(12)
+    ]
+    db.commit()
+    run = _closes_a_cycle(
+        db,
+        "hag_entries",
+        ids,
+        query("session", "lock_entries"),
+        {},
+        "UPDATE hag_entries SET failure_count = 99, confidence = 0.9 WHERE id = %s",
+    )
+    assert run["status"] == "done"
+    # the eleven promotable went on, the one made ineligible stayed
+    assert sorted(_maturity(db, i) == "candidate" for i in ids) == [False] * 11 + [True]
+
+
+def test_the_seed_cull_never_waits_on_a_session_that_waits_on_it(db):
+    """Under the seed's rule too, the cull locks its edges in one sorted pass first."""
+    ends = [f.entry(db, concept_slug=f"c{i}") for i in range(13)]
+    ids = [
+        f.edge(
+            db, ends[i], ends[i + 1], "related", confidence=0.1, source_type="learned",
+            created_at=AS_OF - 100 * DAY,
+        )
+        for i in range(12)
+    ]  # fmt: skip
+    db.commit()
+    params = {
+        "sources": [],
+        "targets": [],
+        "types": [],
+        "sibling_sources": [],
+        "sequence_sources": [],
+        "sequence_targets": [],
+    }
+    run = _closes_a_cycle(
+        db,
+        "hag_edges",
+        ids,
+        query("session", "lock_edges"),
+        params,
+        "UPDATE hag_edges SET confidence = 0.9 WHERE id = %s",
+    )
+    assert run["status"] == "done"
+    assert len(_edge_ids(db)) == 1  # the eleven cullable edges went, the one made safe stayed
+
+
+def test_sequence_edges_read_the_prerequisites_the_cull_moved(db, dials):
+    """Under the units rules a `leads_to` a -> b reads the prerequisite b -> a as its prior.
+    The night culls b -> a (learned, old, below the cull's ceiling) after its first step
+    re-weighed a -> b on it; the step runs again after the cull, so a -> b stands where its
+    formula puts it without b -> a, and a second run for the same as_of moves nothing."""
+    dials(prerequisite_confidence_rule="units", edge_grading_rule="units")
+    a, b = f.entry(db, concept_slug="a"), f.entry(db, concept_slug="b")
+    f.edge(
+        db, b, a, "prerequisite", confidence=0.32, source_type="learned",
+        created_at=AS_OF - 100 * DAY,
+    )  # fmt: skip
+    step = f.edge(
+        db, a, b, "leads_to", confidence=0.5, source_type="learned", created_at=AS_OF - 5 * DAY
+    )
+    db.commit()
+    first = sweeps.run_nightly(as_of=AS_OF)
+    assert first.culled == 1 and first.sequence_reweighed == 2  # before the cull, and after
+    after = db.execute("SELECT confidence FROM hag_edges WHERE id = %s", (step,)).fetchone()
+    db.rollback()
+    second = sweeps.run_nightly(as_of=AS_OF)
+    assert (second.culled, second.sequence_reweighed) == (0, 0)
+    again = db.execute("SELECT confidence FROM hag_edges WHERE id = %s", (step,)).fetchone()
+    assert again == after
+
+
+def _moves(db, edge, *learners: str) -> None:
+    """One move along a sequence edge per learner (a session each), as session-end keeps it."""
+    for n, learner in enumerate(learners):
+        db.execute(
+            "INSERT INTO hag_edge_learner_reports"
+            " (edge_id, session_id, learner_id, turns, share, reported_at)"
+            " VALUES (%s, %s, %s, 1, 1, %s)",
+            (edge, f"s-{edge}-{n}", learner, AS_OF - 10 * DAY),
+        )
+
+
+def test_sequence_edges_read_the_sequence_edges_the_cull_deleted(db, dials, monkeypatch):
+    """A learned `leads_to` made by one learner stays held below the cull's ceiling; culled,
+    its move leaves the sums its siblings read (their topic's total of moves, their sources'
+    and targets'), so the step runs again after such a cull too, over the survivors."""
+    dials(prerequisite_confidence_rule="units", edge_grading_rule="units")
+    a, b, c, d = (f.entry(db, concept_slug=s) for s in "abcd")
+    kept = f.edge(
+        db, a, b, "leads_to", confidence=0.5, source_type="learned", created_at=AS_OF - 5 * DAY
+    )
+    lone = f.edge(
+        db, c, d, "leads_to", confidence=0.1, source_type="learned",
+        created_at=AS_OF - 100 * DAY,
+    )  # fmt: skip
+    _moves(db, kept, "learner-1", "learner-2")
+    _moves(db, lone, "learner-3")
+    db.commit()
+    passes = []
+    real = sweeps.reweigh_sequence_edges
+
+    def counted(conn, sources, *args, **kwargs):
+        passes.append(set(sources))
+        return real(conn, sources, *args, **kwargs)
+
+    monkeypatch.setattr(sweeps, "reweigh_sequence_edges", counted)
+    first = sweeps.run_nightly(as_of=AS_OF)
+    assert first.culled == 1 and _edge_ids(db) == {kept}
+    assert passes == [{a, c}, {a}]  # before the cull, and after it over the survivor
+    second = sweeps.run_nightly(as_of=AS_OF)
+    assert (second.culled, second.sequence_reweighed) == (0, 0)
+    assert passes[2:] == [{a}]  # nothing culled: one pass
+
+
+def test_a_failure_after_the_run_was_done_leaves_it_done(db, dials, monkeypatch):
+    """The sequence step's second pass fails: the run's changes are committed and audited,
+    so its row stays done with its counts, the error beside them, and the error is raised."""
+    from hag.evidence import reweigh
+
+    dials(prerequisite_confidence_rule="units", edge_grading_rule="units")
+    a, b = f.entry(db, concept_slug="a"), f.entry(db, concept_slug="b")
+    f.edge(
+        db, b, a, "prerequisite", confidence=0.32, source_type="learned",
+        created_at=AS_OF - 100 * DAY,
+    )  # fmt: skip
+    f.edge(db, a, b, "leads_to", confidence=0.5, source_type="learned", created_at=AS_OF)
+    db.commit()
+    calls = []
+    real = reweigh.reweigh_sequence_edges
+
+    def second_fails(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("disk on fire")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweeps, "reweigh_sequence_edges", second_fails)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        sweeps.run_nightly(as_of=AS_OF)
+    run = db.execute("SELECT status, summary FROM hag_runs WHERE kind = 'nightly'").fetchone()
+    assert run["status"] == "done" and run["summary"]["culled"] == 1
+    assert "disk on fire" in run["summary"]["error"]
+    assert len(_edge_ids(db)) == 1  # the cull stands
+
+
+def test_a_reembed_switch_queues_behind_the_nights_entry_locks(db, monkeypatch):
+    """The night's entry locks are taken under the table lock its UPDATEs take: a `hag
+    reembed` switch (SHARE ROW EXCLUSIVE on the entries) then waits for the night, instead
+    of being granted beside a pass of row locks and waiting on those rows while the night's
+    UPDATEs wait on it."""
+    import threading
+
+    import psycopg
+
+    from hag.storage import db as hdb
+
+    f.entry(db, concept_slug="k", maturity="candidate", created_at=AS_OF - 60 * DAY)
+    db.commit()
+    paused, go = threading.Event(), threading.Event()
+    real = sweeps.query
+
+    def pause(kind, name):  # after the lock pass, before the first UPDATE
+        if name == "promote_to_pattern":
+            paused.set()
+            go.wait(30)
+        return real(kind, name)
+
+    monkeypatch.setattr(sweeps, "query", pause)
+    night = threading.Thread(target=lambda: sweeps.run_nightly(as_of=AS_OF))
+    night.start()
+    try:
+        assert paused.wait(30)
+        with hdb.connect() as switch, pytest.raises(psycopg.errors.LockNotAvailable):
+            switch.execute("LOCK TABLE hag_entries IN SHARE ROW EXCLUSIVE MODE NOWAIT")
+    finally:
+        go.set()
+        night.join(60)

@@ -6,7 +6,9 @@ written by the AFTER DELETE statement trigger of migration 001 inside that same
 transaction, from the run id, reason and rule values this module sets first. Under the lift
 rule the cull re-weighs the prerequisites its deletions touch in that transaction too
 (`_cull`). Under `edge_grading_rule = units` a run first re-weighs every `leads_to` and
-`fallback`, in a transaction of its own (`_reweigh_sequences`). A dry run
+`fallback`, in a transaction of its own (`_reweigh_sequences`), and again after a cull that
+moved a prerequisite. The rows a run changes are locked first in one pass sorted by id, as
+session-end locks them (`lock_swept_entries`, `lock_cull`). A dry run
 asks the same rules what they would do and writes nothing at all: no run row, and so no
 run id (its summary's `run_id` is None: there would be nothing to look up).
 
@@ -302,18 +304,34 @@ def _recorded_run(
         try:
             _reweigh_sequences(conn, summary, dials)
             conn.commit()
-            _apply(conn, params, summary, dials, decide)
+            moved = _apply(conn, params, summary, dials, decide)
             with timed(summary.step_seconds, "graph counts"):
                 evidence.fold_graph_counts(conn)
-            conn.execute(
-                query("sweeps", "finish_run"),
-                {"run_id": run_id, "summary": json.dumps(summary.counts())},
-            )
+            _finish(conn, run_id, summary)
             conn.commit()
         except BaseException as exc:
             conn.rollback()
             _record_failure(conn, run_id, exc)
             raise
+        if not moved:
+            return
+        # the cull moved edges the sequence edges read: the step again, in a transaction of
+        # its own after the run's (which is done: its changes are committed and audited)
+        try:
+            _reweigh_sequences(conn, summary, dials)
+            _finish(conn, run_id, summary)  # the counts with both passes
+            conn.commit()
+        except BaseException as exc:
+            conn.rollback()
+            _record_failure(conn, run_id, exc, after_done=True)
+            raise
+
+
+def _finish(conn: Conn, run_id: uuid.UUID, summary: NightlySummary) -> None:
+    conn.execute(
+        query("sweeps", "finish_run"),
+        {"run_id": run_id, "summary": json.dumps(summary.counts())},
+    )
 
 
 def _reweigh_sequences(conn: Conn, summary: NightlySummary, dials: Settings) -> None:
@@ -324,11 +342,14 @@ def _reweigh_sequences(conn: Conn, summary: NightlySummary, dials: Settings) -> 
     edge's chance reads its topic's total of moves and its prior reads a prerequisite's
     confidence, and both move with sessions that never touch the edge: without this step an
     edge keeps the confidence of its last re-weigh, which the cull below and the tutor's
-    reads then use. After it, `hag explain` gives every sequence edge's stored confidence.
-    One sorted lock pass over the sequence edges, alone in its transaction: a second pass
-    beside the cull's could deadlock with a session's single pass. A dry run re-weighs in
-    its own transaction, which it rolls back, so its forecast reads what the real run's cull
-    will.
+    reads then use. A cull that deletes or re-weighs prerequisites moves what some of them
+    read (a prerequisite's confidence in the prior, a concept's units), so a run whose cull
+    did runs this step again after it, in a transaction of its own: after the run, `hag
+    explain` gives every sequence edge's stored confidence, and a second run for the same
+    `as_of` moves none. One sorted lock pass over the sequence edges, alone in its
+    transaction: a second pass beside the cull's could deadlock with a session's single
+    pass. A dry run re-weighs in its own transaction, which it rolls back, so its forecast
+    reads what the real run's cull will (its `sequence_reweighed` counts the first pass).
     """
     waiting = evidence.resume_pending(conn, sequences.SEQUENCE_TYPES)
     if not sequences.units_selected(dials):  # their resumptions void under another grading
@@ -343,7 +364,7 @@ def _reweigh_sequences(conn: Conn, summary: NightlySummary, dials: Settings) -> 
             conn, waiting, locked=None, at=summary.as_of
         )
         evidence.clear_resume_pending(conn, waiting)
-        summary.sequence_reweighed = reweigh_sequence_edges(
+        summary.sequence_reweighed += reweigh_sequence_edges(
             conn,
             evidence.sequence_sources(conn),
             [],
@@ -370,6 +391,7 @@ def sweep_parameters(dials: Settings, as_of: datetime, run_id: uuid.UUID | None)
         "run_id": run_id,
         "limit": dials.sweep_report_max_rows,
         "only_edges": None,  # the cull of an approved forecast: exactly these edge ids
+        "locked": [],  # the entries the night's steps may change (`lock_swept_entries`)
     }
 
 
@@ -379,9 +401,16 @@ def _apply(
     summary: NightlySummary,
     dials: Settings,
     decide: Decide | None,
-) -> None:
+) -> bool:
+    """Promotion, archive, reprieve, retention and the cull; whether the cull deleted or
+    re-weighed what sequence edges read (a prerequisite, or a sequence edge)."""
     conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
     with timed(summary.step_seconds, "promotion"):
+        # every entry the steps below may change, locked in one sorted pass (session-end's
+        # order): the steps change only these
+        conn.execute(query("sweeps", "lock_entries_for_writes"))
+        locked = conn.execute(query("sweeps", "lock_swept_entries"), params).fetchall()
+        params = {**params, "locked": [r["id"] for r in locked]}
         # A candidate that also passes the proven rule goes on to proven in the first step
         # (one row version); the second moves the entries that were patterns.
         first = one(conn.execute(query("sweeps", "promote_to_pattern"), params).fetchone())
@@ -412,8 +441,8 @@ def _apply(
     with timed(summary.step_seconds, "retention"):
         summary.retention = privacy.strip_expired(conn, summary.as_of, dials).as_dict()
     if decide is not None and not _guarded_cull_approved(conn, params, summary, dials, decide):
-        return
-    _cull(conn, params, summary, dials)
+        return False
+    return _cull(conn, params, summary, dials)
 
 
 def _guarded_cull_approved(
@@ -449,14 +478,17 @@ def _guarded_cull_approved(
     return True
 
 
-def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Settings) -> None:
+def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Settings) -> bool:
     """The audited cull; under the lift rule, the survivors re-weighed in the same transaction.
+    Whether it deleted or re-weighed what sequence edges read: a prerequisite (in their
+    prior, and their concept's units), or a sequence edge (in its siblings' sums).
 
     A culled prerequisite's reports leave its concept's count, so its siblings' chance (and
     the reverse evidence of the edges into its concept) change: without the re-weigh their
     confidences would stay as computed from counts that included the culled reports until
-    their concept is reported on again. The rows are locked first, in the one sorted order
-    every edge write uses (`lock_cull`), so the cull queues behind sessions sharing them.
+    their concept is reported on again. The rows are locked first, under every rule, in the
+    one sorted order every edge write uses (`lock_cull`), so the cull queues behind sessions
+    sharing them and they behind it, never each behind the other.
     """
     lift = lift_selected(dials)
     with timed(summary.step_seconds, "cull"):
@@ -479,14 +511,15 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
             if lift
             else []
         )
+        # under every rule: the DELETE alone would lock rows in the order it scans them
+        locked = conn.execute(
+            query("sweeps", "lock_cull"), {**params, "pending": pending, "siblings": lift}
+        ).fetchall()
         if lift:
-            locked = conn.execute(
-                query("sweeps", "lock_cull"), {**params, "pending": pending}
-            ).fetchall()
             summary.reports_resumed += evidence.resume_stranded(
                 conn, resuming, locked=[r["id"] for r in locked], at=summary.as_of
             )
-            params = {**params, "only_edges": [r["id"] for r in locked if r["doomed"]]}
+        params = {**params, "only_edges": [r["id"] for r in locked if r["doomed"]]}
         cull = query("sweeps", "cull_edges")
         by_type = conn.execute(cull, with_dials(cull, dials, **params)).fetchall()
         summary.culled_by_source_type = {r["source_type"]: r["n"] for r in by_type}
@@ -517,6 +550,9 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
         if summary.culled:
             rows = conn.execute(query("sweeps", "culled_report_rows"), params).fetchall()
             summary.culled_edges = [CulledEdge(**r) for r in rows]
+    return summary.reweighed > 0 or any(
+        r["prerequisite_sources"] or r["sequence_edges"] for r in by_type
+    )
 
 
 def _resumable_prerequisites(conn: Conn, at: datetime, dials: Settings) -> int:
@@ -571,14 +607,16 @@ def _count(conn: Conn, name: str, params: dict[str, Any]) -> int:
     return int(one(conn.execute(query("sweeps", name), params).fetchone())["n"])
 
 
-def _record_failure(conn: Conn, run_id: uuid.UUID, exc: BaseException) -> None:
+def _record_failure(
+    conn: Conn, run_id: uuid.UUID, exc: BaseException, *, after_done: bool = False
+) -> None:
+    """The run row says the run failed, with the error; a failure after the run was done
+    (the sequence step's second pass) leaves it done and its counts, and adds the error."""
+    error = f"{type(exc).__name__}: {exc}"[:500]
     try:
         conn.execute(
-            query("sweeps", "fail_run"),
-            {
-                "run_id": run_id,
-                "summary": json.dumps({"error": f"{type(exc).__name__}: {exc}"[:500]}),
-            },
+            query("sweeps", "note_failure_after_done" if after_done else "fail_run"),
+            {"run_id": run_id, "summary": json.dumps({"error": error})},
         )
         conn.commit()
     except Exception:

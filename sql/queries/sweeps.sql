@@ -23,12 +23,53 @@ UPDATE hag_runs
 SET finished_at = clock_timestamp(), status = 'failed', summary = %(summary)s
 WHERE run_id = %(run_id)s AND status = 'running'
 
+-- name: note_failure_after_done
+-- A run whose changes committed (status done, its counts) and whose last step, in a
+-- transaction of its own, failed: the error beside the counts.
+UPDATE hag_runs
+SET summary = COALESCE(summary, '{}'::jsonb) || %(summary)s::jsonb
+WHERE run_id = %(run_id)s
+
 -- name: set_delete_context
 -- What the audit trigger (migration 001) copies into every audit row of this transaction.
 SELECT set_config('hag.run_id', %(run_id)s, true),
        set_config('hag.delete_reason', %(reason)s, true),
        set_config('hag.rule_values', %(rule_values)s, true),
        set_config('hag.deleted_at', %(deleted_at)s, true)
+
+-- name: lock_entries_for_writes
+-- The table lock an UPDATE of entries takes (ROW EXCLUSIVE), taken before the row pass
+-- below: that pass alone takes ROW SHARE, which a `hag reembed` switch's SHARE ROW
+-- EXCLUSIVE does not wait for, and the switch would then wait on the rows locked here while
+-- the steps waited on the switch. With it, a switch queues behind the night, as before.
+LOCK TABLE hag_entries IN ROW EXCLUSIVE MODE
+
+-- name: lock_swept_entries
+-- Before the promotion, archive and reprieve steps: row locks, in one pass sorted by id (the
+-- order of session-end's lock_entries), on every entry one of them may change, each judged
+-- as it stands before the night (as maturity_forecast and reprieve_forecast judge it). The
+-- steps then change only these rows (`locked`), so the night never locks an entry outside
+-- this pass: a session holding entries waits for the night, or the night for it, never each
+-- for the other (four statements, each locking rows in the order it scanned them, could).
+-- An entry a step changes after tonight's promotion of it (archived, or lifted under the
+-- floor of its new maturity) is locked as promotable.
+SELECT e.id
+FROM hag_entries e
+WHERE (e.maturity = 'candidate'
+       AND hag_entry_promotes_to_pattern(e, %(as_of)s, %(promotion_min_age_days)s,
+                                         %(promotion_min_confidence)s, %(promotion_max_failures)s))
+   OR (e.maturity = 'pattern'
+       AND hag_entry_promotes_to_proven(e, %(as_of)s, %(proven_min_age_days)s,
+                                        %(proven_min_confidence)s, %(proven_min_successes)s,
+                                        %(proven_max_failure_ratio)s))
+   OR (e.maturity IN ('candidate', 'pattern')
+       AND hag_entry_sinks_to_archive(e, %(archive_max_confidence)s, %(archive_min_failures)s))
+   OR (e.maturity IN ('candidate', 'pattern', 'proven')
+       AND hag_entry_is_reprieved(e, %(as_of)s, %(reprieve_idle_days)s,
+                                  %(retrieval_min_confidence)s, %(floor_proven)s,
+                                  %(floor_pattern)s, %(floor_candidate)s))
+ORDER BY e.id
+FOR NO KEY UPDATE
 
 -- name: promote_to_pattern
 -- Seed step: candidate -> pattern, with a history row for each entry moved. A candidate that
@@ -48,7 +89,7 @@ WITH moved AS (
                                               %(proven_max_failure_ratio)s)
             THEN 'proven' ELSE 'pattern' END,
         updated_at = GREATEST(e.updated_at, %(as_of)s)
-    WHERE e.maturity = 'candidate'
+    WHERE e.id = ANY (%(locked)s::uuid[]) AND e.maturity = 'candidate'
       AND hag_entry_promotes_to_pattern(e, %(as_of)s, %(promotion_min_age_days)s,
                                         %(promotion_min_confidence)s, %(promotion_max_failures)s)
     RETURNING e.id, e.maturity = 'proven' AS to_proven
@@ -82,7 +123,7 @@ LIMIT %(limit)s
 WITH moved AS (
     UPDATE hag_entries e
     SET maturity = 'proven', updated_at = GREATEST(e.updated_at, %(as_of)s)
-    WHERE e.maturity = 'pattern'
+    WHERE e.id = ANY (%(locked)s::uuid[]) AND e.maturity = 'pattern'
       AND hag_entry_promotes_to_proven(e, %(as_of)s, %(proven_min_age_days)s,
                                        %(proven_min_confidence)s, %(proven_min_successes)s,
                                        %(proven_max_failure_ratio)s)
@@ -99,7 +140,7 @@ SELECT count(*) AS n FROM moved
 WITH moved AS (
     UPDATE hag_entries e
     SET maturity = 'archived', updated_at = GREATEST(e.updated_at, %(as_of)s)
-    WHERE e.maturity = %(from_maturity)s
+    WHERE e.id = ANY (%(locked)s::uuid[]) AND e.maturity = %(from_maturity)s
       AND hag_entry_sinks_to_archive(e, %(archive_max_confidence)s, %(archive_min_failures)s)
     RETURNING e.id
 ), noted AS (
@@ -154,6 +195,7 @@ WITH gone AS (
     RETURNING e.source_type, e.edge_type, e.source_entry_id, e.target_entry_id, e.confidence
 )
 SELECT source_type, count(*) AS n,
+       count(*) FILTER (WHERE edge_type IN ('leads_to', 'fallback')) AS sequence_edges,
        COALESCE(array_agg(source_entry_id) FILTER (WHERE edge_type = 'prerequisite'),
                 '{}'::uuid[]) AS prerequisite_sources,
        -- culled prerequisites other terms read (migration 224): a walked one's source (a
@@ -169,10 +211,12 @@ SELECT source_type, count(*) AS n,
 FROM gone GROUP BY source_type ORDER BY source_type
 
 -- name: lock_cull
--- Under the lift rule, before cull_edges: row locks, in one pass sorted by id (the order of
--- session-end's lock_edges), on every edge the cull will delete and on every prerequisite
--- out of or into the source concept of a prerequisite it will delete (their chance and
--- reverse evidence change: the survivors are re-weighed in this transaction). FOR UPDATE, the
+-- Before cull_edges, under every rule: row locks, in one pass sorted by id (the order of
+-- session-end's lock_edges), on every edge the cull will delete (the DELETE alone locked
+-- them in the order it scanned them, and could wait on a session that waited on it), and
+-- under the lift rule (`siblings`) on every prerequisite out of or into the source concept
+-- of a prerequisite it will delete (their chance and reverse evidence change: the
+-- survivors are re-weighed in this transaction). FOR UPDATE, the
 -- lock the DELETE takes; a session that traverses an edge while this waits makes the
 -- predicate re-checked against the new row version, as in cull_edges. `doomed` says which
 -- locked rows the rule allows: the cull then deletes only those (only_edges), so it never
@@ -196,7 +240,7 @@ CROSS JOIN LATERAL (  -- the rule on the row itself, so a row re-read after a wa
            AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[])) AS doomed
 ) d
 WHERE d.doomed
-   OR (e.edge_type = 'prerequisite'
+   OR (%(siblings)s AND e.edge_type = 'prerequisite'
        AND (e.source_entry_id IN (SELECT source_entry_id FROM doomed)
             OR e.target_entry_id IN (SELECT source_entry_id FROM doomed)
             OR e.source_entry_id = ANY (%(pending)s::uuid[])
@@ -276,7 +320,7 @@ WITH lifted AS (
                                                %(floor_proven)s, %(floor_pattern)s,
                                                %(floor_candidate)s),
         updated_at = GREATEST(e.updated_at, %(as_of)s)
-    WHERE e.maturity IN ('candidate', 'pattern', 'proven')
+    WHERE e.id = ANY (%(locked)s::uuid[]) AND e.maturity IN ('candidate', 'pattern', 'proven')
       AND hag_entry_is_reprieved(e, %(as_of)s, %(reprieve_idle_days)s,
                                  %(retrieval_min_confidence)s, %(floor_proven)s,
                                  %(floor_pattern)s, %(floor_candidate)s)
