@@ -253,3 +253,54 @@ def test_a_change_of_dimension_switches_columns_indexes_and_reads_in_one_step(
     use_offline(monkeypatch)
     with pytest.raises(EmbedderMismatch, match=r"openai/text-embedding-3-small \(384 dims\)"):
         retrieve("cryptography", "ada", "how does rsa work")
+
+
+def test_a_corpus_load_across_a_reembed_switch_is_refused_whole(
+    demo_memory, openai_stub, monkeypatch, tmp_path
+):
+    """A load embeds its texts with the offline embedder the memory holds, then a `hag
+    reembed` to another embedder of the same dimension switches the memory before the load
+    writes: the load is refused naming both embedders, and writes nothing (its vector would
+    have been the old embedder's in the moved memory)."""
+    conn = demo_memory
+    text = "Ask the student what a padding oracle lets an attacker learn."
+    path = tmp_path / "extra.json"
+    extra = {
+        "concepts": [
+            {
+                "topic_id": "cryptography",
+                "slug": "padding-oracle",
+                "title": "Padding oracles",
+                "description": "Attacks on CBC padding checks",
+            }
+        ],
+        "entries": [
+            {
+                "topic_id": "cryptography",
+                "concept_slug": "padding-oracle",
+                "visibility_scope": "public",
+                "confidence": 0.7,
+                "instruction": text,
+            }
+        ],
+    }
+    path.write_text(json.dumps(extra))
+    fill = corpus._fill_embeddings
+
+    def fill_then_switch(c, report) -> None:
+        fill(c, report)  # embedded and checked by this process's offline embedder
+        use_stub(monkeypatch, openai_stub.base_url)
+        reembed()
+        use_offline(monkeypatch)
+
+    monkeypatch.setattr(corpus, "_fill_embeddings", fill_then_switch)
+    with pytest.raises(EmbedderMismatch):
+        corpus.load_file(path)
+    assert _held(conn).label.startswith("openai")
+    for table, where in (("hag_entries", "instruction"), ("hag_concepts", "title")):
+        found = conn.execute(
+            f"SELECT count(*) AS n FROM {table} WHERE {where} = %s",
+            (text if table == "hag_entries" else "Padding oracles",),
+        ).fetchone()["n"]
+        assert found == 0, table
+    conn.commit()

@@ -430,6 +430,10 @@ def test_unknown_topic_is_a_clear_error(db):
         retrieval.retrieve("astrology", "ada", "hello")
     with pytest.raises(NotFoundError, match="unknown topic 'astrology'"):
         retrieval.retrieve_with_vector("astrology", "ada", f.QUERY)
+    # created a moment later (a corpus load): the next turn finds it, within the cache's life
+    f.topic(db, "astrology")
+    db.commit()
+    assert retrieval.retrieve_with_vector("astrology", "ada", f.QUERY).topic_id == "astrology"
 
 
 def test_empty_message_is_a_clear_error(db):

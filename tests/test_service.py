@@ -868,3 +868,26 @@ def test_a_degraded_turn_says_so_over_http(demo_memory, private_db, openai_stub,
         "topic-concept",
         "edge-walk",
     ]
+
+
+def test_an_ingest_takes_one_writer_connection_when_the_dials_expired(db, monkeypatch):
+    """The service's ingest holds one connection of the writers' pool; reading the dials
+    once their cache expired takes another of the same pool. Read while holding the first,
+    a burst as large as the pool waited on itself until the pool's timeout: here a pool of
+    one connection makes one ingest such a burst."""
+    from hag import settings
+    from hag.service import app
+    from hag.storage import db as hdb
+    from tests import factories as f
+
+    f.topic(db, "cryptography")
+    db.commit()
+    hdb.close_all()
+    monkeypatch.setattr(hdb, "WRITE_CONNECTIONS", 1)
+    try:
+        hdb.pool().timeout = 5.0
+        settings.invalidate()  # the cache has just expired
+        state = app._ingest(payload("pool-once", [turn(0, message="hi")]))
+        assert (state.session_id, state.state) == ("pool-once", "pending")
+    finally:
+        hdb.close_all()

@@ -394,6 +394,12 @@ def load(conn: Conn, corpus: Corpus, dim: int) -> LoadReport:
             except psycopg.Error as exc:
                 raise _db_error(label, exc) from None
             report.edges += cur.rowcount
+        # the memory's embedder again, after the writes (they wait for a `hag reembed` switch
+        # in progress): a switch committed since `_fill_embeddings` checked refuses the load
+        # whole, as session-end refuses a session, and no old vector lands in the moved memory
+        from hag.vectors.embedder_identity import recheck
+
+        recheck(conn)
     return report
 
 

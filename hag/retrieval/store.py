@@ -310,7 +310,8 @@ class Catalog:
     def title(
         self, connect: Connect, topic_id: str, ttl: float, *, store: bool = True
     ) -> str | None:
-        """The topic's title, or None when there is no such topic.
+        """The topic's title, or None when there is no such topic (not kept: a load may create
+        it at any time).
 
         `connect()` opens a connection only when the title is not at hand. With `store`
         False (a caller's connection, which may see rows it never commits) the title is read
@@ -324,8 +325,8 @@ class Catalog:
         with connect() as conn:
             row = conn.execute(query("retrieval", "topic_title"), {"topic_id": topic_id}).fetchone()
         title = row["title"] if row else None
-        if store:
-            with self._lock:
+        if store and title is not None:  # a topic not there yet is asked again next time:
+            with self._lock:  # a corpus load may create it a moment later
                 if len(self._titles) > 10_000:
                     self._titles.clear()
                 self._titles[topic_id] = (now, title)

@@ -229,8 +229,11 @@ async def _read_body(request: Request, limit: int) -> Any:
 def _ingest(raw: Any) -> SessionState:
     from hag.session.ingest import ingest_payload
 
+    # the dials before the connection: reading them takes a connection of the same pool when
+    # the cache has expired, and a burst of ingests each holding one would wait on each other
+    dials = settings.current()
     with db.pool().connection() as conn:  # the writers' pool bounds the service's writers
-        result = ingest_payload(conn, raw, source="service")
+        result = ingest_payload(conn, raw, source="service", dials=dials)
         conn.commit()  # a refusal is kept in the quarantine, as `hag ingest` keeps it
     if result.quarantined:
         body = ErrorBody(
