@@ -609,20 +609,26 @@ def test_the_seed_cull_never_waits_on_a_session_that_waits_on_it(db):
     assert len(_edge_ids(db)) == 1  # the eleven cullable edges went, the one made safe stayed
 
 
-def test_sequence_edges_read_the_prerequisites_the_cull_moved(db, dials):
-    """Under the units rules a `leads_to` a -> b reads the prerequisite b -> a as its prior.
-    The night culls b -> a (learned, old, below the cull's ceiling) after its first step
-    re-weighed a -> b on it; the step runs again after the cull, so a -> b stands where its
-    formula puts it without b -> a, and a second run for the same as_of moves nothing."""
+def _step_over_a_cullable_prerequisite(db, dials):
+    """Under the units rules: a walked learned prerequisite b -> a, old and below the cull's
+    ceiling, and a learned `leads_to` a -> b, which reads b -> a as its prior; a -> b's id."""
     dials(prerequisite_confidence_rule="units", edge_grading_rule="units")
     a, b = f.entry(db, concept_slug="a"), f.entry(db, concept_slug="b")
     f.edge(
         db, b, a, "prerequisite", confidence=0.32, source_type="learned",
         created_at=AS_OF - 100 * DAY,
     )  # fmt: skip
-    step = f.edge(
+    return f.edge(
         db, a, b, "leads_to", confidence=0.5, source_type="learned", created_at=AS_OF - 5 * DAY
     )
+
+
+def test_sequence_edges_read_the_prerequisites_the_cull_moved(db, dials):
+    """Under the units rules a `leads_to` a -> b reads the prerequisite b -> a as its prior.
+    The night culls b -> a (learned, old, below the cull's ceiling) after its first step
+    re-weighed a -> b on it; the step runs again after the cull, so a -> b stands where its
+    formula puts it without b -> a, and a second run for the same as_of moves nothing."""
+    step = _step_over_a_cullable_prerequisite(db, dials)
     db.commit()
     first = sweeps.run_nightly(as_of=AS_OF)
     assert first.culled == 1 and first.sequence_reweighed == 2  # before the cull, and after
@@ -682,13 +688,7 @@ def test_a_failure_after_the_run_was_done_leaves_it_done(db, dials, monkeypatch)
     so its row stays done with its counts, the error beside them, and the error is raised."""
     from hag.evidence import reweigh
 
-    dials(prerequisite_confidence_rule="units", edge_grading_rule="units")
-    a, b = f.entry(db, concept_slug="a"), f.entry(db, concept_slug="b")
-    f.edge(
-        db, b, a, "prerequisite", confidence=0.32, source_type="learned",
-        created_at=AS_OF - 100 * DAY,
-    )  # fmt: skip
-    f.edge(db, a, b, "leads_to", confidence=0.5, source_type="learned", created_at=AS_OF)
+    _step_over_a_cullable_prerequisite(db, dials)
     db.commit()
     calls = []
     real = reweigh.reweigh_sequence_edges
