@@ -685,7 +685,8 @@ def test_sequence_edges_read_the_sequence_edges_the_cull_deleted(db, dials, monk
 
 def test_a_failure_after_the_run_was_done_leaves_it_done(db, dials, monkeypatch):
     """The sequence step's second pass fails: the run's changes are committed and audited,
-    so its row stays done with its counts, the error beside them, and the error is raised."""
+    so its row stays done with its counts, the error beside them; the night's upkeep still
+    runs, and then the error is raised."""
     from hag.evidence import reweigh
 
     _step_over_a_cullable_prerequisite(db, dials)
@@ -700,8 +701,10 @@ def test_a_failure_after_the_run_was_done_leaves_it_done(db, dials, monkeypatch)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(sweeps, "reweigh_sequence_edges", second_fails)
-    with pytest.raises(RuntimeError, match="disk on fire"):
-        sweeps.run_nightly(as_of=AS_OF)
+    upkept = []
+    with pytest.raises(sweeps.FailedAfterDone, match="is done, but .* disk on fire"):
+        sweeps.nightly(as_of=AS_OF, upkeep_step=lambda: upkept.append(1) or [])
+    assert upkept == [1]  # the read path's upkeep still ran
     run = db.execute("SELECT status, summary FROM hag_runs WHERE kind = 'nightly'").fetchone()
     assert run["status"] == "done" and run["summary"]["culled"] == 1
     assert "disk on fire" in run["summary"]["error"]
@@ -740,3 +743,36 @@ def test_a_reembed_switch_queues_behind_the_nights_entry_locks(db, monkeypatch):
     finally:
         go.set()
         night.join(60)
+
+
+def test_the_sequence_step_runs_once_under_the_seeds_grading(db, monkeypatch):
+    """Under the seed's rules a cull of a prerequisite opens no second sequence pass: the
+    run is finished once."""
+    _edge(db)
+    db.commit()
+    finished = []
+    real = sweeps._finish
+    monkeypatch.setattr(sweeps, "_finish", lambda *a: finished.append(1) or real(*a))
+    assert sweeps.run_nightly(as_of=AS_OF).culled == 1
+    assert finished == [1]
+
+
+def test_reports_the_cull_resumed_open_the_second_sequence_pass(db, dials, monkeypatch):
+    """Reports resumed into a prerequisite move its concept's units, which sequence edges
+    read, even when no confidence moves: the sequence step runs again after such a cull."""
+    step = _step_over_a_cullable_prerequisite(db, dials)
+    db.execute("UPDATE hag_edges SET created_at = %s WHERE id <> %s", (AS_OF, step))
+    db.commit()  # nothing culled now
+    real = sweeps.evidence.resume_stranded
+
+    def one_resumed(conn, waiting, *, locked, at):  # the cull's call names its locked rows
+        return real(conn, waiting, locked=locked, at=at) + (locked is not None)
+
+    passes = []
+    real_step = sweeps.reweigh_sequence_edges
+    monkeypatch.setattr(sweeps.evidence, "resume_stranded", one_resumed)
+    monkeypatch.setattr(
+        sweeps, "reweigh_sequence_edges", lambda *a, **k: passes.append(1) or real_step(*a, **k)
+    )
+    run = sweeps.run_nightly(as_of=AS_OF)
+    assert (run.culled, run.reports_resumed, len(passes)) == (0, 1, 2)

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hag import settings
-from hag.errors import ValidationError
+from hag.errors import HagError, ValidationError
 from hag.evidence import sequences
 from hag.evidence import store as evidence
 from hag.evidence.model import lift_selected
@@ -190,6 +190,12 @@ class NightlyResult:
         return {**self.summary.as_dict(), "topic_indexes": self.topic_indexes}
 
 
+class FailedAfterDone(HagError):
+    """A run whose changes committed (its row says done, the error beside its counts) and
+    whose step after them failed: the sequence step's second pass. The night's upkeep
+    still runs; then this is raised, so the run is seen to have failed there."""
+
+
 def _upkeep() -> list[str]:
     from hag.retrieval import ann
 
@@ -210,7 +216,11 @@ def nightly(
     The flow passes its Prefect tasks as the steps (a task run each, the operator's pause
     inside the sweep's); by default they are `run_nightly` (no pause) and the upkeep itself.
     """
-    summary = (sweep_step or (lambda a, d: run_nightly(as_of=a, dry_run=d)))(as_of, dry_run)
+    try:
+        summary = (sweep_step or (lambda a, d: run_nightly(as_of=a, dry_run=d)))(as_of, dry_run)
+    except FailedAfterDone:  # the run is done: its upkeep still runs, then the error stands
+        (upkeep_step or _upkeep)()
+        raise
     indexed = None if dry_run else (upkeep_step or _upkeep)()
     return NightlyResult(summary, indexed)
 
@@ -313,14 +323,21 @@ def _recorded_run(
             conn.rollback()
             _record_failure(conn, run_id, exc)
             raise
-        if not moved:
+        if not (moved and sequences.units_selected(dials)):
             return
-        # the cull moved edges the sequence edges read: the step again, in a transaction of
+        # the cull moved what the sequence edges read: the step again, in a transaction of
         # its own after the run's (which is done: its changes are committed and audited)
         try:
             _reweigh_sequences(conn, summary, dials)
             _finish(conn, run_id, summary)  # the counts with both passes
             conn.commit()
+        except Exception as exc:
+            conn.rollback()
+            _record_failure(conn, run_id, exc, after_done=True)
+            raise FailedAfterDone(
+                f"nightly run {runs.short(run_id)} is done, but re-weighing the sequence "
+                f"edges after its cull failed: {type(exc).__name__}: {exc}"
+            ) from exc
         except BaseException as exc:
             conn.rollback()
             _record_failure(conn, run_id, exc, after_done=True)
@@ -480,8 +497,9 @@ def _guarded_cull_approved(
 
 def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Settings) -> bool:
     """The audited cull; under the lift rule, the survivors re-weighed in the same transaction.
-    Whether it deleted or re-weighed what sequence edges read: a prerequisite (in their
-    prior, and their concept's units), or a sequence edge (in its siblings' sums).
+    Whether it moved what sequence edges read: a prerequisite deleted, re-weighed or given
+    resumed reports (in their prior, and their concept's units), or a sequence edge deleted
+    (in its siblings' sums).
 
     A culled prerequisite's reports leave its concept's count, so its siblings' chance (and
     the reverse evidence of the edges into its concept) change: without the re-weigh their
@@ -515,6 +533,7 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
         locked = conn.execute(
             query("sweeps", "lock_cull"), {**params, "pending": pending, "siblings": lift}
         ).fetchall()
+        resumed = summary.reports_resumed
         if lift:
             summary.reports_resumed += evidence.resume_stranded(
                 conn, resuming, locked=[r["id"] for r in locked], at=summary.as_of
@@ -550,8 +569,10 @@ def _cull(conn: Conn, params: dict[str, Any], summary: NightlySummary, dials: Se
         if summary.culled:
             rows = conn.execute(query("sweeps", "culled_report_rows"), params).fetchall()
             summary.culled_edges = [CulledEdge(**r) for r in rows]
-    return summary.reweighed > 0 or any(
-        r["prerequisite_sources"] or r["sequence_edges"] for r in by_type
+    return (
+        summary.reweighed > 0
+        or summary.reports_resumed > resumed  # a concept's units moved, if no confidence did
+        or any(r["prerequisite_sources"] or r["sequence_edges"] for r in by_type)
     )
 
 
