@@ -198,7 +198,7 @@ class Settings(Mapping[str, Any]):
     session_topic_scope: str = _dial("public", "ours: visibility scope of the topic entries sessions write and look up", S, pattern=TOPIC_SCOPE, forbidden=("tutor", "visual"))
     session_quarantine_max_bytes: int = _num(65536, 256, 100_000_000, "ours: bytes of a refused payload kept in the quarantine (with its SHA-256 and size)", S)
     session_max_depth: int = _num(32, 4, 1000, "ours: payloads nested deeper than this (objects and arrays) are refused before parsing", S)
-    session_max_retries: int = _num(8, 0, 1000, "ours: retries of a session-end, or of an audit restore, whose transaction hit a deadlock or serialization failure", S)
+    session_max_retries: int = _num(8, 0, 1000, "ours: retries of a session-end, an audit restore or a nightly sweep whose transaction hit a deadlock or serialization failure", S)
     session_max_observations: int = _num(2000, 0, 1_000_000, "ours: sessions with more observations (all turns) are refused whole at ingest", S)
     session_max_struggles: int = _num(2000, 0, 1_000_000, "ours: sessions with more struggles (all turns) are refused whole at ingest", S)
     session_max_struggles_per_turn: int = _num(20, 0, 100_000, "ours: sessions with a turn reporting more struggles are refused whole at ingest", S)

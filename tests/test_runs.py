@@ -214,7 +214,7 @@ def test_a_killed_nightly_run_is_marked_abandoned_by_the_next_run(db, database_u
 
     kill._big_batch(db, 2000)
     with psycopg.connect(database_url) as blocker:
-        blocker.execute("SELECT id FROM hag_edges ORDER BY id OFFSET 1000 LIMIT 1 FOR UPDATE")
+        blocker.execute("SELECT id FROM hag_edges ORDER BY ctid OFFSET 1000 LIMIT 1 FOR UPDATE")
         proc = kill._start(database_url)
         try:
             kill._wait_for(db, kill.CULL_WAITING_ON_LOCK)

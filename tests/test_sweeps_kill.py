@@ -58,9 +58,8 @@ def _wait_for(db, sql: str, timeout: float = 90.0) -> None:
     pytest.fail(f"gave up after {timeout} s waiting for: {sql}")
 
 
-# the run waiting on a lock: only the blocker's row lock can hold it (the cull's pass of row
-# locks, sweeps: lock_cull, meets it; the statement's text is cut where pg_stat_activity
-# stops keeping it, so it is not matched)
+# the run waiting on a lock: only the blocker's row lock can hold it (the cull meets it;
+# the statement is not matched by its text, which pg_stat_activity keeps 1 kB of)
 CULL_WAITING_ON_LOCK = (
     "SELECT pid FROM pg_stat_activity WHERE application_name = %(app)s AND state = 'active' "
     "AND wait_event_type = 'Lock'"
@@ -93,11 +92,10 @@ def test_kill_while_the_cull_is_half_done_culls_nothing(db, database_url):
     n = 60_000
     _big_batch(db, n)
     with psycopg.connect(database_url) as blocker:
-        # Lock an edge in the middle of the cull's order (its lock pass goes by id): the cull
-        # has locked the rows before it (in its transaction) and waits there, mid-statement,
-        # when the client is killed.
+        # Lock an edge in the middle of the heap: the cull has deleted the rows it met before
+        # it (in its transaction) and waits there, mid-statement, when the client is killed.
         blocker.execute(
-            "SELECT id FROM hag_edges ORDER BY id OFFSET %s LIMIT 1 FOR UPDATE", (n // 2,)
+            "SELECT id FROM hag_edges ORDER BY ctid OFFSET %s LIMIT 1 FOR UPDATE", (n // 2,)
         )
         proc = _start(database_url)
         try:

@@ -211,12 +211,10 @@ SELECT source_type, count(*) AS n,
 FROM gone GROUP BY source_type ORDER BY source_type
 
 -- name: lock_cull
--- Before cull_edges, under every rule: row locks, in one pass sorted by id (the order of
--- session-end's lock_edges), on every edge the cull will delete (the DELETE alone locked
--- them in the order it scanned them, and could wait on a session that waited on it), and
--- under the lift rule (`siblings`) on every prerequisite out of or into the source concept
--- of a prerequisite it will delete (their chance and reverse evidence change: the
--- survivors are re-weighed in this transaction). FOR UPDATE, the
+-- Under the lift rule, before cull_edges: row locks, in one pass sorted by id (the order of
+-- session-end's lock_edges), on every edge the cull will delete and on every prerequisite
+-- out of or into the source concept of a prerequisite it will delete (their chance and
+-- reverse evidence change: the survivors are re-weighed in this transaction). FOR UPDATE, the
 -- lock the DELETE takes; a session that traverses an edge while this waits makes the
 -- predicate re-checked against the new row version, as in cull_edges. `doomed` says which
 -- locked rows the rule allows: the cull then deletes only those (only_edges), so it never
@@ -240,7 +238,7 @@ CROSS JOIN LATERAL (  -- the rule on the row itself, so a row re-read after a wa
            AND (%(only_edges)s::uuid[] IS NULL OR e.id = ANY (%(only_edges)s::uuid[])) AS doomed
 ) d
 WHERE d.doomed
-   OR (%(siblings)s AND e.edge_type = 'prerequisite'
+   OR (e.edge_type = 'prerequisite'
        AND (e.source_entry_id IN (SELECT source_entry_id FROM doomed)
             OR e.target_entry_id IN (SELECT source_entry_id FROM doomed)
             OR e.source_entry_id = ANY (%(pending)s::uuid[])
