@@ -41,12 +41,18 @@ def nightly_flow(
     """
     use_deployment_database()
     tag_dry_run(dry_run)
-    night = sweeps.nightly(
-        as_of,
-        dry_run,
-        sweep_step=lambda moment, dry: nightly_sweep(moment, dry, ask_operator),
-        upkeep_step=build_topic_indexes,
-    )
+    try:
+        night = sweeps.nightly(
+            as_of,
+            dry_run,
+            sweep_step=lambda moment, dry: nightly_sweep(moment, dry, ask_operator),
+            upkeep_step=build_topic_indexes,
+        )
+    except sweeps.FailedAfterDone as done:  # the run is done: its report and checks stand
+        publish_nightly_report(done.summary)
+        if check:
+            run_expectations()
+        raise
     publish_nightly_report(night.summary)
     if check and not dry_run:  # a dry run changed nothing: nothing new to check
         run_expectations()

@@ -124,7 +124,7 @@ def test_a_restore_ended_by_a_deadlock_runs_again(db, retries):
     """A writer holding the pair's new edge (as a session-end does, uncommitted) that then
     locks the culled edge's audit row (as it does to withdraw kept reports), while a restore
     holds that row and waits to put the edge back: each waits on the other. The restore's
-    deadlock check runs first (3 s against the writer's 60 s) and ends it. Allowed a retry
+    deadlock check runs first (5 s against the writer's 60 s) and ends it. Allowed a retry
     (session_max_retries), it runs again once the writer rolls back and puts the edge back,
     exactly; allowed none, the deadlock is raised, nothing is restored, and the restore's
     connection is left with no transaction open."""
@@ -146,7 +146,7 @@ def test_a_restore_ended_by_a_deadlock_runs_again(db, retries):
     db.rollback()
     with hdb.connect() as writer, hdb.connect() as restoring:
         writer.execute("SET deadlock_timeout = '60s'")
-        restoring.execute("SET deadlock_timeout = '3s'")  # its check runs first
+        restoring.execute("SET deadlock_timeout = '5s'")  # its check runs first
         restoring.commit()
         pid = restoring.info.backend_pid
         f.edge(writer, a, b, "prerequisite", confidence=0.3, source_type="learned")

@@ -378,7 +378,6 @@ def test_failed_run_is_recorded_and_changes_nothing(db, monkeypatch):
         "promote_to_pattern",
         "promote_to_proven",
         "maturity_forecast",
-        "lock_swept_entries",
     ],
 )
 def test_rules_are_inlined_into_plain_column_tests(db, name):
@@ -489,14 +488,17 @@ def test_property_forecast_equals_run_and_second_run_changes_nothing(db):
     check()
 
 
-def _closes_a_cycle(db, table: str, ids: list, lock: str, params: dict, ineligible: str) -> dict:
+def _closes_a_cycle(
+    db, monkeypatch, table: str, ids: list, lock: str, params: dict, ineligible: str
+) -> dict:
     """A session's sorted lock pass (`lock`) over three rows Y < W < X, where X comes first in
     the table's scan and the night may change X and Y: the session takes Y and waits on W
     (held by another transaction); the night starts and waits too; W is released, and the
     session asks for X. A night locking in scan order holds X then and waits on Y: each
-    waits on the other, and PostgreSQL ends the night (its deadlock check runs first: the
-    session's waits 60 s). The session then rolls back and the night goes on, or runs again.
-    Returns the run's row."""
+    waits on the other, and PostgreSQL ends the night: its one deadlock check runs 10 s
+    after it starts to wait, once the cycle has long closed, and the session's at 60 s.
+    The session then rolls back and the night goes on, or runs again. Returns the run's
+    row."""
     import threading
     import time
 
@@ -527,6 +529,7 @@ def _closes_a_cycle(db, table: str, ids: list, lock: str, params: dict, ineligib
         raise AssertionError("timed out waiting")
 
     box: dict = {}
+    monkeypatch.setenv("PGOPTIONS", "-c deadlock_timeout=10s")  # the night's connections
     with hdb.connect() as holder, hdb.connect() as session:
         session.execute("SET deadlock_timeout = '60s'")
         session.commit()
@@ -562,8 +565,9 @@ def _closes_a_cycle(db, table: str, ids: list, lock: str, params: dict, ineligib
     )
 
 
-def test_the_nights_entry_steps_never_wait_on_a_session_that_waits_on_them(db):
-    """Promotion, archive and reprieve lock their entries in one sorted pass first."""
+def test_the_nights_entry_steps_ended_by_a_deadlock_with_a_session_run_again(db, monkeypatch):
+    """Promotion locks entries in the order it scans them (a sorted pass first would write
+    each promoted row twice): PostgreSQL ends the sweep, and it runs again."""
     old = AS_OF - timedelta(days=60)
     ids = [
         f.entry(db, concept_slug=f"k{i}", maturity="candidate", confidence=0.8, created_at=old)
@@ -572,18 +576,19 @@ def test_the_nights_entry_steps_never_wait_on_a_session_that_waits_on_them(db):
     db.commit()
     run = _closes_a_cycle(
         db,
+        monkeypatch,
         "hag_entries",
         ids,
         query("session", "lock_entries"),
         {},
         "UPDATE hag_entries SET failure_count = 99, confidence = 0.9 WHERE id = %s",
     )
-    assert run["status"] == "done" and "retries" not in run["summary"]
+    assert run["status"] == "done" and run["summary"]["retries"] == 1
     # the eleven promotable went on, the one made ineligible stayed
     assert sorted(_maturity(db, i) == "candidate" for i in ids) == [False] * 11 + [True]
 
 
-def test_the_seed_cull_ended_by_a_deadlock_with_a_session_runs_again(db):
+def test_the_seed_cull_ended_by_a_deadlock_with_a_session_runs_again(db, monkeypatch):
     """Under the seed's rule the cull deletes in scan order (locking its rows first would
     cost a write of each culled row more): PostgreSQL ends it, and the sweep runs again."""
     ends = [f.entry(db, concept_slug=f"c{i}") for i in range(13)]
@@ -605,6 +610,7 @@ def test_the_seed_cull_ended_by_a_deadlock_with_a_session_runs_again(db):
     }
     run = _closes_a_cycle(
         db,
+        monkeypatch,
         "hag_edges",
         ids,
         query("session", "lock_edges"),
@@ -708,47 +714,14 @@ def test_a_failure_after_the_run_was_done_leaves_it_done(db, dials, monkeypatch)
 
     monkeypatch.setattr(sweeps, "reweigh_sequence_edges", second_fails)
     upkept = []
-    with pytest.raises(sweeps.FailedAfterDone, match="is done, but .* disk on fire"):
+    with pytest.raises(sweeps.FailedAfterDone, match="is done, but .* disk on fire") as done:
         sweeps.nightly(as_of=AS_OF, upkeep_step=lambda: upkept.append(1) or [])
     assert upkept == [1]  # the read path's upkeep still ran
+    assert done.value.summary.culled == 1  # the report its callers publish
     run = db.execute("SELECT status, summary FROM hag_runs WHERE kind = 'nightly'").fetchone()
     assert run["status"] == "done" and run["summary"]["culled"] == 1
     assert "disk on fire" in run["summary"]["error"]
     assert len(_edge_ids(db)) == 1  # the cull stands
-
-
-def test_a_reembed_switch_queues_behind_the_nights_entry_locks(db, monkeypatch):
-    """The night's entry locks are taken under the table lock its UPDATEs take: a `hag
-    reembed` switch (SHARE ROW EXCLUSIVE on the entries) then waits for the night, instead
-    of being granted beside a pass of row locks and waiting on those rows while the night's
-    UPDATEs wait on it."""
-    import threading
-
-    import psycopg
-
-    from hag.storage import db as hdb
-
-    f.entry(db, concept_slug="k", maturity="candidate", created_at=AS_OF - 60 * DAY)
-    db.commit()
-    paused, go = threading.Event(), threading.Event()
-    real = sweeps.query
-
-    def pause(kind, name):  # after the lock pass, before the first UPDATE
-        if name == "promote_to_pattern":
-            paused.set()
-            go.wait(30)
-        return real(kind, name)
-
-    monkeypatch.setattr(sweeps, "query", pause)
-    night = threading.Thread(target=lambda: sweeps.run_nightly(as_of=AS_OF))
-    night.start()
-    try:
-        assert paused.wait(30)
-        with hdb.connect() as switch, pytest.raises(psycopg.errors.LockNotAvailable):
-            switch.execute("LOCK TABLE hag_entries IN SHARE ROW EXCLUSIVE MODE NOWAIT")
-    finally:
-        go.set()
-        night.join(60)
 
 
 def test_the_sequence_step_runs_once_under_the_seeds_grading(db, monkeypatch):

@@ -57,7 +57,11 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
     def direct() -> dict[str, Any]:
         from hag.nightly import sweeps
 
-        return sweeps.nightly(as_of, dry_run).as_dict()  # the flow's steps, in its order
+        try:
+            return sweeps.nightly(as_of, dry_run).as_dict()  # the flow's steps, in its order
+        except sweeps.FailedAfterDone as done:  # the run is done: its summary, then the error
+            _print_summary(sweeps.NightlyResult(done.summary, None).as_dict())
+            raise
 
     def through_flow() -> dict[str, Any]:
         from hag.support.orchestration import run_summary

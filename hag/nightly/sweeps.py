@@ -7,9 +7,9 @@ transaction, from the run id, reason and rule values this module sets first. Und
 rule the cull re-weighs the prerequisites its deletions touch in that transaction too
 (`_cull`). Under `edge_grading_rule = units` a run first re-weighs every `leads_to` and
 `fallback`, in a transaction of its own (`_reweigh_sequences`), and again after a cull that
-moved a prerequisite. The entries a run changes, and under the lift rule the edges, are
-locked first in one pass sorted by id, as session-end locks them (`lock_swept_entries`,
-`lock_cull`); a sweep PostgreSQL ends to break a deadlock runs again (`_swept`). A dry run
+moved a prerequisite. Under the lift rule the cull locks its edges first in one pass
+sorted by id, as session-end locks them (`lock_cull`); a sweep PostgreSQL ends to break a
+deadlock with a session runs again (`_swept`). A dry run
 asks the same rules what they would do and writes nothing at all: no run row, and so no
 run id (its summary's `run_id` is None: there would be nothing to look up).
 
@@ -29,6 +29,7 @@ memory it would have left on that date.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import time
@@ -200,7 +201,12 @@ class NightlyResult:
 class FailedAfterDone(HagError):
     """A run whose changes committed (its row says done, the error beside its counts) and
     whose step after them failed: the sequence step's second pass. The night's upkeep
-    still runs; then this is raised, so the run is seen to have failed there."""
+    still runs, and the callers publish the run's report (`summary`) and run its checks;
+    then this is raised, so the run is seen to have failed there."""
+
+    def __init__(self, message: str, summary: NightlySummary):
+        super().__init__(message)
+        self.summary = summary
 
 
 def _upkeep() -> list[str]:
@@ -335,14 +341,17 @@ def _recorded_run(
             _finish(conn, run_id, summary)  # the counts with both passes
             conn.commit()
         except Exception as exc:
-            conn.rollback()
+            with contextlib.suppress(psycopg.Error):  # a lost connection: nothing to undo
+                conn.rollback()
             _record_failure(conn, run_id, exc, after_done=True)
             raise FailedAfterDone(
                 f"nightly run {runs.short(run_id)} is done, but re-weighing the sequence "
-                f"edges after its cull failed: {type(exc).__name__}: {exc}"
+                f"edges after its cull failed: {type(exc).__name__}: {exc}",
+                summary,
             ) from exc
         except BaseException as exc:
-            conn.rollback()
+            with contextlib.suppress(psycopg.Error):
+                conn.rollback()
             _record_failure(conn, run_id, exc, after_done=True)
             raise
 
@@ -357,11 +366,12 @@ def _swept(
     """The sweep's transaction, committed with the run row done; whether its cull moved what
     sequence edges read (`_apply`).
 
-    The seed's cull deletes rows in the order it scans them, where session-end locks them
-    sorted by id: a session holding one row the cull wants, and waiting on one the cull
-    holds, makes PostgreSQL end one of the two. Locking the cull's rows first, as the lift
-    rule does, costs a write of each culled row more (measured: the cull's server CPU 1.65
-    -> 2.28 s for 43,000 edges). A sweep so ended runs again from the start instead, up to
+    Its UPDATEs of entries and the seed's cull lock rows in the order they scan them, where
+    session-end locks them sorted by id: a session holding one row the sweep wants, and
+    waiting on one the sweep holds, makes PostgreSQL end one of the two. Locking the rows
+    first in a sorted pass writes each changed row twice (measured at 200k + 200k: the
+    sweep's server CPU 2.46 -> 3.02 s with the entries locked first, the cull's 1.65 ->
+    2.28 s with its edges). A sweep so ended runs again from the start instead, up to
     `session_max_retries` times (the summary as it was before), unless it had committed part
     of itself: the big-night guard commits promotions before the operator's decision.
     """
@@ -453,7 +463,6 @@ def sweep_parameters(dials: Settings, as_of: datetime, run_id: uuid.UUID | None)
         "run_id": run_id,
         "limit": dials.sweep_report_max_rows,
         "only_edges": None,  # the cull of an approved forecast: exactly these edge ids
-        "locked": [],  # the entries the night's steps may change (`lock_swept_entries`)
     }
 
 
@@ -468,11 +477,6 @@ def _apply(
     re-weighed what sequence edges read (a prerequisite, or a sequence edge)."""
     conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
     with timed(summary.step_seconds, "promotion"):
-        # every entry the steps below may change, locked in one sorted pass (session-end's
-        # order): the steps change only these
-        conn.execute(query("sweeps", "lock_entries_for_writes"))
-        locked = conn.execute(query("sweeps", "lock_swept_entries"), params).fetchall()
-        params = {**params, "locked": [r["id"] for r in locked]}
         # A candidate that also passes the proven rule goes on to proven in the first step
         # (one row version); the second moves the entries that were patterns.
         first = one(conn.execute(query("sweeps", "promote_to_pattern"), params).fetchone())
@@ -685,7 +689,8 @@ def _record_failure(
         )
         conn.commit()
     except Exception:
-        conn.rollback()
+        with contextlib.suppress(psycopg.Error):  # a lost connection records nothing
+            conn.rollback()
 
 
 def _aware(moment: datetime) -> datetime:

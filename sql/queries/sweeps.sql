@@ -37,40 +37,6 @@ SELECT set_config('hag.run_id', %(run_id)s, true),
        set_config('hag.rule_values', %(rule_values)s, true),
        set_config('hag.deleted_at', %(deleted_at)s, true)
 
--- name: lock_entries_for_writes
--- The table lock an UPDATE of entries takes (ROW EXCLUSIVE), taken before the row pass
--- below: that pass alone takes ROW SHARE, which a `hag reembed` switch's SHARE ROW
--- EXCLUSIVE does not wait for, and the switch would then wait on the rows locked here while
--- the steps waited on the switch. With it, a switch queues behind the night, as before.
-LOCK TABLE hag_entries IN ROW EXCLUSIVE MODE
-
--- name: lock_swept_entries
--- Before the promotion, archive and reprieve steps: row locks, in one pass sorted by id (the
--- order of session-end's lock_entries), on every entry one of them may change, each judged
--- as it stands before the night (as maturity_forecast and reprieve_forecast judge it). The
--- steps then change only these rows (`locked`), so the night never locks an entry outside
--- this pass: a session holding entries waits for the night, or the night for it, never each
--- for the other (four statements, each locking rows in the order it scanned them, could).
--- An entry a step changes after tonight's promotion of it (archived, or lifted under the
--- floor of its new maturity) is locked as promotable.
-SELECT e.id
-FROM hag_entries e
-WHERE (e.maturity = 'candidate'
-       AND hag_entry_promotes_to_pattern(e, %(as_of)s, %(promotion_min_age_days)s,
-                                         %(promotion_min_confidence)s, %(promotion_max_failures)s))
-   OR (e.maturity = 'pattern'
-       AND hag_entry_promotes_to_proven(e, %(as_of)s, %(proven_min_age_days)s,
-                                        %(proven_min_confidence)s, %(proven_min_successes)s,
-                                        %(proven_max_failure_ratio)s))
-   OR (e.maturity IN ('candidate', 'pattern')
-       AND hag_entry_sinks_to_archive(e, %(archive_max_confidence)s, %(archive_min_failures)s))
-   OR (e.maturity IN ('candidate', 'pattern', 'proven')
-       AND hag_entry_is_reprieved(e, %(as_of)s, %(reprieve_idle_days)s,
-                                  %(retrieval_min_confidence)s, %(floor_proven)s,
-                                  %(floor_pattern)s, %(floor_candidate)s))
-ORDER BY e.id
-FOR NO KEY UPDATE
-
 -- name: promote_to_pattern
 -- Seed step: candidate -> pattern, with a history row for each entry moved. A candidate that
 -- the proven rule (our step, promote_to_proven) would then take on in the same run goes
@@ -89,7 +55,7 @@ WITH moved AS (
                                               %(proven_max_failure_ratio)s)
             THEN 'proven' ELSE 'pattern' END,
         updated_at = GREATEST(e.updated_at, %(as_of)s)
-    WHERE e.id = ANY (%(locked)s::uuid[]) AND e.maturity = 'candidate'
+    WHERE e.maturity = 'candidate'
       AND hag_entry_promotes_to_pattern(e, %(as_of)s, %(promotion_min_age_days)s,
                                         %(promotion_min_confidence)s, %(promotion_max_failures)s)
     RETURNING e.id, e.maturity = 'proven' AS to_proven
@@ -123,7 +89,7 @@ LIMIT %(limit)s
 WITH moved AS (
     UPDATE hag_entries e
     SET maturity = 'proven', updated_at = GREATEST(e.updated_at, %(as_of)s)
-    WHERE e.id = ANY (%(locked)s::uuid[]) AND e.maturity = 'pattern'
+    WHERE e.maturity = 'pattern'
       AND hag_entry_promotes_to_proven(e, %(as_of)s, %(proven_min_age_days)s,
                                        %(proven_min_confidence)s, %(proven_min_successes)s,
                                        %(proven_max_failure_ratio)s)
@@ -140,7 +106,7 @@ SELECT count(*) AS n FROM moved
 WITH moved AS (
     UPDATE hag_entries e
     SET maturity = 'archived', updated_at = GREATEST(e.updated_at, %(as_of)s)
-    WHERE e.id = ANY (%(locked)s::uuid[]) AND e.maturity = %(from_maturity)s
+    WHERE e.maturity = %(from_maturity)s
       AND hag_entry_sinks_to_archive(e, %(archive_max_confidence)s, %(archive_min_failures)s)
     RETURNING e.id
 ), noted AS (
@@ -318,7 +284,7 @@ WITH lifted AS (
                                                %(floor_proven)s, %(floor_pattern)s,
                                                %(floor_candidate)s),
         updated_at = GREATEST(e.updated_at, %(as_of)s)
-    WHERE e.id = ANY (%(locked)s::uuid[]) AND e.maturity IN ('candidate', 'pattern', 'proven')
+    WHERE e.maturity IN ('candidate', 'pattern', 'proven')
       AND hag_entry_is_reprieved(e, %(as_of)s, %(reprieve_idle_days)s,
                                  %(retrieval_min_confidence)s, %(floor_proven)s,
                                  %(floor_pattern)s, %(floor_candidate)s)
