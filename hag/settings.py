@@ -608,6 +608,13 @@ def load(conn: Conn) -> Settings:
     return snapshot(values)
 
 
+def load_as_stored(conn: Conn) -> Settings:
+    """Every dial as stored, its default standing in for a value its dial refuses: for the
+    writes an invalid dial must never stop (an erasure's lock, a restore's retries), where
+    `load` stops the caller."""
+    return snapshot(stored(conn)[0])
+
+
 def stored(conn: Conn) -> tuple[dict[str, Any], dict[str, tuple[JSON, str]]]:
     """Every dial's validated stored value, and the stored values their dial refuses
     (key: (value, reason)), whose defaults stand in among the values."""

@@ -173,6 +173,27 @@ def dials(db: Any) -> Any:
     return apply
 
 
+def lock_waiters(conn: Any) -> set[int]:
+    """The backends of this database waiting on a lock now (`conn`'s transaction ended)."""
+    rows = conn.execute(
+        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        " AND datname = current_database()"
+    ).fetchall()
+    conn.rollback()
+    return {r["pid"] for r in rows}
+
+
+def until(check: Any, timeout: float = 30.0) -> None:
+    """Poll `check()` every 50 ms until it holds; fail the test after `timeout` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout:g} s waiting for {check}")
+        time.sleep(0.05)
+
+
 def migrate_up_to(conn: Any, tmp_path: Path, version: int) -> None:
     """Migrate `conn` to the schema as it stood before migration `version` (the migrations
     below it only), to put a memory in place that a later migration must carry over."""

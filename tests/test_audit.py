@@ -9,6 +9,7 @@ import pytest
 from hag.errors import NotFoundError
 from hag.nightly import audit, sweeps
 from tests import factories as f
+from tests.fix_db import lock_waiters, until
 
 AS_OF = f.NOW
 DAY = timedelta(days=1)
@@ -129,7 +130,6 @@ def test_a_restore_ended_by_a_deadlock_runs_again(db, retries):
     exactly; allowed none, the deadlock is raised, nothing is restored, and the restore's
     connection is left with no transaction open."""
     import threading
-    import time
 
     import psycopg
     from psycopg.pq import TransactionStatus
@@ -160,17 +160,9 @@ def test_a_restore_ended_by_a_deadlock_runs_again(db, retries):
 
         restorer = threading.Thread(target=restore)
         restorer.start()
-        waiting = None
-        for _ in range(600):  # until the restore waits on the writer's edge
-            waiting = db.execute(
-                "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
-                (pid,),
-            ).fetchone()
-            db.rollback()
-            if waiting or not restorer.is_alive():
-                break
-            time.sleep(0.05)
-        assert waiting and restorer.is_alive()
+        # until the restore waits on the writer's edge
+        until(lambda: pid in lock_waiters(db) or not restorer.is_alive())
+        assert pid in lock_waiters(db) and restorer.is_alive()
         writer.execute(
             "SELECT 1 FROM hag_edge_audit WHERE audit_id = %s FOR UPDATE", (audit_id,)
         ).fetchall()  # waits until the restore's deadlock check ends it

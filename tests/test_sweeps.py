@@ -10,6 +10,7 @@ import pytest
 from hag.nightly import sweeps
 from hag.storage.sqlfiles import query
 from tests import factories as f
+from tests.fix_db import lock_waiters, until
 
 pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
 
@@ -500,7 +501,6 @@ def _closes_a_cycle(
     The session then rolls back and the night goes on, or runs again. Returns the run's
     row."""
     import threading
-    import time
 
     from hag.storage import db as hdb
 
@@ -514,19 +514,7 @@ def _closes_a_cycle(
     db.commit()
 
     def waiting(pids: set[int]) -> set[int]:
-        rows = db.execute(
-            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-            " AND datname = current_database()"
-        ).fetchall()
-        db.rollback()
-        return {r["pid"] for r in rows} - pids
-
-    def until(check) -> None:
-        for _ in range(600):
-            if check():
-                return
-            time.sleep(0.05)
-        raise AssertionError("timed out waiting")
+        return lock_waiters(db) - pids
 
     box: dict = {}
     monkeypatch.setenv("PGOPTIONS", "-c deadlock_timeout=10s")  # the night's connections

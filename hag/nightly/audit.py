@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from psycopg.pq import TransactionStatus
 
 from hag import settings
@@ -147,23 +146,12 @@ def restore(
         raise ValidationError("restore: no edge id given")
     with db.connection_or_own(conn) as c:
         alone = not c.autocommit and c.info.transaction_status == TransactionStatus.IDLE
-        retries = _retries(c) if alone else 0  # read in the restore's own transaction
-        attempts = 0
-        while True:
-            try:
-                return _restore_once(c, wanted, run_id, dry_run, by, flow_run_id)
-            except psycopg.Error as exc:
-                if not db.worth_retrying(exc) or attempts >= retries:
-                    raise
-                attempts += 1
-
-
-def _retries(conn: Conn) -> int:
-    """How many times an ended restore runs again: the dial as stored (its own value, or
-    its default when that is invalid), whatever another dial holds. (A restore of a
-    prerequisite still refuses to run under an invalid dial: its concepts' flags read the
-    model's dials.)"""
-    return int(settings.snapshot(settings.stored(conn)[0]).session_max_retries)
+        # read in the restore's own transaction, as stored: another dial's invalid value does
+        # not stop it (a restore of a prerequisite still refuses: its flags read the model's)
+        retries = settings.load_as_stored(c).session_max_retries if alone else 0
+        return db.retried(
+            lambda _: _restore_once(c, wanted, run_id, dry_run, by, flow_run_id), retries
+        )
 
 
 def _restore_once(

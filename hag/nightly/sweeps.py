@@ -35,7 +35,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -375,28 +375,25 @@ def _swept(
     `session_max_retries` times (the summary as it was before), unless it had committed part
     of itself: the big-night guard commits promotions before the operator's decision.
     """
-    assert summary.run_id is not None
+    run_id = summary.run_id
+    assert run_id is not None
     before = copy.deepcopy(summary)
-    attempts = 0
-    while True:
-        try:
-            moved = _apply(conn, params, summary, dials, decide)
-            with timed(summary.step_seconds, "graph counts"):
-                evidence.fold_graph_counts(conn)
-            _finish(conn, summary.run_id, summary)
-            conn.commit()
-            return moved
-        except psycopg.Error as exc:
-            retry = summary.guard is None and attempts < dials.session_max_retries
-            if not (retry and db.worth_retrying(exc)):
-                raise
+
+    def attempt(retries: int) -> bool:
+        if retries:  # the summary as before the first attempt, its timings kept
             conn.rollback()
-            attempts += 1
-            timings = summary.step_seconds
-            for name in before.__dataclass_fields__:
-                setattr(summary, name, copy.deepcopy(getattr(before, name)))
-            summary.step_seconds = timings
-            summary.retries = attempts
+            for f in fields(summary):
+                if f.name != "step_seconds":
+                    setattr(summary, f.name, copy.deepcopy(getattr(before, f.name)))
+            summary.retries = retries
+        moved = _apply(conn, params, summary, dials, decide)
+        with timed(summary.step_seconds, "graph counts"):
+            evidence.fold_graph_counts(conn)
+        _finish(conn, run_id, summary)
+        conn.commit()
+        return moved
+
+    return db.retried(attempt, dials.session_max_retries, may_retry=lambda: summary.guard is None)
 
 
 def _finish(conn: Conn, run_id: uuid.UUID, summary: NightlySummary) -> None:

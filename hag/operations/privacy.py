@@ -271,7 +271,7 @@ def erase_learner(
         conn.execute(query("privacy", "lock_sessions"), params)
         # (the dials as stored, a default standing in for an invalid one: an invalid dial
         # stops ingest, `settings.current`, never an erasure)
-        lock_learner(conn, learner_id, settings.snapshot(settings.stored(conn)[0]), shared=False)
+        lock_learner(conn, learner_id, settings.load_as_stored(conn), shared=False)
         conn.execute(query("privacy", "lock_sessions"), params)
         for name in ("collect_sessions", "collect_entries", "collect_edges"):
             conn.execute(query("privacy", name), params)

