@@ -295,6 +295,30 @@ def test_a_big_night_asks_first_and_culls_exactly_the_forecast_or_nothing(db, di
         assert "were not culled" in sweeps.render_markdown(summary)
 
 
+def test_a_big_night_whose_cull_fails_keeps_the_promotions_it_committed(db, dials, monkeypatch):
+    """Over the guard, promotion commits before the question; a cull that then fails marks
+    the run failed, its summary the promotion that stands and the guard beside the error,
+    no edge culled."""
+    ids, candidate = _big_night(db, dials)
+    real_cull = sweeps._cull
+
+    def cull_fails(conn, *args):
+        real_cull(conn, *args)
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(sweeps, "_cull", cull_fails)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        sweeps.sweep(db, as_of=AS_OF, decide=lambda s: sweeps.Decision(True, "approved", "ok"))
+    run = db.execute("SELECT status, summary FROM hag_runs").fetchone()
+    maturity = db.execute("SELECT maturity FROM hag_entries WHERE id = %s", (candidate,)).fetchone()
+    left = {r["id"] for r in db.execute("SELECT id FROM hag_edges").fetchall()}
+    db.rollback()
+    assert (run["status"], maturity["maturity"], left) == ("failed", "pattern", set(ids))
+    assert run["summary"]["promoted_to_pattern"] == 1 and run["summary"]["culled"] == 0
+    assert run["summary"]["guard"]["decision"] == "approved"
+    assert "disk on fire" in run["summary"]["error"]
+
+
 def test_without_a_decider_or_under_the_guard_nothing_pauses(db, dials):
     """The command line (no decider) culls as before; a decider is not asked under the limit."""
     ids, _ = _big_night(db, dials)

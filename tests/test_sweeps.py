@@ -351,10 +351,8 @@ def test_report_lists_weakest_culled_edges_up_to_the_dial(db, dials):
     assert "| edges culled | 3 |" in text and "http" not in text
 
 
-def test_failed_run_is_recorded_and_changes_nothing(db, monkeypatch):
-    """A run that fails mid-way rolls back every change and marks its run row failed."""
-    edge = _edge(db)
-    candidate = _promotable(db)
+def _archive_fails(monkeypatch) -> None:
+    """The sweep's archive step raises, after its promotion ran in the same transaction."""
     real_count = sweeps._count
 
     def boom(conn, name, params):
@@ -363,6 +361,13 @@ def test_failed_run_is_recorded_and_changes_nothing(db, monkeypatch):
         return real_count(conn, name, params)
 
     monkeypatch.setattr(sweeps, "_count", boom)
+
+
+def test_failed_run_is_recorded_and_changes_nothing(db, monkeypatch):
+    """A run that fails mid-way rolls back every change and marks its run row failed."""
+    edge = _edge(db)
+    candidate = _promotable(db)
+    _archive_fails(monkeypatch)
     with pytest.raises(RuntimeError):
         _sweep(db)
     assert _edge_ids(db) == {edge}
@@ -631,7 +636,9 @@ def test_sequence_edges_read_the_prerequisites_the_cull_moved(db, dials):
     step = _step_over_a_cullable_prerequisite(db, dials)
     db.commit()
     first = sweeps.run_nightly(as_of=AS_OF)
-    assert first.culled == 1 and first.sequence_reweighed == 2  # before the cull, and after
+    assert first.culled == 1  # a -> b moved before the cull, and again after it
+    assert (first.sequence_reweighed, first.sequence_reweighed_after_cull) == (1, 1)
+    assert first.counts()["sequence_reweighed_after_cull"] == 1
     after = db.execute("SELECT confidence FROM hag_edges WHERE id = %s", (step,)).fetchone()
     db.rollback()
     second = sweeps.run_nightly(as_of=AS_OF)
@@ -710,6 +717,26 @@ def test_a_failure_after_the_run_was_done_leaves_it_done(db, dials, monkeypatch)
     assert run["status"] == "done" and run["summary"]["culled"] == 1
     assert "disk on fire" in run["summary"]["error"]
     assert len(_edge_ids(db)) == 1  # the cull stands
+
+
+def test_a_run_that_fails_keeps_the_counts_of_its_first_sequence_pass(db, dials, monkeypatch):
+    """The first sequence pass commits before the sweep's transaction; a sweep that then
+    fails rolls back only its own work, so the failed run's summary carries the first
+    pass's count beside the error: as many as the history rows it wrote for the run."""
+    step = _step_over_a_cullable_prerequisite(db, dials)
+    db.commit()
+    _archive_fails(monkeypatch)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        sweeps.run_nightly(as_of=AS_OF)
+    run = db.execute("SELECT run_id, status, summary FROM hag_runs").fetchone()
+    moved = db.execute(
+        "SELECT count(*) AS n FROM hag_confidence_history"
+        " WHERE entity_kind = 'edge' AND run_id = %s AND entity_id = %s",
+        (run["run_id"], step),
+    ).fetchone()["n"]
+    assert run["status"] == "failed" and "disk on fire" in run["summary"]["error"]
+    assert moved == 1 and run["summary"]["sequence_reweighed"] == moved
+    assert run["summary"]["culled"] == 0 and len(_edge_ids(db)) == 2  # the sweep's undone
 
 
 def test_the_sequence_step_runs_once_under_the_seeds_grading(db, monkeypatch):

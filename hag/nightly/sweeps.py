@@ -132,8 +132,10 @@ class NightlySummary:
     # changed (the siblings of a culled prerequisite, and the edges into its concept)
     reweighed: int = 0
     # under edge_grading_rule = units: leads_to and fallback edges whose confidence the run's
-    # re-weigh moved to what their formula gives now (`_reweigh_sequences`)
+    # re-weigh moved to what their formula gives now (`_reweigh_sequences`), before the cull;
+    # and those the pass after a cull that moved what they read moved again
     sequence_reweighed: int = 0
+    sequence_reweighed_after_cull: int = 0
     # concepts flagged since the last night (a moved edge their prerequisites read was
     # outside a session's locks, or a restore), re-weighed with the cull's (migration 224)
     pending_reweighed: int = 0
@@ -168,6 +170,11 @@ class NightlySummary:
             "culled_by_source_type": self.culled_by_source_type,
             **({"reweighed": self.reweighed} if self.reweighed else {}),
             **({"sequence_reweighed": self.sequence_reweighed} if self.sequence_reweighed else {}),
+            **(
+                {"sequence_reweighed_after_cull": self.sequence_reweighed_after_cull}
+                if self.sequence_reweighed_after_cull
+                else {}
+            ),
             **({"pending_reweighed": self.pending_reweighed} if self.pending_reweighed else {}),
             **({"reports_resumed": self.reports_resumed} if self.reports_resumed else {}),
             **({"retries": self.retries} if self.retries else {}),
@@ -324,20 +331,22 @@ def _recorded_run(
         )
         runs.link_flow_run(conn, run_id, summary.flow_run_id)
         conn.commit()
+        first: NightlySummary | None = None  # the summary once the first pass committed
         try:
             _reweigh_sequences(conn, summary, dials)
             conn.commit()
+            first = copy.deepcopy(summary)
             moved = _swept(conn, params, summary, dials, decide)
         except BaseException as exc:
             conn.rollback()
-            _record_failure(conn, run_id, exc)
+            _record_failure(conn, run_id, exc, committed=_committed(first, summary))
             raise
         if not (moved and sequences.units_selected(dials)):
             return
         # the cull moved what the sequence edges read: the step again, in a transaction of
         # its own after the run's (which is done: its changes are committed and audited)
         try:
-            _reweigh_sequences(conn, summary, dials)
+            _reweigh_sequences(conn, summary, dials, after_cull=True)
             _finish(conn, run_id, summary)  # the counts with both passes
             conn.commit()
         except Exception as exc:
@@ -354,6 +363,22 @@ def _recorded_run(
                 conn.rollback()
             _record_failure(conn, run_id, exc, after_done=True)
             raise
+
+
+def _committed(first: NightlySummary | None, now: NightlySummary) -> dict[str, Any]:
+    """The counts a run that failed had committed: none before its first sequence pass
+    committed; that pass's after it; and once the big-night guard tripped, the promotion,
+    archive, reprieve and retention it committed before asking the operator (a sweep so
+    far along is not retried, so `now` still holds them). The cull's counts never: its
+    transaction is the one that failed."""
+    if first is None:
+        return {}
+    kept = copy.deepcopy(first)
+    if now.guard is not None:
+        for name in ("promoted_to_pattern", "promoted_to_proven", "archived", "reprieved"):
+            setattr(kept, name, getattr(now, name))
+        kept.retention, kept.guard = dict(now.retention), dict(now.guard)
+    return kept.counts()
 
 
 def _swept(
@@ -403,7 +428,9 @@ def _finish(conn: Conn, run_id: uuid.UUID, summary: NightlySummary) -> None:
     )
 
 
-def _reweigh_sequences(conn: Conn, summary: NightlySummary, dials: Settings) -> None:
+def _reweigh_sequences(
+    conn: Conn, summary: NightlySummary, dials: Settings, *, after_cull: bool = False
+) -> None:
     """Under `edge_grading_rule = units`, every `leads_to` and `fallback` takes the confidence
     its formula gives now (`hag.evidence.reweigh.reweigh_sequence_edges`).
 
@@ -433,7 +460,7 @@ def _reweigh_sequences(conn: Conn, summary: NightlySummary, dials: Settings) -> 
             conn, waiting, locked=None, at=summary.as_of
         )
         evidence.clear_resume_pending(conn, waiting)
-        summary.sequence_reweighed += reweigh_sequence_edges(
+        moved = reweigh_sequence_edges(
             conn,
             evidence.sequence_sources(conn),
             [],
@@ -442,6 +469,10 @@ def _reweigh_sequences(conn: Conn, summary: NightlySummary, dials: Settings) -> 
             reason=SEQUENCE_REWEIGH_REASON,
             run_id=summary.run_id,
         )
+        if after_cull:
+            summary.sequence_reweighed_after_cull += moved
+        else:
+            summary.sequence_reweighed += moved
 
 
 def rule_values(dials: Settings, as_of: datetime) -> dict[str, Any]:
@@ -674,15 +705,21 @@ def _count(conn: Conn, name: str, params: dict[str, Any]) -> int:
 
 
 def _record_failure(
-    conn: Conn, run_id: uuid.UUID, exc: BaseException, *, after_done: bool = False
+    conn: Conn,
+    run_id: uuid.UUID,
+    exc: BaseException,
+    *,
+    after_done: bool = False,
+    committed: dict[str, Any] | None = None,
 ) -> None:
-    """The run row says the run failed, with the error; a failure after the run was done
-    (the sequence step's second pass) leaves it done and its counts, and adds the error."""
+    """The run row says the run failed, with the error beside the counts of what it had
+    committed (`_committed`); a failure after the run was done (the sequence step's second
+    pass) leaves it done and its counts, and adds the error."""
     error = f"{type(exc).__name__}: {exc}"[:500]
     try:
         conn.execute(
             query("sweeps", "note_failure_after_done" if after_done else "fail_run"),
-            {"run_id": run_id, "summary": json.dumps({"error": error})},
+            {"run_id": run_id, "summary": json.dumps({**(committed or {}), "error": error})},
         )
         conn.commit()
     except Exception:
@@ -715,6 +752,11 @@ def render_markdown(summary: NightlySummary) -> str:
     ]
     if summary.sequence_reweighed:
         lines.append(f"| sequence edges re-weighed (units) | {summary.sequence_reweighed} |")
+    if summary.sequence_reweighed_after_cull:
+        lines.append(
+            "| sequence edges re-weighed again after the cull | "
+            f"{summary.sequence_reweighed_after_cull} |"
+        )
     if summary.pending_reweighed:
         lines.append(
             f"| concepts flagged for a re-weigh, re-weighed | {summary.pending_reweighed} |"
