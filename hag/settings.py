@@ -290,7 +290,7 @@ class Settings(Mapping[str, Any]):
     suite_concurrency: int = _num(2, 1, 16, "ours: data-quality suites run at the same time, each on its own PostgreSQL sessions (the work is the server's)", "hag/quality")
     suite_parallel_workers: int = _num(0, 0, 64, "ours: PostgreSQL max_parallel_workers_per_gather of the suites' own sessions (each worker of a uniqueness check rebuilds the whole grouping)", "hag/quality")
     # --- the cache itself ---
-    settings_cache_ttl_seconds: int = _num(60, 0, 3600, "seed: how long a process trusts its copy of the dials", C)
+    settings_cache_ttl_seconds: int = _num(60, 0, 3600, "seed: how long a process trusts its copy of the dials, and the read path its check of the memory's embedder", C)
     # fmt: on
 
     def __getitem__(self, key: str) -> Any:

@@ -76,6 +76,30 @@ def test_the_check_reads_the_record_once_per_process(db, monkeypatch):
     assert reads == []
 
 
+def test_a_running_reader_checks_again_once_its_check_is_as_old_as_the_dials_cache(db, dials):
+    """A tutor process keeps its check for `settings_cache_ttl_seconds`, then reads the record
+    again: a memory a `hag reembed` switch moved to another embedder meanwhile (its record
+    rewritten) is refused, not searched with the old embedder's vectors."""
+    corpus.load(db, corpus.read(DEMO), 1536)
+    db.commit()
+    dials(settings_cache_ttl_seconds=600)
+    embedder_identity.forget_checks()
+    assert retrieve("cryptography", "ada", "what is rsa")
+    moved = embedder_identity.Identity("openai", "text-embedding-3-large", 1536, "moved")
+    embedder_identity.write(db, moved, np.ones(4))
+    db.commit()
+
+    def checked_seconds_ago(seconds: float) -> None:
+        for key in embedder_identity._checked:
+            embedder_identity._checked[key] = embedder_identity.time.monotonic() - seconds
+
+    checked_seconds_ago(599)  # younger than the dial: the process trusts its check
+    assert retrieve("cryptography", "ada", "what is rsa")
+    checked_seconds_ago(601)
+    with pytest.raises(EmbedderMismatch, match="text-embedding-3-large"):
+        retrieve("cryptography", "ada", "what is rsa")
+
+
 def test_a_memory_from_before_the_record_is_adopted_when_its_vectors_agree(own_memory, private_db):
     """No record: the migrating embedder is recorded if it reproduces stored vectors."""
     corpus.load(private_db, corpus.read(DEMO), 1536)

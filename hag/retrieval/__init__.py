@@ -118,9 +118,12 @@ def retrieve(
     from hag.vectors.embedder_identity import checked_embedder
     from hag.vectors.embeddings import cut  # keeps the model clients off import
 
-    # The memory's embedder, checked once per process: one row read, nothing embedded.
+    # The memory's embedder, checked once per process and again once the check is as old
+    # as the dials' cache (a `hag reembed` switch meanwhile): one row read, nothing embedded.
     embedder = checked_embedder(
-        lambda: store.reader(conn), db.database_url() if conn else db.read_database_url()
+        lambda: store.reader(conn),
+        db.database_url() if conn else db.read_database_url(),
+        max_age=dials.settings_cache_ttl_seconds,
     )
     contexts = relevance if dials.retrieval_ranking == "relevance" else ranking
     context = cut(

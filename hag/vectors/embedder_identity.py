@@ -8,8 +8,9 @@ sample or more within cosine `embedder_agree_min_cosine`); otherwise the migrate
 tells which model made them (configure that one, or `hag reembed` with this one).
 
 Every process that embeds checks the configured embedder against the record once per
-process and database (`checked_embedder`): provider, model and dimension must be the
-held ones, else EmbedderMismatch names both in one line. That check reads one row and
+process and database (`checked_embedder`; the read path again every
+`settings_cache_ttl_seconds`): provider, model and dimension must be the held ones, else
+EmbedderMismatch names both in one line. That check reads one row and
 embeds nothing. The fingerprint (the probe's vector) is compared on every `hag migrate`:
 it catches an endpoint that serves another model under the recorded name.
 `hag reembed` (hag.operations.reembed) is the way to move a memory to another embedder.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
@@ -225,16 +227,24 @@ def recheck(conn: Any) -> None:
 
 
 _lock = threading.Lock()
-_checked: set[tuple[str, str]] = set()
+_checked: dict[tuple[str, str], float] = {}  # (database, embedder) -> when it passed
 
 
 def checked_embedder(
-    connect: Callable[[], AbstractContextManager[Any]] | None = None, url: str | None = None
+    connect: Callable[[], AbstractContextManager[Any]] | None = None,
+    url: str | None = None,
+    *,
+    max_age: float | None = None,
 ) -> Embedder:
-    """The configured embedder, checked against the memory once per process and database.
+    """The configured embedder, checked against the memory once per process and database,
+    or again once the last check is `max_age` seconds old.
 
     `connect` gives the connection to read the record on (default: a new one to the
-    primary) and `url` names that database (default: the primary's URL).
+    primary) and `url` names that database (default: the primary's URL). The read path
+    passes `settings_cache_ttl_seconds` as `max_age`: a tutor process running when `hag
+    reembed` switched the memory (or reading a standby that has since replayed the switch)
+    is refused within that time, instead of searching the moved vectors with the old
+    embedder's. Writers read the record again inside their own transactions.
     """
     from hag.storage import db
     from hag.vectors.embeddings import get_embedder
@@ -242,12 +252,13 @@ def checked_embedder(
     embedder = get_embedder()
     key = (url or db.database_url(), embedder.name)
     with _lock:
-        if key in _checked:
-            return embedder
+        passed = _checked.get(key)
+    if passed is not None and (max_age is None or time.monotonic() - passed < max_age):
+        return embedder
     with (connect or db.connect)() as conn:
         check(conn, embedder)
     with _lock:
-        _checked.add(key)
+        _checked[key] = time.monotonic()
     return embedder
 
 
