@@ -28,6 +28,14 @@ measured before 2026-12-05, edges without reports): the cull copies a culled edg
 reports beside its audit row and takes them out of the kept sums in its own statement, and
 the bare DELETE does neither, so the cull's ratio includes that price.
 
+`HAG_BENCH_NIGHTLY_PROFILE` names the profile whose dials the memory runs under (default
+seed; the stored confidences stay the load's). `HAG_BENCH_NIGHTLY_SEQUENCES=1` makes a third
+of the learned edges (edge i with i mod 5 = 3) `leads_to` and `fallback` instead of
+prerequisites, each learner report a move along one: under `edge_grading_rule = units` (the
+evidence profile) the night re-weighs every sequence edge before its cull and, when the cull
+moved what they read, again after it (steps `sequence reweigh` and `sequence reweigh after
+cull`), which this shape prices.
+
 After the suites it runs the night after (`as_of` one day on) on the swept memory: a
 memory its rules already weigh, where the first night's cull and re-weigh found most of the
 work (under the evidence profile the first night re-weighs the concepts its cull touched
@@ -60,6 +68,7 @@ ROWS = int(os.environ.get("HAG_BENCH_ROWS", "1000000"))
 SHARED_BUFFERS = os.environ.get("HAG_BENCH_NIGHTLY_SHARED_BUFFERS", "1GB")
 REPORTS = int(os.environ.get("HAG_BENCH_NIGHTLY_REPORTS", "1"))
 PROFILE = os.environ.get("HAG_BENCH_NIGHTLY_PROFILE", "seed")
+SEQUENCES = os.environ.get("HAG_BENCH_NIGHTLY_SEQUENCES", "0") == "1"
 AS_OF = datetime(2026, 11, 30, 2, 30, tzinfo=UTC)
 TARGET_SECONDS = 60.0
 SUITES_TARGET_SECONDS = 10.0
@@ -99,13 +108,15 @@ FROM generate_series(1, %(n)s) AS i
 """
 
 # Edge i goes from entry i to entry i + 2 + (i mod 1000): unique identities, no self-loops.
-# Provenance 20% seed, 60% learned (prerequisites, the type learner reports name most),
-# 20% enriched; half below 0.35; 70% never traversed;
-# created over the last 400 days (about 78% at least 90 days old).
+# Provenance 20% seed, 60% learned (prerequisites, the type learner reports name most;
+# with `sequences`, a third of them `leads_to` and `fallback`), 20% enriched; half below
+# 0.35; 70% never traversed; created over the last 400 days (about 78% at least 90 days old).
 LOAD_EDGES = """
 INSERT INTO hag_edges (source_entry_id, target_entry_id, edge_type, confidence, hit_count,
                        source_type, traversal_count, created_at, updated_at)
-SELECT s.id, t.id, CASE WHEN n.i %% 5 IN (1, 2, 3) THEN 'prerequisite' ELSE 'related' END,
+SELECT s.id, t.id,
+       CASE WHEN %(sequences)s AND n.i %% 5 = 3 THEN (ARRAY['leads_to', 'fallback'])[1 + n.i / 5 %% 2]
+            WHEN n.i %% 5 IN (1, 2, 3) THEN 'prerequisite' ELSE 'related' END,
        0.05 + random() * 0.6, 1,
        (ARRAY['seed', 'learned', 'learned', 'learned', 'enriched'])[1 + (n.i %% 5)],
        CASE WHEN random() < 0.7 THEN 0 ELSE 1 + (random() * 5)::int END,
@@ -160,7 +171,7 @@ def _start_server(folder: Path) -> tuple[object, str]:
 
 def _load(conn, n: int) -> None:
     t = time.perf_counter()
-    params = {"n": n, "as_of": AS_OF}
+    params = {"n": n, "as_of": AS_OF, "sequences": SEQUENCES}
     conn.execute("SET session_replication_role = replica")  # bulk load: no history rows
     conn.execute(
         "INSERT INTO hag_topics (topic_id, title) "
@@ -187,6 +198,24 @@ def _load(conn, n: int) -> None:
     conn.autocommit = False
     print(
         f"loaded {n:,} entries, {n:,} edges and {reports:,} learner reports "
+        f"in {time.perf_counter() - t:.1f} s",
+        flush=True,
+    )
+
+
+def _settle_sequences(conn) -> None:
+    """The sequence edges at their formula, as a night before this one left them: the
+    night's first pass then re-weighs a settled memory, as it would in service, and the cull
+    (and the bare DELETE beside it) judges the same confidences."""
+    from hag import settings
+    from hag.nightly import sweeps
+
+    t = time.perf_counter()
+    summary = sweeps.NightlySummary(run_id=None, as_of=AS_OF, dry_run=False)
+    sweeps._reweigh_sequences(conn, summary, settings.load(conn))
+    conn.commit()
+    print(
+        f"sequence edges settled: {summary.sequence_reweighed:,} moved "
         f"in {time.perf_counter() - t:.1f} s",
         flush=True,
     )
@@ -385,6 +414,8 @@ def main() -> None:
             conn.execute("SELECT count(*) FROM hag_edges").fetchone()  # warm both tables alike
             conn.execute("SELECT count(*) FROM hag_entries").fetchone()
             conn.rollback()
+            if SEQUENCES:
+                _settle_sequences(conn)
             _checkpoint(conn)
             cpu = _backend_cpu(conn)
             bare_seconds, bare_rows = _bare_delete(conn)
@@ -445,7 +476,12 @@ def main() -> None:
         print(f"target {TARGET_SECONDS:.0f} s: {verdict} ({summary.seconds:.1f} s)", flush=True)
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         print(f"server shared_buffers: {SHARED_BUFFERS}", flush=True)
-        if ROWS == 1_000_000 and REPORTS == 1:  # the recorded figures are this shape's
+        if summary.sequence_reweighed or summary.sequence_reweighed_after_cull:
+            print(
+                f"sequence edges re-weighed: {summary.sequence_reweighed:,} before the cull, "
+                f"{summary.sequence_reweighed_after_cull:,} after it"
+            )
+        if ROWS == 1_000_000 and REPORTS == 1 and not SEQUENCES:  # this shape's figures
             _record(summary, bare_seconds)
             record("nightly.sweep_server_cpu_seconds", sweep_cpu)
             record("nightly.cull_cpu_over_bare_delete_cpu", cull_cpu_ratio)

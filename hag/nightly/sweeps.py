@@ -451,7 +451,7 @@ def _reweigh_sequences(
     if not sequences.units_selected(dials):  # their resumptions void under another grading
         evidence.clear_resume_pending(conn, waiting)
         return
-    with timed(summary.step_seconds, "sequence reweigh"):
+    with timed(summary.step_seconds, "sequence reweigh" + (" after cull" if after_cull else "")):
         conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
         evidence.lock_every_edge_of(conn, sequences.SEQUENCE_TYPES)
         # resumptions sessions could not make while a restore held the audit row (read
