@@ -85,6 +85,7 @@ def test_a_running_reader_checks_again_once_its_check_is_as_old_as_the_dials_cac
     dials(settings_cache_ttl_seconds=600)
     embedder_identity.forget_checks()
     assert retrieve("cryptography", "ada", "what is rsa")
+    identity, probe = embedder_identity.held(db)
     moved = embedder_identity.Identity("openai", "text-embedding-3-large", 1536, "moved")
     embedder_identity.write(db, moved, np.ones(4))
     db.commit()
@@ -93,11 +94,17 @@ def test_a_running_reader_checks_again_once_its_check_is_as_old_as_the_dials_cac
         for key in embedder_identity._checked:
             embedder_identity._checked[key] = embedder_identity.time.monotonic() - seconds
 
-    checked_seconds_ago(599)  # younger than the dial: the process trusts its check
-    assert retrieve("cryptography", "ada", "what is rsa")
-    checked_seconds_ago(601)
-    with pytest.raises(EmbedderMismatch, match="text-embedding-3-large"):
-        retrieve("cryptography", "ada", "what is rsa")
+    try:
+        checked_seconds_ago(599)  # younger than the dial: the process trusts its check
+        assert retrieve("cryptography", "ada", "what is rsa")
+        checked_seconds_ago(601)
+        with pytest.raises(EmbedderMismatch, match="text-embedding-3-large"):
+            retrieve("cryptography", "ada", "what is rsa")
+    finally:  # the shared test memory's own record back
+        db.rollback()
+        embedder_identity.write(db, identity, probe)
+        db.commit()
+        embedder_identity.forget_checks()
 
 
 def test_a_memory_from_before_the_record_is_adopted_when_its_vectors_agree(own_memory, private_db):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import psycopg
 import pytest
 
 from hag.nightly import sweeps
@@ -720,12 +721,25 @@ def test_a_failure_after_the_run_was_done_leaves_it_done(db, dials, monkeypatch)
 
 
 def test_a_run_that_fails_keeps_the_counts_of_its_first_sequence_pass(db, dials, monkeypatch):
-    """The first sequence pass commits before the sweep's transaction; a sweep that then
+    """The first sequence pass commits before the sweep's transaction, its counts on the
+    still-running row (what a reaper keeps of a process that died there); a sweep that then
     fails rolls back only its own work, so the failed run's summary carries the first
-    pass's count beside the error: as many as the history rows it wrote for the run."""
+    pass's count beside the error: as many as the history rows it wrote for the edge, and
+    `hag runs` shows both."""
+    from hag.cli.runs_cmd import counts
+
     step = _step_over_a_cullable_prerequisite(db, dials)
     db.commit()
     _archive_fails(monkeypatch)
+    while_running = []
+    real_swept = sweeps._swept
+
+    def swept(conn, *args):
+        with psycopg.connect(db.info.dsn) as other:  # what a reaper would find now
+            while_running.append(other.execute("SELECT status, summary FROM hag_runs").fetchone())
+        return real_swept(conn, *args)
+
+    monkeypatch.setattr(sweeps, "_swept", swept)
     with pytest.raises(RuntimeError, match="disk on fire"):
         sweeps.run_nightly(as_of=AS_OF)
     run = db.execute("SELECT run_id, status, summary FROM hag_runs").fetchone()
@@ -734,9 +748,33 @@ def test_a_run_that_fails_keeps_the_counts_of_its_first_sequence_pass(db, dials,
         " WHERE entity_kind = 'edge' AND run_id = %s AND entity_id = %s",
         (run["run_id"], step),
     ).fetchone()["n"]
+    assert while_running[0][0] == "running" and while_running[0][1]["sequence_reweighed"] == 1
     assert run["status"] == "failed" and "disk on fire" in run["summary"]["error"]
     assert moved == 1 and run["summary"]["sequence_reweighed"] == moved
     assert run["summary"]["culled"] == 0 and len(_edge_ids(db)) == 2  # the sweep's undone
+    assert counts(run["summary"]).endswith("; sequence reweighed 1")
+
+
+def test_a_second_pass_that_fails_to_commit_reports_none_of_its_moves(db, dials, monkeypatch):
+    """The second sequence pass moves a -> b, then its commit fails: the report the callers
+    publish (and the run row) counts what committed, not the pass rolled back."""
+    _step_over_a_cullable_prerequisite(db, dials)
+    db.commit()
+    finished = []
+    real = sweeps._finish
+
+    def second_fails(*args):
+        finished.append(1)
+        if len(finished) == 2:  # the first closes the sweep; the second, the second pass
+            raise RuntimeError("disk on fire")
+        return real(*args)
+
+    monkeypatch.setattr(sweeps, "_finish", second_fails)
+    with pytest.raises(sweeps.FailedAfterDone) as done:
+        sweeps.run_nightly(as_of=AS_OF)
+    run = db.execute("SELECT status, summary FROM hag_runs").fetchone()
+    assert (done.value.summary.culled, done.value.summary.sequence_reweighed_after_cull) == (1, 0)
+    assert run["status"] == "done" and "sequence_reweighed_after_cull" not in run["summary"]
 
 
 def test_the_sequence_step_runs_once_under_the_seeds_grading(db, monkeypatch):

@@ -42,10 +42,13 @@ def _static_joins(source: str, tables: set[str]) -> list[str]:
         if not named:
             continue
         ctes = set(CTE.findall(statement))
-        cte_joins = [
-            m for m in re.finditer(r"FROM\s+(\w+)(?:\s+\w+)?\s+JOIN\s+(\w+)", statement)
-            if m.group(1) in ctes and m.group(2) in ctes
-        ]  # fmt: skip
+        sets = ctes | tables  # the statement's row sets: its CTEs and the transition tables
+        pairs = re.finditer(
+            r"(?:FROM|JOIN|,)\s+(\w+)(?:\s+(?:AS\s+)?\w+)?\s*(?:JOIN|,)\s*(\w+)",
+            statement,
+            re.IGNORECASE,
+        )
+        cte_joins = [m for m in pairs if m.group(1) in sets and m.group(2) in sets]
         # two of them side by side (a UNION ALL, folded by a GROUP BY) are not a join
         joined = re.search(r"\bJOIN\b|\bEXISTS\b|\bIN\s*\(\s*SELECT\b", statement, re.I)
         if (len(named) > 1 and joined) or cte_joins:
@@ -79,3 +82,11 @@ def test_the_check_finds_a_static_join(db):
     )
     assert _static_joins(old_rows_join, {"old_rows", "new_rows"})
     assert _static_joins(cte_join, {"added_reports", "removed_reports"})
+    comma = "BEGIN INSERT INTO h SELECT n.id FROM old_rows o, new_rows n WHERE n.id = o.id; END"
+    aliased = "BEGIN WITH d AS (SELECT * FROM added_reports), up AS (SELECT * FROM d)"
+    aliased += " SELECT * FROM up AS u JOIN d ON d.edge_id = u.edge_id; END"
+    assert _static_joins(comma, {"old_rows", "new_rows"})
+    assert _static_joins(aliased, {"added_reports"})
+    side_by_side = "BEGIN INSERT INTO g SELECT * FROM (SELECT 1 FROM new_rows n UNION ALL"
+    side_by_side += " SELECT -1 FROM old_rows o) c GROUP BY 1; END"
+    assert not _static_joins(side_by_side, {"old_rows", "new_rows"})

@@ -10,17 +10,18 @@ from hag.cli._common import COUNT, echo_json, json_option, ready
 
 
 def counts(summary: dict[str, Any] | None) -> str:
-    """A run's recorded numbers in one short cell (`culled 3, archived 1`), zeros left out."""
+    """A run's recorded numbers in one short cell (`culled 3, archived 1`), zeros left out; a
+    failed run's error first, then the counts of what it had committed."""
     if not summary:
         return ""
-    if "error" in summary:
-        return f"error: {str(summary['error'])[:60]}"
-    shown = [
+    shown = ", ".join(
         f"{key.replace('_', ' ')} {value}"
         for key, value in summary.items()
         if isinstance(value, int | float) and not isinstance(value, bool) and value
-    ]
-    return ", ".join(shown)
+    )
+    if "error" in summary:
+        return f"error: {str(summary['error'])[:60]}" + (f"; {shown}" if shown else "")
+    return shown
 
 
 @click.command()

@@ -331,20 +331,21 @@ def _recorded_run(
         )
         runs.link_flow_run(conn, run_id, summary.flow_run_id)
         conn.commit()
-        first: NightlySummary | None = None  # the summary once the first pass committed
         try:
             _reweigh_sequences(conn, summary, dials)
+            _note_progress(conn, run_id, summary.counts())
             conn.commit()
-            first = copy.deepcopy(summary)
             moved = _swept(conn, params, summary, dials, decide)
         except BaseException as exc:
-            conn.rollback()
-            _record_failure(conn, run_id, exc, committed=_committed(first, summary))
+            with contextlib.suppress(psycopg.Error):  # a lost connection: nothing to undo
+                conn.rollback()
+            _record_failure(conn, run_id, exc)
             raise
         if not (moved and sequences.units_selected(dials)):
             return
         # the cull moved what the sequence edges read: the step again, in a transaction of
         # its own after the run's (which is done: its changes are committed and audited)
+        done = copy.deepcopy(summary)
         try:
             _reweigh_sequences(conn, summary, dials, after_cull=True)
             _finish(conn, run_id, summary)  # the counts with both passes
@@ -352,6 +353,7 @@ def _recorded_run(
         except Exception as exc:
             with contextlib.suppress(psycopg.Error):  # a lost connection: nothing to undo
                 conn.rollback()
+            _restore(summary, done)  # the report shows what committed
             _record_failure(conn, run_id, exc, after_done=True)
             raise FailedAfterDone(
                 f"nightly run {runs.short(run_id)} is done, but re-weighing the sequence "
@@ -361,24 +363,25 @@ def _recorded_run(
         except BaseException as exc:
             with contextlib.suppress(psycopg.Error):
                 conn.rollback()
+            _restore(summary, done)
             _record_failure(conn, run_id, exc, after_done=True)
             raise
 
 
-def _committed(first: NightlySummary | None, now: NightlySummary) -> dict[str, Any]:
-    """The counts a run that failed had committed: none before its first sequence pass
-    committed; that pass's after it; and once the big-night guard tripped, the promotion,
-    archive, reprieve and retention it committed before asking the operator (a sweep so
-    far along is not retried, so `now` still holds them). The cull's counts never: its
-    transaction is the one that failed."""
-    if first is None:
-        return {}
-    kept = copy.deepcopy(first)
-    if now.guard is not None:
-        for name in ("promoted_to_pattern", "promoted_to_proven", "archived", "reprieved"):
-            setattr(kept, name, getattr(now, name))
-        kept.retention, kept.guard = dict(now.retention), dict(now.guard)
-    return kept.counts()
+def _note_progress(conn: Conn, run_id: uuid.UUID, counts: dict[str, Any]) -> None:
+    """The counts of what the transaction about to commit holds, on the still-running row:
+    a run that fails later keeps them beside its error (`fail_run` merges), and so does one
+    whose process dies (the reaper marks it abandoned and leaves its summary)."""
+    conn.execute(
+        query("sweeps", "note_progress"), {"run_id": run_id, "summary": json.dumps(counts)}
+    )
+
+
+def _restore(summary: NightlySummary, saved: NightlySummary) -> None:
+    """The summary as `saved` holds it, its timings kept (they say where the time went)."""
+    for f in fields(summary):
+        if f.name != "step_seconds":
+            setattr(summary, f.name, copy.deepcopy(getattr(saved, f.name)))
 
 
 def _swept(
@@ -407,9 +410,7 @@ def _swept(
     def attempt(retries: int) -> bool:
         if retries:  # the summary as before the first attempt, its timings kept
             conn.rollback()
-            for f in fields(summary):
-                if f.name != "step_seconds":
-                    setattr(summary, f.name, copy.deepcopy(getattr(before, f.name)))
+            _restore(summary, before)
             summary.retries = retries
         moved = _apply(conn, params, summary, dials, decide)
         with timed(summary.step_seconds, "graph counts"):
@@ -559,12 +560,21 @@ def _guarded_cull_approved(
     if reason is None:
         return True
     _fill_forecast(conn, params, summary)
+    guard = {"reason": reason, "forecast": len(forecast), "total_edges": total}
+    assert summary.run_id is not None
+    _note_progress(  # what commits now: the run's steps before the cull, none of the forecast
+        conn,
+        summary.run_id,
+        {**summary.counts(), "culled": 0, "culled_by_source_type": {}, "guard": guard},
+    )
     conn.commit()  # promotion and archiving are not held back by the pause
-    summary.guard = {"reason": reason, "forecast": len(forecast), "total_edges": total}
+    summary.guard = guard
     with timed(summary.step_seconds, "decision"):
         decision = decide(summary)  # no transaction stays open while the operator thinks
     summary.guard.update(decision=decision.outcome, note=decision.note)
     summary.culled, summary.culled_by_source_type, summary.culled_edges = 0, {}, []
+    _note_progress(conn, summary.run_id, summary.counts())  # the decision, whatever follows
+    conn.commit()
     if not decision.approved:
         return False
     conn.execute(query("sweeps", "lock_nightly"), {"lock_id": NIGHTLY_LOCK})
@@ -705,21 +715,16 @@ def _count(conn: Conn, name: str, params: dict[str, Any]) -> int:
 
 
 def _record_failure(
-    conn: Conn,
-    run_id: uuid.UUID,
-    exc: BaseException,
-    *,
-    after_done: bool = False,
-    committed: dict[str, Any] | None = None,
+    conn: Conn, run_id: uuid.UUID, exc: BaseException, *, after_done: bool = False
 ) -> None:
     """The run row says the run failed, with the error beside the counts of what it had
-    committed (`_committed`); a failure after the run was done (the sequence step's second
-    pass) leaves it done and its counts, and adds the error."""
+    committed (`_note_progress`); a failure after the run was done (the sequence step's
+    second pass) leaves it done and its counts, and adds the error."""
     error = f"{type(exc).__name__}: {exc}"[:500]
     try:
         conn.execute(
             query("sweeps", "note_failure_after_done" if after_done else "fail_run"),
-            {"run_id": run_id, "summary": json.dumps({**(committed or {}), "error": error})},
+            {"run_id": run_id, "summary": json.dumps({"error": error})},
         )
         conn.commit()
     except Exception:

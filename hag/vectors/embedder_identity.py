@@ -255,10 +255,11 @@ def checked_embedder(
         passed = _checked.get(key)
     if passed is not None and (max_age is None or time.monotonic() - passed < max_age):
         return embedder
+    reading = time.monotonic()  # the check holds from its read: a later one is not undone
     with (connect or db.connect)() as conn:
         check(conn, embedder)
     with _lock:
-        _checked[key] = time.monotonic()
+        _checked[key] = max(reading, _checked.get(key, reading))
     return embedder
 
 

@@ -14,7 +14,8 @@
 --
 -- Those statements now run through EXECUTE, planned on every call for the rows of that
 -- statement, so a large one joins by hash. The bodies are otherwise those of migrations
--- 229, 195 and 222.
+-- 229, 195 and 222; the search copy's rare path (a kept row the copy lacked) tests the kept
+-- ids with NOT EXISTS instead of NOT IN, an anti-join that stays hashed however many.
 
 CREATE OR REPLACE FUNCTION hag_record_confidence_changes() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -159,7 +160,7 @@ BEGIN
                    $7 || array_agg(l2_normalize(n.embedding)::halfvec)
             FROM unnest($8::uuid[], $9::text[], $10::text[]) AS c(id, search_set, topic_id)
             JOIN new_rows n ON n.id = c.id
-            WHERE c.id NOT IN (SELECT unnest($11::uuid[]))
+            WHERE NOT EXISTS (SELECT 1 FROM unnest($11::uuid[]) k (id) WHERE k.id = c.id)
             $q$
             INTO v_add_ids, v_add_sets, v_add_topics, v_add_scopes, v_add_maturity, v_add_conf,
                  v_add_vectors

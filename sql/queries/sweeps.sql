@@ -18,9 +18,17 @@ UPDATE hag_runs
 SET finished_at = clock_timestamp(), status = 'done', summary = %(summary)s
 WHERE run_id = %(run_id)s
 
+-- name: note_progress
+-- The counts of what the run's transaction is about to commit, on its still-running row (in
+-- that transaction): a failure or a reaped process later keeps them.
+UPDATE hag_runs SET summary = %(summary)s::jsonb
+WHERE run_id = %(run_id)s AND status = 'running'
+
 -- name: fail_run
+-- The error beside the counts of what the run had committed (`note_progress`), if any.
 UPDATE hag_runs
-SET finished_at = clock_timestamp(), status = 'failed', summary = %(summary)s
+SET finished_at = clock_timestamp(), status = 'failed',
+    summary = COALESCE(summary, '{}'::jsonb) || %(summary)s::jsonb
 WHERE run_id = %(run_id)s AND status = 'running'
 
 -- name: note_failure_after_done
