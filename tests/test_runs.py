@@ -277,11 +277,20 @@ def test_a_big_night_asks_first_and_culls_exactly_the_forecast_or_nothing(db, di
                 "SELECT maturity FROM hag_entries WHERE id = %s", (candidate,)
             ).fetchone()[0]
             seen["edges"] = other.execute("SELECT count(*) FROM hag_edges").fetchone()[0]
+            row = other.execute("SELECT status, summary FROM hag_runs").fetchone()
+            seen["row"] = (row[0], row[1]["promoted_to_pattern"], row[1]["culled"])
+            seen["asked"] = row[1]["guard"]["forecast"]  # what a reaper would keep meanwhile
         seen["forecast"] = {e.edge_id for e in summary.culled_edges}
         return sweeps.Decision(approved, "approved" if approved else "rejected", "checked")
 
     summary = sweeps.sweep(db, as_of=AS_OF, decide=decide)
-    assert seen == {"maturity": "pattern", "edges": 3, "forecast": set(ids)}
+    assert seen == {
+        "maturity": "pattern",
+        "edges": 3,
+        "forecast": set(ids),
+        "row": ("running", 1, 0),  # the promotion committed, none of the forecast
+        "asked": 3,
+    }
     left = {r["id"] for r in db.execute("SELECT id FROM hag_edges").fetchall()}
     run = db.execute("SELECT status, summary FROM hag_runs").fetchone()
     db.rollback()

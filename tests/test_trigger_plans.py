@@ -10,6 +10,7 @@ kept_plans` measures it). Such a join runs through EXECUTE, planned on every cal
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 EXECUTED = re.compile(r"EXECUTE\s+\$q\$.*?\$q\$", re.DOTALL)
 CTE = re.compile(r"(?:WITH|,)\s*(\w+)\s+AS\s*\(", re.IGNORECASE)
@@ -31,27 +32,35 @@ def _trigger_functions(db) -> dict[str, tuple[str, set[str]]]:
     return found
 
 
+FROM_LIST = re.compile(
+    r"\b(?:FROM|USING)\s+(.*?)(?=\bWHERE\b|\bGROUP\b|\bORDER\b|\bRETURNING\b|\bHAVING\b"
+    r"|\bLIMIT\b|\bON\s+CONFLICT\b|\bUNION\b|\)|$)",
+    re.IGNORECASE | re.DOTALL,
+)
+ITEM = re.compile(
+    r"(?:^|,|\bJOIN(?:\s+LATERAL)?)\s*(\w+)", re.IGNORECASE
+)  # a FROM list's items: its first, and each after a comma or a JOIN of any kind
+
+
 def _static_joins(source: str, tables: set[str]) -> list[str]:
     """The static statements (outside EXECUTE) that join two sets of the statement's rows:
-    two transition tables joined (a JOIN, EXISTS or IN over the other), or two CTEs of the
-    statement joined to each other."""
+    two of the transition tables and the statement's own CTEs in one FROM list (a comma or a
+    JOIN of any kind between them, however many tables stand between), or two transition
+    tables one read in an EXISTS or IN over the other."""
     static = EXECUTED.sub("", re.sub(r"--[^\n]*", "", source))
     found = []
     for statement in static.split(";"):
         named = {t for t in tables if re.search(rf"\b{t}\b", statement)}
         if not named:
             continue
-        ctes = set(CTE.findall(statement))
-        sets = ctes | tables  # the statement's row sets: its CTEs and the transition tables
-        pairs = re.finditer(
-            r"(?:FROM|JOIN|,)\s+(\w+)(?:\s+(?:AS\s+)?\w+)?\s*(?:JOIN|,)\s*(\w+)",
-            statement,
-            re.IGNORECASE,
-        )
-        cte_joins = [m for m in pairs if m.group(1) in sets and m.group(2) in sets]
-        # two of them side by side (a UNION ALL, folded by a GROUP BY) are not a join
-        joined = re.search(r"\bJOIN\b|\bEXISTS\b|\bIN\s*\(\s*SELECT\b", statement, re.I)
-        if (len(named) > 1 and joined) or cte_joins:
+        sets = {c.lower() for c in CTE.findall(statement)} | {t.lower() for t in tables}
+        joined_lists = [
+            items for m in FROM_LIST.finditer(statement)
+            if len(items := [x for x in ITEM.findall(m.group(1)) if x.lower() in sets]) > 1
+        ]  # fmt: skip
+        # two transition tables side by side (a UNION ALL, folded by a GROUP BY) are not joined
+        nested = len(named) > 1 and re.search(r"\bEXISTS\b|\bIN\s*\(\s*SELECT\b", statement, re.I)
+        if joined_lists or nested:
             found.append(" ".join(statement.split())[:160])
     return found
 
@@ -68,25 +77,26 @@ def test_statement_triggers_join_their_rows_through_execute(db):
     assert {name: found for name, found in static.items() if found} == {}
 
 
-def test_the_check_finds_a_static_join(db):
-    """The check above can fail: the history function as migration 229 wrote it (a static
-    join of old and new rows) and the kept sums as migration 222 wrote them are found."""
-    old_rows_join = (
-        "BEGIN INSERT INTO hag_confidence_history SELECT n.id FROM old_rows o"
-        " JOIN new_rows n ON n.id = o.id; RETURN NULL; END"
+MIGRATIONS = Path(__file__).resolve().parents[1] / "sql" / "migrations"
+
+
+def test_the_check_finds_a_static_join():
+    """The check above can fail: the functions as migrations 229, 195 and 222 wrote them
+    (static joins of old and new rows, and of the kept sums' CTEs) are found, the same
+    functions as migration 230 writes them are not; and so are a comma join across another
+    table, an aliased CTE joined with LEFT JOIN, while a UNION ALL of old and new rows is
+    not a join."""
+    rows = {"old_rows", "new_rows", "added_reports", "removed_reports"}
+    for name in ("229_edge_history_by_statement", "195_search_copy_in_place"):
+        assert _static_joins((MIGRATIONS / f"{name}.sql").read_text(), rows), name
+    assert _static_joins((MIGRATIONS / "222_cull_with_reports.sql").read_text(), rows)
+    assert not _static_joins(
+        (MIGRATIONS / "230_transition_joins_planned_per_call.sql").read_text(), rows
     )
-    cte_join = (
-        "BEGIN WITH d AS (SELECT * FROM added_reports n), up AS (INSERT INTO x SELECT * FROM d"
-        " RETURNING *), ch AS (SELECT * FROM up JOIN d ON d.edge_id = up.edge_id)"
-        " INSERT INTO y SELECT * FROM ch; END"
-    )
-    assert _static_joins(old_rows_join, {"old_rows", "new_rows"})
-    assert _static_joins(cte_join, {"added_reports", "removed_reports"})
-    comma = "BEGIN INSERT INTO h SELECT n.id FROM old_rows o, new_rows n WHERE n.id = o.id; END"
-    aliased = "BEGIN WITH d AS (SELECT * FROM added_reports), up AS (SELECT * FROM d)"
-    aliased += " SELECT * FROM up AS u JOIN d ON d.edge_id = u.edge_id; END"
-    assert _static_joins(comma, {"old_rows", "new_rows"})
-    assert _static_joins(aliased, {"added_reports"})
-    side_by_side = "BEGIN INSERT INTO g SELECT * FROM (SELECT 1 FROM new_rows n UNION ALL"
-    side_by_side += " SELECT -1 FROM old_rows o) c GROUP BY 1; END"
-    assert not _static_joins(side_by_side, {"old_rows", "new_rows"})
+    comma = "INSERT INTO h SELECT n.id FROM new_rows n, hag_edges e, old_rows o WHERE n.id = o.id"
+    aliased = "WITH d AS (SELECT * FROM added_reports), up AS (SELECT * FROM d)"
+    aliased += " SELECT * FROM up AS u LEFT JOIN d ON d.edge_id = u.edge_id"
+    side_by_side = "INSERT INTO g SELECT * FROM (SELECT 1 FROM new_rows n UNION ALL"
+    side_by_side += " SELECT -1 FROM old_rows o) c GROUP BY 1"
+    assert _static_joins(comma, rows) and _static_joins(aliased, rows)
+    assert not _static_joins(side_by_side, rows)

@@ -291,15 +291,17 @@ def sweep(
         flow_run_id=str(flow_run_id) if flow_run_id else None,
     )
     params = sweep_parameters(dials, when, summary.run_id)
-    if dry_run:  # the forecast reads the confidences the real run's first step would write
-        summary.reports_resumed = _resumable_prerequisites(conn, summary.as_of, dials)
-        _reweigh_sequences(conn, summary, dials)
-        _forecast(conn, params, summary, dials)
-        conn.rollback()
-    else:
-        assert summary.run_id is not None
-        _recorded_run(conn, summary, params, dials, decide)
-    summary.seconds = time.perf_counter() - started
+    try:
+        if dry_run:  # the forecast reads the confidences the real run's first step would write
+            summary.reports_resumed = _resumable_prerequisites(conn, summary.as_of, dials)
+            _reweigh_sequences(conn, summary, dials)
+            _forecast(conn, params, summary, dials)
+            conn.rollback()
+        else:
+            assert summary.run_id is not None
+            _recorded_run(conn, summary, params, dials, decide)
+    finally:  # a run done before its last step failed (FailedAfterDone) reports it too
+        summary.seconds = time.perf_counter() - started
     return summary
 
 
