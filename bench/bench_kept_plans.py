@@ -54,7 +54,7 @@ def _load(url: str, n: int) -> None:
         conn.execute("VACUUM ANALYZE")
 
 
-def _writes(url: str) -> dict[str, Callable[[psycopg.Connection, list, float], None]]:
+def _writes() -> dict[str, Callable[[psycopg.Connection, list, float], None]]:
     def entries(conn, ids, bump):
         conn.execute(
             "UPDATE hag_entries SET confidence = confidence + %s WHERE id = ANY(%s)", (bump, ids)
@@ -100,7 +100,7 @@ def main() -> None:
                     "SELECT id FROM hag_edges ORDER BY id LIMIT %s", (ROWS,))],
             }  # fmt: skip
         ids["reports"] = ids["edges"]
-        for name, write in _writes(url).items():
+        for name, write in _writes().items():
             fresh = _timed(url, write, ids[name], 0)
             kept = _timed(url, write, ids[name], SMALL_WRITES)
             print(

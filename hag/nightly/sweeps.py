@@ -352,22 +352,18 @@ def _recorded_run(
             _reweigh_sequences(conn, summary, dials, after_cull=True)
             _finish(conn, run_id, summary)  # the counts with both passes
             conn.commit()
-        except Exception as exc:
+        except BaseException as exc:
             with contextlib.suppress(psycopg.Error):  # a lost connection: nothing to undo
                 conn.rollback()
             _restore(summary, done)  # the report shows what committed
             _record_failure(conn, run_id, exc, after_done=True)
+            if not isinstance(exc, Exception):  # an interrupt stays one
+                raise
             raise FailedAfterDone(
                 f"nightly run {runs.short(run_id)} is done, but re-weighing the sequence "
                 f"edges after its cull failed: {type(exc).__name__}: {exc}",
                 summary,
             ) from exc
-        except BaseException as exc:
-            with contextlib.suppress(psycopg.Error):
-                conn.rollback()
-            _restore(summary, done)
-            _record_failure(conn, run_id, exc, after_done=True)
-            raise
 
 
 def _note_progress(conn: Conn, run_id: uuid.UUID, counts: dict[str, Any]) -> None:
