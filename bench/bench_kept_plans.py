@@ -11,11 +11,19 @@ entries' confidence, edges' confidence, learner reports inserted; each on a fres
 then on one that first made ten one-row writes of the same kind. The ratio is the price of a
 kept plan: about 1 when the joins are planned per call, 54-67 before (migration 229 and
 earlier, measured here on 2026-12-07).
+
+Then the other direction: one-row writes on a connection whose first write was large, beside
+the same one-row writes on a fresh connection (median of `SMALL_WRITES` after five to warm).
+A statement that reads its statement's rows beside a table (the reports' and the audit's
+cascades from a deleted edge, the kept sums' removal) kept the hash join of its first call
+and read the whole table for every later small write (migration 231): one edge deleted, one
+report deleted, one report's share updated, each with two reports per edge in the memory.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from collections.abc import Callable
 
@@ -26,6 +34,7 @@ from bench.private_db import migrated_server
 
 ROWS = int(os.environ.get("HAG_BENCH_KEPT_PLANS_ROWS", "20000"))
 SMALL_WRITES = 10
+WARM = 5
 
 
 def _load(url: str, n: int) -> None:
@@ -77,6 +86,58 @@ def _writes() -> dict[str, Callable[[psycopg.Connection, list, float], None]]:
     return {"entries": entries, "edges": edges, "reports": reports}
 
 
+def _add_reports(url: str) -> None:
+    """Two learner reports on every edge (the kept sums' triggers fill their tables)."""
+    with psycopg.connect(url) as conn:
+        conn.execute(
+            "INSERT INTO hag_edge_learner_reports"
+            " (edge_id, session_id, learner_id, turns, share, reported_at)"
+            " SELECT e.id, 'r-' || g || '-' || e.id,"
+            " 'learner-' || abs(hashtext(e.id::text || g)) % 3000, 1, 1, now()"
+            " FROM hag_edges e, generate_series(1, 2) g"
+        )
+        conn.commit()
+        conn.autocommit = True
+        conn.execute("VACUUM ANALYZE")
+
+
+def _small_writes() -> dict[str, Callable[[psycopg.Connection, list], None]]:
+    def edge_deleted(conn, ids):
+        conn.execute("DELETE FROM hag_edges WHERE id = ANY(%s)", (ids,))
+
+    def reports_deleted(conn, ids):
+        conn.execute("DELETE FROM hag_edge_learner_reports WHERE edge_id = ANY(%s)", (ids,))
+
+    def reports_updated(conn, ids):
+        conn.execute(
+            "UPDATE hag_edge_learner_reports SET share = share * 0.5 WHERE edge_id = ANY(%s)",
+            (ids,),
+        )
+
+    return {
+        "edge deleted": edge_deleted,
+        "reports deleted": reports_deleted,
+        "reports updated": reports_updated,
+    }
+
+
+def _one_row_ms(url: str, write, ids: list, large_first: bool) -> float:
+    """The median milliseconds of one-row writes, each rolled back, after a large first
+    write of the same kind (rolled back) or on a fresh connection."""
+    with psycopg.connect(url) as conn:
+        if large_first:
+            write(conn, ids[:ROWS])
+            conn.rollback()
+        times = []
+        for k in range(WARM + SMALL_WRITES):
+            one = ids[ROWS + k : ROWS + k + 1]
+            start = time.perf_counter()
+            write(conn, one)
+            times.append(time.perf_counter() - start)
+            conn.rollback()
+    return statistics.median(times[WARM:]) * 1000
+
+
 def _timed(url: str, write, ids: list, small: int) -> float:
     with psycopg.connect(url, row_factory=dict_row) as conn:
         for k in range(small):
@@ -99,6 +160,7 @@ def main() -> None:
                 "edges": [r[0] for r in conn.execute(
                     "SELECT id FROM hag_edges ORDER BY id LIMIT %s", (ROWS,))],
             }  # fmt: skip
+            every_edge = [r[0] for r in conn.execute("SELECT id FROM hag_edges ORDER BY id")]
         ids["reports"] = ids["edges"]
         for name, write in _writes().items():
             fresh = _timed(url, write, ids[name], 0)
@@ -106,5 +168,14 @@ def main() -> None:
             print(
                 f"{ROWS:,} {name} in one statement: fresh connection {fresh:6.2f} s, after "
                 f"{SMALL_WRITES} one-row writes {kept:6.2f} s, ratio {kept / fresh:5.1f}x",
+                flush=True,
+            )
+        _add_reports(url)
+        for name, write in _small_writes().items():
+            fresh = _one_row_ms(url, write, every_edge, large_first=False)
+            kept = _one_row_ms(url, write, every_edge, large_first=True)
+            print(
+                f"one-row {name}: fresh connection {fresh:6.2f} ms, after a {ROWS:,}-row "
+                f"first write {kept:6.2f} ms, ratio {kept / fresh:5.1f}x",
                 flush=True,
             )

@@ -5,7 +5,13 @@ plan, planned for the row counts of an early call. A trigger's statement that jo
 of its statement's rows (the old and new transition tables, or two of its own CTEs over
 them) then joins by a nested loop on every later call of that connection when its first
 writes were small: quadratic in the rows a large statement changed (`python -m bench
-kept_plans` measures it). Such a join runs through EXECUTE, planned on every call. This reads every statement trigger's function in the migrated memory."""
+kept_plans` measures it). Such a join runs through EXECUTE, planned on every call.
+
+The other direction too (migration 231): a statement that reads its statement's rows beside a
+table keeps the plan of a connection's first call, so after a large first call (a cull) it
+read the whole table by a hash join on every later small write of that connection. Those
+statements run through EXECUTE as well. This reads every statement trigger's function in the
+migrated memory."""
 
 from __future__ import annotations
 
@@ -65,6 +71,35 @@ def _static_joins(source: str, tables: set[str]) -> list[str]:
     return found
 
 
+INSERT_TARGET = re.compile(r"\bINSERT\s+INTO\s+\w+", re.IGNORECASE)
+
+
+def _static_table_reads(source: str, rows: set[str], tables: set[str]) -> list[str]:
+    """The static statements (outside EXECUTE) that read a set of the statement's rows (a
+    transition table named in `rows`) and name a table of the memory besides the one an
+    INSERT writes: a join, a semi- or anti-join, or an UPDATE or DELETE whose plan was
+    chosen for the row counts of an early call."""
+    static = EXECUTED.sub("", re.sub(r"--[^\n]*", "", source))
+    found = []
+    for statement in static.split(";"):
+        if not any(re.search(rf"\b{r}\b", statement) for r in rows):
+            continue
+        rest = INSERT_TARGET.sub("", statement)
+        if any(re.search(rf"\b{t}\b", rest, re.IGNORECASE) for t in tables):
+            found.append(" ".join(statement.split())[:160])
+    return found
+
+
+def _memory_tables(db) -> set[str]:
+    return {
+        r["relname"]
+        for r in db.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')"
+        )
+    }
+
+
 def test_statement_triggers_join_their_rows_through_execute(db):
     """No statement trigger joins two sets of its statement's rows in a static statement:
     the history's and the search copy's old-to-new joins and the kept sums' join of what an
@@ -74,6 +109,20 @@ def test_statement_triggers_join_their_rows_through_execute(db):
         functions
     )
     static = {name: _static_joins(*functions[name]) for name in functions}
+    assert {name: found for name, found in static.items() if found} == {}
+
+
+def test_statement_triggers_read_their_rows_beside_a_table_through_execute(db):
+    """No statement trigger reads its statement's rows beside a table of the memory in a
+    static statement: the cascades, the audit's copy of the reports and the kept sums'
+    removal are planned per call (migration 231)."""
+    functions = _trigger_functions(db)
+    tables = _memory_tables(db)
+    assert {"hag_edge_learner_reports", "hag_edges", "hag_edge_units"} <= tables
+    assert {
+        "hag_edge_reports_cascade", "hag_edge_audit_reports_cascade", "hag_audit_deleted_edges"
+    } <= set(functions)  # fmt: skip
+    static = {name: _static_table_reads(*functions[name], tables) for name in functions}
     assert {name: found for name, found in static.items() if found} == {}
 
 
@@ -100,3 +149,29 @@ def test_the_check_finds_a_static_join():
     side_by_side += " SELECT -1 FROM old_rows o) c GROUP BY 1"
     assert _static_joins(comma, rows) and _static_joins(aliased, rows)
     assert not _static_joins(side_by_side, rows)
+
+
+def test_the_check_finds_a_static_table_read():
+    """The table-read check can fail: the functions as migrations 160, 222, 220 and 230 wrote
+    them are found (each cascade, the audit's copy, the kept sums' removal), the same
+    functions as migration 231 writes them are not; an INSERT of a statement's rows alone
+    is not a table read."""
+    rows = {"old_rows", "new_rows", "added_reports", "removed_reports", "old_edges", "old_audit"}
+    tables = {"hag_edges", "hag_edge_learner_reports", "hag_edge_audit_reports",
+              "hag_edge_learner_units", "hag_edge_units", "hag_concept_learners",
+              "hag_confidence_history", "hag_edge_audit", "hag_graph_concepts"}  # fmt: skip
+    for name, function in [
+        ("160_nightly_trigger_costs", "hag_edge_reports_cascade"),
+        ("222_cull_with_reports", "hag_edge_audit_reports_cascade"),
+        ("220_culled_reports_kept", "hag_audit_deleted_edges"),
+        ("230_transition_joins_planned_per_call", "hag_edge_units_keep"),
+    ]:
+        source = (MIGRATIONS / f"{name}.sql").read_text()
+        body = source[source.index(f"FUNCTION {function}()") :]
+        body = body[: body.index("\n$$;")]
+        assert _static_table_reads(body, rows, tables), name
+    assert not _static_table_reads(
+        (MIGRATIONS / "231_table_joins_planned_per_call.sql").read_text(), rows, tables
+    )
+    alone = "INSERT INTO hag_confidence_history (entity_id) SELECT n.id FROM new_rows n"
+    assert not _static_table_reads(alone, rows, tables)
