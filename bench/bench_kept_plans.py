@@ -12,12 +12,13 @@ then on one that first made ten one-row writes of the same kind. The ratio is th
 kept plan: about 1 when the joins are planned per call, 54-67 before (migration 229 and
 earlier, measured here on 2026-12-07).
 
-Then the other direction: one-row writes on a connection whose first write was large, beside
-the same one-row writes on a fresh connection (median of `SMALL_WRITES` after five to warm).
-A statement that reads its statement's rows beside a table (the reports' and the audit's
-cascades from a deleted edge, the kept sums' removal) kept the hash join of its first call
-and read the whole table for every later small write (migration 231): one edge deleted, one
-report deleted, one report's share updated, each with two reports per edge in the memory.
+Then the other direction: writes of one edge on a connection whose first write covered
+`HAG_BENCH_KEPT_PLANS_ROWS` edges, beside the same writes on a fresh connection (median of
+`SMALL_WRITES` after five to warm). A statement that reads its statement's rows beside a
+table (the reports' and the audit's cascades from a deleted edge, the kept sums' removal)
+kept the hash join of its first call and read the whole table for every later small write
+(migration 231): an edge deleted, an edge's reports deleted, their share updated, with two
+reports per edge in the memory.
 """
 
 from __future__ import annotations
@@ -115,15 +116,15 @@ def _small_writes() -> dict[str, Callable[[psycopg.Connection, list], None]]:
         )
 
     return {
-        "edge deleted": edge_deleted,
-        "reports deleted": reports_deleted,
-        "reports updated": reports_updated,
+        "an edge deleted": edge_deleted,
+        "an edge's reports deleted": reports_deleted,
+        "an edge's reports updated": reports_updated,
     }
 
 
 def _one_row_ms(url: str, write, ids: list, large_first: bool) -> float:
-    """The median milliseconds of one-row writes, each rolled back, after a large first
-    write of the same kind (rolled back) or on a fresh connection."""
+    """The median milliseconds of writes of one edge, each rolled back, after a first write
+    of the same kind over `ROWS` edges (rolled back) or on a fresh connection."""
     with psycopg.connect(url) as conn:
         if large_first:
             write(conn, ids[:ROWS])
@@ -175,7 +176,7 @@ def main() -> None:
             fresh = _one_row_ms(url, write, every_edge, large_first=False)
             kept = _one_row_ms(url, write, every_edge, large_first=True)
             print(
-                f"one-row {name}: fresh connection {fresh:6.2f} ms, after a {ROWS:,}-row "
-                f"first write {kept:6.2f} ms, ratio {kept / fresh:5.1f}x",
+                f"{name}: fresh connection {fresh:6.2f} ms, after a first write "
+                f"over {ROWS:,} edges {kept:6.2f} ms, ratio {kept / fresh:5.1f}x",
                 flush=True,
             )

@@ -6,8 +6,8 @@
 -- large first call (a cull, an erasure, a big withdrawal) the plan read the whole table by
 -- a hash join, and every later small write of that connection did the same: with 100,000
 -- edges and 200,000 reports, one edge deleted in 101 ms against 0.78 ms on a fresh
--- connection, one report deleted in 31 ms against 0.52 ms, one report's share updated in
--- 21 ms against 1.3 ms. A connection lives long in a writer's pool, and behind a
+-- connection, an edge's two reports deleted in 31 ms against 0.52 ms, their share updated
+-- in 21 ms against 1.3 ms. A connection lives long in a writer's pool, and behind a
 -- transaction-mode pooler it serves every client in turn
 -- (docs/journal/2026-12-07-plans-planned-both-ways.md).
 --
