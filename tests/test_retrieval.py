@@ -422,6 +422,38 @@ def test_the_approximate_path_sets_the_ef_search_dial_on_its_connection(db, dial
         assert reader.execute("SHOW hnsw.ef_search").fetchone() == {"hnsw.ef_search": "123"}
 
 
+def test_a_callers_autocommit_connection_keeps_its_own_search_settings(db, dials, monkeypatch):
+    """A caller's autocommit connection (`retrieve(conn=...)`) has the dial's hnsw.ef_search
+    for its pass's search, then its own settings back: its later queries keep them."""
+    from hag import retrieval as hag_retrieval
+    from hag.storage import db as hag_db
+
+    f.topic(db, "cryptography")
+    f.entry(db, scope="tutor", embedding=f.vec(0.9, 10))
+    db.commit()
+    dials(hnsw_ef_search=123)
+    own = "SELECT current_setting('hnsw.ef_search') AS ef, current_setting('hnsw.iterative_scan') AS it"
+    real = store.use_ef_search
+    during: list[str] = []
+
+    def spied(conn, ef_search, **kwargs):
+        real(conn, ef_search, **kwargs)
+        during.append(conn.execute("SHOW hnsw.ef_search").fetchone()["hnsw.ef_search"])
+
+    monkeypatch.setattr(store, "use_ef_search", spied)
+    with hag_db.connect(autocommit=True) as caller:
+        caller.execute("SELECT '[1]'::vector")  # pgvector's settings defined in this session
+        before = caller.execute(own).fetchone()
+        rows = hag_retrieval._start(
+            caller,
+            lambda c: store.semantic_pass(
+                c, "tutor", f.QUERY, None, ["tutor"], 5, settings.load(c), True, shared=False
+            ),
+        ).result()[0]
+        assert during == ["123"] and len(rows) == 1
+        assert caller.execute(own).fetchone() == before == {"ef": "40", "it": "off"}
+
+
 def test_unknown_topic_is_a_clear_error(db):
     """A topic that does not exist raises NotFoundError naming it."""
     f.topic(db, "cryptography")

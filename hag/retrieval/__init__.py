@@ -30,6 +30,7 @@ Expectations: this module stays cheap to import.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -106,8 +107,10 @@ def retrieve(
     `recent_concepts`: the recent turns' concept slugs, either flat or one list per turn
     (oldest first; only the last `recent_concept_turns` count). `expected_concepts`: slugs
     that earn the concept-match bonus in the merge. With `conn`, every query runs on that
-    connection one after another (inside the caller's transaction, bypassing the result
-    cache); without it, the passes run concurrently on the read pool.
+    connection one after another (inside the caller's transaction, or each pass in one of
+    its own on an autocommit connection, bypassing the result cache; the search settings a
+    pass makes end with that transaction); without it, the passes run concurrently on the
+    read pool.
     """
     if not isinstance(student_message, str) or not student_message.strip():
         raise ValidationError("the student message is empty: there is nothing to retrieve for")
@@ -448,11 +451,14 @@ def _start(conn: Conn | None, work: Callable[[Conn], T]) -> Future[T]:
     """Run `work(connection)`: on the caller's connection now, or on the read pool.
 
     On the caller's connection the work happens here, in order (one connection cannot run
-    two queries at once); otherwise on a pooled connection in the pass executor.
+    two queries at once), in a transaction of its own when the connection is in autocommit
+    (what a pass sets for its search then ends with it); otherwise on a pooled connection
+    in the pass executor.
     """
     if conn is not None:
         done: Future[T] = Future()
-        done.set_result(work(conn))
+        with conn.transaction() if conn.autocommit else contextlib.nullcontext():
+            done.set_result(work(conn))
         return done
 
     def run() -> T:

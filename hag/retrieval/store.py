@@ -61,12 +61,16 @@ def executor() -> ThreadPoolExecutor:
         return _executor
 
 
-def use_ef_search(conn: Conn, ef_search: int) -> None:
-    """Set hnsw.ef_search on this connection when the dial changed since it was last set."""
+def use_ef_search(conn: Conn, ef_search: int, *, shared: bool = True) -> None:
+    """Set hnsw.ef_search on this connection when the dial changed since it was last set.
+
+    For the session only on a read-pool connection (`shared`) in autocommit outside a
+    transaction-mode pooler; a caller's connection, or any in a transaction or behind such a
+    pooler, gets it for its transaction only (a caller's autocommit connection runs its
+    passes in one: `hag.retrieval._start`), so its own later queries keep their settings."""
     if _ef_search.get(conn) == ef_search:
         return
-    # A caller's connection, or any behind a transaction-mode pooler: only for its transaction
-    local = not conn.autocommit or db.transaction_pooling()
+    local = not shared or not conn.autocommit or db.transaction_pooling()
     conn.execute(
         "SELECT set_config('hnsw.ef_search', %s, %s), "
         "set_config('hnsw.iterative_scan', 'relaxed_order', %s)",
@@ -126,7 +130,7 @@ def semantic_pass(
         if answered is not None:
             return answered[0], _report(name, answered[1], answered[0], started)
     if approximate:
-        use_ef_search(conn, dials.hnsw_ef_search)
+        use_ef_search(conn, dials.hnsw_ef_search, shared=shared)
         mean = catalog.mean_vector(conn, topic_id, scopes, dials.ann_mean_ttl_seconds, store=shared)
         norm = float(np.linalg.norm(vector))
         mean_similarity = float(vector @ mean) / norm if mean is not None and norm else 0.0
