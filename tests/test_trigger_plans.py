@@ -48,14 +48,18 @@ ITEM = re.compile(
 )  # a FROM list's items: its first, and each after a comma or a JOIN of any kind
 
 
+def _static_statements(source: str) -> list[str]:
+    """A function's statements outside EXECUTE, comments left out."""
+    return EXECUTED.sub("", re.sub(r"--[^\n]*", "", source)).split(";")
+
+
 def _static_joins(source: str, tables: set[str]) -> list[str]:
     """The static statements (outside EXECUTE) that join two sets of the statement's rows:
     two of the transition tables and the statement's own CTEs in one FROM list (a comma or a
     JOIN of any kind between them, however many tables stand between), or two transition
     tables one read in an EXISTS or IN over the other."""
-    static = EXECUTED.sub("", re.sub(r"--[^\n]*", "", source))
     found = []
-    for statement in static.split(";"):
+    for statement in _static_statements(source):
         named = {t for t in tables if re.search(rf"\b{t}\b", statement)}
         if not named:
             continue
@@ -79,9 +83,8 @@ def _static_table_reads(source: str, rows: set[str], tables: set[str]) -> list[s
     transition table named in `rows`) and name a table of the memory besides the one an
     INSERT writes: a join, a semi- or anti-join, or an UPDATE or DELETE whose plan was
     chosen for the row counts of an early call."""
-    static = EXECUTED.sub("", re.sub(r"--[^\n]*", "", source))
     found = []
-    for statement in static.split(";"):
+    for statement in _static_statements(source):
         if not any(re.search(rf"\b{r}\b", statement, re.IGNORECASE) for r in rows):
             continue
         rest = INSERT_TARGET.sub("", statement)
