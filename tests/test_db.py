@@ -10,6 +10,7 @@ import pytest
 
 from hag import PROJECT_ROOT
 from hag.storage import db as hdb
+from hag.storage.db import one
 
 
 def test_only_hag_db_makes_connection_pools():
@@ -52,3 +53,42 @@ def test_closing_the_pools_closes_the_read_pool_and_calls_its_forget_hooks(
     assert after is not before and not after.closed
     with after.connection() as reader:
         assert reader.execute("SELECT 3 AS three").fetchone() == {"three": 3}
+
+
+def test_pool_connections_opened_before_the_first_migrate_learn_the_vector_type(
+    fresh: Any, database_url: str, monkeypatch: pytest.MonkeyPatch
+):
+    """A service started before `hag migrate`: both pools' connections, opened while the
+    extension did not exist, read and write vectors as soon as migrate has made it."""
+    import numpy as np
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from hag import config
+    from hag.storage import migrate
+
+    url = make_conninfo(database_url, dbname=conninfo_to_dict(fresh.info.dsn)["dbname"])
+    monkeypatch.setenv("DATABASE_URL", url)
+    config.reset_config()
+    hdb.close_all()
+    try:
+        writers, readers = hdb.pool(), hdb.read_pool()
+        writers.wait()
+        readers.wait()  # every connection either keeps is open before the extension exists
+        opened = {
+            source.name: source.get_stats()["connections_num"] for source in (writers, readers)
+        }
+        with hdb.connect() as conn:
+            migrate.migrate(conn, 3)
+        given = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+        for source in (writers, readers):
+            with source.connection() as conn:
+                row = conn.execute("SELECT %s::vector AS v, '[4,5,6]'::vector AS w", [given])
+                got = one(row.fetchone())
+                # pgvector's own type, not the text a connection without the adapter reads
+                assert [got[k].to_list() for k in ("v", "w")] == [[1, 2, 3], [4, 5, 6]]
+            # the connection was one opened before migrate, not a new one
+            assert source.get_stats()["connections_num"] == opened[source.name]
+    finally:
+        hdb.close_all()
+        monkeypatch.undo()
+        config.reset_config()

@@ -218,11 +218,23 @@ def configure_connection(conn: psycopg.Connection[Any]) -> None:
     """Teach a new connection the `vector` type (once the extension exists)."""
     from pgvector.psycopg import register_vector
 
-    # Before `hag migrate` the extension may not exist yet.
+    # Before `hag migrate` the extension may not exist yet: `check_connection` tries again.
     with contextlib.suppress(psycopg.ProgrammingError):
         register_vector(conn)
     if not conn.autocommit:
         conn.rollback()
+
+
+def check_connection(conn: psycopg.Connection[Any]) -> None:
+    """Both pools' check of a connection they hand out: it still works (a server restart is
+    met, not raised), and it knows the `vector` type. A connection a pool opened before the
+    first `hag migrate` made the extension learns it at its next checkout, not when the pool
+    replaces it (its `max_lifetime`, an hour); one that knows it pays a lookup in a dict."""
+    from psycopg_pool import ConnectionPool
+
+    ConnectionPool.check_connection(conn)
+    if conn.adapters.types.get("vector") is None:
+        configure_connection(conn)
 
 
 def transaction_pooling() -> bool:
@@ -395,7 +407,7 @@ def pool() -> ConnectionPool[Conn]:
                 max_size=WRITE_CONNECTIONS,
                 kwargs=connection_kwargs(url=url),
                 configure=configure_connection,
-                check=ConnectionPool.check_connection,  # a server restart is met, not raised
+                check=check_connection,
                 open=True,
             )
         return _pool
@@ -421,7 +433,7 @@ def read_pool() -> ConnectionPool[Conn]:
                 open=True,
                 kwargs=connection_kwargs(url=url, autocommit=True),
                 configure=configure_reader,
-                check=ConnectionPool.check_connection,  # a server restart is met, not raised
+                check=check_connection,
                 # an online read waits for a connection no longer than one takes to make:
                 # a server that refuses is an error within the connect timeout, not 30 s
                 timeout=connect_wait_seconds(url),
