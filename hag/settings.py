@@ -590,6 +590,8 @@ def defaults() -> Settings:
 
 _cache_lock = threading.Lock()
 _cache: tuple[float, Settings] | None = None
+# One thread reloads an expired snapshot; the others go on with it meanwhile.
+_reload_lock = threading.Lock()
 
 
 def load(conn: Conn) -> Settings:
@@ -641,21 +643,59 @@ def invalid_message(key: str, value: JSON, reason: str) -> str:
 
 
 def current() -> Settings:
-    """The dials through the process cache (TTL: the dial settings_cache_ttl_seconds, 60 s)."""
+    """The dials through the process cache (TTL: the dial settings_cache_ttl_seconds, 60 s).
+
+    Once the snapshot is that old, one thread reloads it while the others go on with it. A
+    reload that cannot reach the database within the connect timeout keeps the snapshot for
+    another TTL and says so in the log: the read path goes on answering from a read replica
+    while the primary is away, with the dials it read last (no `hag settings` can commit on
+    an unreachable primary). Only a process that has no snapshot yet waits for the database,
+    and fails with it.
+    """
     global _cache
-    now = time.monotonic()
     with _cache_lock:
-        if _cache is not None:
-            loaded_at, cached = _cache
-            if now - loaded_at < cached.settings_cache_ttl_seconds:
-                return cached
+        kept = _cache
+    if kept is not None and time.monotonic() - kept[0] < kept[1].settings_cache_ttl_seconds:
+        return kept[1]
+    if not _reload_lock.acquire(blocking=kept is None):
+        assert kept is not None
+        return kept[1]
+    try:
+        with _cache_lock:
+            if _cache is not None and _cache is not kept:  # loaded while this thread waited
+                return _cache[1]
+        return _reload(kept)
+    finally:
+        _reload_lock.release()
+
+
+def _reload(kept: tuple[float, Settings] | None) -> Settings:
+    global _cache
+    import logging
+
+    import psycopg
+
     from hag.storage import db
 
-    with db.pool().connection() as conn:
-        cached = load(conn)
+    started = time.monotonic()
+    try:
+        wait = db.connect_wait_seconds(db.database_url())
+        with db.pool().connection(timeout=wait) as conn:
+            loaded = load(conn)
+    except psycopg.OperationalError as exc:  # the pool's timeout is one too
+        if kept is None:
+            raise
+        logging.getLogger(__name__).warning(
+            "the dials could not be read again (%s); the snapshot read %.0f s ago serves "
+            "until the next try in %.0f s",
+            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+            started - kept[0],
+            kept[1].settings_cache_ttl_seconds,
+        )
+        loaded = kept[1]
     with _cache_lock:
-        _cache = (now, cached)
-    return cached
+        _cache = (started, loaded)
+    return loaded
 
 
 def invalidate() -> None:

@@ -90,6 +90,17 @@ def _embedded_version() -> str:
     )
 
 
+def unreachable_url() -> str:
+    """A PostgreSQL URL nothing answers at (a loopback port bound and let go): a connection
+    to it is refused at once, and the URL's connect_timeout bounds any wait on it."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"postgresql://nobody@127.0.0.1:{port}/nothing?connect_timeout=2"
+
+
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a migrated embedded server private to this test session."""

@@ -155,6 +155,35 @@ def test_a_read_right_after_a_write_misses_it_until_the_standby_replays(db, repl
     assert topic_ids(retrieve()) == {old, new}
 
 
+def test_with_the_primary_away_the_standby_answers_with_the_last_dials(
+    db, dials, replica, monkeypatch
+):
+    """The primary unreachable once the dials' snapshot has expired: the retrieve still reads
+    the standby, with the dials read last, instead of failing on the dials' reload."""
+    from hag import settings
+    from tests.fix_db import unreachable_url
+
+    dials(retrieval_cache_ttl_seconds=0)
+    old = put(db, 0.7, 10)
+    db.commit()
+    caught_up(db, replica)
+    clock = [1000.0]
+    monkeypatch.setattr(settings.time, "monotonic", lambda: clock[0])
+    assert topic_ids(retrieve()) == {old}
+    with monkeypatch.context() as away:
+        away.setenv("DATABASE_URL", unreachable_url())
+        config.reset_config()
+        hdb.close_all()
+        try:
+            clock[0] += 61  # the dials' snapshot expired: its reload meets no primary
+            retrieval.clear_caches()
+            assert topic_ids(retrieve()) == {old}
+            assert hdb.read_database_url() == replica
+        finally:
+            hdb.close_all()
+    config.reset_config()
+
+
 def test_the_result_cache_adds_its_ttl_to_the_replay_lag(db, dials, replica, monkeypatch):
     """After replay a cached answer is still served (the old one) until its TTL runs out."""
     dials(retrieval_cache_ttl_seconds=30)

@@ -716,9 +716,9 @@ def test_a_database_that_does_not_answer_is_a_503_in_one_line(service, monkeypat
     """The database gone: 503 with one line naming no driver type; health says so too."""
     from hag import config
     from hag.storage import db
+    from tests.fix_db import unreachable_url
 
-    dead = f"postgresql://nobody@127.0.0.1:{free_port()}/nothing?connect_timeout=2"
-    monkeypatch.setenv("DATABASE_URL", dead)
+    monkeypatch.setenv("DATABASE_URL", unreachable_url())
     config.reset_config()
     db.close_all()
     retrieval.clear_caches()

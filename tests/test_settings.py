@@ -240,6 +240,57 @@ def test_cache_ttl_is_itself_a_dial(db, monkeypatch):
     assert settings.current().floor_pattern == 0.55
 
 
+def test_an_expired_snapshot_serves_the_other_threads_while_one_reloads(db, monkeypatch):
+    """While a reload is under way (its lock held), a caller gets the expired snapshot at once
+    instead of waiting on the database: a stored change is seen by the reload, not by it."""
+    clock = [1000.0]
+    monkeypatch.setattr(settings.time, "monotonic", lambda: clock[0])
+    assert settings.current().floor_pattern == 0.40
+    db.execute("UPDATE hag_settings SET value = '0.55' WHERE key = 'floor_pattern'")
+    db.commit()
+    clock[0] += 61
+    with settings._reload_lock:
+        assert settings.current().floor_pattern == 0.40
+    assert settings.current().floor_pattern == 0.55
+
+
+def test_a_reload_that_cannot_reach_the_database_keeps_the_snapshot(db, monkeypatch, caplog):
+    """The primary away: the expired snapshot serves on (a warning, one try per TTL); with no
+    snapshot the caller fails with the database; once it is back the dials are read again."""
+    import psycopg
+
+    from hag import config
+    from hag.storage import db as hdb
+    from tests.fix_db import unreachable_url
+
+    clock = [1000.0]
+    monkeypatch.setattr(settings.time, "monotonic", lambda: clock[0])
+    settings.set_value(db, "floor_pattern", 0.55)
+    db.commit()
+    assert settings.current().floor_pattern == 0.55
+    with monkeypatch.context() as away:
+        away.setenv("DATABASE_URL", unreachable_url())
+        config.reset_config()
+        hdb.close_all()
+        try:
+            clock[0] += 61
+            with caplog.at_level("WARNING", logger="hag.settings"):
+                assert settings.current().floor_pattern == 0.55
+                clock[0] += 59  # within the next TTL: no second try
+                assert settings.current().floor_pattern == 0.55
+            tries = [r for r in caplog.records if "could not be read again" in r.getMessage()]
+            assert len(tries) == 1, caplog.text
+            settings.invalidate()
+            with pytest.raises(psycopg.OperationalError):
+                settings.current()
+        finally:
+            hdb.close_all()
+    config.reset_config()
+    db.execute("UPDATE hag_settings SET value = '0.6' WHERE key = 'floor_pattern'")
+    db.commit()
+    assert settings.current().floor_pattern == 0.6
+
+
 def test_sync_keeps_edited_values_and_resets_out_of_range_ones(db):
     """Re-running the registry sync keeps an operator's edit but repairs an impossible value."""
     db.execute("UPDATE hag_settings SET value = '0.33' WHERE key = 'floor_proven'")
