@@ -696,6 +696,16 @@ MALFORMED: list[tuple[str, bytes, str]] = [
         b'{"topic_id": "cryptography", "learner_id": "ada", "message": " "}',
         "message",
     ),
+    (
+        "/v1/retrieve",
+        b'{"topic_id": "cryptography", "learner_id": "ada", "message": "key \\ud800 secret"}',
+        "message",
+    ),
+    (
+        "/v1/retrieve",
+        b'{"topic_id": "cryptography", "learner_id": "ada", "message": "hi", "focus": "\\udfff"}',
+        "focus",
+    ),
     ("/v1/sessions", b"{", "json"),
     ("/v1/sessions", b'"just a string"', "payload"),
     ("/v1/sessions", b'{"session_id": "x"}', "learner_id"),
@@ -738,6 +748,55 @@ def test_a_database_that_does_not_answer_is_a_503_in_one_line(service, monkeypat
     assert answer == {"detail": "the database is unavailable; try again later"}
     assert health_status == 503 and health["database"] is False and not health["ok"]
     assert "psycopg" not in json.dumps([answer, health]).lower()
+
+
+def test_a_database_away_is_a_503_on_a_connection_kept_open(service, monkeypatch):
+    """A session sent while the database is away: 503 in one line, no traceback in the
+    service's log, and the client's kept-alive connection answers its next request (a
+    handler that raised again after answering had the server close it)."""
+    import http.client
+    import logging
+
+    from hag import config, settings
+    from hag.storage import db
+    from tests.fix_db import unreachable_url
+
+    logged: list[logging.LogRecord] = []
+    catch = logging.Handler(logging.ERROR)
+    catch.emit = logged.append  # type: ignore[method-assign]
+    loggers = [logging.getLogger(name) for name in ("uvicorn.error", "hag.service")]
+    for logger in loggers:
+        logger.addHandler(catch)
+    monkeypatch.setenv("DATABASE_URL", unreachable_url())
+    config.reset_config()
+    db.close_all()
+    settings.invalidate()
+    connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=30)
+    answers = []
+    try:
+        connection.connect()
+        first = connection.sock
+        for _ in range(2):
+            connection.request(
+                "POST",
+                "/v1/sessions",
+                body=b"{}",
+                headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+            )
+            response = connection.getresponse()
+            answers.append((response.status, json.loads(response.read())))
+        kept = connection.sock is first
+    finally:
+        connection.close()
+        for logger in loggers:
+            logger.removeHandler(catch)
+        monkeypatch.undo()
+        config.reset_config()
+        db.close_all()
+        settings.invalidate()
+    unavailable = (503, {"detail": "the database is unavailable; try again later"})
+    assert answers == [unavailable, unavailable] and kept
+    assert [r.getMessage() for r in logged] == []
 
 
 def test_the_thread_pool_is_sized_by_its_dial(db, dials):

@@ -76,6 +76,7 @@ __all__ = [
 _TOPIC_ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _LEARNER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
 _SLUG = re.compile(r"_unanchored_|[a-z0-9][a-z0-9-]*")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _results = TTLCache()
 _embeddings = TTLCache()
@@ -114,6 +115,7 @@ def retrieve(
     """
     if not isinstance(student_message, str) or not student_message.strip():
         raise ValidationError("the student message is empty: there is nothing to retrieve for")
+    _check_unicode(("student message", student_message), ("level", level), ("focus", focus))
     dials, slugs, expected, title, ann = _prepare(
         topic_id, learner_id, recent_concepts, expected_concepts, conn
     )
@@ -234,6 +236,19 @@ def visual_for(concept_slug: str, *, conn: Conn | None = None) -> Visual | None:
         float(row["confidence"]),
         row["instruction"],
     )
+
+
+def _check_unicode(*texts: tuple[str, str | None]) -> None:
+    """Refuse a text holding a lone UTF-16 surrogate (JSON's `\\ud800` escape, which Python
+    decodes): it is no Unicode text, so no embedder can send it and no answer quoting it can
+    be written as UTF-8."""
+    for what, text in texts:
+        found = _LONE_SURROGATE.search(text) if isinstance(text, str) else None
+        if found is not None:
+            raise ValidationError(
+                f"the {what} holds a lone UTF-16 surrogate at character {found.start()}: "
+                "send valid Unicode text"
+            )
 
 
 def _check_text(what: str, value: Any, shape: re.Pattern[str], rule: str) -> None:

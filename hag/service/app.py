@@ -342,6 +342,8 @@ def _error(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
     line = _database_line(exc)
     if line:
         return 503, ErrorBody(detail=line), {}
+    if type(exc).__name__ == "ClientDisconnect":  # Starlette's: nobody reads this answer
+        return 400, ErrorBody(detail="the client closed the connection before its body ended"), {}
     log.error("unforeseen error", exc_info=exc)
     return 500, ErrorBody(detail="internal error (logged by the service)"), {}
 
@@ -369,8 +371,18 @@ def _handlers(app: FastAPI) -> None:
         detail = f"{field}: {message}{more}" if field else f"{message}{more}"
         return reply(422, ErrorBody(detail=detail, field=field), {})
 
+    import psycopg
+    from starlette.requests import ClientDisconnect
+
+    # Every exception the service expects is named here: Starlette answers those in its
+    # ExceptionMiddleware and the connection stays open. A handler of `Exception` alone runs
+    # in ServerErrorMiddleware, which raises the exception again after answering: uvicorn
+    # then logs a traceback and closes the client's kept-alive connection, right for a
+    # defect only, not for a database that is away or a client that went.
     @app.exception_handler(Refused)
     @app.exception_handler(HagError)
+    @app.exception_handler(psycopg.Error)
+    @app.exception_handler(ClientDisconnect)
     @app.exception_handler(Exception)
     async def refused(request: Request, exc: Exception) -> JSONResponse:
         return reply(*_error(exc))
