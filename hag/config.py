@@ -50,6 +50,14 @@ class ProcessConfig(BaseSettings):
     # accepts and never answers (a hung host, a full backlog) is then one line after this
     # long, not psycopg's 130 s. At least 2 (libpq's minimum).
     database_connect_timeout_seconds: int = Field(default=10, ge=2, le=3600)
+    # TCP keepalive of every connection (HAG_DATABASE_KEEPALIVE_SECONDS): libpq's
+    # keepalives_idle, with keepalives_interval a third of it and keepalives_count 3, so a
+    # server that vanished without a reset (a failover that moved its address, a host gone)
+    # is noticed within about twice this, where the OS's defaults wait two hours before the
+    # first probe. A live server's kernel answers the probes however long a query runs.
+    # Unless DATABASE_URL sets any keepalives parameter; 0 leaves the OS's; Unix sockets
+    # have none.
+    database_keepalive_seconds: int = Field(default=30, ge=0, le=7200)
     # Default: `.hag` in the checkout, or in the current directory for an installed wheel.
     data_dir: Path = Field(default_factory=lambda: work_dir() / ".hag")
     # HAG_REQUIRE_DATABASE=1 (or `hag --require-database`): with DATABASE_URL unset, refuse
@@ -92,6 +100,7 @@ _ALLOWED = {
     "llm_provider": "one of auto, openai, offline",
     "openai_timeout_seconds": "a number of seconds above 0",
     "database_connect_timeout_seconds": "a whole number of seconds from 2 to 3600",
+    "database_keepalive_seconds": "a whole number of seconds from 0 to 7200",
     "openai_max_retries": "an integer from 0 to 10",
     "service_port": "a TCP port from 1 to 65535",
 }

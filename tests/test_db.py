@@ -92,3 +92,31 @@ def test_pool_connections_opened_before_the_first_migrate_learn_the_vector_type(
         hdb.close_all()
         monkeypatch.undo()
         config.reset_config()
+
+
+def test_connections_keep_tcp_alive_unless_the_url_says(db: Any, monkeypatch: pytest.MonkeyPatch):
+    """HAG_DATABASE_KEEPALIVE_SECONDS reaches libpq on every connection the project makes (a
+    third of it between probes, three probes); a keepalives parameter in the URL, or 0,
+    leaves libpq's own."""
+    from psycopg.conninfo import make_conninfo
+
+    from hag import config
+
+    monkeypatch.setenv("HAG_DATABASE_KEEPALIVE_SECONDS", "45")
+    config.reset_config()
+    hdb.close_all()
+    url = hdb.database_url()
+    keys = ("keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count")
+    try:
+        with hdb.connect() as direct, hdb.pool().connection() as pooled:
+            for conn in (direct, pooled):
+                given = conn.info.get_parameters()
+                assert [given.get(k) for k in keys] == ["1", "45", "15", "3"]
+        assert not set(keys) & set(hdb.connection_kwargs(url=make_conninfo(url, keepalives=0)))
+        monkeypatch.setenv("HAG_DATABASE_KEEPALIVE_SECONDS", "0")
+        config.reset_config()
+        assert not set(keys) & set(hdb.connection_kwargs(url=url))
+    finally:
+        hdb.close_all()
+        monkeypatch.undo()
+        config.reset_config()

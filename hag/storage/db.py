@@ -247,13 +247,34 @@ def connection_kwargs(*, url: str | None = None, **extra: Any) -> dict[str, Any]
     """What every connection the project opens is made with: dict rows, and behind a
     transaction-mode pooler no prepared statements (psycopg's automatic ones are named per
     connection, `_pg3_0`, ..., and collide on a server connection another client prepared).
-    Given the `url`: a bounded wait for the server (`connect_timeout`)."""
+    Given the `url`: a bounded wait for the server (`connect_timeout`) and TCP keepalives
+    (`_keepalives`)."""
     kwargs: dict[str, Any] = {"row_factory": dict_row, **extra}
     if transaction_pooling():
         kwargs["prepare_threshold"] = None
     if url is not None:
         kwargs.update(_connect_timeout(url))
+        kwargs.update(_keepalives(url))
     return kwargs
+
+
+def _keepalives(url: str) -> dict[str, Any]:
+    """libpq's keepalives from HAG_DATABASE_KEEPALIVE_SECONDS, unless the URL sets any."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    seconds = get_config().database_keepalive_seconds
+    try:
+        given = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return {}  # a malformed URL is psycopg.connect's to report
+    if seconds == 0 or any(key.startswith("keepalives") for key in given):
+        return {}
+    return {
+        "keepalives": 1,
+        "keepalives_idle": seconds,
+        "keepalives_interval": max(1, seconds // 3),
+        "keepalives_count": 3,
+    }
 
 
 def _given_connect_timeout(url: str) -> str | None:
