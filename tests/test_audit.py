@@ -11,6 +11,8 @@ from hag.nightly import audit, sweeps
 from tests import factories as f
 from tests.fix_db import lock_waiters, until
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 AS_OF = f.NOW
 DAY = timedelta(days=1)
 

@@ -21,6 +21,8 @@ from tests import factories
 from tests.fix_embedder import error_lines, hag, hag_retrieve, use_offline, use_stub
 from tests.session_builders import ingest, payload, turn
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 DEMO = "hag/data/demo_corpus.json"
 MISMATCH = (
     "hag: this memory was embedded with offline/hash-v1 (1536 dims); the configured embedder "

@@ -20,6 +20,8 @@ from hag.enrichment.validate import (
     parse_reply,
 )
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 ORPHAN = Orphan(
     uuid.UUID(int=1),
     "cryptography",

@@ -21,6 +21,8 @@ from hag_lab.simulate.world import Concept, World
 from tests import session_builders as builders
 from tests.fix_session import EARLIER_ROUNDS, LIFT_PROFILE
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 EVIDENCE = settings.defaults().with_overrides(**{**settings.PROFILES["evidence"], **EARLIER_ROUNDS})
 PROFILE = settings.defaults().with_overrides(**LIFT_PROFILE)
 SEED = settings.defaults()

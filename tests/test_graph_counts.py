@@ -18,6 +18,8 @@ from hag.nightly import sweeps
 from hag.storage import db as hdb
 from tests import factories as f
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 AS_OF = datetime(2026, 6, 1, tzinfo=UTC)
 
 KEPT = """

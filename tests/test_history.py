@@ -12,6 +12,8 @@ from hag.errors import NotFoundError
 from tests import factories as f
 from tests import session_builders as sb
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 
 @pytest.fixture
 def two_sessions(db):

@@ -17,6 +17,8 @@ from hag.session.process import process_pending
 from tests import factories as f
 from tests.session_builders import T0, ingest, payload, run, turn
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 ADA = "ada.lovelace"  # a '.' in the id: the free-text match must not read it as "any char"
 BOB = "bob"
 CONCEPTS = ["rsa", "modular-arithmetic", "primes", "hashing", "signatures"]

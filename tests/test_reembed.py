@@ -23,6 +23,8 @@ from hag.vectors import embedder_identity, embeddings
 from tests import factories
 from tests.fix_embedder import error_lines, hag_retrieve, own_memory, use_offline, use_stub
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 __all__ = ["own_memory"]
 
 DEMO = "hag/data/demo_corpus.json"

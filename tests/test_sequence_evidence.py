@@ -27,6 +27,8 @@ from tests import test_evidence_units
 from tests.session_builders import T0, edge_history, edge_row, ingest, payload, run, turn
 from tests.test_evidence_session import struggle, topic_entries
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 A, B, C = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
 units = test_evidence_units.units  # the fixture: the evidence profile as it ships
 

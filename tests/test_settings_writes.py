@@ -17,6 +17,8 @@ from hag.settings import ORDERED, REGISTRY
 from hag.storage import db as hdb
 from tests.fix_cli import run_hag
 
+pytestmark = pytest.mark.pg_versions  # also run on PostgreSQL 16 (make test-pg16)
+
 FUZZ_SEED = 24
 FUZZ_TRIES = 40  # races of two writers whose values are each valid and together invalid
 
