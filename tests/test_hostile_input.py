@@ -19,7 +19,7 @@ from hag import PROJECT_ROOT, settings
 from hag.errors import CorpusError, SettingsError, ValidationError
 from hag.nightly import sweeps
 from hag.operations import corpus
-from hag.session.ingest import ingest_payload, read_payloads
+from hag.session.ingest import Unreadable, ingest_payload, read_payloads
 from hag.session.process import process_pending
 from tests import factories as f
 from tests.fix_session import LONG_CONCEPT, queue_unchecked
@@ -349,6 +349,37 @@ def test_a_json_array_file_streams_item_by_item(tmp_path):
     got = list(read_payloads(path, max_bytes=10_000_000))
     assert [json.loads(raw)["n"] for _, raw in got] == list(range(40))
     assert got[3][0] == f"{path}[3]"
+
+
+@pytest.mark.parametrize(
+    ("text", "read", "why"),
+    [
+        ('[{"n": 0} {"n": 1}] [{"n": 2}] trailing', [0], "expected ',' or ']' after item [0]"),
+        ('[{"n": 0}, {"n",}, {"n": 2}, {"n": 3}]', [0], "item [1] is not valid JSON"),
+        ('[{"n": 0}] {"n": 1}', [0], "text after the array's closing ']' was not read"),
+        ('[{"n": 0},]', [0], "has no item after it"),
+        ('[{"n": 0},, {"n": 1}]', [0], "item [1] is not valid JSON (Expecting value"),
+        ('[{"n": 0}, {"n": 1}', [0, 1], "the array ends without its closing ']'"),
+        ('[{"n": 0}, {"n": 1}]\n \n', [0, 1], None),
+    ],
+    ids=["no-comma", "bad-item", "after-end", "trailing-comma", "two-commas", "unclosed", "ok"],
+)
+def test_a_json_array_s_own_syntax_is_read_strictly(db, tmp_path, text, read, why):
+    """The items before a break in the array's syntax are read; the break is one payload
+    quarantined with a reason naming it, so no item after it is queued or dropped unsaid."""
+    path = tmp_path / "many.json"
+    path.write_text(text)
+    got = list(read_payloads(path, max_bytes=1000))
+    items = [raw for _, raw in got if not isinstance(raw, Unreadable)]
+    broken = [raw for _, raw in got if isinstance(raw, Unreadable)]
+    assert [json.loads(raw)["n"] for raw in items] == read
+    assert got[: len(items)] == [(f"{path}[{i}]", raw) for i, raw in enumerate(items)]
+    assert [b.reason for b in broken if why in b.reason] == [b.reason for b in broken]
+    assert len(broken) == (why is not None)
+    if broken:
+        result = ingest_payload(db, broken[0], source=got[-1][0])
+        db.commit()
+        assert result.quarantined and result.reason == broken[0].reason
 
 
 def test_stdin_is_read_as_json_lines_from_bytes():

@@ -79,7 +79,16 @@ class Oversize:
     sha256: str
 
 
-Raw = Mapping[str, Any] | str | bytes | Oversize
+@dataclass(frozen=True)
+class Unreadable:
+    """A part of a file the reader could not take as payloads: its text (bounded) and why."""
+
+    text: str | bytes
+    reason: str
+
+
+Raw = Mapping[str, Any] | str | bytes | Oversize | Unreadable
+Item = str | bytes | Oversize | Unreadable  # what reading a file yields per payload
 
 
 def ingest_payload(
@@ -96,6 +105,8 @@ def ingest_payload(
     if isinstance(payload, Oversize):
         refusal = _too_large(payload.size, dials)
         return quarantine(conn, payload, refusal, source, dials=dials)
+    if isinstance(payload, Unreadable):
+        return quarantine(conn, payload.text, Refusal(payload.reason), source, dials=dials)
     data, session_id, learner = _raw_bytes(payload), None, None
     try:
         raw = _parse_text(data, dials)
@@ -559,7 +570,7 @@ _CHUNK = 1 << 20  # bytes read at a time from a file
 
 def read_payloads(
     path: Path, stream: IO[bytes] | None = None, max_bytes: int | None = None
-) -> Iterator[tuple[str, str | bytes | Oversize]]:
+) -> Iterator[tuple[str, Item]]:
     """(source, raw) for each payload of a JSON file (object or array) or JSON Lines file,
     read as a stream: memory holds one payload at a time, whatever the file's size.
 
@@ -591,9 +602,7 @@ def _text_or_bytes(data: bytes) -> str | bytes:
         return data
 
 
-def _json_lines(
-    name: str, f: IO[bytes], max_bytes: int
-) -> Iterator[tuple[str, str | bytes | Oversize]]:
+def _json_lines(name: str, f: IO[bytes], max_bytes: int) -> Iterator[tuple[str, Item]]:
     number = 0
     while True:
         line = f.readline(max_bytes + 2)  # the payload, its line feed, and one byte more
@@ -619,9 +628,7 @@ def _drain_line(start: bytes, f: IO[bytes]) -> Oversize:
     return Oversize(start[:_CHUNK], size, digest.hexdigest())
 
 
-def _json_document(
-    name: str, f: IO[bytes], max_bytes: int
-) -> Iterator[tuple[str, str | bytes | Oversize]]:
+def _json_document(name: str, f: IO[bytes], max_bytes: int) -> Iterator[tuple[str, Item]]:
     head = f.read(_CHUNK)
     first = head.lstrip()[:1]
     if first != b"[":  # one payload: the whole file, if it fits
@@ -640,13 +647,18 @@ def _json_document(
     yield from _json_array(name, head, f, max_bytes)
 
 
-_SEPARATORS = re.compile(r"[\s,]*")
+_SPACE = re.compile(r"\s*")
 
 
-def _json_array(
-    name: str, head: bytes, f: IO[bytes], max_bytes: int
-) -> Iterator[tuple[str, str | bytes | Oversize]]:
-    """The items of a top-level JSON array, one at a time, each as the text it was written in."""
+def _json_array(name: str, head: bytes, f: IO[bytes], max_bytes: int) -> Iterator[tuple[str, Item]]:
+    """The items of a top-level JSON array, one at a time, each as the text it was written in.
+
+    The array's own syntax is read strictly: one ',' between items, a closing ']', and nothing
+    but white space after it. Where it breaks (a missing or doubled comma, an item that does
+    not parse, an array not closed, text after it), what is left is yielded as one
+    `Unreadable` naming the place, to be quarantined: the items before it stand, and no item
+    after it is taken or dropped without a word.
+    """
     decoder = codecs.getincrementaldecoder("utf-8")()
     scanner = json.JSONDecoder(parse_constant=_no_constants)
     try:
@@ -655,34 +667,81 @@ def _json_array(
         yield name, head + f.read(max_bytes)
         return
     position = buffer.index("[") + 1
-    index, at_end = 0, False
-    while True:
-        position = _SEPARATORS.match(buffer, position).end()  # type: ignore[union-attr]
-        if position < len(buffer) and buffer[position] == "]":
-            return
-        try:
-            if position >= len(buffer):
-                raise ValueError("need more")
-            _, end = scanner.raw_decode(buffer, position)
-        except (ValueError, RecursionError):
-            # Incomplete (read more) or malformed (nothing more to read, or too large).
-            if at_end or len(buffer) - position > max_bytes * 2:
+    index, at_end, after_item, after_comma = 0, False, False, False
+
+    def more() -> bool:
+        """Read the next chunk onto what is left of the buffer; False at the file's end."""
+        nonlocal buffer, position, at_end
+        if at_end:
+            return False
+        chunk = f.read(_CHUNK)
+        at_end = not chunk
+        buffer = buffer[position:] + decoder.decode(chunk, final=at_end)
+        position = 0
+        return bool(chunk)
+
+    def unreadable(why: str) -> tuple[str, Item]:
+        later = "" if index == 0 else f"; the {index} item(s) before it were read"
+        return f"{name}[{index}]", Unreadable(buffer[position:][:_CHUNK], f"{why}{later}")
+
+    try:
+        while True:
+            position = _SPACE.match(buffer, position).end()  # type: ignore[union-attr]
+            if position >= len(buffer) and more():
+                continue
+            char = buffer[position : position + 1]
+            if after_item and char == ",":
+                position, after_item, after_comma = position + 1, False, True
+                continue
+            if char == "]" and not after_comma:
+                position += 1
+                while _SPACE.match(buffer, position).end() >= len(buffer) and more():  # type: ignore[union-attr]
+                    pass
+                position = _SPACE.match(buffer, position).end()  # type: ignore[union-attr]
                 if position < len(buffer):
-                    yield f"{name}[{index}]", buffer[position:]
+                    yield (
+                        f"{name}",
+                        Unreadable(
+                            buffer[position:][:_CHUNK],
+                            f"text after the array's closing ']' was not read "
+                            f"(the array's {index} item(s) were)",
+                        ),
+                    )
                 return
-            chunk = f.read(_CHUNK)
+            if not char:
+                yield unreadable("the array ends without its closing ']'")
+                return
+            if char == "]":
+                yield unreadable("a ',' before the array's closing ']' has no item after it")
+                return
+            if after_item:
+                yield unreadable(
+                    f"expected ',' or ']' after item [{index - 1}], found {char!r}: "
+                    "this item and the ones after it were not read"
+                )
+                return
             try:
-                more = decoder.decode(chunk, final=not chunk)
-            except UnicodeDecodeError:
-                yield f"{name}[{index}]", buffer[position:].encode() + chunk
+                _, end = scanner.raw_decode(buffer, position)
+            except (ValueError, RecursionError) as exc:
+                # Incomplete (read more) or malformed (nothing more to read, or too large).
+                at = exc.pos - position if isinstance(exc, json.JSONDecodeError) else None
+                if len(buffer) - position <= max_bytes * 2 and more():
+                    continue  # (`more` moves what is left to the buffer's start)
+                what = (
+                    f"over {max_bytes} bytes (dial session_max_payload_bytes) or not valid JSON"
+                    if len(buffer) - position > max_bytes * 2
+                    else f"not valid JSON ({exc.msg} at character {at} of it)"
+                    if isinstance(exc, json.JSONDecodeError)
+                    else "not valid JSON"
+                )
+                yield unreadable(
+                    f"item [{index}] is {what}: it and the items after it were not read"
+                )
                 return
-            at_end = not chunk
-            buffer = buffer[position:] + more
-            position = 0
-            continue
-        yield f"{name}[{index}]", buffer[position:end]
-        index += 1
-        position = end
+            yield f"{name}[{index}]", buffer[position:end]
+            index, position, after_item, after_comma = index + 1, end, True, False
+    except UnicodeDecodeError:
+        yield unreadable("the file is not UTF-8 text from this item on: it was not read")
 
 
 def list_quarantined(conn: Conn, limit: int = 100) -> list[dict[str, Any]]:
