@@ -122,6 +122,18 @@ def test_restore_twice_is_refused_the_second_time(db):
         audit.restore(edge_id=ids[0], conn=db)
 
 
+def test_an_edge_restored_already_is_refused_by_name_beside_one_that_goes_back(db):
+    """Two edges asked for, one restored before: the other goes back, and the first is
+    refused naming when and by whom (the command then exits 1), not left out of the answer."""
+    run, ids, before, _ = _culled_pair(db, n=2)
+    audit.restore(edge_id=ids[0], by="first restore", conn=db)
+    result = audit.restore(edge_id=[ids[0], ids[1]], conn=db)
+    assert result.restored == [ids[1]] and _edges(db) == before
+    [(edge, reason)] = [(r.edge_id, r.reason) for r in result.refused]
+    assert edge == ids[0] and reason.startswith("restored already, at ")
+    assert reason.endswith(" by first restore")
+
+
 @pytest.mark.parametrize("retries", [0, 1])
 def test_a_restore_ended_by_a_deadlock_runs_again(db, retries):
     """A writer holding the pair's new edge (as a session-end does, uncommitted) that then

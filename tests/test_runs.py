@@ -50,6 +50,18 @@ def test_resolve_takes_either_id_and_unique_prefixes_of_both(db):
         assert runs.resolve(typed, conn=db) == run, typed
 
 
+def test_a_retried_flow_runs_first_run_is_named_by_its_own_id(db):
+    """A flow run Prefect retried made two runs: the first has the flow run's id as its own,
+    the retry a new id under the same flow run. The flow run's id, whole or by the ending
+    listings print, names the first; the retry's own id names the retry."""
+    flow_run, retry = uuid.uuid4(), uuid.uuid4()
+    _run_row(db, flow_run, flow_run)
+    _run_row(db, retry, flow_run)
+    for typed in (str(flow_run), runs.short(flow_run), str(flow_run)[:13]):
+        assert runs.resolve(typed, conn=db) == flow_run, typed
+    assert runs.resolve(runs.short(retry), conn=db) == retry
+
+
 def test_resolve_refuses_unknown_ambiguous_short_and_malformed_ids(db):
     """Unknown is NotFoundError; ambiguous names the candidates by their endings; < 4 digits
     or non-hex is refused."""

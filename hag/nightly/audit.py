@@ -218,8 +218,20 @@ def _restore(
         raise NotFoundError(
             f"{what}: no culled edge waiting to be restored (never culled, or already restored)"
         )
+    # An edge asked for by id whose cull was restored already is refused by name, as when it
+    # is the only one asked for, not left out of the answer.
+    waiting = {str(v["edge_id"]) for v in verdicts}
+    done_before = [
+        Refusal(
+            r["edge_id"],
+            f"restored already, at {r['restored_at']:%Y-%m-%d %H:%M} by {r['restored_by']}",
+        )
+        for r in conn.execute(query("audit", "restored_already"), asked).fetchall()
+        if str(r["edge_id"]) not in waiting and r["restored_at"] is not None
+    ]
     result = RestoreResult(
-        refused=[Refusal(v["edge_id"], v["refusal"]) for v in verdicts if v["refusal"]],
+        refused=[Refusal(v["edge_id"], v["refusal"]) for v in verdicts if v["refusal"]]
+        + done_before,
         dry_run=dry_run,
         edges=[
             {

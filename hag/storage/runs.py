@@ -147,12 +147,23 @@ def resolve(text: str | uuid.UUID, *, conn: Conn | None = None) -> uuid.UUID:
     if not rows:
         raise NotFoundError(f"no run {typed!r} (neither a run id nor a Prefect flow-run id)")
     if len(rows) > 1:
+        # A retried flow run made a run of its own under the same flow-run id: the id typed
+        # is the run's own before it is any run's flow run.
+        own = [r for r in rows if _names(r["run_id"], prefix)]
+        if len(own) == 1:
+            return own[0]["run_id"]  # type: ignore[no-any-return]
         raise ambiguous(
             "run id",
             typed,
             [f"{short(r['run_id'])} ({r['kind']}, {r['started_at']:%Y-%m-%d %H:%M})" for r in rows],
         )
     return rows[0]["run_id"]  # type: ignore[no-any-return]
+
+
+def _names(run_id: uuid.UUID, prefix: str) -> bool:
+    """Whether the hex digits typed start or end this id (as `match_run` matches)."""
+    digits = run_id.hex
+    return digits.startswith(prefix) or digits.endswith(prefix)
 
 
 def mark_cancelled(ids: list[str], why: str, *, since: float) -> list[uuid.UUID]:

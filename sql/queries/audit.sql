@@ -50,6 +50,13 @@ WHERE a.reason = 'cull' AND a.restored_at IS NULL
   AND (a.edge_id = ANY (%(edge_ids)s::uuid[]) OR a.run_id = %(run_id)s::uuid)
 ORDER BY a.edge_id, a.deleted_at DESC, a.audit_id DESC
 
+-- name: restored_already
+-- Of the edges asked for by id, those whose latest cull was restored already: when and by whom.
+SELECT DISTINCT ON (a.edge_id) a.edge_id, a.restored_at, a.restored_by
+FROM hag_edge_audit a
+WHERE a.reason = 'cull' AND a.edge_id = ANY (%(edge_ids)s::uuid[])
+ORDER BY a.edge_id, a.deleted_at DESC, a.audit_id DESC
+
 -- name: restore_edges
 -- Put the audited rows back exactly as they were (same id, every column), then mark the
 -- audit rows restored. ON CONFLICT: an edge recreated concurrently stays, and is reported.
