@@ -213,3 +213,17 @@ def test_an_edges_history_is_written_by_statement_with_the_terms_handed_to_it(db
         (ids[0], 0.45, 0.55),
     ]
     db.rollback()
+
+
+def test_explain_names_a_whole_id_that_is_neither_an_entry_nor_an_edge(db):
+    """A whole UUID naming nothing is "no entry or edge", not "is an entry"; an entry's id
+    is still told apart from an edge's."""
+    from hag.storage import history
+    from tests import factories as f
+
+    nothing = "00000000-0000-4000-8000-0000000000ff"
+    with pytest.raises(NotFoundError, match=f"no entry or edge '{nothing}'"):
+        history.explain_edge(db, nothing, None)
+    entry = f.entry(db, concept_slug="rsa")
+    with pytest.raises(NotFoundError, match="is an entry, not an edge"):
+        history.explain_edge(db, str(entry), None)

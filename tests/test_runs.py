@@ -385,3 +385,15 @@ def test_hag_runs_reads_a_deployments_spelling_of_a_kind(db):
     for kind in ("session-end", "session_end"):
         listed = json.loads(CliRunner().invoke(cli, ["runs", "--json", "--kind", kind]).stdout)
         assert [r["run_id"] for r in listed] == [str(run_id)], kind
+
+
+def test_hag_runs_refuses_a_kind_no_run_is_written_with(db):
+    """A misspelt kind is a usage error naming the kinds, not "no runs of kind ..." and exit 0
+    (a script would read that as no nightly runs)."""
+    from hag.cli import cli
+    from hag.session.process import RUN_KIND
+
+    answer = CliRunner().invoke(cli, ["runs", "--kind", "nighlty"])
+    assert answer.exit_code == 2 and "'nighlty' is not a kind of run" in answer.output
+    assert "nightly, session_end, enrichment, restore" in answer.output
+    assert RUN_KIND in runs.KINDS

@@ -24,10 +24,23 @@ def counts(summary: dict[str, Any] | None) -> str:
     return shown
 
 
+def _kind(value: str | None) -> str | None:
+    """A run kind as stored (a deployment's spelling, session-end, read the same); a kind no
+    run is written with is refused, not answered with "no runs"."""
+    from hag.storage.runs import KINDS
+
+    if value is None:
+        return None
+    kind = value.replace("-", "_")
+    if kind not in KINDS:
+        raise click.BadParameter(f"{value!r} is not a kind of run: one of {', '.join(KINDS)}")
+    return kind
+
+
 @click.command()
 @click.option(
     "--kind",
-    callback=lambda _ctx, _param, value: value.replace("-", "_") if value else value,
+    callback=lambda _ctx, _param, value: _kind(value),
     help="Only runs of this kind (nightly, session_end, enrichment, restore; a deployment's "
     "spelling, session-end, is read the same).",
 )

@@ -62,6 +62,10 @@ def explain_edge(
     key = resolve_entity(conn, text)
     edge = conn.execute(query("history", "edge_now"), {"edge_id": key}).fetchone()
     if edge is None:
+        # A whole id is taken as typed: it may name an entry, or nothing.
+        entry = conn.execute("SELECT 1 FROM hag_entries WHERE id = %s", (key,)).fetchone()
+        if entry is None:
+            raise NotFoundError(f"no entry or edge {str(text).strip()!r}")
         raise NotFoundError(f"{text!r} is an entry, not an edge")
     try:
         events = confidence_history(conn, str(key), limit)

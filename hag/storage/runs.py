@@ -42,6 +42,9 @@ SHORT = 8  # how many hex digits a listing prints: the id's ending (`resolve` ac
 ABANDONED_WHY = "its process is gone: the run's liveness lock was free while the row said running"
 
 _HEX = re.compile(r"[0-9a-f]+")
+# Every kind a run row is written with (the nightly, session-end's process, enrichment's
+# run, an audit restore): `hag runs --kind` takes these and refuses anything else.
+KINDS = ("nightly", "session_end", "enrichment", "restore")
 
 
 def short(run_id: uuid.UUID | str | None) -> str:
