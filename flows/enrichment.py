@@ -9,7 +9,13 @@ from pydantic import Field
 
 from tasks.checks import run_expectations
 from tasks.enrichment import enrich_orphans, publish_cost_ledger, publish_proposals
-from tasks.runtime import Moment, enrichment_run_name, tag_dry_run, use_deployment_database
+from tasks.runtime import (
+    Moment,
+    enrichment_run_name,
+    partly_failed,
+    tag_dry_run,
+    use_deployment_database,
+)
 
 
 # Bounds are declared on the types (the run form and the API refuse a bad value before a
@@ -43,4 +49,12 @@ def enrichment_flow(
     publish_proposals(summary)
     if not dry_run:
         run_expectations()  # the shared suites task (tasks/checks.py), as every flow ends
-    return summary.as_dict()
+    result = summary.as_dict()
+    failed = result["totals"]["failed"]
+    if failed:  # as `hag enrich` exits 1: the run ends Failed, its report published
+        return partly_failed(
+            f"{failed} orphan(s) failed after their attempt budget; nothing of them was "
+            "written (the enrichment-proposals artifact says why)",
+            result,
+        )
+    return result

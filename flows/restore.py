@@ -12,7 +12,7 @@ from hag.errors import HagError, ValidationError
 from hag.nightly import audit
 from hag.storage import runs
 from tasks.audit import publish_restore_report, restore_culled_edges
-from tasks.runtime import restore_run_name, tag_dry_run, use_deployment_database
+from tasks.runtime import partly_failed, restore_run_name, tag_dry_run, use_deployment_database
 
 HexId = Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{4,36}$")]
 
@@ -38,10 +38,10 @@ def restore_flow(
         dry_run: Only show what would come back and what would be refused; change nothing.
     """
     use_deployment_database()
-    if bool(run) == bool(edge_ids):
-        raise ValidationError("give exactly one of run or edge_ids")
     tag_dry_run(dry_run)
     try:  # an unknown or ambiguous id is the operator's to fix: one line, not a traceback
+        if bool(run) == bool(edge_ids):
+            raise ValidationError("give exactly one of run or edge_ids")
         run = str(runs.resolve(run)) if run else None
         edge_ids = [str(audit.resolve_edge(e)) for e in edge_ids or []] or None
     except HagError as exc:
@@ -49,4 +49,10 @@ def restore_flow(
         return Failed(message=f"restore refused: {exc}")  # type: ignore[return-value]
     result = restore_culled_edges(run, edge_ids, dry_run)
     publish_restore_report(result)
+    if result.refused and not dry_run:  # as `hag audit restore` exits 1: the run ends Failed
+        return partly_failed(
+            f"{len(result.refused)} edge(s) refused, {len(result.restored)} restored "
+            "(the restore report says why)",
+            result.as_dict(),
+        )
     return result.as_dict()

@@ -1,5 +1,7 @@
 """The project's exceptions: every one carries a one-line reason fit for an operator."""
 
+from __future__ import annotations
+
 
 class HagError(Exception):
     """Base class: the CLI prints the message on one line and exits non-zero."""
@@ -23,6 +25,19 @@ class CorpusError(HagError):
 
 class ValidationError(HagError):
     """A payload breaks the contract; the message names the field (and the turn)."""
+
+
+class PartlyFailed(HagError):
+    """A job that did its work but not all of it (orphans that failed, edges refused): its
+    flow run ends Failed with this after publishing its report, and `summary` is the job's
+    summary, which a command that ran the flow prints as it prints the direct job's."""
+
+    def __init__(self, reason: str, summary: dict[str, object]):
+        super().__init__(reason)
+        self.summary = summary
+
+    def __reduce__(self) -> tuple[type[PartlyFailed], tuple[str, dict[str, object]]]:
+        return type(self), (str(self), self.summary)  # a run's result may be pickled
 
 
 class NotFoundError(HagError):

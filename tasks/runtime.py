@@ -98,6 +98,18 @@ def learner_run_name() -> str:
     return f"{flow_run.get_flow_name()} {_dry(p)}{who}…"
 
 
+def partly_failed(reason: str, summary: dict[str, Any]) -> Any:
+    """The Failed state a flow ends with when it did its work only in part (an `hag` command
+    exits 1 there): one error line in the run's log, the reason as the state's message, no
+    traceback; called in process, the flow raises `PartlyFailed` carrying the summary."""
+    from prefect.states import Failed
+
+    from hag.errors import PartlyFailed
+
+    get_run_logger().error("%s", reason)
+    return Failed(message=reason, data=PartlyFailed(reason, summary))
+
+
 def use_deployment_database() -> None:
     """Point a deployed flow run at its database before it touches one: the URL in the
     Prefect Secret block named by `HAG_DATABASE_SECRET_BLOCK` (default `hag-database-url`)

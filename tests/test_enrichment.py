@@ -437,3 +437,35 @@ def test_the_cli_exits_1_when_an_orphan_fails_after_its_budget(db, dials, llm):
     assert result.exit_code == 1
     assert "rsa: failed" in result.stdout and "HTTP 500" in result.stdout
     assert "1 orphan(s) failed" in result.stderr
+
+
+def test_a_flow_run_with_a_failed_orphan_ends_failed_and_the_cli_prints_its_summary(
+    db, dials, llm, prefect_harness
+):
+    """As `hag enrich` exits 1, the flow run ends Failed with one line (after publishing its
+    report), not Completed; `hag enrich` through the flow prints the same summary, exit 1."""
+    import pickle
+
+    from click.testing import CliRunner
+    from prefect.settings import PREFECT_API_URL
+
+    from flows.enrichment import enrichment_flow
+    from hag.cli import cli
+    from tests.fix_prefect import run_logs
+
+    crypto_graph(db)
+    dials(enrichment_max_attempts=1)
+    llm.queue_error(500)
+    state = enrichment_flow(model=MODEL, return_state=True)
+    assert state.is_failed() and state.message.startswith("1 orphan(s) failed")
+    partly = state.result(raise_on_failure=False)
+    assert partly.summary["totals"]["failed"] == 1
+    assert pickle.loads(pickle.dumps(partly)).summary == partly.summary  # a result store's way
+    lines = run_logs(state.state_details.flow_run_id, "orphan(s) failed")
+    assert lines and not any("Traceback" in line for line in lines), lines
+    llm.queue_error(500)
+    through = CliRunner().invoke(
+        cli, ["enrich", "--model", MODEL], env={"PREFECT_API_URL": PREFECT_API_URL.value()}
+    )
+    assert through.exit_code == 1, through.output
+    assert "rsa: failed" in through.stdout and "1 orphan(s) failed" in through.stderr

@@ -333,6 +333,30 @@ def test_the_restore_flow_refuses_an_ambiguous_prefix_in_one_log_line(db, prefec
     assert not any("Traceback" in line for line in lines), lines
 
 
+def test_a_restore_run_with_a_refused_edge_ends_failed_in_one_line(db, prefect_harness):
+    """An edge whose endpoint is gone: the restore run publishes its report and ends Failed
+    with one line, as `hag audit restore` exits 1; both targets at once is refused alike."""
+    from flows.nightly import nightly_flow
+    from flows.restore import restore_flow
+
+    ids = _weak_edges(db, 1)
+    night = nightly_flow(as_of=AS_OF, return_state=True)
+    assert night.is_completed(), night.message
+    target = db.execute(
+        "SELECT target_entry_id FROM hag_edge_audit WHERE edge_id = %s", (ids[0],)
+    ).fetchone()["target_entry_id"]
+    db.execute("DELETE FROM hag_entries WHERE id = %s", (target,))
+    db.commit()
+    state = restore_flow(edge_ids=[str(ids[0])], dry_run=False, return_state=True)
+    assert state.is_failed() and state.message.startswith("1 edge(s) refused, 0 restored")
+    flow_run_id = state.state_details.flow_run_id
+    assert "restore" in flow_run_artifacts(flow_run_id)
+    lines = run_logs(flow_run_id, "refused")
+    assert lines and not any("Traceback" in line for line in lines), lines
+    both = restore_flow(run="abcd", edge_ids=["abcd"], return_state=True)
+    assert both.is_failed() and "give exactly one of run or edge_ids" in both.message
+
+
 def test_the_command_line_nightly_through_prefect_never_pauses(db, dials, prefect_harness):
     """`hag nightly` with a Prefect server runs the flow without the operator's pause (a big
     night culls as the rule says) and, with --no-check, runs no suite."""

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from hag.errors import ConfigError
+from hag.errors import ConfigError, PartlyFailed
 
 FLOW_GROUP = "hag.flows"
 
@@ -52,7 +52,10 @@ def flow(name: str) -> Callable[..., Any]:
 def run_summary(name: str, **parameters: Any) -> dict[str, Any]:
     """Run the flow registered as `name` in this process; its summary (every job flow
     returns its summary as a dict, the shape of the direct job's)."""
-    summary = flow(name)(**parameters)
+    try:
+        summary = flow(name)(**parameters)
+    except PartlyFailed as partly:  # the run ended Failed, its work done in part: the summary
+        summary = partly.summary
     if not isinstance(summary, dict):
         raise TypeError(f"the {name} flow returned {type(summary).__name__}, not its summary")
     return summary
