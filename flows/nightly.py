@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow
+from prefect import flow, get_run_logger
+from prefect.states import Cancelled
 
 from hag.nightly import sweeps
 from tasks.checks import run_expectations
@@ -41,6 +42,10 @@ def nightly_flow(
     """
     use_deployment_database()
     tag_dry_run(dry_run)
+    busy = None if dry_run else sweeps.other_nightly()
+    if busy is not None:  # one nightly at a time (why not by a concurrency limit: there)
+        get_run_logger().error("%s", busy)
+        return Cancelled(message=busy)  # type: ignore[return-value]
     try:
         night = sweeps.nightly(
             as_of,

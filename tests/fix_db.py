@@ -12,6 +12,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,25 @@ def _embedded_version() -> str:
         f"PostgreSQL {done.stdout.split()[-1] if done.stdout.split() else '?'}, "
         f"pgvector {vector.group(1) if vector else '?'}"
     )
+
+
+@contextmanager
+def live_run(db: Any, database_url: str, kind: str) -> Iterator[Any]:
+    """A run of `kind` whose process is alive: its row `running` and its liveness lock held
+    by a connection of its own until the block ends (then a reaper finds it gone). Yields
+    its id."""
+    import uuid
+
+    import psycopg
+
+    from hag.storage import runs
+
+    run_id = uuid.uuid4()
+    db.execute("INSERT INTO hag_runs (run_id, kind) VALUES (%s, %s)", (run_id, kind))
+    db.commit()
+    with psycopg.connect(database_url) as holder:
+        runs.hold(holder, run_id)
+        yield run_id
 
 
 def unreachable_url() -> str:

@@ -357,6 +357,30 @@ def test_a_restore_run_with_a_refused_edge_ends_failed_in_one_line(db, prefect_h
     assert both.is_failed() and "give exactly one of run or edge_ids" in both.message
 
 
+def test_a_nightly_run_while_another_is_live_ends_cancelled_in_one_line(
+    db, database_url, prefect_harness
+):
+    """What the deployment's concurrency limit did before (it ended paused runs: see
+    hag/nightly/sweeps.py, other_nightly): a run finding another nightly run live ends
+    Cancelled naming it, having changed nothing and run no task."""
+    from flows.nightly import nightly_flow
+    from hag.storage import runs
+    from tests.fix_db import live_run
+
+    ids = _weak_edges(db, 2)
+    with live_run(db, database_url, "nightly") as other:
+        state = nightly_flow(as_of=AS_OF, return_state=True)
+    assert state.is_cancelled() and f"nightly run {runs.short(other)} " in state.message
+    assert (
+        db.execute("SELECT count(*) AS n FROM hag_edges WHERE id = ANY(%s)", (ids,)).fetchone()["n"]
+        == 2
+    )
+    db.rollback()
+    lines = run_logs(state.state_details.flow_run_id, "changed nothing")
+    said = [line for line in lines if line.startswith("nightly run ")]
+    assert len(said) == 1 and not any("Traceback" in line for line in lines), lines
+
+
 def test_the_command_line_nightly_through_prefect_never_pauses(db, dials, prefect_harness):
     """`hag nightly` with a Prefect server runs the flow without the operator's pause (a big
     night culls as the rule says) and, with --no-check, runs no suite."""

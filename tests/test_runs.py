@@ -397,3 +397,23 @@ def test_hag_runs_refuses_a_kind_no_run_is_written_with(db):
     assert answer.exit_code == 2 and "'nighlty' is not a kind of run" in answer.output
     assert "nightly, session_end, enrichment, restore" in answer.output
     assert RUN_KIND in runs.KINDS
+
+
+def test_a_nightly_run_refuses_while_another_is_live_and_goes_once_it_is_gone(db, database_url):
+    """A live nightly run (its row running, its liveness lock held: mid-sweep, or paused for
+    an operator) stops a real run before it changes anything, naming it; a dry run still
+    looks; once the other's process is gone (its lock free) the next run reaps it and goes."""
+    from tests.fix_db import live_run
+
+    ids = _weak_edges(db, 2)
+    with live_run(db, database_url, "nightly") as other:
+        with pytest.raises(sweeps.AnotherNightly, match=f"nightly run {runs.short(other)} "):
+            sweeps.sweep(db, as_of=AS_OF)
+        assert sweeps.sweep(db, as_of=AS_OF, dry_run=True).culled == 2
+        kept = db.execute("SELECT count(*) AS n FROM hag_edges WHERE id = ANY(%s)", (ids,))
+        assert kept.fetchone()["n"] == 2
+        assert db.execute("SELECT count(*) AS n FROM hag_runs").fetchone()["n"] == 1
+        db.rollback()
+    assert sweeps.sweep(db, as_of=AS_OF).culled == 2
+    status = db.execute("SELECT status FROM hag_runs WHERE run_id = %s", (other,)).fetchone()
+    assert status["status"] == "abandoned"

@@ -216,6 +216,35 @@ class FailedAfterDone(HagError):
         self.summary = summary
 
 
+class AnotherNightly(HagError):
+    """A real run found another nightly run still working (its row `running` and its
+    liveness lock held: a run paused on a big night, or one mid-sweep) and changed nothing.
+    The flow ends Cancelled with this line; `hag nightly` exits 1 with it."""
+
+
+def other_nightly(conn: Conn | None = None) -> str | None:
+    """Why a real run may not start now (another nightly run is live), or None.
+
+    One nightly at a time is kept here rather than by the deployment's concurrency limit:
+    Prefect releases a deployment's slot when a run pauses, and the paused run's process then
+    fails to renew its lease and is ended within about four minutes, so a limit would end a
+    big night's wait for the operator. Runs left behind are reaped first, so a `running` row
+    is a live run's. Two runs starting at the same moment both pass; the sweep's advisory
+    lock then takes them in turn (the second finds nothing left to do).
+    """
+    with db.connection_or_own(conn) as c:
+        runs.reap(c)
+        working = runs.working(c, "nightly")
+    if not working:
+        return None
+    other = working[0]
+    return (
+        f"nightly run {runs.short(other['run_id'])} (started "
+        f"{other['started_at']:%Y-%m-%d %H:%M %Z}) is still working or waits for an "
+        "operator's decision: this run changed nothing; decide or cancel that run first"
+    )
+
+
 def _upkeep() -> list[str]:
     from hag.retrieval import ann
 
@@ -319,7 +348,9 @@ def _recorded_run(
     the run row says the run failed."""
     run_id = summary.run_id
     assert run_id is not None
-    runs.reap(conn)
+    busy = other_nightly(conn)
+    if busy is not None:
+        raise AnotherNightly(busy)
     with runs.alive(run_id):  # before the row exists: a reaper never sees it running unheld
         conn.execute(
             query("sweeps", "start_run"),

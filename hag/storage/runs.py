@@ -105,6 +105,13 @@ def reap(conn: Conn, *, keep: tuple[uuid.UUID, ...] = ()) -> list[uuid.UUID]:
     return gone
 
 
+def working(conn: Conn, kind: str) -> list[dict[str, Any]]:
+    """The runs of `kind` still `running`, oldest first: after `reap`, live ones."""
+    rows = conn.execute(query("runs", "working_runs"), {"kind": kind}).fetchall()
+    conn.commit()
+    return [dict(r) for r in rows]
+
+
 def link_flow_run(conn: Conn, run_id: uuid.UUID, flow_run_id: uuid.UUID | str | None) -> None:
     """Record the Prefect flow run that made this run (nothing when there is none)."""
     if flow_run_id is not None:

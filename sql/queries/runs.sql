@@ -20,6 +20,13 @@ WHERE status = 'running' AND run_id <> ALL (%(except)s::uuid[])
 ORDER BY started_at
 FOR UPDATE SKIP LOCKED
 
+-- name: working_runs
+-- Runs of one kind still `running`, oldest first (after a reap: live ones).
+SELECT run_id, started_at
+FROM hag_runs
+WHERE status = 'running' AND kind = %(kind)s
+ORDER BY started_at
+
 -- name: owner_gone
 -- True when nobody holds the run's liveness lock: its process is gone. The lock taken to
 -- find out is the reaper's until its transaction (which marks the row) ends.
