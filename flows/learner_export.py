@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from prefect import flow
+from prefect import flow, get_run_logger
+from prefect.states import Failed
 from pydantic import Field
 
-from tasks.privacy import export_learner_data, publish_export_manifest
+from hag.errors import HagError
+from tasks.privacy import export_learner_data, export_path, publish_export_manifest
 from tasks.runtime import learner_run_name, use_deployment_database
 
 LearnerId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")]
@@ -26,10 +28,17 @@ def learner_export_flow(
 
     Args:
         learner_id: The learner, as the tutor names them in session payloads.
-        out: The file to write on the worker's machine; empty means the data folder's
-            exports/learner-export-<flow run id>.jsonl.
+        out: The file to write on the worker's machine, an absolute path (a deployment's
+            run works in a temporary folder); empty means the data folder's
+            exports/learner-export-<flow run id>.jsonl (the worker's HAG_DATA_DIR, which
+            `hag serve` sets).
     """
     use_deployment_database()
-    result = export_learner_data(learner_id, out)
+    try:  # where the file goes is the operator's to fix: one line, not a traceback
+        path = str(export_path(out))
+    except HagError as exc:
+        get_run_logger().error("export refused: %s", exc)
+        return Failed(message=f"export refused: {exc}")  # type: ignore[return-value]
+    result = export_learner_data(learner_id, path)
     publish_export_manifest(result)
     return result.as_dict()

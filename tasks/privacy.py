@@ -11,17 +11,35 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.runtime import flow_run
+from prefect.runtime import deployment, flow_run
 
 from hag.config import get_config
+from hag.errors import ValidationError
 from hag.operations import privacy
 from hag.operations.privacy import ErasureResult, ExportResult
 
 
-def default_export_path() -> Path:
-    """Where an export goes when the operator names no file: the data folder's `exports/`,
-    named by the flow run (not by the learner)."""
-    folder = get_config().data_dir / "exports"
+def export_path(out: str | None) -> Path:
+    """Where an export goes: `out`, or the data folder's `exports/` named by the flow run
+    (not by the learner). A deployment's run works in a clone in a temporary folder that is
+    deleted when it ends, so there a relative `out`, or the data folder's default (inside
+    that clone), is refused: the file would be gone with the run."""
+    in_deployment = deployment.get_id() is not None
+    if out:
+        path = Path(out)
+        if in_deployment and not path.is_absolute():
+            raise ValidationError(
+                f"out {out!r} is relative: a deployment's run works in a temporary folder "
+                "deleted when it ends; give an absolute path on the worker's machine"
+            )
+        return path
+    config = get_config()
+    if in_deployment and "data_dir" not in config.model_fields_set:
+        raise ValidationError(
+            "no folder outlives this run for the export: give `out` as an absolute path on "
+            "the worker's machine, or set HAG_DATA_DIR for the worker (`hag serve` sets it)"
+        )
+    folder = config.data_dir / "exports"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"learner-export-{flow_run.get_id() or 'local'}.jsonl"
 
@@ -29,7 +47,7 @@ def default_export_path() -> Path:
 @task(name="export-learner-data", cache_policy=NO_CACHE)
 def export_learner_data(learner_id: str, out: str | None) -> ExportResult:
     """Write everything held about one learner to a JSON Lines file on the worker's machine."""
-    result = privacy.export_learner(learner_id, Path(out) if out else default_export_path())
+    result = privacy.export_learner(learner_id, export_path(out))
     get_run_logger().info(
         "exported %d row(s) to %s: %s",
         sum(result.counts.values()),

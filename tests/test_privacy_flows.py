@@ -96,3 +96,35 @@ def test_a_bad_learner_id_is_refused_before_a_run_exists(prefect_harness):
                 deployment_id, parameters={"learner_id": "ada"}
             )
             client.delete_flow_run(made.id)
+
+
+def test_a_deployment_runs_export_goes_where_it_outlives_the_run(monkeypatch, tmp_path):
+    """In a deployment's run (a clone in a temporary folder), a relative `out` and the data
+    folder's default inside the clone are refused by name; an absolute `out`, or the data
+    folder the worker's environment names, is taken. `hag serve` names it for its worker."""
+    import pytest
+
+    from hag import config
+    from hag.cli import serve_cmd
+    from hag.errors import ValidationError
+    from tasks import privacy
+
+    monkeypatch.delenv("HAG_DATA_DIR", raising=False)
+    config.reset_config()
+    monkeypatch.setattr(privacy.deployment, "get_id", lambda: "a-deployment")
+    try:
+        with pytest.raises(ValidationError, match="'export.jsonl' is relative"):
+            privacy.export_path("export.jsonl")
+        with pytest.raises(ValidationError, match="set HAG_DATA_DIR for the worker"):
+            privacy.export_path(None)
+        assert privacy.export_path(str(tmp_path / "a.jsonl")) == tmp_path / "a.jsonl"
+        monkeypatch.setenv("HAG_DATA_DIR", str(tmp_path / "data"))
+        config.reset_config()
+        assert privacy.export_path(None).parent == tmp_path / "data" / "exports"
+    finally:
+        monkeypatch.undo()
+        config.reset_config()
+    env = serve_cmd.prefect_env(tmp_path / "home", 4200, base={})
+    assert env["HAG_DATA_DIR"] == str(config.get_config().data_dir.resolve())
+    given = serve_cmd.prefect_env(tmp_path / "home", 4200, base={"HAG_DATA_DIR": "/srv/hag"})
+    assert given["HAG_DATA_DIR"] == "/srv/hag"
