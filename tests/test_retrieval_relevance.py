@@ -335,3 +335,13 @@ def test_the_labelled_set_splits_into_fixed_halves_by_the_message_text():
     assert sum(halves) == 137 and len(asked) == 263
     same_text = bench.Message("other-topic", asked[0].message, ("x",), "x", "none")
     assert bench.development(same_text) == halves[0]
+
+
+def test_a_students_message_is_not_kept_by_the_lexical_caches():
+    """The memory's texts are cached by their terms; the message a turn scores them against
+    is split afresh and kept nowhere (docs/privacy.md names what a tutor's process keeps)."""
+    documents = {"rsa": lexical.document(["RSA multiplies two primes"])}
+    held = lexical._document_terms.cache_info().currsize
+    scores = lexical.bm25("my secret question about primes", documents, 1.2, 0.75)
+    assert scores["rsa"] > 0
+    assert lexical._document_terms.cache_info().currsize == held

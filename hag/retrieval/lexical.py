@@ -45,12 +45,16 @@ def stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=8192)
 def terms(text: str) -> tuple[str, ...]:
     """The text's stemmed words, lower case, stopwords and one-letter words left out
     (hyphens split words: an alias `advanced-encryption-standard` gives three)."""
     words = _WORD.findall(text.lower())
     return tuple(stem(w) for w in words if len(w) > 1 and w not in STOPWORDS)
+
+
+# The memory's own texts (instructions, aliases) recur turn after turn: their terms are
+# cached. A student's message is not kept: it is split afresh by `bm25` each turn.
+_document_terms = lru_cache(maxsize=8192)(terms)
 
 
 def document(texts: Iterable[str]) -> Counter[str]:
@@ -63,7 +67,7 @@ def document(texts: Iterable[str]) -> Counter[str]:
 def _document(texts: tuple[str, ...]) -> Counter[str]:
     counts: Counter[str] = Counter()
     for text in texts:
-        counts.update(terms(text))
+        counts.update(_document_terms(text))
     return counts
 
 
