@@ -13,6 +13,8 @@ from tasks.runtime import (
     Moment,
     enrichment_run_name,
     partly_failed,
+    refused,
+    start_refusal,
     tag_dry_run,
     use_deployment_database,
 )
@@ -44,6 +46,9 @@ def enrichment_flow(
     """
     use_deployment_database()
     tag_dry_run(dry_run)
+    refusal = start_refusal(as_of, topic=topic)
+    if refusal is not None:
+        return refused(f"enrichment refused: {refusal}")  # type: ignore[no-any-return]
     summary = enrich_orphans(topic, limit, dry_run, model, as_of)
     publish_cost_ledger(summary)
     publish_proposals(summary)

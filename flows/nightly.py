@@ -9,7 +9,14 @@ from prefect.states import Cancelled
 
 from hag.nightly import sweeps
 from tasks.checks import run_expectations
-from tasks.runtime import Moment, nightly_run_name, tag_dry_run, use_deployment_database
+from tasks.runtime import (
+    Moment,
+    nightly_run_name,
+    refused,
+    start_refusal,
+    tag_dry_run,
+    use_deployment_database,
+)
 from tasks.sweeps import build_topic_indexes, nightly_sweep, publish_nightly_report
 
 
@@ -42,6 +49,9 @@ def nightly_flow(
     """
     use_deployment_database()
     tag_dry_run(dry_run)
+    refusal = start_refusal(as_of)
+    if refusal is not None:
+        return refused(f"nightly refused: {refusal}")  # type: ignore[no-any-return]
     busy = None if dry_run else sweeps.other_nightly()
     if busy is not None:  # one nightly at a time (why not by a concurrency limit: there)
         get_run_logger().error("%s", busy)

@@ -98,6 +98,47 @@ def learner_run_name() -> str:
     return f"{flow_run.get_flow_name()} {_dry(p)}{who}…"
 
 
+def start_refusal(as_of: datetime | None, *, topic: str | None = None) -> str | None:
+    """Why a nightly or enrichment run may not start, as the one line its run ends with, or
+    None: an `as_of` outside `timestamp_window_years`, or (in a deployment's run) later
+    than now, or a topic the memory does not hold. Checked before any task runs, so the
+    operator's slip is one line in the log, not a task's traceback.
+
+    A deployment's `as_of` is for backfills: a moment past the present would promote,
+    archive and stamp the memory as of a time that has not come, for good. In process (the
+    simulator, `hag nightly --as-of`) the caller's clock is its own.
+    """
+    from hag import settings
+    from hag.support import bounds
+
+    if as_of is not None:
+        moment = as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
+        problem = bounds.timestamp_problem(moment, settings.current())
+        if problem:
+            return f"as_of {problem}"
+        if deployment.get_id() is not None and moment > datetime.now(UTC):
+            return (
+                f"as_of {moment.isoformat()} is in the future: a deployment's run takes a "
+                "past moment (a backfill) or none (now)"
+            )
+    if topic is not None:
+        from hag.enrichment import graph
+        from hag.storage import db
+
+        with db.connect() as conn:
+            if not graph.topic_exists(conn, topic):
+                return f"unknown topic {topic!r}"
+    return None
+
+
+def refused(reason: str) -> Any:
+    """The Failed state of a run refused before it did anything: one error line in its log."""
+    from prefect.states import Failed
+
+    get_run_logger().error("%s", reason)
+    return Failed(message=reason)
+
+
 def partly_failed(reason: str, summary: dict[str, Any]) -> Any:
     """The Failed state a flow ends with when it did its work only in part (an `hag` command
     exits 1 there): one error line in the run's log, the reason as the state's message, no

@@ -381,6 +381,51 @@ def test_a_nightly_run_while_another_is_live_ends_cancelled_in_one_line(
     assert len(said) == 1 and not any("Traceback" in line for line in lines), lines
 
 
+def test_a_slip_in_a_runs_parameters_fails_it_in_one_line_before_any_task(
+    db, prefect_harness, monkeypatch
+):
+    """An as_of outside timestamp_window_years, an unknown topic, and (in a deployment's
+    run) an as_of in the future: the run ends Failed with one line, no task run, nothing
+    changed; the same moment in process (the simulator's clock) is taken."""
+    from datetime import UTC, datetime
+
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from flows.enrichment import enrichment_flow
+    from flows.nightly import nightly_flow
+    from tasks import runtime
+
+    ids = _weak_edges(db, 1)
+    far = datetime(1900, 1, 1, tzinfo=UTC)
+    night = nightly_flow(as_of=far, return_state=True)
+    assert night.is_failed() and night.message.startswith("nightly refused: as_of 1900-01-01")
+    enrich = enrichment_flow(topic="nowhere", return_state=True)
+    assert enrich.is_failed() and enrich.message == "enrichment refused: unknown topic 'nowhere'"
+    for state in (night, enrich):
+        lines = run_logs(state.state_details.flow_run_id, "refused")
+        assert not any("Traceback" in line for line in lines), lines
+        with prefect_client() as client:
+            assert (
+                client.read_task_runs(
+                    flow_run_filter=FlowRunFilter(
+                        id=FlowRunFilterId(any_=[state.state_details.flow_run_id])
+                    )
+                )
+                == []
+            )
+    assert (
+        db.execute("SELECT count(*) AS n FROM hag_edges WHERE id = ANY(%s)", (ids,)).fetchone()["n"]
+        == 1
+    )
+    db.rollback()
+    tomorrow = datetime.now(UTC) + timedelta(days=1)
+    assert runtime.start_refusal(tomorrow) is None  # in process: the caller's clock
+    monkeypatch.setattr(runtime.deployment, "get_id", lambda: "a-deployment")
+    refusal = runtime.start_refusal(tomorrow)
+    assert refusal is not None and "is in the future" in refusal
+    assert runtime.start_refusal(tomorrow - timedelta(days=2)) is None
+
+
 def test_the_command_line_nightly_through_prefect_never_pauses(db, dials, prefect_harness):
     """`hag nightly` with a Prefect server runs the flow without the operator's pause (a big
     night culls as the rule says) and, with --no-check, runs no suite."""
