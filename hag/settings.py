@@ -712,6 +712,29 @@ def lock_dials(conn: Conn) -> None:
     conn.execute(query("settings", "lock_dials"))
 
 
+def owe_reweigh(conn: Conn, key: str) -> None:
+    """Record that `key`, a dial the model reads, moved without the re-weigh it needs (another
+    dial's stored value was invalid); `reweigh_owed` names it until a re-weigh pays it."""
+    from hag.storage.sqlfiles import query
+
+    conn.execute(query("settings", "owe_reweigh"), {"key": key})
+
+
+def reweigh_owed(conn: Conn) -> str | None:
+    """The dial whose move still waits for its re-weigh, or None."""
+    from hag.storage.sqlfiles import query
+
+    row = conn.execute(query("settings", "reweigh_owed")).fetchone()
+    return None if row is None else str(row["value"] if isinstance(row, dict) else row[0])
+
+
+def reweigh_paid(conn: Conn) -> None:
+    """Forget an owed re-weigh (every edge the model owns was just re-weighed)."""
+    from hag.storage.sqlfiles import query
+
+    conn.execute(query("settings", "reweigh_paid"))
+
+
 def set_value(conn: Conn, key: str, raw: JSON, by: str = "cli") -> JSON:
     """Validate and store one dial; returns the stored value. Writers take turns (the lock
     is held to the caller's commit), so the combination validated is the one committed. An

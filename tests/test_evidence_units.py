@@ -389,6 +389,16 @@ def test_one_learner_repeating_a_reversal_adds_one_unit_to_its_concepts_share(db
     assert net / (net + k) > 0.6
 
 
+def settings_cli(db, database_url: str, *args: str) -> str:
+    """`hag settings ARGS` in a process of its own on the test database: its stdout."""
+    env = {**os.environ, "DATABASE_URL": database_url}
+    done = subprocess.run([sys.executable, "-m", "hag.cli", "settings", *args],
+                          capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    db.rollback()
+    return done.stdout
+
+
 def test_setting_a_dial_the_model_reads_reweighs_every_edge_at_once(db, units, database_url):
     """learner-1 and learner-2 name rsa -> primes: 2/(2 + k). `hag settings set
     prerequisite_lift_k 1` moves it to 2/3 in the same command, and `hag explain` still gives
@@ -401,14 +411,9 @@ def test_setting_a_dial_the_model_reads_reweighs_every_edge_at_once(db, units, d
     named_once(db, "rsa", "primes", (1, 2))
     k = units.prerequisite_lift_k
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
-    env = {**os.environ, "DATABASE_URL": database_url}
 
     def cli(*args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "hag.cli", "settings", *args],
-                              capture_output=True, text=True, env=env, check=False)  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        db.rollback()
-        return done.stdout
+        return settings_cli(db, database_url, *args)
 
     said = cli("set", "prerequisite_lift_k", "1")
     assert "1 prerequisite confidence(s) re-weighed under it" in said
@@ -420,6 +425,35 @@ def test_setting_a_dial_the_model_reads_reweighs_every_edge_at_once(db, units, d
     default = settings.REGISTRY["prerequisite_lift_k"].default
     assert "re-weighed" in cli("reset", "prerequisite_lift_k")
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + default))
+
+
+def test_a_model_dial_moved_beside_an_invalid_dial_is_reweighed_by_the_repair(
+    db, units, database_url
+):
+    """k moved while another dial's stored value is invalid: stored, not re-weighed (the line
+    says so). Repairing the invalid dial, which the model does not read, makes the owed
+    re-weigh (explain's result is the stored confidence again); the next write owes nothing."""
+    e = topic_entries(db)
+    db.commit()
+    named_once(db, "rsa", "primes", (1, 2))
+    k = units.prerequisite_lift_k
+    db.execute("UPDATE hag_settings SET value = '\"bogus\"' WHERE key = 'advisory_max_chars'")
+    db.commit()
+
+    def cli(*args: str) -> str:
+        return settings_cli(db, database_url, *args)
+
+    assert "not re-weighed: the stored value of advisory_max_chars" in cli(
+        "set", "prerequisite_lift_k", "1"
+    )
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
+    said = cli("reset", "advisory_max_chars")
+    assert "the re-weigh prerequisite_lift_k's move waited for" in said, said
+    assert "1 prerequisite confidence(s) re-weighed under the dials now stored" in said
+    assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / 3)
+    edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]
+    assert f"result {2 / 3:.6f}" in explain_text(database_url, edge)
+    assert "re-weighed" not in cli("set", "advisory_max_chars", "300")
 
 
 def test_explain_json_prints_an_infinite_term_as_null(db, units, database_url):

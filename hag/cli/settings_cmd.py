@@ -123,11 +123,14 @@ def _move_dial(key: str, value: Any, *, reset: bool = False) -> None:
         move = move_dial(conn, key, value, by="cli", at=datetime.now(UTC), reset=reset)
         conn.commit()
     click.echo(f"{key} = {json.dumps(move.stored)}")
+    if move.owed_for:
+        click.echo(f"  every dial is valid again: the re-weigh {move.owed_for}'s move waited for")
+    under = "under it" if not move.owed_for else "under the dials now stored"
     if move.reweighed:
-        click.echo(f"  {move.reweighed} prerequisite confidence(s) re-weighed under it")
+        click.echo(f"  {move.reweighed} prerequisite confidence(s) re-weighed {under}")
     if move.reweighed_sequences:
         click.echo(
-            f"  {move.reweighed_sequences} leads_to/fallback confidence(s) re-weighed under it"
+            f"  {move.reweighed_sequences} leads_to/fallback confidence(s) re-weighed {under}"
         )
     if move.not_reweighed:
         click.echo(f"  not re-weighed: {move.not_reweighed}")

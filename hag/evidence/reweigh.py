@@ -260,6 +260,7 @@ def reweigh_every_edge(
     `edge_grading_rule = units`. What `hag settings profile` runs after it changed the rules,
     so a memory moves to them at once rather than concept by concept as sessions report on
     them. How many confidences changed: (prerequisites, sequence edges)."""
+    settings.reweigh_paid(conn)  # whatever a dial move left owed is paid here
     prerequisites = model.lift_selected(dials)
     moves = sequences.units_selected(dials)
     types = [
@@ -322,6 +323,8 @@ class DialMove:
     # why nothing was re-weighed though the model reads the dial: another dial's stored value
     # is invalid (`settings.invalid_message`: the line naming it and its repair)
     not_reweighed: str | None = None
+    # the model dial an earlier write moved while a dial was invalid, re-weighed by this one
+    owed_for: str | None = None
 
 
 def move_dial(
@@ -330,20 +333,25 @@ def move_dial(
     """Set one dial (or `reset` it to its default) and, when the model reads it and its value
     moved, re-weigh every edge the model owns under the dials now stored, in the caller's
     transaction, as `move_to_profile` does for a profile: `hag explain`'s result stays the
-    stored confidence whichever way a dial is changed."""
+    stored confidence whichever way a dial is changed. While another dial's stored value is
+    invalid the re-weigh is owed (`settings.owe_reweigh`), and the first write that leaves
+    every dial valid (its repair, whatever the dial) makes it."""
     settings.lock_dials(conn)  # the value read here is the one the write replaces
     values, invalid = settings.stored(conn)
     before = invalid[key][0] if key in invalid else values[key]
     stored = (
         settings.reset_value(conn, key, by) if reset else settings.set_value(conn, key, value, by)
     )
-    if key not in MODEL_DIALS or stored == before:
+    moved = key in MODEL_DIALS and stored != before
+    owed = settings.reweigh_owed(conn)
+    if not moved and owed is None:
         return DialMove(stored)
     values, invalid = settings.stored(conn)
     if invalid:  # the value is set (a repair of one dial never waits on another's)
+        if moved:  # owed until a write leaves every dial valid
+            settings.owe_reweigh(conn, key)
         first = min(invalid)
         return DialMove(stored, not_reweighed=settings.invalid_message(first, *invalid[first]))
-    moved = reweigh_every_edge(
-        conn, settings.snapshot(values), at=at, reason=f"dial {key}: re-weighed"
-    )
-    return DialMove(stored, *moved)
+    why = f"dial {key}" if moved else f"dial {owed}, owed until every dial was valid"
+    counts = reweigh_every_edge(conn, settings.snapshot(values), at=at, reason=f"{why}: re-weighed")
+    return DialMove(stored, *counts, owed_for=None if moved else owed)
