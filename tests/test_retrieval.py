@@ -542,3 +542,28 @@ def test_a_result_read_inside_a_callers_transaction_is_never_served_from_the_cac
     db.rollback()
     after = run()
     assert after.topic_advisories == () and "Uncommitted" not in after.text
+
+
+def test_answers_are_forgotten_with_the_database_they_were_read_from(db, dials, monkeypatch):
+    """Closing the read pool (the process moves to another database) empties the result
+    cache, and an answer whose reads began before that close is not stored after it."""
+    from hag.storage import db as hdb
+
+    dials(retrieval_cache_ttl_seconds=30)
+    put(db, 0.9, 10)
+    db.commit()
+    assert run().cached is False and run().cached is True
+    hdb.close_read_pool()
+    assert run().cached is False  # read again, from the database the pool now reaches
+    real = retrieval._retrieve_uncached
+
+    def closed_meanwhile(*args: Any) -> Any:
+        answer = real(*args)
+        hdb.close_read_pool()  # another thread moved the process while this turn read
+        return answer
+
+    monkeypatch.setattr(retrieval, "_retrieve_uncached", closed_meanwhile)
+    retrieval.clear_caches()
+    assert run().cached is False
+    monkeypatch.setattr(retrieval, "_retrieve_uncached", real)
+    assert run().cached is False  # the answer read across the close was not kept

@@ -81,6 +81,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _results = TTLCache()
 _embeddings = TTLCache()
 _fingerprints: dict[int, tuple[Settings, str]] = {}
+db.on_read_pool_closed(_results.clear)  # answers read from the database left
 
 
 def clear_caches() -> None:
@@ -154,6 +155,7 @@ def retrieve(
     if cached is not None:
         return dataclasses.replace(cached, cached=True)
 
+    since = _results.generation  # a clear meanwhile (the read pool closed): not stored
     try:
         vector: np.ndarray | None = _embed(embedder, context, dials)
         degraded = ""
@@ -165,7 +167,7 @@ def retrieve(
     if degraded:  # the next turn tries the endpoint again
         return dataclasses.replace(result, degraded=degraded)
     if ttl > 0:
-        _results.put(key, result, dials.retrieval_cache_size)
+        _results.put(key, result, dials.retrieval_cache_size, since=since)
     return result
 
 

@@ -20,6 +20,13 @@ class TTLCache:
         self._items: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._clock = clock
+        self._cleared = 0  # how many times `clear` ran: what a value read before one is from
+
+    @property
+    def generation(self) -> int:
+        """Read before computing a value; `put(..., since=)` drops it when a `clear` came
+        between (it was read from what the clear forgot: another database)."""
+        return self._cleared
 
     def get(self, key: Hashable, ttl: float | None) -> Any | None:
         """The value stored under `key`, or None when absent or older than `ttl` seconds."""
@@ -34,10 +41,12 @@ class TTLCache:
             self._items.move_to_end(key)
             return value
 
-    def put(self, key: Hashable, value: Any, size: int) -> None:
+    def put(self, key: Hashable, value: Any, size: int, since: int | None = None) -> None:
         if size <= 0:
             return
         with self._lock:
+            if since is not None and since != self._cleared:
+                return
             self._items[key] = (self._clock(), value)
             self._items.move_to_end(key)
             while len(self._items) > size:
@@ -46,6 +55,7 @@ class TTLCache:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._cleared += 1
 
     def __len__(self) -> int:
         return len(self._items)
