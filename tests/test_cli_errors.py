@@ -52,6 +52,7 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
     "ingest": [
         (["ingest", "/nonexistent/sessions.jsonl"], 1, "/nonexistent/sessions.jsonl"),
         (["ingest", "--quarantined", "--limit", "0"], 1, "--limit"),
+        (["ingest", "--quarantined", "sessions.jsonl"], 2, "give it no FILE"),
     ],
     "process-sessions": [(["process-sessions", "--limit", "0"], 1, "--limit")],
     "nightly": [(["nightly", "--as-of", "yesterday"], 1, "'yesterday'")],
@@ -81,6 +82,7 @@ CASES: dict[str, list[tuple[list[str], int, str]]] = {
     ],
     "runs": [
         (["runs", "--limit", "0"], 1, "--limit"),
+        (["runs", "--kind", "nighlty"], 1, "'nighlty' is not a kind of run"),
         (["runs", "--limit", "2147483648"], 1, "--limit"),
         (["runs", "extra"], 2, "unexpected extra argument"),
     ],

@@ -720,6 +720,39 @@ def test_a_failure_after_the_run_was_done_leaves_it_done(db, dials, monkeypatch)
     assert len(_edge_ids(db)) == 1  # the cull stands
 
 
+def test_nightly_json_after_a_failure_past_the_done_run_prints_json_only(
+    db, dials, monkeypatch, tmp_path
+):
+    """`hag nightly --json` whose second sequence pass fails: stdout is the run's summary
+    as JSON and nothing else (a script parses it), the error on stderr, exit 1."""
+    import json
+
+    from click.testing import CliRunner
+
+    from hag.cli import cli
+    from hag.evidence import reweigh
+
+    _step_over_a_cullable_prerequisite(db, dials)
+    db.commit()
+    calls = []
+    real = reweigh.reweigh_sequence_edges
+
+    def second_fails(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("disk on fire")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweeps, "reweigh_sequence_edges", second_fails)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))  # no profile names a server: direct
+    result = CliRunner().invoke(
+        cli, ["nightly", "--json", "--no-check", "--as-of", AS_OF.isoformat()]
+    )
+    assert result.exit_code != 0
+    assert json.loads(result.stdout)["culled"] == 1
+
+
 def test_a_run_that_fails_keeps_the_counts_of_its_first_sequence_pass(db, dials, monkeypatch):
     """The first sequence pass commits before the sweep's transaction, its counts on the
     still-running row (what a reaper keeps of a process that died there); a sweep that then

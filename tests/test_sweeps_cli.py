@@ -57,6 +57,8 @@ def test_nightly_dry_run_then_run_then_audit_then_restore(db, database_url):
     as_csv = _hag(database_url, "audit", "culled", "--since", "2026-11-30", "--csv")
     rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
     assert sorted(r["edge_id"] for r in rows) == sorted(map(str, ids))
+    none = _hag(database_url, "audit", "culled", "--since", "2099-01-01", "--csv")
+    assert none.stdout.splitlines() == [as_csv.stdout.splitlines()[0]]  # the same header
     as_json = json.loads(_hag(database_url, "audit", "culled", "--json").stdout)
     assert {r["run_id"] for r in as_json} == {run_id}
 

@@ -60,7 +60,8 @@ def nightly(dry_run: bool, as_of: datetime | None, no_check: bool, as_json: bool
         try:
             return sweeps.nightly(as_of, dry_run).as_dict()  # the flow's steps, in its order
         except sweeps.FailedAfterDone as done:  # the run is done: its summary, then the error
-            _print_summary(sweeps.NightlyResult(done.summary, None).as_dict())
+            summary = sweeps.NightlyResult(done.summary, None).as_dict()
+            echo_json(summary) if as_json else _print_summary(summary)
             raise
 
     def through_flow() -> dict[str, Any]:
@@ -156,7 +157,7 @@ def culled(
         echo_json(rows)
     elif as_csv:
         writer = csv.DictWriter(
-            sys.stdout, fieldnames=list(rows[0]) if rows else list(hag_audit.CULLED_COLUMNS)
+            sys.stdout, fieldnames=list(rows[0]) if rows else hag_audit.culled_columns()
         )
         writer.writeheader()
         writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)

@@ -37,6 +37,8 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
     from hag.session.ingest import ingest_payload, list_quarantined, read_payloads
     from hag.storage import db
 
+    if quarantined and files:
+        raise click.UsageError("--quarantined lists the quarantine: give it no FILE")
     ready()
     if quarantined:
         with db.connect() as conn:

@@ -86,6 +86,17 @@ def resolve_edge(text: str | uuid.UUID, *, conn: Conn | None = None) -> uuid.UUI
     return rows[0]["edge_id"]  # type: ignore[no-any-return]
 
 
+def culled_columns(conn: Conn | None = None) -> list[str]:
+    """The columns `culled` returns, in order, whether or not there are rows (a CSV's header
+    is the same with none)."""
+    with db.connection_or_own(conn) as c:
+        cursor = c.execute(query("audit", "culled"), {"since": None, "run_id": None, "limit": 0})
+        columns = [d.name for d in cursor.description or ()]
+        if conn is None:
+            c.rollback()
+    return columns
+
+
 def culled(
     since: datetime | None = None,
     run_id: uuid.UUID | str | None = None,
