@@ -691,14 +691,10 @@ def test_sequence_edges_read_the_sequence_edges_the_cull_deleted(db, dials, monk
     assert passes[2:] == [{a}]  # nothing culled: one pass
 
 
-def test_a_failure_after_the_run_was_done_leaves_it_done(db, dials, monkeypatch):
-    """The sequence step's second pass fails: the run's changes are committed and audited,
-    so its row stays done with its counts, the error beside them; the night's upkeep still
-    runs, and then the error is raised."""
+def _second_sequence_pass_fails(monkeypatch) -> None:
+    """The nightly's second sequence pass (after the cull) raises; the first runs."""
     from hag.evidence import reweigh
 
-    _step_over_a_cullable_prerequisite(db, dials)
-    db.commit()
     calls = []
     real = reweigh.reweigh_sequence_edges
 
@@ -709,6 +705,15 @@ def test_a_failure_after_the_run_was_done_leaves_it_done(db, dials, monkeypatch)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(sweeps, "reweigh_sequence_edges", second_fails)
+
+
+def test_a_failure_after_the_run_was_done_leaves_it_done(db, dials, monkeypatch):
+    """The sequence step's second pass fails: the run's changes are committed and audited,
+    so its row stays done with its counts, the error beside them; the night's upkeep still
+    runs, and then the error is raised."""
+    _step_over_a_cullable_prerequisite(db, dials)
+    db.commit()
+    _second_sequence_pass_fails(monkeypatch)
     upkept = []
     with pytest.raises(sweeps.FailedAfterDone, match="is done, but .* disk on fire") as done:
         sweeps.nightly(as_of=AS_OF, upkeep_step=lambda: upkept.append(1) or [])
@@ -730,20 +735,10 @@ def test_nightly_json_after_a_failure_past_the_done_run_prints_json_only(
     from click.testing import CliRunner
 
     from hag.cli import cli
-    from hag.evidence import reweigh
 
     _step_over_a_cullable_prerequisite(db, dials)
     db.commit()
-    calls = []
-    real = reweigh.reweigh_sequence_edges
-
-    def second_fails(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise RuntimeError("disk on fire")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(sweeps, "reweigh_sequence_edges", second_fails)
+    _second_sequence_pass_fails(monkeypatch)
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path))  # no profile names a server: direct
     result = CliRunner().invoke(
