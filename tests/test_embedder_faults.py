@@ -199,6 +199,14 @@ def test_a_corpus_vector_of_zeros_is_refused(db):
         corpus.load(db, corpus.parse(data, "test"), 1536)
 
 
+def test_a_corpus_concept_vector_of_zeros_is_refused(db):
+    """A concept's own all-zero embedding is refused as an entry's is, naming the concept."""
+    data = one_entry_corpus("Hi.")
+    data["concepts"] = [{"topic_id": "t1", "slug": "c", "title": "C", "embedding": [0.0] * 1536}]
+    with pytest.raises(CorpusError, match=r"concepts\[0\] \(t1/c\): embedding is all zeros"):
+        corpus.load(db, corpus.parse(data, "test"), 1536)
+
+
 def test_a_session_observation_cannot_plant_a_zero_vector(db):
     """An observation of punctuation only becomes an entry with a unit vector (offline)."""
     factories.topic(db)

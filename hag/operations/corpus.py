@@ -201,6 +201,10 @@ def _check(corpus: Corpus, dim: int) -> None:
             raise CorpusError(
                 f"concepts[{i}] ({c.topic_id}/{c.slug}): embedding has {len(c.embedding)} dimensions, the database takes {dim}"
             )
+        if c.embedding is not None and not _searchable(c.embedding):
+            raise CorpusError(
+                f"concepts[{i}] ({c.topic_id}/{c.slug}): embedding is all zeros or not finite"
+            )
     seen_edges: set[tuple[uuid.UUID, uuid.UUID, str]] = set()
     for i, edge in enumerate(corpus.edges):
         label = f"edges[{i}] ({edge.edge_type} {edge.source_entry_id} -> {edge.target_entry_id})"
