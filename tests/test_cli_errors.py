@@ -154,3 +154,40 @@ def test_each_mistake_is_one_line_with_the_conventional_code(path, db, capsys):
         assert (code, len(lines)) == (want_code, 1), (args, err)
         assert lines[0].startswith("hag: ") and "Traceback" not in err, (args, err)
         assert names.lower() in lines[0].lower(), (args, lines[0])
+
+
+def test_an_ingest_file_that_cannot_be_read_is_one_line_before_anything_is_queued(
+    db, capsys, tmp_path
+):
+    """A file named to `hag ingest` that exists but may not be read (a mode-000 file, or as
+    root a kernel file root may not read) is exit 1 with one line naming it, and a readable
+    file named before it is not queued."""
+    import os
+
+    locked = tmp_path / "locked.json"
+    locked.write_text("{}")
+    locked.chmod(0)
+    unreadable = [
+        p
+        for p in (str(locked), "/sys/bus/cpu/uevent", "/sys/bus/pci/rescan")
+        if os.path.isfile(p) and not os.access(p, os.R_OK) or _refuses(p)
+    ]
+    if not unreadable:
+        pytest.skip("no file this user may not read (root, and no such kernel file here)")
+    first = tmp_path / "first.jsonl"
+    first.write_text('{"session_id": "s"}\n')
+    code, err = _run(["ingest", str(first), unreadable[0]], capsys)
+    assert code == 1 and len(err.splitlines()) == 1, err
+    assert f"{unreadable[0]} cannot be read" in err and "Traceback" not in err
+    assert db.execute("SELECT count(*) AS n FROM hag_session_quarantine").fetchone()["n"] == 0
+    db.rollback()
+
+
+def _refuses(path: str) -> bool:
+    try:
+        with open(path, "rb"):
+            return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False

@@ -66,9 +66,18 @@ def ingest(files: tuple[Path, ...], quarantined: bool, limit: int, as_json: bool
         return
     if not files:
         raise click.UsageError("give at least one FILE (or --quarantined)")
-    for path in files:  # every file named is there before any payload is queued
-        if str(path) != "-" and not path.is_file():
+    for path in files:  # every file named is there, and readable, before any is queued
+        if str(path) == "-":
+            continue
+        if not path.is_file():
             raise click.BadParameter(f"{path} is not a file", param_hint="FILES")
+        try:
+            with path.open("rb"):
+                pass
+        except OSError as exc:
+            raise click.BadParameter(
+                f"{path} cannot be read: {exc.strerror or exc}", param_hint="FILES"
+            ) from None
     # Files stream one payload at a time; only the counts (and, for --json, the results)
     # are kept, so memory does not grow with the input.
     results: list[Any] = []
