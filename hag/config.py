@@ -51,12 +51,13 @@ class ProcessConfig(BaseSettings):
     # long, not psycopg's 130 s. At least 2 (libpq's minimum).
     database_connect_timeout_seconds: int = Field(default=10, ge=2, le=3600)
     # TCP keepalive of every connection (HAG_DATABASE_KEEPALIVE_SECONDS): libpq's
-    # keepalives_idle, with keepalives_interval a third of it and keepalives_count 3, so a
-    # server that vanished without a reset (a failover that moved its address, a host gone)
-    # is noticed within about twice this, where the OS's defaults wait two hours before the
-    # first probe. A live server's kernel answers the probes however long a query runs.
-    # Unless DATABASE_URL sets any keepalives parameter; 0 leaves the OS's; Unix sockets
-    # have none.
+    # keepalives_idle, with keepalives_interval a third of it and keepalives_count 3, and
+    # tcp_user_timeout twice it for data sent and not acknowledged, so a server that
+    # vanished without a reset (a failover that moved its address, a host gone) is noticed
+    # within about twice this, waiting for an answer or sending a statement, where the OS's
+    # defaults wait two hours before the first probe and about 15 minutes on a send. A live
+    # server's kernel answers the probes and acknowledges however long a query runs. Unless
+    # DATABASE_URL sets any of those parameters; 0 leaves the OS's; Unix sockets have none.
     database_keepalive_seconds: int = Field(default=30, ge=0, le=7200)
     # Default: `.hag` in the checkout, or in the current directory for an installed wheel.
     data_dir: Path = Field(default_factory=lambda: work_dir() / ".hag")

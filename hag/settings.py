@@ -588,8 +588,16 @@ def defaults() -> Settings:
     return snapshot({d.key: validate(d.key, d.default) for d in REGISTRY.values()})
 
 
+@dataclass(frozen=True)
+class _Snapshot:
+    tried: float  # when it was last read or tried again (monotonic): its TTL runs from here
+    read: float  # when it was read from the database
+    settings: Settings
+
+
 _cache_lock = threading.Lock()
-_cache: tuple[float, Settings] | None = None
+_cache: _Snapshot | None = None
+_generation = 0  # how many times `invalidate` ran: a reload begun before one stores nothing
 # One thread reloads an expired snapshot; the others go on with it meanwhile.
 _reload_lock = threading.Lock()
 
@@ -652,24 +660,26 @@ def current() -> Settings:
     an unreachable primary). Only a process that has no snapshot yet waits for the database,
     and fails with it.
     """
-    global _cache
     with _cache_lock:
-        kept = _cache
-    if kept is not None and time.monotonic() - kept[0] < kept[1].settings_cache_ttl_seconds:
-        return kept[1]
+        kept, generation = _cache, _generation
+    if (
+        kept is not None
+        and time.monotonic() - kept.tried < kept.settings.settings_cache_ttl_seconds
+    ):
+        return kept.settings
     if not _reload_lock.acquire(blocking=kept is None):
         assert kept is not None
-        return kept[1]
+        return kept.settings
     try:
         with _cache_lock:
             if _cache is not None and _cache is not kept:  # loaded while this thread waited
-                return _cache[1]
-        return _reload(kept)
+                return _cache.settings
+        return _reload(kept, generation)
     finally:
         _reload_lock.release()
 
 
-def _reload(kept: tuple[float, Settings] | None) -> Settings:
+def _reload(kept: _Snapshot | None, generation: int) -> Settings:
     global _cache
     import logging
 
@@ -681,28 +691,31 @@ def _reload(kept: tuple[float, Settings] | None) -> Settings:
     try:
         wait = db.connect_wait_seconds(db.database_url())
         with db.pool().connection(timeout=wait) as conn:
-            loaded = load(conn)
+            fresh = _Snapshot(started, started, load(conn))
     except psycopg.OperationalError as exc:  # the pool's timeout is one too
         if kept is None:
             raise
+        fresh = _Snapshot(started, kept.read, kept.settings)
         logging.getLogger(__name__).warning(
             "the dials could not be read again (%s); the snapshot read %.0f s ago serves "
             "until the next try in %.0f s",
             str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
-            started - kept[0],
-            kept[1].settings_cache_ttl_seconds,
+            started - kept.read,
+            kept.settings.settings_cache_ttl_seconds,
         )
-        loaded = kept[1]
     with _cache_lock:
-        _cache = (started, loaded)
-    return loaded
+        if _generation == generation:  # not invalidated meanwhile (another database)
+            _cache = fresh
+    return fresh.settings
 
 
 def invalidate() -> None:
-    """Drop the cached snapshot (after `set`, and between tests)."""
-    global _cache
+    """Drop the cached snapshot (after `set`, and between tests, or on a move to another
+    database); a reload under way then stores nothing."""
+    global _cache, _generation
     with _cache_lock:
         _cache = None
+        _generation += 1
 
 
 def lock_dials(conn: Conn) -> None:

@@ -34,10 +34,13 @@ def export_path(out: str | None) -> Path:
             )
         return path
     config = get_config()
-    if in_deployment and "data_dir" not in config.model_fields_set:
+    if in_deployment and (
+        "data_dir" not in config.model_fields_set or not config.data_dir.is_absolute()
+    ):
         raise ValidationError(
             "no folder outlives this run for the export: give `out` as an absolute path on "
-            "the worker's machine, or set HAG_DATA_DIR for the worker (`hag serve` sets it)"
+            "the worker's machine, or an absolute HAG_DATA_DIR for the worker (`hag serve` "
+            "sets it)"
         )
     folder = config.data_dir / "exports"
     folder.mkdir(parents=True, exist_ok=True)

@@ -106,12 +106,18 @@ def test_connections_keep_tcp_alive_unless_the_url_says(db: Any, monkeypatch: py
     config.reset_config()
     hdb.close_all()
     url = hdb.database_url()
-    keys = ("keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count")
+    keys = (
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_count",
+        "tcp_user_timeout",
+    )
     try:
         with hdb.connect() as direct, hdb.pool().connection() as pooled:
             for conn in (direct, pooled):
                 given = conn.info.get_parameters()
-                assert [given.get(k) for k in keys] == ["1", "45", "15", "3"]
+                assert [given.get(k) for k in keys] == ["1", "45", "15", "3", "90000"]
         assert not set(keys) & set(hdb.connection_kwargs(url=make_conninfo(url, keepalives=0)))
         monkeypatch.setenv("HAG_DATABASE_KEEPALIVE_SECONDS", "0")
         config.reset_config()

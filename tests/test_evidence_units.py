@@ -448,7 +448,7 @@ def test_a_model_dial_moved_beside_an_invalid_dial_is_reweighed_by_the_repair(
     )
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / (2 + k))
     said = cli("reset", "advisory_max_chars")
-    assert "the re-weigh prerequisite_lift_k's move waited for" in said, said
+    assert "the re-weigh that prerequisite_lift_k's move waited for is done" in said, said
     assert "1 prerequisite confidence(s) re-weighed under the dials now stored" in said
     assert confidence(db, e["rsa"], e["primes"]) == pytest.approx(2 / 3)
     edge = edge_row(db, e["rsa"], e["primes"], "prerequisite")["id"]

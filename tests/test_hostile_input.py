@@ -382,6 +382,22 @@ def test_a_json_array_s_own_syntax_is_read_strictly(db, tmp_path, text, read, wh
         assert result.quarantined and result.reason == broken[0].reason
 
 
+def test_an_array_whose_later_bytes_are_not_utf8_keeps_them_in_the_quarantine(tmp_path):
+    """Bytes that do not decode in a later read chunk: the items before are read, and the
+    rest (the bad bytes among it) is one Unreadable naming the item, kept as bytes."""
+    from hag.session.ingest import _CHUNK
+
+    text = json.dumps([{"n": i, "pad": "p" * 400_000} for i in range(4)]).encode()
+    cut = int(_CHUNK * 1.5)
+    path = tmp_path / "bad.json"
+    path.write_bytes(text[:cut] + b"\xff\xfe" + text[cut:])
+    got = list(read_payloads(path, max_bytes=10_000_000))
+    assert [json.loads(raw)["n"] for _, raw in got[:-1]] == [0, 1]
+    source, rest = got[-1]
+    assert source == f"{path}[2]" and isinstance(rest, Unreadable)
+    assert "not UTF-8 text from item [2] on" in rest.reason and b"\xff\xfe" in rest.text
+
+
 def test_stdin_is_read_as_json_lines_from_bytes():
     """Standard input is read as bytes, one payload per line."""
     stream = io.BytesIO(b'{"a": 1}\n\n{"b": "\xe2\x80\xa8"}\n')

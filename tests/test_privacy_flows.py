@@ -115,16 +115,29 @@ def test_a_deployment_runs_export_goes_where_it_outlives_the_run(monkeypatch, tm
     try:
         with pytest.raises(ValidationError, match="'export.jsonl' is relative"):
             privacy.export_path("export.jsonl")
-        with pytest.raises(ValidationError, match="set HAG_DATA_DIR for the worker"):
+        with pytest.raises(ValidationError, match="an absolute HAG_DATA_DIR for the worker"):
             privacy.export_path(None)
         assert privacy.export_path(str(tmp_path / "a.jsonl")) == tmp_path / "a.jsonl"
+        monkeypatch.setenv("HAG_DATA_DIR", ".hag")  # relative: inside the run's clone
+        config.reset_config()
+        with pytest.raises(ValidationError, match="an absolute HAG_DATA_DIR for the worker"):
+            privacy.export_path(None)
         monkeypatch.setenv("HAG_DATA_DIR", str(tmp_path / "data"))
         config.reset_config()
         assert privacy.export_path(None).parent == tmp_path / "data" / "exports"
     finally:
         monkeypatch.undo()
         config.reset_config()
-    env = serve_cmd.prefect_env(tmp_path / "home", 4200, base={})
-    assert env["HAG_DATA_DIR"] == str(config.get_config().data_dir.resolve())
-    given = serve_cmd.prefect_env(tmp_path / "home", 4200, base={"HAG_DATA_DIR": "/srv/hag"})
-    assert given["HAG_DATA_DIR"] == "/srv/hag"
+    monkeypatch.setenv("HAG_DATA_DIR", str(tmp_path / "served"))  # `hag serve`'s own
+    config.reset_config()
+    try:
+        env = serve_cmd.prefect_env(tmp_path / "home", 4200, base={})
+        assert env["HAG_DATA_DIR"] == str(tmp_path / "served")
+        given = serve_cmd.prefect_env(tmp_path / "home", 4200, base={"HAG_DATA_DIR": "/srv/hag"})
+        assert given["HAG_DATA_DIR"] == "/srv/hag"
+        monkeypatch.chdir(tmp_path)
+        relative = serve_cmd.prefect_env(tmp_path / "home", 4200, base={"HAG_DATA_DIR": "d"})
+        assert relative["HAG_DATA_DIR"] == str(tmp_path / "d")  # where `hag serve` runs
+    finally:
+        monkeypatch.undo()
+        config.reset_config()

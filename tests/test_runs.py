@@ -60,6 +60,11 @@ def test_a_retried_flow_runs_first_run_is_named_by_its_own_id(db):
     for typed in (str(flow_run), runs.short(flow_run), str(flow_run)[:13]):
         assert runs.resolve(typed, conn=db) == flow_run, typed
     assert runs.resolve(runs.short(retry), conn=db) == retry
+    # another flow run sharing the digits typed is no retry of the first: still ambiguous
+    other_flow = uuid.UUID(str(flow_run)[:9] + "ffff-4fff-8fff-ffffffffffff")
+    _run_row(db, uuid.uuid4(), other_flow)
+    with pytest.raises(ValidationError, match="ambiguous"):
+        runs.resolve(str(flow_run)[:8], conn=db)
 
 
 def test_resolve_refuses_unknown_ambiguous_short_and_malformed_ids(db):

@@ -280,6 +280,10 @@ def test_a_reload_that_cannot_reach_the_database_keeps_the_snapshot(db, monkeypa
                 assert settings.current().floor_pattern == 0.55
             tries = [r for r in caplog.records if "could not be read again" in r.getMessage()]
             assert len(tries) == 1, caplog.text
+            with caplog.at_level("WARNING", logger="hag.settings"):
+                clock[0] += 2  # the next try: the snapshot is as old as its last read
+                assert settings.current().floor_pattern == 0.55
+            assert "the snapshot read 122 s ago" in caplog.records[-1].getMessage()
             settings.invalidate()
             with pytest.raises(psycopg.OperationalError):
                 settings.current()
@@ -289,6 +293,26 @@ def test_a_reload_that_cannot_reach_the_database_keeps_the_snapshot(db, monkeypa
     db.execute("UPDATE hag_settings SET value = '0.6' WHERE key = 'floor_pattern'")
     db.commit()
     assert settings.current().floor_pattern == 0.6
+
+
+def test_a_reload_under_way_when_the_dials_are_dropped_stores_nothing(db, monkeypatch):
+    """`invalidate` while a reload reads (a process moving to another database, a dial set):
+    what that reload read is not kept, and the next call reads the dials again."""
+    real, calls = settings.load, []
+
+    def dropped_meanwhile(conn):
+        calls.append(1)
+        loaded = real(conn)
+        if len(calls) == 1:
+            settings.invalidate()
+        return loaded
+
+    monkeypatch.setattr(settings, "load", dropped_meanwhile)
+    settings.invalidate()
+    settings.current()
+    assert settings._cache is None
+    settings.current()
+    assert len(calls) == 2 and settings._cache is not None
 
 
 def test_sync_keeps_edited_values_and_resets_out_of_range_ones(db):

@@ -46,11 +46,12 @@ def prefect_env(home: Path, port: int, base: dict[str, str] | None = None) -> di
     )
     env.pop("PREFECT_API_KEY", None)  # a local server; never a cloud workspace
     # A deployment's run works in a clone in a temporary folder, where the data folder's
-    # default (the checkout's `.hag`) would be deleted with the run: its files (a learner's
-    # export) go to this process's data folder instead, unless the environment names one.
+    # default (the checkout's `.hag`), or a relative one, would be deleted with the run: its
+    # files (a learner's export) go to this process's data folder, made absolute here.
     from hag.config import get_config
 
-    env.setdefault("HAG_DATA_DIR", str(get_config().data_dir.resolve()))
+    given = env.get("HAG_DATA_DIR")
+    env["HAG_DATA_DIR"] = str((Path(given) if given else get_config().data_dir).resolve())
     return env
 
 

@@ -124,7 +124,10 @@ def _move_dial(key: str, value: Any, *, reset: bool = False) -> None:
         conn.commit()
     click.echo(f"{key} = {json.dumps(move.stored)}")
     if move.owed_for:
-        click.echo(f"  every dial is valid again: the re-weigh {move.owed_for}'s move waited for")
+        click.echo(
+            f"  every dial is valid again: the re-weigh that {move.owed_for}'s move waited for "
+            "is done"
+        )
     under = "under it" if not move.owed_for else "under the dials now stored"
     if move.reweighed:
         click.echo(f"  {move.reweighed} prerequisite confidence(s) re-weighed {under}")

@@ -114,6 +114,7 @@ def retrieve(
     pass makes end with that transaction); without it, the passes run concurrently on the
     read pool.
     """
+    since = _results.generation  # a clear from here on (the read pool closed): not stored
     if not isinstance(student_message, str) or not student_message.strip():
         raise ValidationError("the student message is empty: there is nothing to retrieve for")
     _check_unicode(("student message", student_message), ("level", level), ("focus", focus))
@@ -155,7 +156,6 @@ def retrieve(
     if cached is not None:
         return dataclasses.replace(cached, cached=True)
 
-    since = _results.generation  # a clear meanwhile (the read pool closed): not stored
     try:
         vector: np.ndarray | None = _embed(embedder, context, dials)
         degraded = ""

@@ -676,7 +676,11 @@ def _json_array(name: str, head: bytes, f: IO[bytes], max_bytes: int) -> Iterato
             return False
         chunk = f.read(_CHUNK)
         at_end = not chunk
-        buffer = buffer[position:] + decoder.decode(chunk, final=at_end)
+        try:
+            buffer = buffer[position:] + decoder.decode(chunk, final=at_end)
+        except UnicodeDecodeError as exc:  # the bytes that would not decode go to quarantine
+            exc.object = buffer[position:].encode("utf-8", "surrogatepass") + chunk
+            raise
         position = 0
         return bool(chunk)
 
@@ -740,8 +744,15 @@ def _json_array(name: str, head: bytes, f: IO[bytes], max_bytes: int) -> Iterato
                 return
             yield f"{name}[{index}]", buffer[position:end]
             index, position, after_item, after_comma = index + 1, end, True, False
-    except UnicodeDecodeError:
-        yield unreadable("the file is not UTF-8 text from this item on: it was not read")
+    except UnicodeDecodeError as exc:
+        later = "" if index == 0 else f"; the {index} item(s) before it were read"
+        yield (
+            f"{name}[{index}]",
+            Unreadable(
+                exc.object[: 2 * _CHUNK],
+                f"the file is not UTF-8 text from item [{index}] on: it was not read{later}",
+            ),
+        )
 
 
 def list_quarantined(conn: Conn, limit: int = 100) -> list[dict[str, Any]]:

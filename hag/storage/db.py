@@ -259,7 +259,8 @@ def connection_kwargs(*, url: str | None = None, **extra: Any) -> dict[str, Any]
 
 
 def _keepalives(url: str) -> dict[str, Any]:
-    """libpq's keepalives from HAG_DATABASE_KEEPALIVE_SECONDS, unless the URL sets any."""
+    """libpq's keepalives and TCP user timeout from HAG_DATABASE_KEEPALIVE_SECONDS, unless
+    the URL sets any of them."""
     from psycopg.conninfo import conninfo_to_dict
 
     seconds = get_config().database_keepalive_seconds
@@ -267,13 +268,16 @@ def _keepalives(url: str) -> dict[str, Any]:
         given = conninfo_to_dict(url)
     except psycopg.ProgrammingError:
         return {}  # a malformed URL is psycopg.connect's to report
-    if seconds == 0 or any(key.startswith("keepalives") for key in given):
+    if seconds == 0 or any(k.startswith("keepalives") or k == "tcp_user_timeout" for k in given):
         return {}
     return {
         "keepalives": 1,
         "keepalives_idle": seconds,
         "keepalives_interval": max(1, seconds // 3),
         "keepalives_count": 3,
+        # a statement sent to a server gone silent waits on no probe (the socket is not idle)
+        # but on retransmission, about 15 minutes on Linux: bounded alike (milliseconds)
+        "tcp_user_timeout": 2 * seconds * 1000,
     }
 
 

@@ -158,9 +158,9 @@ def resolve(text: str | uuid.UUID, *, conn: Conn | None = None) -> uuid.UUID:
         raise NotFoundError(f"no run {typed!r} (neither a run id nor a Prefect flow-run id)")
     if len(rows) > 1:
         # A retried flow run made a run of its own under the same flow-run id: the id typed
-        # is the run's own before it is any run's flow run.
+        # is the first run's own, and the others match it only as that flow run's retries.
         own = [r for r in rows if _names(r["run_id"], prefix)]
-        if len(own) == 1:
+        if len(own) == 1 and all(r is own[0] or r["flow_run_id"] == own[0]["run_id"] for r in rows):
             return own[0]["run_id"]  # type: ignore[no-any-return]
         raise ambiguous(
             "run id",
