@@ -402,3 +402,49 @@ def test_225_counts_each_carried_withdrawn_session_a_unit(fresh, tmp_path):
         "SELECT learner_id, sessions, units FROM hag_pair_withdrawn ORDER BY learner_id"
     ).fetchall()
     assert [tuple(r) for r in rows] == [("learner-1", 3, 3.0), ("learner-2", 1, 1.0)]
+
+
+def test_an_older_build_does_not_put_its_functions_back_on_its_way(
+    fresh, database_url, monkeypatch
+):
+    """A later build migrated the memory after this one (a release of functions or dials
+    only: the ledger is the same): a command's migrate-on-its-way refuses in one line and
+    writes nothing; `hag migrate` rolls back on purpose and records it; a build the memory
+    never saw (a newer one) migrates as before."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from hag import config
+    from hag.storage import db as hdb
+
+    migrate.migrate(fresh, 8)
+    mine = migrate.code_checksum()
+    assert migrate.checksum_history(fresh) == [mine] and migrate.superseded(fresh) is None
+    fresh.execute("UPDATE hag_meta SET value = 'later' WHERE key = 'code_checksum'")
+    fresh.execute(
+        "UPDATE hag_meta SET value = %s WHERE key = 'code_checksums'",
+        (json.dumps([mine, "later"]),),
+    )
+    fresh.commit()
+    url = make_conninfo(database_url, dbname=conninfo_to_dict(fresh.info.dsn)["dbname"])
+    monkeypatch.setenv("DATABASE_URL", url)
+    monkeypatch.setattr(migrate, "_checked", False)
+    config.reset_config()
+    hdb.close_all()
+    try:
+        with pytest.raises(MigrationError, match=r"after this one did \(1 build\(s\) since\)"):
+            migrate.ensure_migrated()
+    finally:
+        hdb.close_all()
+        monkeypatch.undo()
+        config.reset_config()
+    stored = fresh.execute("SELECT value FROM hag_meta WHERE key = 'code_checksum'").fetchone()
+    assert stored[0] == "later"  # nothing put back
+    fresh.rollback()
+    migrate.migrate(fresh, 8)  # `hag migrate`: on purpose
+    assert migrate.checksum_history(fresh) == [mine, "later", mine]
+    assert migrate.superseded(fresh) is None
+    fresh.execute(
+        "UPDATE hag_meta SET value = %s WHERE key = 'code_checksums'", (json.dumps(["a", "b"]),)
+    )
+    assert migrate.superseded(fresh) is None  # this build is not in the history: newer
+    fresh.rollback()

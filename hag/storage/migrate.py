@@ -18,6 +18,7 @@ embedder whose dimension differs.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sys
 from collections.abc import Iterator
@@ -173,12 +174,50 @@ def migrate(
         from hag.settings import sync_registry  # avoids an import cycle
 
         sync_registry(conn)
+        mine = code_checksum()
         conn.execute(
             "INSERT INTO hag_meta (key, value) VALUES ('code_checksum', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
-            (code_checksum(),),
+            (mine,),
         )
+        history = checksum_history(conn)
+        if history[-1:] != [mine]:
+            conn.execute(
+                "INSERT INTO hag_meta (key, value) VALUES ('code_checksums', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
+                (json.dumps([*history, mine][-CHECKSUM_HISTORY:]),),
+            )
     return done
+
+
+# How many builds' checksums the memory keeps, in the order they migrated it.
+CHECKSUM_HISTORY = 100
+
+
+def checksum_history(conn: AnyConn) -> list[str]:
+    """The code checksums of the builds that migrated this memory, oldest first (recorded
+    from this release on: a memory migrated only before it has none)."""
+    row = conn.execute("SELECT value FROM hag_meta WHERE key = 'code_checksums'").fetchone()
+    return list(json.loads(_value(row, "value"))) if row is not None else []
+
+
+def superseded(conn: AnyConn) -> str | None:
+    """Why this build must not migrate the memory on its way (a command's first step), or
+    None: a later build migrated it after this one did. A release that changed only SQL
+    functions or dials adds no migration, so the ledger cannot tell an older build; the
+    order in which builds wrote their functions can. Putting this build's back is an
+    operator's act (`hag migrate`), not a side effect of starting an older service."""
+    history = checksum_history(conn)
+    mine = code_checksum()
+    if mine not in history or history[-1] == mine:
+        return None
+    later = len(history) - 1 - history[::-1].index(mine)
+    return (
+        f"another build migrated this memory after this one did ({len(history) - 1 - later} "
+        "build(s) since): this build does not put its older SQL functions and dials back "
+        "on its way; run the newer build, or `hag migrate` with this one to roll back on "
+        "purpose"
+    )
 
 
 @contextmanager
@@ -253,6 +292,9 @@ def ensure_migrated() -> None:
     with db.connect() as conn:
         check_server(conn)  # a memory migrated before the check, or a server since replaced
         current = is_current(conn)
+        older = None if current else superseded(conn)
+    if older is not None:
+        raise MigrationError(older)
     if not current:
         migrate_database()
     _checked = True
