@@ -416,6 +416,8 @@ def test_an_older_build_does_not_put_its_functions_back_on_its_way(
     from hag import config
     from hag.storage import db as hdb
 
+    assert migrate.superseded(fresh) is None  # never migrated: nothing to tell
+    fresh.rollback()
     migrate.migrate(fresh, 8)
     mine = migrate.code_checksum()
     assert migrate.checksum_history(fresh) == [mine] and migrate.superseded(fresh) is None

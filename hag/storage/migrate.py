@@ -197,6 +197,9 @@ CHECKSUM_HISTORY = 100
 def checksum_history(conn: AnyConn) -> list[str]:
     """The code checksums of the builds that migrated this memory, oldest first (recorded
     from this release on: a memory migrated only before it has none)."""
+    exists = conn.execute("SELECT to_regclass('hag_meta') AS t").fetchone()
+    if exists is None or _value(exists, "t") is None:  # a database never migrated
+        return []
     row = conn.execute("SELECT value FROM hag_meta WHERE key = 'code_checksums'").fetchone()
     return list(json.loads(_value(row, "value"))) if row is not None else []
 
