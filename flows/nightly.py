@@ -55,7 +55,8 @@ def nightly_flow(
     busy = None if dry_run else sweeps.other_nightly()
     if busy is not None:  # one nightly at a time (why not by a concurrency limit: there)
         get_run_logger().error("%s", busy)
-        return Cancelled(message=busy)  # type: ignore[return-value]
+        # called in process (`hag nightly` through a server) the flow raises it: one line
+        return Cancelled(message=busy, data=sweeps.AnotherNightly(busy))  # type: ignore[return-value]
     try:
         night = sweeps.nightly(
             as_of,

@@ -132,11 +132,15 @@ def start_refusal(as_of: datetime | None, *, topic: str | None = None) -> str | 
 
 
 def refused(reason: str) -> Any:
-    """The Failed state of a run refused before it did anything: one error line in its log."""
+    """The Failed state of a run refused before it did anything: one error line in its log;
+    called in process (`hag nightly` through a server), the flow raises a ValidationError
+    with the same line, which the command prints as its one line."""
     from prefect.states import Failed
 
+    from hag.errors import ValidationError
+
     get_run_logger().error("%s", reason)
-    return Failed(message=reason)
+    return Failed(message=reason, data=ValidationError(reason))
 
 
 def partly_failed(reason: str, summary: dict[str, Any]) -> Any:

@@ -363,13 +363,25 @@ def test_a_nightly_run_while_another_is_live_ends_cancelled_in_one_line(
     """What the deployment's concurrency limit did before (it ended paused runs: see
     hag/nightly/sweeps.py, other_nightly): a run finding another nightly run live ends
     Cancelled naming it, having changed nothing and run no task."""
+    from click.testing import CliRunner
+    from prefect.settings import PREFECT_API_URL
+
     from flows.nightly import nightly_flow
+    from hag.cli import cli
+    from hag.nightly.sweeps import AnotherNightly
     from hag.storage import runs
     from tests.fix_db import live_run
 
     ids = _weak_edges(db, 2)
     with live_run(db, database_url, "nightly") as other:
         state = nightly_flow(as_of=AS_OF, return_state=True)
+        through = CliRunner().invoke(  # `hag nightly` through the server: the same one line
+            cli,
+            ["nightly", "--no-check", "--as-of", AS_OF.isoformat()],
+            env={"PREFECT_API_URL": PREFECT_API_URL.value()},
+        )
+    assert isinstance(through.exception, AnotherNightly), through.output
+    assert f"nightly run {runs.short(other)} " in str(through.exception)
     assert state.is_cancelled() and f"nightly run {runs.short(other)} " in state.message
     assert (
         db.execute("SELECT count(*) AS n FROM hag_edges WHERE id = ANY(%s)", (ids,)).fetchone()["n"]
