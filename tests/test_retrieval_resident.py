@@ -676,3 +676,19 @@ def test_migration_095_carries_a_populated_memory_over(scratch_db, tmp_path):
     rows, path = own.answer(scratch_db, key, q, 5, current) or ([], "")
     assert path == "resident-followed" and [r["id"] for r in rows] == top(scratch_db)
     scratch_db.rollback()
+
+
+def test_a_read_begun_before_a_database_change_keeps_the_sets_loaded_since():
+    """Two reads meet another database: the first drops every set (they were the old one's)
+    and sets are loaded again; the second, holding a set from before, finds its key now
+    holds another and drops nothing: the new sets are the new database's."""
+    from types import SimpleNamespace
+
+    sets = Residents()
+    key = ("topic", "cryptography")
+    stale, fresh = SimpleNamespace(identity="old"), SimpleNamespace(identity="new")
+    sets._sets[key] = fresh
+    sets._forget_database("new", key, stale)
+    assert sets._sets == {key: fresh}
+    sets._forget_database("newer", key, fresh)
+    assert sets._sets == {}

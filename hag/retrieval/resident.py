@@ -357,7 +357,7 @@ class Residents:
                 },
             ).fetchall()
             if rows[0]["identity"] != held.identity:
-                self._forget_database(rows[0]["identity"], held.identity)
+                self._forget_database(rows[0]["identity"], key, held)
                 return None
             if int(rows[0]["stamp"]) != held.stamp:
                 raise _StampMoved
@@ -400,7 +400,7 @@ class Residents:
         ).fetchall()
         head = rows[0]
         if head["identity"] != held.identity:
-            self._forget_database(head["identity"], held.identity)
+            self._forget_database(head["identity"], key, held)
             return None
         stamp = int(head["stamp"])
         if head["unknown"] or head["changed"] > limit or held.stamp + int(head["added"]) != stamp:
@@ -600,11 +600,18 @@ class Residents:
         id_bytes = np.frombuffer(b"".join(ids), np.uint8).reshape(-1, 16)
         return identity, int(stamp), snapshot, id_bytes, np.array(tiers, np.int8), matrix
 
-    def _forget_database(self, now: str, was: str) -> None:
+    def _forget_database(self, now: str, key: SetKey, held: ResidentSet) -> None:
         """Another database answers behind the read URL (a restore, a failover): every set
-        held was read from the one before, whatever its stamp, so none is kept."""
+        held was read from the one before, whatever its stamp, so none is kept. A read that
+        began before another one found this and sets were loaded again (`held` is no longer
+        its key's set) changes nothing: those were read from the database now answering."""
+        with self._lock:
+            if self._sets.get(key) is not held:
+                return
         log.warning(
-            "the read path's database changed (%s, was %s): resident sets dropped", now, was
+            "the read path's database changed (%s, was %s): resident sets dropped",
+            now,
+            held.identity,
         )
         self.clear()
 
