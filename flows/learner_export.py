@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from prefect import flow, get_run_logger
-from prefect.states import Failed
+from prefect import flow
 from pydantic import Field
 
 from hag.errors import HagError
 from tasks.privacy import export_learner_data, export_path, publish_export_manifest
-from tasks.runtime import learner_run_name, use_deployment_database
+from tasks.runtime import learner_run_name, refused, use_deployment_database
 
 LearnerId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")]
 
@@ -37,8 +36,7 @@ def learner_export_flow(
     try:  # where the file goes is the operator's to fix: one line, not a traceback
         path = str(export_path(out))
     except HagError as exc:
-        get_run_logger().error("export refused: %s", exc)
-        return Failed(message=f"export refused: {exc}")  # type: ignore[return-value]
+        return refused(f"export refused: {exc}")  # type: ignore[no-any-return]
     result = export_learner_data(learner_id, path)
     publish_export_manifest(result)
     return result.as_dict()

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from prefect import flow, get_run_logger
-from prefect.states import Failed
+from prefect import flow
 from pydantic import Field
 
 from hag.errors import HagError, ValidationError
 from hag.nightly import audit
 from hag.storage import runs
 from tasks.audit import publish_restore_report, restore_culled_edges
-from tasks.runtime import partly_failed, restore_run_name, tag_dry_run, use_deployment_database
+from tasks.runtime import (
+    partly_failed,
+    refused,
+    restore_run_name,
+    tag_dry_run,
+    use_deployment_database,
+)
 
 HexId = Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{4,36}$")]
 
@@ -45,8 +50,7 @@ def restore_flow(
         run = str(runs.resolve(run)) if run else None
         edge_ids = [str(audit.resolve_edge(e)) for e in edge_ids or []] or None
     except HagError as exc:
-        get_run_logger().error("restore refused: %s", exc)
-        return Failed(message=f"restore refused: {exc}")  # type: ignore[return-value]
+        return refused(f"restore refused: {exc}")  # type: ignore[no-any-return]
     result = restore_culled_edges(run, edge_ids, dry_run)
     publish_restore_report(result)
     if result.refused and not dry_run:  # as `hag audit restore` exits 1: the run ends Failed

@@ -738,7 +738,7 @@ def reweigh_owed(conn: Conn) -> str | None:
     from hag.storage.sqlfiles import query
 
     row = conn.execute(query("settings", "reweigh_owed")).fetchone()
-    return None if row is None else str(row["value"] if isinstance(row, dict) else row[0])
+    return None if row is None else str(row["value"])
 
 
 def reweigh_paid(conn: Conn) -> None:

@@ -30,22 +30,6 @@ from hag.storage.db import Conn, one
 from hag.storage.edges import move_kept_reports, say_why
 from hag.storage.sqlfiles import query
 
-# Columns of a culled-edge listing, in the order tables and CSV files show them.
-CULLED_COLUMNS = (
-    "deleted_at",
-    "run_id",
-    "edge_id",
-    "source_concept",
-    "target_concept",
-    "edge_type",
-    "source_type",
-    "confidence",
-    "hit_count",
-    "traversal_count",
-    "created_at",
-    "restored_at",
-)
-
 
 @dataclass(frozen=True)
 class Refusal:

@@ -109,12 +109,26 @@ def _values(row: Any) -> tuple[Any, ...]:
     return tuple(row.values()) if isinstance(row, dict) else tuple(row)
 
 
-def stored_dimension(conn: AnyConn) -> int | None:
+def _meta(conn: AnyConn, key: str) -> str | None:
+    """The value `hag_meta` holds under `key`, or None (also before a first migrate made it)."""
     exists = conn.execute("SELECT to_regclass('hag_meta') AS t").fetchone()
     if exists is None or _value(exists, "t") is None:
         return None
-    row = conn.execute("SELECT value FROM hag_meta WHERE key = 'embedding_dim'").fetchone()
-    return int(_value(row, "value")) if row else None
+    row = conn.execute("SELECT value FROM hag_meta WHERE key = %s", (key,)).fetchone()
+    return None if row is None else str(_value(row, "value"))
+
+
+def _put_meta(conn: AnyConn, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO hag_meta (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
+        (key, value),
+    )
+
+
+def stored_dimension(conn: AnyConn) -> int | None:
+    value = _meta(conn, "embedding_dim")
+    return None if value is None else int(value)
 
 
 def migrate(
@@ -175,18 +189,10 @@ def migrate(
 
         sync_registry(conn)
         mine = code_checksum()
-        conn.execute(
-            "INSERT INTO hag_meta (key, value) VALUES ('code_checksum', %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
-            (mine,),
-        )
+        _put_meta(conn, "code_checksum", mine)
         history = checksum_history(conn)
         if history[-1:] != [mine]:
-            conn.execute(
-                "INSERT INTO hag_meta (key, value) VALUES ('code_checksums', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
-                (json.dumps([*history, mine][-CHECKSUM_HISTORY:]),),
-            )
+            _put_meta(conn, "code_checksums", json.dumps([*history, mine][-CHECKSUM_HISTORY:]))
     return done
 
 
@@ -197,11 +203,8 @@ CHECKSUM_HISTORY = 100
 def checksum_history(conn: AnyConn) -> list[str]:
     """The code checksums of the builds that migrated this memory, oldest first (recorded
     from this release on: a memory migrated only before it has none)."""
-    exists = conn.execute("SELECT to_regclass('hag_meta') AS t").fetchone()
-    if exists is None or _value(exists, "t") is None:  # a database never migrated
-        return []
-    row = conn.execute("SELECT value FROM hag_meta WHERE key = 'code_checksums'").fetchone()
-    return list(json.loads(_value(row, "value"))) if row is not None else []
+    value = _meta(conn, "code_checksums")
+    return [] if value is None else list(json.loads(value))
 
 
 def superseded(conn: AnyConn) -> str | None:
@@ -308,8 +311,7 @@ def is_current(conn: AnyConn) -> bool:
     functions (the checksum migrate stored)."""
     if set(applied(conn)) != {m.version for m in migrations()}:
         return False
-    row = conn.execute("SELECT value FROM hag_meta WHERE key = 'code_checksum'").fetchone()
-    return row is not None and _value(row, "value") == code_checksum()
+    return _meta(conn, "code_checksum") == code_checksum()
 
 
 _checked = False
