@@ -72,6 +72,15 @@ from hag.cli._common import echo_json, json_option, note
     "one concept) that the extractor reports whenever they fail at that concept.",
 )
 @click.option(
+    "--tutor-notices",
+    type=click.Choice(["learner", "extractor"]),
+    default="learner",
+    show_default=True,
+    help="With no edge to walk after a failed turn, the tutor retreats half the time to the "
+    "concept it noticed missing: learner: the one the learner lacks (the hidden truth); "
+    "extractor: one the turn's extractor reported, so the tutor errs where it errs.",
+)
+@click.option(
     "--error-kinds",
     help="Run each extractor error kind (comma-separated: independent[:NOISE], "
     "repeated[:SHARE], misconception[:SHARE]; or all) on each --world, each profile and "
@@ -175,6 +184,7 @@ def simulate(
     noise_kind: str,
     repeat_sessions: float,
     misconception_share: float,
+    tutor_notices: str,
     error_kinds: str | None,
     jobs: int,
     seed: int,
@@ -210,6 +220,7 @@ def simulate(
     from hag_lab.simulate.kinds import make_world
     from hag_lab.simulate.run import SimulationConfig
     from hag_lab.simulate.sandbox import claim_folder, private_database
+    from hag_lab.simulate.tutor import TutorPolicy
 
     seed_list = _int_list(seeds, "--seeds") if seeds else [seed]
     profiles = _profile_list(compare) if compare else []
@@ -246,6 +257,7 @@ def simulate(
         profile=profile,
         enrich_every_days=enrich_every,
         use_flows=use_flows,
+        policy=TutorPolicy(notices=tutor_notices),
     )
     _, world, corpus = worlds[0]
     claim_folder(out, "--out")  # before anything is written or cleared under it

@@ -349,6 +349,12 @@ def headline(
         ],
         "leads_to_recall_at_0.6": _at(rec["leads_to"]["memory"], HEADLINE_THRESHOLD)["recall"],
         "fallback_recall_at_0.6": _at(rec["fallback"]["memory"], HEADLINE_THRESHOLD)["recall"],
+        # the edges the memory learned (no authored or enriched one): what the rules earned
+        **{
+            f"learned_{kind}_{figure}_at_0.6": _at(rec[kind]["learned"], HEADLINE_THRESHOLD)[figure]
+            for kind in ("leads_to", "fallback")
+            for figure in ("precision", "recall")
+        },
         "decision_log_loss": cal["decision"]["log_loss"],
         "decision_baseline_log_loss": cal["decision"]["baseline_log_loss"],
         "decision_binned_rmse": cal["decision"]["binned_rmse"],

@@ -196,6 +196,10 @@ KIND_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("leads_to_recall_at_0.6", "leads_to R", 2),
     ("fallback_precision_at_0.6", "fallback P", 2),
     ("fallback_recall_at_0.6", "fallback R", 2),
+    ("learned_leads_to_precision_at_0.6", "learned leads_to P", 2),
+    ("learned_leads_to_recall_at_0.6", "learned leads_to R", 2),
+    ("learned_fallback_precision_at_0.6", "learned fallback P", 2),
+    ("learned_fallback_recall_at_0.6", "learned fallback R", 2),
     ("authored_prereq_false_below_0.5", "wrong authored < 0.5", 1),
     ("authored_prereq_true_below_0.5", "true authored < 0.5", 1),
     ("authored_prereq_true_unseen_below_0.5", "of them unseen", 1),
@@ -285,6 +289,7 @@ def run_kinds(
         "seeds": list(seeds),
         "size": {"learners": config.learners, "sessions": config.sessions, "days": config.days},
         "noise_kind": config.noise_kind,
+        "tutor_notices": config.policy.notices,
         "rows": rows,
     }
     write_json(out / "kinds.json", result)
@@ -298,8 +303,10 @@ def kinds_table(result: Mapping[str, Any]) -> list[str]:
     lines = [
         f"seeds {', '.join(str(s) for s in result['seeds'])}; {size['sessions']} sessions, "
         f"{size['learners']} learners, {size['days']} days; {result['noise_kind']} noise; "
+        f"the tutor's retreats read the {result.get('tutor_notices', 'learner')}; "
         "mean ± sd; P/R: precision/recall of learned prerequisites (leads_to, fallback: "
-        "every edge of the type) at ≥ 0.6; R bound: the recall the reports allow under the units "
+        "every edge of the type, authored ones too; learned: the edges the memory learned) "
+        "at ≥ 0.6; R bound: the recall the reports allow under the units "
         "rule (true pairs named by at least prerequisite_min_learners learners who had not "
         "shown the target; – under other rules)",
         "",

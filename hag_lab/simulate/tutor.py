@@ -167,6 +167,11 @@ class TutorPolicy:
     min_turns: int = 4
     max_turns: int = 8
     p_notice_struggle: float = 0.5  # with no edge to walk, the tutor spots the missing concept
+    # What the tutor's noticing reads: `learner`, the concept the learner lacks (the hidden
+    # truth, as a tutor that reads the learner without fault would); `extractor`, a concept the
+    # turn's extractor reported missing for the taught concept (so the tutor errs where the
+    # extractor errs, and a retreat is no better evidence than the report behind it).
+    notices: str = "learner"
     p_student_observation: float = 0.3  # per session
     p_topic_observation: float = 0.05  # per session (only worlds with drift)
     p_tutor_observation: float = 0.03  # per session
@@ -340,6 +345,11 @@ def run_session(
                 )
                 record.reported_struggles.append((pair[0], pair[1], False))
                 record.error_reports.append((pair[0], pair[1], kind))
+
+        if policy.notices == "extractor":
+            named = [s["missing_slug"] for s in struggles if s["concept_slug"] == taught]
+            # a choice that draws nothing, so both modes keep the same random streams
+            struggled_on = named[t % len(named)] if named else None
 
         observations: list[dict[str, str]] = []
         if t == student_turn:
