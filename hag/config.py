@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hag import work_dir
@@ -74,12 +74,24 @@ class ProcessConfig(BaseSettings):
     llm_provider: Literal["auto", "openai", "offline"] = "auto"
     llm_model: str = "gpt-4o-mini"
 
+    # One OpenAI-compatible server for both, or each its own: HAG_EMBEDDING_BASE_URL /
+    # HAG_EMBEDDING_API_KEY and HAG_LLM_BASE_URL / HAG_LLM_API_KEY, each falling back to the
+    # shared pair (a server such as vLLM serves one model, so embeddings and chat are often
+    # two). A blank value is unset (a compose file's `${VAR}` with VAR undefined).
     openai_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("HAG_OPENAI_API_KEY", "OPENAI_API_KEY")
     )
     openai_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("HAG_OPENAI_BASE_URL", "OPENAI_BASE_URL")
     )
+    embedding_api_key: SecretStr | None = None
+    embedding_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_base_url: str | None = None
+    # Whether embedding requests carry `dimensions` (HAG_EMBEDDING_SEND_DIMENSIONS). Unset:
+    # only when HAG_EMBEDDING_DIM shortens a model known to take it (text-embedding-3-*);
+    # a server whose model has no shortened outputs refuses the field (vLLM, ada-002).
+    embedding_send_dimensions: bool | None = None
     openai_timeout_seconds: float = Field(default=30.0, gt=0)
     openai_max_retries: int = Field(default=2, ge=0, le=10)
 
@@ -89,9 +101,51 @@ class ProcessConfig(BaseSettings):
     service_host: str = "127.0.0.1"  # HAG_SERVICE_HOST: loopback only unless told otherwise
     service_port: int = Field(default=8765, ge=1, le=65535)  # HAG_SERVICE_PORT
 
+    @field_validator(
+        "openai_api_key",
+        "openai_base_url",
+        "embedding_api_key",
+        "embedding_base_url",
+        "llm_api_key",
+        "llm_base_url",
+        mode="before",
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
     @property
     def pgdata(self) -> Path:
         return self.data_dir / "pgdata"
+
+    def embedding_endpoint(self) -> tuple[SecretStr | None, str | None]:
+        """The embedder's key and base URL: its own, else the shared ones."""
+        return (
+            self.embedding_api_key or self.openai_api_key,
+            self.embedding_base_url or self.openai_base_url,
+        )
+
+    def llm_endpoint(self) -> tuple[SecretStr | None, str | None]:
+        """The proposer's key and base URL: its own, else the shared ones."""
+        return self.llm_api_key or self.openai_api_key, self.llm_base_url or self.openai_base_url
+
+
+def shown_url(url: str | None) -> str | None:
+    """A base URL as it may be printed: without user, password or query (a token in it)."""
+    if not url:
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host + (f":{port}" if port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 # What each constrained variable accepts, for the one line an invalid value gets.
@@ -104,6 +158,7 @@ _ALLOWED = {
     "database_keepalive_seconds": "a whole number of seconds from 0 to 7200",
     "openai_max_retries": "an integer from 0 to 10",
     "service_port": "a TCP port from 1 to 65535",
+    "embedding_send_dimensions": "true or false (or unset: only to shorten a model known to)",
 }
 
 

@@ -56,6 +56,20 @@ class EmbedderUnavailable(EmbedderError):
     """The embedding endpoint failed, refused or did not answer in time."""
 
 
+class EmbedderRefused(EmbedderError):
+    """The embedding endpoint refused one text (longer than its model takes, say) while it
+    embeds others: `index` is the text's place. A session is kept failed, not rejected (its
+    payload keeps the contract; the fix is the `embed_max_chars` dial or the model), to be
+    retried once the cause is fixed."""
+
+    def __init__(self, reason: str, index: int = 0):
+        super().__init__(reason)
+        self.index = index
+
+    def __reduce__(self) -> tuple[type[EmbedderRefused], tuple[str, int]]:
+        return type(self), (str(self), self.index)
+
+
 class EmbedderMismatch(EmbedderError):
     """The configured embedder is not the one the memory's vectors were made with."""
 

@@ -78,6 +78,9 @@ class RecordedRequest(NamedTuple):
     headers: dict[str, str]
 
 
+_COUNTED = object()  # a chat reply's usage: the counted tokens
+
+
 @dataclass
 class _ChatReply:
     content: str
@@ -85,6 +88,7 @@ class _ChatReply:
     completion_tokens: int | None = None
     finish_reason: str = "stop"
     delay: float = 0.0
+    usage: Any = _COUNTED  # else sent as it is (None: `"usage": null`)
 
 
 @dataclass
@@ -182,6 +186,13 @@ class OpenAIStub:
         # Seconds every /v1/embeddings request waits before answering (a slow or hung
         # endpoint); a client that gives up first gets nothing (counted in dropped_replies).
         self.embedding_delay = 0.0
+        # A served model's own limits and quirks: a text longer than this is refused with a
+        # 400 naming the model's context length; `dimensions` in a request is refused with
+        # a 400 (a model without shortened outputs, as vLLM answers); the 200 reply's JSON
+        # passed through this first (a str return is sent as a text body).
+        self.max_input_chars: int | None = None
+        self.refuse_dimensions = False
+        self.embedding_filter: Callable[[dict[str, Any]], Any] | None = None
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._active_handlers = 0
@@ -290,11 +301,13 @@ class OpenAIStub:
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
         finish_reason: str = "stop",
+        usage: Any = _COUNTED,
     ) -> None:
-        """Next chat completion answers ``content``; token counts default to word counts."""
+        """Next chat completion answers ``content``; token counts default to word counts,
+        and ``usage`` (a dict, or None for null) replaces the reply's usage object."""
         with self._lock:
             self._chat_queue.append(
-                _ChatReply(content, prompt_tokens, completion_tokens, finish_reason)
+                _ChatReply(content, prompt_tokens, completion_tokens, finish_reason, usage=usage)
             )
 
     def queue_error(
@@ -465,7 +478,18 @@ class OpenAIStub:
         else:
             self._bad_request(h, "'input' must be a non-empty string or array")
             return
+        too_long = [t for t in texts if self.max_input_chars and len(t) > self.max_input_chars]
+        if too_long:
+            self._bad_request(
+                h,
+                f"This model's maximum context length is {self.max_input_chars} tokens, "
+                f"however you requested {len(too_long[0])} tokens",
+            )
+            return
         dim = body.get("dimensions")
+        if dim is not None and self.refuse_dimensions:
+            self._bad_request(h, "Model does not support matryoshka representation")
+            return
         if dim is None:
             dim = self.dim
         elif not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0:
@@ -484,16 +508,15 @@ class OpenAIStub:
             if fmt == "base64":
                 emb = base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode("ascii")
             data.append({"object": "embedding", "index": i, "embedding": emb})
-        self._send_json(
-            h,
-            200,
-            {
-                "object": "list",
-                "data": data,
-                "model": body.get("model", ""),
-                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-            },
-        )
+        reply: Any = {
+            "object": "list",
+            "data": data,
+            "model": body.get("model", ""),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        if self.embedding_filter is not None:
+            reply = self.embedding_filter(reply)
+        self._send_json(h, 200, reply)
 
     def _client_gone_during(self, h: _Handler, seconds: float) -> bool:
         """Wait ``seconds``; True if the client disconnected or the stub is stopping."""
@@ -545,6 +568,7 @@ class OpenAIStub:
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
         }
+        sent_usage = usage if item.usage is _COUNTED else item.usage
         payload = {
             "id": f"chatcmpl-stub-{next(self._ids)}",
             "object": "chat.completion",
@@ -558,7 +582,7 @@ class OpenAIStub:
                     "finish_reason": item.finish_reason,
                 }
             ],
-            "usage": usage,
+            "usage": sent_usage,
             "system_fingerprint": None,
         }
         # Count before writing, so usage_totals() is current once the client has its answer.

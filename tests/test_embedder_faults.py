@@ -179,7 +179,8 @@ def test_a_zero_or_non_finite_vector_is_refused_naming_the_field(
 def test_load_corpus_refuses_a_text_the_embedder_gives_a_zero_vector(
     own_memory, openai_stub, monkeypatch, tmp_path
 ):
-    """One line naming the entry's field; nothing written."""
+    """One line naming the entry's field; nothing written. From an endpoint the row is the
+    server's fault, said so."""
     use_stub(monkeypatch, openai_stub.base_url)
     openai_stub.set_embedding("Say nothing.", [0.0] * 1536)
     small = tmp_path / "zero.json"
@@ -187,8 +188,9 @@ def test_load_corpus_refuses_a_text_the_embedder_gives_a_zero_vector(
     loaded = hag("load-corpus", str(small))
     assert loaded.returncode == 1
     assert error_lines(loaded.stderr) == [
-        "hag: entries[0].instruction: the embedder gave a zero vector for 'Say nothing.': "
-        "nothing in it can be searched for"
+        f"hag: entries[0].instruction: the embedding endpoint ({openai_stub.base_url}) "
+        "returned a zero vector for 'Say nothing.': the server's fault, so nothing was "
+        "written; the text is kept for when it answers properly"
     ]
 
 

@@ -73,7 +73,9 @@ class OpenAIProposer:
         self._client = OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
 
     def describe(self) -> str:
-        where = self.base_url or "api.openai.com"
+        from hag.config import shown_url
+
+        where = shown_url(self.base_url) or "api.openai.com"
         return f"proposer: {self.name} via {where} (OpenAI-compatible chat completions)"
 
     def complete(self, prompt: Prompt) -> Completion:
@@ -97,11 +99,25 @@ class OpenAIProposer:
             raise ProposerError(
                 f"HTTP {exc.status_code}: {_error_message(exc)}", retryable=retryable
             ) from None
-        usage = response.usage
-        content = response.choices[0].message.content if response.choices else None
+        except (AttributeError, TypeError, ValueError, KeyError):  # a 200 that is no completion
+            raise ProposerError("a reply that is not a chat completion", retryable=True) from None
+        try:
+            choices = response.choices
+            content = choices[0].message.content if choices else None
+        except (AttributeError, IndexError, TypeError):
+            raise ProposerError("a reply that is not a chat completion", retryable=True) from None
+        if content is not None and not isinstance(content, str):
+            raise ProposerError("a reply whose content is not text", retryable=True)
+        usage = getattr(response, "usage", None)  # servers leave it out, or parts of it
         return Completion(
-            content, usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0
+            content, _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
         )
+
+
+def _tokens(usage: Any, name: str) -> int:
+    """A count from the reply's usage, 0 where the server left it out or sent no number."""
+    value = getattr(usage, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _error_message(exc: Any) -> str:
@@ -175,14 +191,22 @@ class OfflineProposer:
     offline = True
     name = OFFLINE_NAME
 
-    def __init__(self, min_similarity: float, requested_model: str | None = None):
+    def __init__(
+        self, min_similarity: float, requested_model: str | None = None, *, chosen: bool = False
+    ):
         self.min_similarity = min_similarity
         self.requested_model = requested_model
+        self.chosen = chosen  # HAG_LLM_PROVIDER=offline, not the lack of a key
 
     def describe(self) -> str:
         ignored = f"; --model {self.requested_model} ignored" if self.requested_model else ""
+        why = (
+            "chosen by HAG_LLM_PROVIDER=offline"
+            if self.chosen
+            else "offline default: no API key set"
+        )
         return (
-            f"proposer: {self.name} (offline default: no API key set; deterministic, no "
+            f"proposer: {self.name} ({why}; deterministic, no "
             f"network, embedding similarity plus a naming rule{ignored})"
         )
 
@@ -241,16 +265,22 @@ def choose_proposer(dials: Settings, model: str | None = None) -> Proposer:
 
     cfg = get_config()
     provider = cfg.llm_provider
+    api_key, base_url = cfg.llm_endpoint()
     if provider == "auto":
-        provider = "openai" if cfg.openai_api_key is not None else "offline"
+        provider = "openai" if api_key is not None else "offline"
     if provider == "offline":
-        return OfflineProposer(dials.enrichment_offline_min_similarity, model)
-    if cfg.openai_api_key is None:
-        raise ConfigError("HAG_LLM_PROVIDER=openai needs OPENAI_API_KEY (or HAG_OPENAI_API_KEY)")
+        return OfflineProposer(
+            dials.enrichment_offline_min_similarity, model, chosen=cfg.llm_provider == "offline"
+        )
+    if api_key is None:
+        raise ConfigError(
+            "HAG_LLM_PROVIDER=openai needs an API key: HAG_LLM_API_KEY, else OPENAI_API_KEY "
+            "(or HAG_OPENAI_API_KEY); a server that takes none still needs one set to any text"
+        )
     return OpenAIProposer(
         model or cfg.llm_model,
-        api_key=cfg.openai_api_key.get_secret_value(),
-        base_url=cfg.openai_base_url,
+        api_key=api_key.get_secret_value(),
+        base_url=base_url,
         timeout=dials.enrichment_timeout_seconds,
         temperature=dials.enrichment_temperature,
     )

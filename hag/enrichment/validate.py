@@ -9,6 +9,7 @@ check, and every proposal that does not is returned with a reason code and a sen
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -103,12 +104,18 @@ class GraphFacts:
     reach: frozenset[tuple[UUID, UUID]] = field(default_factory=frozenset)
 
 
+# One Markdown code fence around the whole reply (```json ... ```), as chat models write
+# JSON when a server does not enforce the schema.
+_FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
+
+
 def parse_reply(content: str | None) -> list[Any]:
     """The items of the reply's `edges` list; a ReplyError when the reply is unusable."""
     if content is None or not content.strip():
         raise ReplyError("empty reply")
+    fenced = _FENCE.fullmatch(content.strip())  # a server that ignored the response format
     try:
-        data = json.loads(content)
+        data = json.loads(fenced.group(1) if fenced else content)
     except json.JSONDecodeError as exc:
         raise ReplyError(f"not valid JSON ({exc.msg} at position {exc.pos})") from None
     if not isinstance(data, dict) or not isinstance(data.get("edges"), list):

@@ -296,7 +296,9 @@ def _embed(embedder: Embedder, context: str, dials: Settings) -> np.ndarray:
     if vector is None:
         deadline = time.monotonic() + dials.embedding_timeout_seconds
         rows = embedder.embed([context], deadline=deadline, retries=dials.embedding_retries)
-        vector = np.asarray(require_fit(rows, [context], ["the query context"])[0], np.float32)
+        vector = np.asarray(
+            require_fit(rows, [context], ["the query context"], embedder)[0], np.float32
+        )
         vector.setflags(write=False)
         _embeddings.put(key, vector, dials.embedding_cache_size)
     return vector

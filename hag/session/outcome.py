@@ -21,7 +21,13 @@ from enum import Enum
 import psycopg
 from pydantic import ValidationError as ContractError
 
-from hag.errors import EmbedderError, EmbedderMismatch, EmbedderUnavailable, HagError
+from hag.errors import (
+    EmbedderError,
+    EmbedderMismatch,
+    EmbedderRefused,
+    EmbedderUnavailable,
+    HagError,
+)
 from hag.storage import db
 
 __all__ = ["Outcome", "SessionRefused", "SessionsFailed", "classify", "error_class"]
@@ -55,9 +61,11 @@ def classify(exc: BaseException) -> Outcome:
     if isinstance(exc, SessionRefused | ContractError):
         return Outcome.REJECTED
     # A text the embedder cannot give a usable vector (no word in it: a zero vector) is the
-    # payload's; an endpoint down or another embedder is not (the queue leaves those pending).
+    # payload's; an endpoint down or another embedder is not (the queue leaves those pending),
+    # and a text the endpoint refuses while it embeds others (longer than its model takes)
+    # fails the session, kept to retry once the dial or the model is changed.
     if isinstance(exc, EmbedderError) and not isinstance(
-        exc, EmbedderUnavailable | EmbedderMismatch
+        exc, EmbedderUnavailable | EmbedderMismatch | EmbedderRefused
     ):
         return Outcome.REJECTED
     return Outcome.FAILED

@@ -30,7 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from hag.config import get_config
-from hag.errors import ConfigError, EmbedderError, EmbedderUnavailable
+from hag.errors import ConfigError, EmbedderError, EmbedderRefused, EmbedderUnavailable
 
 _OFFLINE_DEFAULT_DIM = 1536  # the seed's text-embedding-3-small dimension
 _KNOWN_DIMS = {
@@ -78,10 +78,15 @@ def cut(text: str, limit: int) -> str:
 
 
 def require_fit(
-    matrix: np.ndarray, texts: Sequence[str], labels: Sequence[str] | None = None
+    matrix: np.ndarray,
+    texts: Sequence[str],
+    labels: Sequence[str] | None = None,
+    embedder: Embedder | None = None,
 ) -> np.ndarray:
     """The rows, unless one is zero or not finite (its similarity to anything would be NaN):
-    then an EmbedderError naming the text's field (`labels`) or its place and its start."""
+    then an EmbedderError naming the text's field (`labels`) or its place and its start. From
+    an endpoint (`embedder` an OpenAIEmbedder) that is the server's fault, not the text's:
+    EmbedderUnavailable, so a session waits for the server instead of being rejected."""
     finite = np.isfinite(matrix).all(axis=1)
     nonzero = np.abs(np.nan_to_num(matrix)).sum(axis=1) > 0
     bad = np.flatnonzero(~(finite & nonzero))
@@ -90,6 +95,12 @@ def require_fit(
         where = labels[i] if labels is not None else f"text {i + 1} of {len(texts)}"
         what = "a zero vector" if finite[i] else "a vector that is not finite"
         shown = repr(texts[i][:40]) + ("…" if len(texts[i]) > 40 else "")
+        if isinstance(embedder, OpenAIEmbedder):
+            raise EmbedderUnavailable(
+                f"{where}: the embedding endpoint ({embedder.where}) returned {what} for "
+                f"{shown}: the server's fault, so nothing was written; the text is kept for "
+                "when it answers properly"
+            )
         raise EmbedderError(
             f"{where}: the embedder gave {what} for {shown}: nothing in it can be searched for"
         )
@@ -150,7 +161,16 @@ class OfflineEmbedder:
 
 
 class OpenAIEmbedder:
-    """Any OpenAI-compatible embeddings endpoint through the official client."""
+    """Any OpenAI-compatible embeddings endpoint through the official client.
+
+    Its reply is checked before a row is used: one embedding per text, numbered 0..n-1 when
+    numbered at all, each `dim` finite numbers, none all zero; anything else is the server's
+    fault (EmbedderUnavailable naming it; a row of another size, EmbedderMismatch). A request
+    the server refuses as malformed (400, 413, 422) is tried once more with a short probe
+    text: refused too, the endpoint refuses every request (Unavailable); accepted, a text
+    was refused (EmbedderRefused, naming which). Only a failure that may pass (no answer, a
+    timeout, 408, 409, 429, 5xx) is tried again.
+    """
 
     def __init__(
         self,
@@ -160,19 +180,28 @@ class OpenAIEmbedder:
         api_key: str,
         timeout: float,
         max_retries: int,
+        send_dimensions: bool | None = None,
     ):
         from openai import OpenAI
 
+        from hag.config import shown_url
+
         self.provider = "openai"
         self.model = model
-        self._send_dimensions = dim is not None
-        self.dim = dim or _KNOWN_DIMS.get(model, 0)
+        native = _KNOWN_DIMS.get(model)
+        self.dim = dim or native or 0
         if not self.dim:
             raise ConfigError(
                 f"embedding model {model!r} has no known dimension: set HAG_EMBEDDING_DIM"
             )
-        self.name = f"openai:{model}:{self.dim}" + (f"@{base_url}" if base_url else "")
-        self._where = base_url or "the OpenAI API"
+        self._send_dimensions = (
+            send_dimensions
+            if send_dimensions is not None
+            else (dim is not None and native is not None and dim != native)
+        )
+        shown = shown_url(base_url)
+        self.name = f"openai:{model}:{self.dim}" + (f"@{shown}" if shown else "")
+        self.where = shown or "the OpenAI API"
         self._client = OpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
@@ -182,44 +211,146 @@ class OpenAIEmbedder:
     ) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        rows: list[list[float]] = []
+        rows: list[np.ndarray] = []
         for start in range(0, len(texts), 256):
-            rows.extend(self._batch(texts[start : start + 256], deadline, retries))
-        matrix = np.asarray(rows, dtype=np.float64)
-        if matrix.shape[1] != self.dim:
-            raise ConfigError(
-                f"{self.model} returned {matrix.shape[1]} dimensions, expected {self.dim}"
-            )
-        return normalise_rows(matrix)
+            try:
+                rows.append(self._batch(texts[start : start + 256], deadline, retries))
+            except EmbedderRefused as exc:
+                raise EmbedderRefused(str(exc), index=start + exc.index) from None
+        return normalise_rows(np.vstack(rows))
 
-    def _batch(
-        self, batch: list[str], deadline: float | None, retries: int | None
-    ) -> list[list[float]]:
+    def _batch(self, batch: list[str], deadline: float | None, retries: int | None) -> np.ndarray:
         """One request; under a deadline, tried again (at most `retries` times) while time
         remains, each try given only what remains, never the client's own retries."""
-        import openai
-
-        dimensions = self.dim if self._send_dimensions else openai.omit
         tries = 1 if deadline is None else 1 + (retries or 0)
         failure = ""
         for _ in range(tries):
-            client = self._client
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                client = client.with_options(timeout=left, max_retries=0)
             try:
-                response = client.embeddings.create(
-                    model=self.model, input=batch, dimensions=dimensions
-                )
-            except openai.APIError as exc:
-                failure = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-                continue
-            return [item.embedding for item in sorted(response.data, key=lambda d: d.index)]
+                return self._call(batch, deadline)
+            except _Failed as exc:
+                if not exc.transient:
+                    raise self._refusal(batch, deadline, exc) from None
+                failure = exc.reason
+            except _OutOfTime:
+                break
         raise EmbedderUnavailable(
-            f"the embedding endpoint ({self._where}) failed: {failure or 'out of time'}"
+            f"the embedding endpoint ({self.where}) failed: {failure or 'out of time'}"
         )
+
+    def _call(self, batch: list[str], deadline: float | None) -> np.ndarray:
+        import openai
+
+        client = self._client
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _OutOfTime
+            client = client.with_options(timeout=left, max_retries=0)
+        dimensions = self.dim if self._send_dimensions else openai.omit
+        try:
+            response = client.embeddings.create(
+                model=self.model, input=batch, dimensions=dimensions
+            )
+        except openai.APIStatusError as exc:
+            raise _Failed(_first_line(exc), exc.status_code) from None
+        except openai.APIError as exc:  # no answer: a connection refused, reset or timed out
+            raise _Failed(_first_line(exc), None) from None
+        except (AttributeError, TypeError, ValueError, KeyError):  # a 200 that is no list
+            raise self._bad_reply("a reply that is not a list of embeddings") from None
+        return self._rows(response, len(batch))
+
+    def _rows(self, response: object, n: int) -> np.ndarray:
+        data = getattr(response, "data", None)
+        if not isinstance(data, list) or len(data) != n:
+            got = len(data) if isinstance(data, list) else "no list of"
+            raise self._bad_reply(f"{got} embeddings for {n} texts")
+        numbers = [getattr(item, "index", None) for item in data]
+        if any(i is not None for i in numbers):
+            if sorted(numbers, key=lambda i: -1 if i is None else i) != list(range(n)):
+                raise self._bad_reply(f"embeddings numbered {numbers[:8]}, not 0 to {n - 1}")
+            data = sorted(data, key=lambda item: item.index)
+        try:
+            matrix = np.asarray([getattr(item, "embedding", None) for item in data], np.float64)
+        except (TypeError, ValueError):
+            raise self._bad_reply("embeddings that are not lists of numbers of one size") from None
+        if matrix.ndim != 2:
+            raise self._bad_reply("embeddings that are not lists of numbers")
+        if matrix.shape[1] != self.dim:
+            from hag.errors import EmbedderMismatch
+
+            raise EmbedderMismatch(
+                f"{self.model} at {self.where} returned {matrix.shape[1]} dimensions, expected "
+                f"{self.dim}: set HAG_EMBEDDING_DIM to the model's size, or serve the model "
+                "the memory was embedded with"
+            )
+        return matrix  # a zero or non-finite row: require_fit, naming the text
+
+    def _bad_reply(self, what: str) -> EmbedderUnavailable:
+        return EmbedderUnavailable(
+            f"the embedding endpoint ({self.where}) returned {what}: the server's fault, "
+            "so nothing was written; the texts are kept for when it answers properly"
+        )
+
+    def _refusal(self, batch: list[str], deadline: float | None, exc: _Failed) -> EmbedderError:
+        """What a refusal that will not pass by itself is: the endpoint's, or one text's."""
+        if exc.status not in (400, 413, 422):
+            return EmbedderUnavailable(
+                f"the embedding endpoint ({self.where}) refused the request: {exc.reason}"
+                + _HINTS.get(exc.status or 0, "")
+            )
+        try:
+            self._call([_PROBE_TEXT], deadline)
+        except (_Failed, _OutOfTime):
+            dims = (
+                "; it may not take `dimensions`: set HAG_EMBEDDING_SEND_DIMENSIONS=false"
+                if self._send_dimensions
+                else ""
+            )
+            return EmbedderUnavailable(
+                f"the embedding endpoint ({self.where}) refuses every request: {exc.reason}" + dims
+            )
+        if len(batch) == 1:
+            return EmbedderRefused(exc.reason, index=0)
+        for i, text in enumerate(batch):  # which text: rare, so one call each
+            try:
+                self._call([text], deadline)
+            except _Failed as one:
+                if one.transient:
+                    break
+                return EmbedderRefused(one.reason, index=i)
+            except _OutOfTime:
+                break
+        return EmbedderUnavailable(
+            f"the embedding endpoint ({self.where}) refused a batch of {len(batch)} texts: "
+            f"{exc.reason}"
+        )
+
+
+_PROBE_TEXT = "probe"
+_HINTS = {
+    401: " (check the API key: HAG_EMBEDDING_API_KEY, else OPENAI_API_KEY)",
+    403: " (check the API key: HAG_EMBEDDING_API_KEY, else OPENAI_API_KEY)",
+    404: " (is the model served there, and does the base URL end in /v1?)",
+}
+
+
+class _Failed(Exception):
+    """One call the endpoint did not answer with embeddings."""
+
+    def __init__(self, reason: str, status: int | None):
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        # no answer at all, or an answer that may differ next time
+        self.transient = status is None or status >= 500 or status in (408, 409, 429)
+
+
+class _OutOfTime(Exception):
+    """The deadline passed before a call could start."""
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
 class LocalEmbedder:
@@ -256,20 +387,24 @@ def get_embedder() -> Embedder:
     """The configured embedder, chosen once per process (see the module docstring)."""
     cfg = get_config()
     provider = cfg.embedding_provider
+    api_key, base_url = cfg.embedding_endpoint()
     if provider == "auto":
-        provider = "openai" if cfg.openai_api_key is not None else "offline"
+        provider = "openai" if api_key is not None else "offline"
     if provider == "openai":
-        if cfg.openai_api_key is None:
+        if api_key is None:
             raise ConfigError(
-                "HAG_EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY (or HAG_OPENAI_API_KEY)"
+                "HAG_EMBEDDING_PROVIDER=openai needs an API key: HAG_EMBEDDING_API_KEY, else "
+                "OPENAI_API_KEY (or HAG_OPENAI_API_KEY); a server that takes none still "
+                "needs one set to any text"
             )
         return OpenAIEmbedder(
             cfg.embedding_model,
             cfg.embedding_dim,
-            cfg.openai_base_url,
-            cfg.openai_api_key.get_secret_value(),
+            base_url,
+            api_key.get_secret_value(),
             cfg.openai_timeout_seconds,
             cfg.openai_max_retries,
+            cfg.embedding_send_dimensions,
         )
     if provider == "local":
         embedder = LocalEmbedder()
@@ -284,8 +419,13 @@ def get_embedder() -> Embedder:
 def describe(embedder: Embedder) -> str:
     """The line every command prints about the provider in use."""
     if isinstance(embedder, OfflineEmbedder):
+        chosen = (
+            "chosen by HAG_EMBEDDING_PROVIDER=offline"
+            if get_config().embedding_provider == "offline"
+            else "offline default: no API key set"
+        )
         return (
-            f"embedder: {embedder.name} (offline default: no API key set; deterministic, "
+            f"embedder: {embedder.name} ({chosen}; deterministic, "
             "no network, lexical similarity only)"
         )
     return f"embedder: {embedder.name}"
@@ -306,7 +446,20 @@ def embed_texts(texts: list[str], labels: Sequence[str] | None = None) -> np.nda
 
     limit = max_chars()
     cut_texts = [cut(t, limit) for t in texts]
-    return require_fit(checked_embedder().embed(cut_texts), cut_texts, labels)
+    embedder = checked_embedder()
+    try:
+        matrix = embedder.embed(cut_texts)
+    except EmbedderRefused as exc:
+        i = exc.index
+        where = labels[i] if labels is not None else f"text {i + 1} of {len(texts)}"
+        shown = repr(cut_texts[i][:40]) + ("…" if len(cut_texts[i]) > 40 else "")
+        raise EmbedderRefused(
+            f"{where}: the embedding endpoint refused {shown} ({len(cut_texts[i])} characters): "
+            f"{exc}; if it is too long for the model, lower the embed_max_chars dial (now "
+            f"{limit})",
+            index=i,
+        ) from None
+    return require_fit(matrix, cut_texts, labels, embedder)
 
 
 def embed_text(text: str) -> np.ndarray:
