@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from prefect import flow
 from pydantic import Field
 
+from tasks.checks import run_expectations
 from tasks.privacy import erase_learner_data, publish_erasure_report
 from tasks.runtime import learner_run_name, tag_dry_run, use_deployment_database
 
@@ -36,4 +37,6 @@ def learner_erase_flow(
     tag_dry_run(dry_run)
     result = erase_learner_data(learner_id, dry_run, operator)
     publish_erasure_report(result)
+    if not dry_run:
+        run_expectations()  # the shared suites task (tasks/checks.py), as every flow ends
     return result.as_dict()

@@ -11,6 +11,7 @@ from hag.errors import HagError, ValidationError
 from hag.nightly import audit
 from hag.storage import runs
 from tasks.audit import publish_restore_report, restore_culled_edges
+from tasks.checks import run_expectations
 from tasks.runtime import (
     partly_failed,
     refused,
@@ -53,6 +54,8 @@ def restore_flow(
         return refused(f"restore refused: {exc}")  # type: ignore[no-any-return]
     result = restore_culled_edges(run, edge_ids, dry_run)
     publish_restore_report(result)
+    if result.restored and not dry_run:
+        run_expectations()  # the shared suites task (tasks/checks.py), as every flow ends
     if result.refused and not dry_run:  # as `hag audit restore` exits 1: the run ends Failed
         return partly_failed(
             f"{len(result.refused)} edge(s) refused, {len(result.restored)} restored "

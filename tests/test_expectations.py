@@ -12,6 +12,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from psycopg.types.json import Jsonb
 
 from hag import quality
 from hag.nightly import sweeps
@@ -238,6 +239,29 @@ def restored_keeping_reports(db, m):
     )
 
 
+def restored_culled_again(db, m):
+    """An edge an operator restored, deleted again under a recorded cull of the same rule."""
+    first = db.execute(
+        "UPDATE hag_edge_audit SET restored_at = now(), restored_by = 'test' "
+        "WHERE audit_id = (SELECT min(audit_id) FROM hag_edge_audit) RETURNING *"
+    ).fetchone()
+    db.execute(
+        "INSERT INTO hag_edge_audit (run_id, reason, rule_values, deleted_at, edge_id, "
+        "source_entry_id, target_entry_id, edge_type, condition, confidence, hit_count, "
+        "source_type, source_session_id, traversal_count, last_traversed_at, created_at, "
+        "updated_at) VALUES (%(run_id)s, 'cull', %(rule_values)s, now(), %(edge_id)s, "
+        "%(source_entry_id)s, %(target_entry_id)s, %(edge_type)s, %(condition)s, "
+        "%(confidence)s, %(hit_count)s, %(source_type)s, %(source_session_id)s, "
+        "%(traversal_count)s, %(last_traversed_at)s, %(created_at)s, %(updated_at)s)",
+        {**first, "rule_values": Jsonb(first["rule_values"])},
+    )
+    db.execute(
+        "UPDATE hag_runs SET summary = jsonb_set(summary, '{culled}', "
+        "to_jsonb((summary ->> 'culled')::int + 1)) WHERE run_id = %s",
+        (first["run_id"],),
+    )
+
+
 BETWEEN = "expect_column_values_to_be_between"
 IN_SET = "expect_column_values_to_be_in_set"
 REGEX = "expect_column_values_to_match_regex"
@@ -275,6 +299,7 @@ CASES = [
     (traversed_culled, {("culled_edges", IN_SET, "untraversed_enough")}),
     (young_culled, {("culled_edges", IN_SET, "old_enough")}),
     (restored_keeping_reports, {("culled_edges", IN_SET, "reports_placed")}),
+    (restored_culled_again, {("culled_edges", IN_SET, "not_restored_before")}),
     (
         culled_outside_a_run,
         {
@@ -309,6 +334,22 @@ def test_every_expectation_has_a_corruption_test():
     missing = declared - guarded
     # Counters share one rule; the success/traversal twins are pinned by their siblings.
     assert missing == {("entries", BETWEEN, "success_count"), ("edges", BETWEEN, "traversal_count")}
+
+
+def test_a_failure_names_its_rows_by_the_views_key(private_db):
+    """The sample is the offending rows by id with the value found, not the bare values
+    (`[True]` says nothing of which edge loops)."""
+    _sound_memory(private_db)
+    edge_below_floor(private_db, None)
+    private_db.commit()
+    low = private_db.execute(
+        "SELECT id FROM hag_edges WHERE confidence < 0.05 ORDER BY id"
+    ).fetchall()
+    [failure] = quality.run_all(private_db, suites=("edges",)).failures
+    assert failure.column == "confidence"
+    named = {str(row["id"]) for row in failure.sample}
+    assert named <= {str(r["id"]) for r in low} and len(named) == min(5, len(low))
+    assert all(row["confidence"] < 0.05 for row in failure.sample)
 
 
 def test_progress_reports_each_suite_as_it_finishes(db):

@@ -366,6 +366,40 @@ def test_waiting_resumptions_of_a_private_entry_are_erased(db, memory):
     assert [(r["source_entry_id"], r["audit_id"]) for r in left] == [(e["rsa"], 0)]
 
 
+def test_an_erasure_of_a_culled_edge_keeps_every_run_audited(db, memory):
+    """A nightly culls an edge into Ada's private entry (its summary says 1 culled, one audit
+    row); her erasure deletes the audit row with her data, and counts it: the audit
+    completeness suite still holds for that run (before, it failed for good)."""
+    from hag import quality
+
+    e = memory["entries"]
+    f.edge(
+        db,
+        e["rsa"],
+        memory["private"],
+        "related",
+        confidence=0.1,
+        source_type="learned",
+        created_at=T0 - timedelta(days=400),
+    )
+    db.commit()
+    night = sweeps.sweep(db, as_of=T0 + timedelta(days=400))
+    into_private = db.execute(
+        "SELECT count(*) AS n FROM hag_edge_audit WHERE run_id = %s AND target_entry_id = %s",
+        (night.run_id, memory["private"]),
+    ).fetchone()["n"]
+    assert into_private == 1
+    db.commit()
+    assert quality.run_all(db, suites=("cull_runs",)).success
+    privacy.erase_learner(ADA, conn=db)
+    counted = db.execute(
+        "SELECT erased FROM hag_erased_culls WHERE run_id = %s", (night.run_id,)
+    ).fetchone()
+    assert counted["erased"] == 1
+    db.commit()
+    assert quality.run_all(db, suites=("cull_runs",)).success
+
+
 def test_an_erased_session_sent_again_is_refused_not_applied_twice(db, memory):
     """A payload of an erased session, sent again, is refused at ingest with the reason (its
     tombstone, a salted hash of the session id), so its evidence never counts twice."""

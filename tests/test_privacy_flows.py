@@ -141,3 +141,25 @@ def test_a_deployment_runs_export_goes_where_it_outlives_the_run(monkeypatch, tm
     finally:
         monkeypatch.undo()
         config.reset_config()
+
+
+def test_an_erasure_run_ends_with_the_suites_and_fails_when_they_fail(db, prefect_harness):
+    """A flow that changed the memory ends with the data-quality suites: here a nightly run
+    recorded with culls its audit lacks (broken by hand) fails the erasure's run, naming the
+    expectation, after the erasure committed."""
+    from flows.learner_erase import learner_erase_flow
+    from tests import factories as f
+
+    f.entry(db, concept_slug="rsa")
+    db.commit()
+    run(db, payload("grace-s1", [turn(0, message="what is a modulus?")], learner="grace.h"))
+    db.execute(
+        "INSERT INTO hag_runs (kind, status, finished_at, summary) "
+        "VALUES ('nightly', 'done', now(), '{\"culled\": 3}')"
+    )
+    db.commit()
+    real = learner_erase_flow(learner_id="grace.h", dry_run=False, return_state=True)
+    assert real.is_failed(), real.message
+    assert "cull_runs" in real.message and "culled, audited" in real.message, real.message
+    assert db.execute("SELECT count(*) AS n FROM hag_sessions").fetchone()["n"] == 0
+    db.rollback()

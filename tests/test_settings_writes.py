@@ -181,3 +181,38 @@ def test_minus_zero_is_stored_as_zero(db):
     ).fetchone()["v"]
     assert stored == "0.0"
     db.rollback()
+
+
+def test_a_bound_moved_past_stored_edges_moves_them_with_their_history(db, database_url):
+    """Under the seed rules no rule re-weighs an edge when the floor rises or the ceiling
+    falls: the write moves every edge outside the new bounds to the nearer one, with a
+    history row naming the dial, so the edges suite (bounds as in force) still holds."""
+    from hag import quality
+    from tests import factories as f
+
+    a = f.entry(db, concept_slug="rsa")
+    b = f.entry(db, concept_slug="primes")
+    low = f.edge(db, a, b, "related", confidence=0.05, source_type="learned")
+    high = f.edge(db, b, a, "leads_to", confidence=0.95, source_type="seed")
+    mid = f.edge(db, a, b, "prerequisite", confidence=0.5, source_type="seed")
+    db.commit()
+    raised = run_hag(database_url, "settings", "set", "edge_confidence_floor", "0.1")
+    assert raised.returncode == 0, raised.stderr
+    shown = run_hag(database_url, "settings", "set", "edge_confidence_ceiling", "0.9")
+    assert "1 edge confidence(s) moved within the edge bounds" in shown.stdout, shown.stderr
+    stored = {
+        r["id"]: r["confidence"]
+        for r in db.execute("SELECT id, confidence FROM hag_edges").fetchall()
+    }
+    assert stored == {low: 0.1, high: 0.9, mid: 0.5}
+    moves = db.execute(
+        "SELECT entity_id, old_value, new_value, reason FROM hag_confidence_history "
+        "WHERE entity_kind = 'edge' AND reason LIKE 'dial %%' ORDER BY history_id"
+    ).fetchall()
+    db.rollback()
+    assert [(m["entity_id"], m["old_value"], m["new_value"]) for m in moves] == [
+        (low, 0.05, 0.1),
+        (high, 0.95, 0.9),
+    ]
+    assert moves[0]["reason"] == "dial edge_confidence_floor: clamped to the edge bounds"
+    assert quality.run_all(db, suites=("edges",)).success

@@ -135,6 +135,8 @@ def _move_dial(key: str, value: Any, *, reset: bool = False) -> None:
         click.echo(
             f"  {move.reweighed_sequences} leads_to/fallback confidence(s) re-weighed {under}"
         )
+    if move.clamped:
+        click.echo(f"  {move.clamped} edge confidence(s) moved within the edge bounds")
     if move.not_reweighed:
         click.echo(f"  not re-weighed: {move.not_reweighed}")
 

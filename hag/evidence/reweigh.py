@@ -288,6 +288,7 @@ class ProfileMove:
     changed: list[tuple[str, Any, Any]]
     reweighed: int = 0
     reweighed_sequences: int = 0
+    clamped: int = 0  # edges the profile's bounds left outside them (`clamp_every_edge`)
 
 
 def move_to_profile(conn: Conn, name: str, *, by: str, at: datetime) -> ProfileMove:
@@ -299,7 +300,10 @@ def move_to_profile(conn: Conn, name: str, *, by: str, at: datetime) -> ProfileM
     changed = settings.apply_profile(conn, name, by=by)
     if not changed:
         return ProfileMove(changed)
-    return ProfileMove(changed, *reweigh_every_edge(conn, settings.load(conn), at=at))
+    dials = settings.load(conn)
+    counts = reweigh_every_edge(conn, dials, at=at)
+    reason = f"profile {name}: clamped to the edge bounds"
+    return ProfileMove(changed, *counts, clamp_every_edge(conn, dials, at=at, reason=reason))
 
 
 # The dials the model's formulas read when they re-weigh (their registry consumer is
@@ -325,6 +329,9 @@ class DialMove:
     not_reweighed: str | None = None
     # the model dial an earlier write moved while a dial was invalid, re-weighed by this one
     owed_for: str | None = None
+    # edges a bound's move left outside the bounds, moved to the nearer one (no rule
+    # re-weighs them: `clamp_every_edge`)
+    clamped: int = 0
 
 
 def move_dial(
@@ -353,5 +360,21 @@ def move_dial(
         first = min(invalid)
         return DialMove(stored, not_reweighed=settings.invalid_message(first, *invalid[first]))
     why = f"dial {key}" if moved else f"dial {owed}, owed until every dial was valid"
-    counts = reweigh_every_edge(conn, settings.snapshot(values), at=at, reason=f"{why}: re-weighed")
-    return DialMove(stored, *counts, owed_for=None if moved else owed)
+    dials = settings.snapshot(values)
+    counts = reweigh_every_edge(conn, dials, at=at, reason=f"{why}: re-weighed")
+    clamped = clamp_every_edge(conn, dials, at=at, reason=f"{why}: clamped to the edge bounds")
+    return DialMove(stored, *counts, owed_for=None if moved else owed, clamped=clamped)
+
+
+def clamp_every_edge(conn: Conn, dials: Settings, *, at: datetime, reason: str) -> int:
+    """Every edge outside [`edge_confidence_floor`, `edge_confidence_ceiling`] moved to the
+    nearer bound, in the caller's transaction, with its history row: what a write of a bound
+    does after its re-weigh, for the edges no rule re-weighs (every edge under the seed
+    rules, `related` and `supersedes` under any), so the bounds hold for every stored edge
+    the moment they change, as the edges suite checks. How many it moved."""
+    floor, ceiling = dials.edge_confidence_floor, dials.edge_confidence_ceiling
+    states = {
+        edge_id: (min(ceiling, max(floor, confidence)), unlearned_from)
+        for edge_id, confidence, unlearned_from in store.edges_outside(conn, floor, ceiling)
+    }
+    return store.set_edge_confidences(conn, states, at=at, reason=reason)

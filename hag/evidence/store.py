@@ -131,6 +131,17 @@ def fold_graph_counts(conn: Conn) -> None:
     conn.execute(query("evidence", "fold_graph_counts"), {})
 
 
+def edges_outside(
+    conn: Conn, floor: float, ceiling: float
+) -> list[tuple[UUID, float, float | None]]:
+    """The edges below `floor` or above `ceiling`, locked in one sorted pass: (id, confidence,
+    the value negative evidence keeps beside it)."""
+    rows = conn.execute(
+        query("evidence", "edges_outside_bounds"), {"floor": floor, "ceiling": ceiling}
+    ).fetchall()
+    return [(r["id"], r["confidence"], r["unlearned_from"]) for r in rows]
+
+
 def lock_every_edge_of(conn: Conn, edge_types: Sequence[str]) -> None:
     """Lock every edge of these types, in one sorted pass (before a re-weigh of them all)."""
     conn.execute(query("evidence", "lock_every_edge_of"), {"types": list(edge_types)}).fetchall()

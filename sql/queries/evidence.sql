@@ -517,6 +517,14 @@ WHERE e.id = c.id
        OR e.unlearned_from IS DISTINCT FROM c.unlearned_from)
 RETURNING e.id, p.confidence AS old_confidence, e.confidence AS new_confidence
 
+-- name: edges_outside_bounds
+-- The edges whose confidence lies outside the edge bounds now in force (a floor raised or a
+-- ceiling lowered), locked in one sorted pass, with the value negative evidence keeps beside
+-- each, so a clamp writes them through set_edge_confidences.
+SELECT id, confidence, unlearned_from FROM hag_edges
+WHERE confidence < %(floor)s OR confidence > %(ceiling)s
+ORDER BY id FOR NO KEY UPDATE
+
 -- name: lock_every_edge_of
 -- Row locks on every edge of the given types, in one sorted pass (the order every edge write
 -- uses): what `hag settings profile` takes before it re-weighs them all, so it queues behind

@@ -186,6 +186,19 @@ WHERE source_entry_id IN (SELECT id FROM hag_erase_entries)
                    WHERE a.source_entry_id IN (SELECT id FROM hag_erase_entries)
                       OR a.target_entry_id IN (SELECT id FROM hag_erase_entries))
 
+-- name: count_erased_culls
+-- The cull audit rows the next statement deletes, counted per run (run ids and counts only):
+-- the audit-completeness check (hag_quality_cull_runs, migration 232) adds them back to what
+-- each run audited, so an erasure does not fail it for good.
+INSERT INTO hag_erased_culls AS x (run_id, erased)
+SELECT a.run_id, count(*)
+FROM hag_edge_audit a
+WHERE a.reason = 'cull' AND a.run_id IS NOT NULL
+  AND (a.source_entry_id IN (SELECT id FROM hag_erase_entries)
+       OR a.target_entry_id IN (SELECT id FROM hag_erase_entries))
+GROUP BY a.run_id
+ON CONFLICT (run_id) DO UPDATE SET erased = x.erased + EXCLUDED.erased
+
 -- name: erase_private_audit
 -- (their copied reports go with them: migration 220's key cascades)
 DELETE FROM hag_edge_audit
