@@ -404,6 +404,7 @@ def test_a_repeating_extractor_names_one_misread_pair_on_every_later_failed_turn
     first = next(i for i, t in enumerate(turns) if t["outcome"] == "failure")
     pair = (turns[first]["concept_slugs"][0], record.error_reports[0][1])
     assert record.repeating and pair not in world.prerequisites
+    assert record.misread == pair  # what the run counts as a session that repeated one
     named = [
         i
         for i, t in enumerate(turns)
@@ -455,3 +456,35 @@ def test_a_learner_names_their_misconception_on_every_failed_turn_there(db):
             named += says
         assert all(kind == "misconception" for _, _, kind in record.error_reports)
     assert named > 0
+
+
+def _moves_after_failures(db, world, notices, extractor):
+    record = play(
+        db,
+        world,
+        Learner("sim-0005", TRAITS[0], set()),
+        np.random.default_rng(11),
+        extractor=extractor,
+        policy=TutorPolicy(min_turns=8, max_turns=8, p_notice_struggle=1.0, notices=notices),
+    )
+    turns = record.payload["turns"]
+    return [
+        (a["concept_slugs"][0], b["concept_slugs"][0])
+        for a, b in zip(turns, turns[1:], strict=False)
+        if a["outcome"] == "failure"
+    ]
+
+
+def test_a_tutor_noticing_through_the_extractor_retreats_only_where_it_reported(db):
+    """`notices=learner` retreats to the gap the learner has though nothing reported it (the
+    hidden truth); `notices=extractor` retreats only to a concept the turn's extractor
+    reported: nowhere when it reported nothing, to an invented concept when it invented."""
+    world = chain_world()
+    load_world(db, world)
+    silent = Extractor(p_miss=1.0, p_false=0.0)
+    assert any(a != b for a, b in _moves_after_failures(db, world, "learner", silent))
+    stays = _moves_after_failures(db, world, "extractor", silent)
+    assert stays and all(a == b for a, b in stays)
+    inventing = Extractor(p_miss=1.0, p_false=1.0)
+    retreats = [m for m in _moves_after_failures(db, world, "extractor", inventing) if m[0] != m[1]]
+    assert retreats and not set(retreats) & world.prerequisites

@@ -167,3 +167,31 @@ def test_a_true_authored_prerequisite_no_learner_lacked_unshown_is_unseen(monkey
     )
     assert head["authored_prereq_true_unseen"] is None
     assert head["authored_prereq_true_unseen_below_0.5"] is None
+
+
+def test_the_fixed_set_brier_scores_pairs_with_no_edge_and_leaves_out_given_ones():
+    """Over every lacked true pair and every reported pair (not the edges that happen to
+    exist): a true pair with no edge scores 0 (costs 1), a false reported pair with no edge
+    costs nothing, an authored pair is left out; one-learner edges cannot dilute it."""
+    world = SimpleNamespace(
+        slugs=("a", "b", "c", "d", "e"),
+        prerequisites=frozenset({("a", "b"), ("c", "d"), ("b", "e")}),
+    )
+    before = [SimpleNamespace(source="b", target="e", edge_type="prerequisite", source_type="seed")]
+    after = [
+        SimpleNamespace(
+            source="a", target="b", edge_type="prerequisite", source_type="learned", confidence=0.8
+        ),
+        SimpleNamespace(
+            source="a", target="c", edge_type="prerequisite", source_type="learned", confidence=0.2
+        ),
+    ]
+    struggles = [
+        {"concept": "a", "missing": "c", "reported_true": 0, "reported_false": 2},
+        {"concept": "a", "missing": "d", "reported_true": 0, "reported_false": 1},
+        {"concept": "b", "missing": "e", "reported_true": 4, "reported_false": 0},
+    ]
+    got = build.fixed_set_brier(world, before, after, struggles)  # type: ignore[arg-type]
+    # a->b (0.8, true): 0.04; c->d (no edge, true): 1; a->c (0.2, false): 0.04; a->d: 0
+    assert (got["n"], got["true"]) == (4, 2)
+    assert got["brier"] == pytest.approx((0.04 + 1 + 0.04 + 0) / 4)

@@ -312,7 +312,8 @@ def simulate(
         else:
             for key, s in aggregate["spread"].items():
                 if s["mean"] is not None:
-                    click.echo(f"{key}: {s['mean']:.3f} ± {s['sd']:.3f} (n={s['n']})")
+                    sd = "" if s["sd"] is None else f" ± {s['sd']:.3f}"
+                    click.echo(f"{key}: {s['mean']:.3f}{sd} (n={s['n']})")
             click.echo(f"report: {out / 'report.json'}")
         return
     experiment = Experiment(world, config, out_dir=out, name=out.name, corpus=corpus, note=note)

@@ -368,11 +368,47 @@ def headline(
     } | (_truth_headline(truth) if truth is not None else {})
 
 
+def fixed_set_brier(
+    world: World,
+    before: Sequence[EdgeFact],
+    after: Sequence[EdgeFact],
+    struggles: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """Learned prerequisites' Brier over a set the memory does not choose: every true pair
+    the memory lacked at the start (the learned recall's denominator) and every pair the
+    extractor reported, less the pairs an authored or enriched edge held at the start; each
+    scored by its learned edge's confidence at the end, 0 where there is none. The headline's
+    truth-Brier scores the learned edges that exist at the end, so a true pair left without
+    an edge costs it nothing, and one-learner edges held low dilute it."""
+    known = set(world.slugs)
+    given = _pairs(before, "prerequisite", exclude="learned")
+    reported = {
+        (s["concept"], s["missing"]) for s in struggles if s["reported_true"] or s["reported_false"]
+    }
+    pairs = sorted(
+        p for p in (set(world.prerequisites) | reported) - given if p[0] in known and p[1] in known
+    )
+    end = {
+        (f.source, f.target): f.confidence
+        for f in after
+        if f.edge_type == "prerequisite" and f.source_type == "learned"
+    }
+    labels = [p in world.prerequisites for p in pairs]
+    return {
+        "n": len(pairs),
+        "true": sum(labels),
+        "brier": metrics.brier([end.get(p, 0.0) for p in pairs], labels),
+    }
+
+
 def _truth_headline(truth: Mapping[str, Any]) -> dict[str, Any]:
     """The truth-scored figures added to the headline (issue 14; the keys above stay)."""
     authored = truth["authored_prerequisites"]
     return {
         "learned_prereq_truth_brier": truth["learned_prerequisite"]["brier"],
+        "learned_prereq_truth_brier_fixed": (truth.get("learned_prerequisite_fixed") or {}).get(
+            "brier"
+        ),
         "learned_prereq_truth_auc": truth["learned_prerequisite"]["auc"],
         "memory_prereq_truth_brier": truth["prerequisite"]["brier"],
         "memory_prereq_truth_auc": truth["prerequisite"]["auc"],
@@ -481,6 +517,7 @@ def write_report(
     baseline = extractor_baseline(world, struggles)
     by_hits = metrics.precision_by_hits(after, world.prerequisites, world.slugs, "prerequisite")
     truth = truth_scores(world, before, after, lacking=run.lacking_counts())
+    truth["learned_prerequisite_fixed"] = fixed_set_brier(world, before, after, struggles)
     report = {
         "name": name or out_dir.name,
         "config": run.config.describe(),

@@ -349,10 +349,12 @@ def truth_scores(
 
 
 def spread(values: Sequence[float | None]) -> dict[str, Any]:
-    """Mean, sample standard deviation, min and max of per-seed figures (None left out)."""
+    """Mean, sample standard deviation, min and max of per-seed figures (None left out: `n`
+    says how many seeds a figure has, fewer than the run's where a seed had none, as a
+    precision with no claim at the threshold). One seed has no sd (None)."""
     xs = [float(v) for v in values if v is not None]
     if not xs:
         return {"n": 0, "mean": None, "sd": None, "min": None, "max": None}
     mean = sum(xs) / len(xs)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else None
     return {"n": len(xs), "mean": mean, "sd": sd, "min": min(xs), "max": max(xs)}

@@ -428,7 +428,7 @@ def simulate(
                     run.struggles[(c, m, "reported_true" if is_true else "reported_false")] += 1
                 for _, _, kind in record.error_reports:
                     run.error_reports[kind] += 1
-                run.repeating_sessions += int(record.repeating)
+                run.repeating_sessions += int(record.misread is not None)
                 run.sessions += 1
                 run.turns += record.turns
                 run.successes += record.successes

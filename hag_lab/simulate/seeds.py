@@ -173,11 +173,18 @@ def compare_table(comparison: Mapping[str, Any]) -> list[str]:
         cells = []
         for name in profiles:
             s = results[name]["spread"].get(key, {})
-            cells.append(
-                "–" if s.get("mean") is None else f"{fmt(s['mean'], 2)} ± {fmt(s['sd'], 2)}"
-            )
+            cells.append(spread_cell(s, 2, len(comparison["seeds"])))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
+
+
+def spread_cell(s: Mapping[str, Any], digits: int, seeds: int) -> str:
+    """`mean ± sd`; `–` with no seed's figure; no sd from one seed; `(n=k)` when fewer seeds
+    than the run's had the figure (a precision with no claim at the threshold)."""
+    if s.get("mean") is None:
+        return "–"
+    cell = fmt(s["mean"], digits) + ("" if s.get("sd") is None else f" ± {fmt(s['sd'], digits)}")
+    return cell + (f" (n={s['n']})" if s.get("n", seeds) < seeds else "")
 
 
 # --- every error kind on every world: the multi-seed report of issue 29 ---------------------
@@ -192,6 +199,7 @@ KIND_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("learned_prereq_recall_at_0.6", "R ≥ 0.6", 2),
     ("learned_prereq_recall_bound", "R bound", 2),
     ("learned_prereq_truth_brier", "truth-Brier", 3),
+    ("learned_prereq_truth_brier_fixed", "truth-Brier, fixed set", 3),
     ("leads_to_precision_at_0.6", "leads_to P", 2),
     ("leads_to_recall_at_0.6", "leads_to R", 2),
     ("fallback_precision_at_0.6", "fallback P", 2),
@@ -306,7 +314,9 @@ def kinds_table(result: Mapping[str, Any]) -> list[str]:
         f"the tutor's retreats read the {result.get('tutor_notices', 'learner')}; "
         "mean ± sd; P/R: precision/recall of learned prerequisites (leads_to, fallback: "
         "every edge of the type, authored ones too; learned: the edges the memory learned) "
-        "at ≥ 0.6; R bound: the recall the reports allow under the units "
+        "at ≥ 0.6; truth-Brier over the learned edges at the end, and over a fixed set (every "
+        "true pair lacked at the start and every reported pair, no edge scored 0); R bound: "
+        "the recall the reports allow under the units "
         "rule (true pairs named by at least prerequisite_min_learners learners who had not "
         "shown the target; – under other rules)",
         "",
@@ -316,12 +326,7 @@ def kinds_table(result: Mapping[str, Any]) -> list[str]:
     for row in result["rows"]:
         cells = []
         for key, _, digits in KIND_COLUMNS:
-            s = row["spread"].get(key, {})
-            cells.append(
-                "–"
-                if s.get("mean") is None
-                else f"{fmt(s['mean'], digits)} ± {fmt(s['sd'], digits)}"
-            )
+            cells.append(spread_cell(row["spread"].get(key, {}), digits, len(result["seeds"])))
         if row.get("authored_false") is not None:
             cells[WRONG_AUTHORED_COLUMN] += f" of {fmt(row['authored_false'], 0)}"
         lines.append(

@@ -203,7 +203,10 @@ class SessionRecord:
     reported_struggles: list[tuple[str, str, bool]] = field(default_factory=list)  # (c, m, true?)
     # the false reports of the two persistent error kinds: (c, m, "repeated" | "misconception")
     error_reports: list[tuple[str, str, str]] = field(default_factory=list)
-    repeating: bool = False  # the extractor misread one pair and repeated it this session
+    # drawn for this session: its extractor misreads one pair at the first failed turn and
+    # repeats it (a session with no failed turn has none to misread)
+    repeating: bool = False
+    misread: tuple[str, str] | None = None  # the pair it misread, once it has
     turns: int = 0
     successes: int = 0
 
@@ -328,6 +331,7 @@ def run_session(
             if record.repeating and misread is None:
                 wrong = extractor.wrong_candidates(world, taught)
                 misread = (taught, _pick(error_rng, wrong)) if wrong else None
+                record.misread = misread
             persistent = [("repeated", misread)]
             if learner.misconception is not None and learner.misconception[0] == taught:
                 persistent.append(("misconception", learner.misconception))
