@@ -25,6 +25,7 @@ def test_all_names_the_four_kinds_each_over_the_independent_noise():
         "p_false": 0.3,
         "p_repeat_session": 0.0,
         "misconception_share": 0.0,
+        "misconception_shared": False,
     }
     assert kinds["repeated:0.2"]["p_repeat_session"] == 0.2
     assert kinds["misconception:0.1"]["misconception_share"] == 0.1
@@ -108,6 +109,23 @@ def test_misconceptions_go_to_the_share_of_learners_asked_and_name_no_prerequisi
         assert concept not in lr.mastered and world.prerequisites_of(concept)
         assert (concept, wrong) not in world.prerequisites and concept != wrong
     assert [lr.misconception for lr in give(3)] == [lr.misconception for lr in learners]
+
+
+def test_a_shared_misconception_is_one_wrong_pair_held_by_every_chosen_learner_open_on_it():
+    """`shared-misconception:0.25` of 20 learners: the chosen learners who have not mastered
+    the pair's concept all hold the one pair drawn for the world, which is no prerequisite."""
+    world = w.cryptography_world()
+    [kind] = error_kinds("shared-misconception:0.25")
+    assert kind.options()["misconception_shared"] and kind.options()["p_false"] == 0.1
+    learners = make_learners(world, 20, np.random.default_rng(1), OutcomeModel())
+    given = give_misconceptions(
+        learners, world, 0.25, Extractor(kind="structured"), error_stream(3), shared=True
+    )
+    pairs = {lr.misconception for lr in given}
+    assert len(given) >= 2 and len(pairs) == 1
+    [(concept, wrong)] = pairs
+    assert (concept, wrong) not in world.prerequisites and world.prerequisites_of(concept)
+    assert all(concept not in lr.mastered for lr in given)
 
 
 def test_no_misconception_draws_nothing_from_the_stream():

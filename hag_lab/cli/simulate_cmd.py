@@ -83,7 +83,7 @@ from hag.cli._common import echo_json, json_option, note
 @click.option(
     "--error-kinds",
     help="Run each extractor error kind (comma-separated: independent[:NOISE], "
-    "repeated[:SHARE], misconception[:SHARE]; or all) on each --world, each profile and "
+    "repeated[:SHARE], misconception[:SHARE], shared-misconception[:SHARE]; or all) on each --world, each profile and "
     "each seed (default seeds 43,47,53,59,61; profiles --compare, --profile, else seed and "
     "evidence); the kinds set the noise options. Prints one table, writes OUT/kinds.md.",
 )

@@ -4,7 +4,9 @@ An error kind is a set of extractor options over the independent noise, named so
 can list them: `independent:X` (p_miss = p_false = X, nothing else), `repeated:S` (the
 independent noise at `BASE_NOISE`, plus a share S of sessions whose extractor misreads one
 pair and repeats it), `misconception:S` (the same noise, plus a share S of learners who
-name one wrong prerequisite whenever they fail at its concept). `all` is `ALL_KINDS`.
+name one wrong prerequisite whenever they fail at its concept), `shared-misconception:S`
+(the same, every one of those learners holding one pair drawn for the world). `all` is
+`ALL_KINDS`.
 
 A world is `cryptography`, `random` (the bare random DAG, no authored edges: `--concepts`
 concepts) or `random:N` (`random_topic`: N concepts, 30-60, with authored prerequisites
@@ -22,7 +24,7 @@ from hag.errors import HagError
 from hag_lab.simulate.world import World, cryptography_world, random_topic, random_world
 
 BASE_NOISE = 0.1  # the independent noise under the persistent kinds (the issue's goals)
-DEFAULT_SHARE = {"repeated": 0.2, "misconception": 0.1}
+DEFAULT_SHARE = {"repeated": 0.2, "misconception": 0.1, "shared-misconception": 0.1}
 ALL_KINDS = ("independent:0.1", "independent:0.3", "repeated:0.2", "misconception:0.1")
 
 
@@ -33,6 +35,7 @@ class ErrorKind:
     p_false: float
     p_repeat_session: float = 0.0
     misconception_share: float = 0.0
+    misconception_shared: bool = False
 
     def options(self) -> dict[str, Any]:
         """The `SimulationConfig` fields this kind sets."""
@@ -41,16 +44,17 @@ class ErrorKind:
             "p_false": self.p_false,
             "p_repeat_session": self.p_repeat_session,
             "misconception_share": self.misconception_share,
+            "misconception_shared": self.misconception_shared,
         }
 
 
 def error_kind(spec: str) -> ErrorKind:
     """One kind from `name[:value]` (HagError, one line, on anything else)."""
     name, _, value = spec.strip().partition(":")
-    if name not in ("independent", "repeated", "misconception"):
+    if name not in ("independent", "repeated", "misconception", "shared-misconception"):
         raise HagError(
-            f"error kind {spec!r}: takes independent[:NOISE], repeated[:SHARE] or "
-            "misconception[:SHARE]"
+            f"error kind {spec!r}: takes independent[:NOISE], repeated[:SHARE], "
+            "misconception[:SHARE] or shared-misconception[:SHARE]"
         )
     try:
         x = (
@@ -67,7 +71,13 @@ def error_kind(spec: str) -> ErrorKind:
         return ErrorKind(label, x, x)
     if name == "repeated":
         return ErrorKind(label, BASE_NOISE, BASE_NOISE, p_repeat_session=x)
-    return ErrorKind(label, BASE_NOISE, BASE_NOISE, misconception_share=x)
+    return ErrorKind(
+        label,
+        BASE_NOISE,
+        BASE_NOISE,
+        misconception_share=x,
+        misconception_shared=name == "shared-misconception",
+    )
 
 
 def error_kinds(text: str) -> list[ErrorKind]:

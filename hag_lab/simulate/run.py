@@ -56,6 +56,7 @@ class SimulationConfig:
     # the persistent error kinds (issue 29), drawn from their own stream (`error_stream`):
     p_repeat_session: float = 0.0  # sessions whose extractor repeats one misread pair
     misconception_share: float = 0.0  # learners who name one wrong prerequisite every failure
+    misconception_shared: bool = False  # those learners all hold one pair (give_misconceptions)
     profile: str | None = None  # rule profile set on the memory before the run (None: as is)
     seed: int = 7
     start: datetime = DEFAULT_START
@@ -355,7 +356,14 @@ def simulate(
     memory = _Memory(config.use_flows)
     extractor = Extractor(config.p_miss, config.p_false, config.noise_kind, config.p_repeat_session)
     errors = error_stream(config.seed)
-    give_misconceptions(learners, world, config.misconception_share, extractor, errors)
+    give_misconceptions(
+        learners,
+        world,
+        config.misconception_share,
+        extractor,
+        errors,
+        shared=config.misconception_shared,
+    )
     drift = CRYPTO_DRIFT if world.topic_id == CRYPTOGRAPHY else ()
 
     with db.connect() as conn:

@@ -135,18 +135,39 @@ def give_misconceptions(
     share: float,
     extractor: Extractor,
     rng: np.random.Generator,
+    *,
+    shared: bool = False,
 ) -> list[Learner]:
     """`round(share * len(learners))` learners, drawn with `rng`, each given one persistent
     misconception: a concept they have not mastered and that rests on something (so they
     can fail there), paired with a concept the extractor could wrongly name for it
-    (`Extractor.wrong_candidates`). Nothing is drawn when no learner gets one."""
+    (`Extractor.wrong_candidates`). Nothing is drawn when no learner gets one. `shared`: one
+    such pair drawn for the world, held by every chosen learner who has not mastered its
+    concept (a misconception a class shares, named by as many learners as a true gap)."""
     count = round(share * len(learners))
     if count == 0:
         return []
     chosen = sorted(int(i) for i in rng.choice(len(learners), size=count, replace=False))
+    common: tuple[str, str] | None = None
+    if shared:
+        open_ = [
+            c
+            for c in world.slugs
+            if world.prerequisites_of(c) and extractor.wrong_candidates(world, c)
+        ]
+        if not open_:
+            return []
+        concept = _pick(rng, open_)
+        common = (concept, _pick(rng, extractor.wrong_candidates(world, concept)))
     given = []
     for i in chosen:
         learner = learners[i]
+        if common is not None:
+            if common[0] in learner.mastered:
+                continue
+            learner.misconception = common
+            given.append(learner)
+            continue
         open_ = [
             c
             for c in world.slugs
