@@ -303,3 +303,32 @@ def test_a_named_student_observation_never_merges_into_an_unanchored_pattern(db)
         "visual-model-builder",
     ]
     assert (summary.entries_merged, summary.entries_created) == (0, 2)
+
+
+def test_a_near_match_needs_a_cosine_above_the_dial_not_at_it(dials):
+    """The seed's step 2 matches by "embedding similarity above a dial": a name whose nearest
+    concept is at exactly `ladder_near_similarity` is minted, just above it is near."""
+    import numpy as np
+
+    from hag import settings
+    from hag.session.ladder import resolve_all
+
+    class Catalogue:
+        embedded_slugs = ("hashing",)
+
+        def __init__(self, cosine):
+            self.cosine = cosine
+
+        def lexical(self, name):
+            return None
+
+        def nearest(self, vector):
+            return "hashing", self.cosine
+
+    dials(ladder_near_similarity=0.85)
+    current = settings.current()
+    embed = lambda names: np.ones((len(names), 4), dtype=np.float32)  # noqa: E731
+    at = resolve_all(["one way digests"], Catalogue(0.85), current, embed)
+    above = resolve_all(["one way digests"], Catalogue(0.8500001), current, embed)
+    assert (at[0].slug, at[0].step) == ("one-way-digests", "minted")
+    assert (above[0].slug, above[0].step) == ("hashing", "near")

@@ -145,7 +145,7 @@ def resolve_all(
     if pending and len(catalogue.embedded_slugs):
         for name, vector in zip(pending, embed(pending), strict=True):
             near = catalogue.nearest(vector)
-            if near is not None and near[1] >= dials.ladder_near_similarity:
+            if near is not None and near[1] > dials.ladder_near_similarity:  # seed: "above"
                 found[name] = (near[0], "near")
     out = []
     for name in names:
