@@ -284,3 +284,42 @@ def test_a_flow_whose_project_is_not_installed_is_one_clear_line(monkeypatch, tm
     monkeypatch.setattr(orchestration, "registered", lambda: {"x": present})
     with pytest.raises(ModuleNotFoundError, match="hag_absent_dependency"):
         orchestration.flow("x")
+
+
+def test_the_service_without_its_extra_refuses_before_touching_the_database(monkeypatch, capsys):
+    """`hag service` with no fastapi or uvicorn: one line naming the extra, before the
+    migrate every command runs on its way (which would write the schema)."""
+    from hag.cli import main
+    from hag.storage import migrate
+    from hag.support import extras
+
+    monkeypatch.setattr(extras, "installed", lambda extra: extra != "service")
+    monkeypatch.setenv("HAG_SERVICE_TOKEN", "t")
+    touched: list[str] = []
+    monkeypatch.setattr(migrate, "ensure_migrated", lambda *a, **k: touched.append("migrate"))
+    from hag.cli import service_cmd
+
+    def started() -> None:  # fastapi is here: without the refusal the server would start
+        raise AssertionError("the service started")
+
+    monkeypatch.setattr(service_cmd, "_server_class", started)
+    with pytest.raises(SystemExit) as done:
+        main(["service"])
+    assert done.value.code == 1 and touched == []
+    assert capsys.readouterr().err == (
+        "hag: hag service needs the service extra: pip install 'hag-memory[service]'\n"
+    )
+
+
+@pytest.mark.parametrize("args", [[], ["settings"], ["audit"]])
+def test_a_group_without_its_command_prints_its_help(args, capsys):
+    """`hag` alone (or a group alone) prints the group's help as click lays it out, exit 2,
+    not the whole help run together on one line."""
+    from hag.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    err = capsys.readouterr().err
+    assert done.value.code == 2
+    assert err.startswith(f"Usage: hag {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND")
+    assert "\nCommands:\n" in err

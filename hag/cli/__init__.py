@@ -143,6 +143,9 @@ def main(argv: list[str] | None = None) -> Any:
             _usage(exc)
         click.echo(f"hag: {_one_line(exc.format_message())}", err=True)
         sys.exit(1)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `hag`, `hag settings`: the help
+        click.echo(exc.format_message(), err=True)
+        sys.exit(2)
     except click.UsageError as exc:  # the command line's shape
         _usage(exc)
     except click.ClickException as exc:

@@ -25,7 +25,9 @@ def service(host: str | None, port: int | None) -> None:
     """
     from hag.config import get_config
     from hag.errors import ConfigError
+    from hag.support import extras
 
+    extras.require("service", "hag service")  # before anything touches the database
     config = get_config()
     token = config.service_token.get_secret_value() if config.service_token else ""
     if not token.strip():
