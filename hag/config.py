@@ -22,7 +22,11 @@ from hag.errors import ConfigError
 class ProcessConfig(BaseSettings):
     """Environment-driven configuration (prefix `HAG_`, plus the usual OpenAI names)."""
 
-    model_config = SettingsConfigDict(env_prefix="HAG_", extra="ignore", populate_by_name=True)
+    # A variable set to nothing is unset (a compose file's `${VAR}` with VAR undefined): so a
+    # blank HAG_OPENAI_API_KEY does not hide OPENAI_API_KEY, and a blank switch is its default.
+    model_config = SettingsConfigDict(
+        env_prefix="HAG_", extra="ignore", populate_by_name=True, env_ignore_empty=True
+    )
 
     database_url: str | None = Field(
         default=None, validation_alias=AliasChoices("DATABASE_URL", "HAG_DATABASE_URL")
@@ -119,15 +123,27 @@ class ProcessConfig(BaseSettings):
         return self.data_dir / "pgdata"
 
     def embedding_endpoint(self) -> tuple[SecretStr | None, str | None]:
-        """The embedder's key and base URL: its own, else the shared ones."""
-        return (
-            self.embedding_api_key or self.openai_api_key,
-            self.embedding_base_url or self.openai_base_url,
-        )
+        """The embedder's key and base URL, as a pair: its own server takes its own key only
+        (the shared key, OpenAI's say, is never sent to another host); else its own key or
+        the shared one, to the shared server."""
+        return _endpoint("HAG_EMBEDDING", self.embedding_api_key, self.embedding_base_url, self)
 
     def llm_endpoint(self) -> tuple[SecretStr | None, str | None]:
-        """The proposer's key and base URL: its own, else the shared ones."""
-        return self.llm_api_key or self.openai_api_key, self.llm_base_url or self.openai_base_url
+        """The proposer's key and base URL, as a pair (as `embedding_endpoint`)."""
+        return _endpoint("HAG_LLM", self.llm_api_key, self.llm_base_url, self)
+
+
+def _endpoint(
+    prefix: str, key: SecretStr | None, url: str | None, config: ProcessConfig
+) -> tuple[SecretStr | None, str | None]:
+    if url is not None:
+        if key is None:
+            raise ConfigError(
+                f"{prefix}_BASE_URL is set: set {prefix}_API_KEY too (the shared key is not "
+                "sent to another server; any text for a server that takes none)"
+            )
+        return key, url
+    return key or config.openai_api_key, config.openai_base_url
 
 
 def shown_url(url: str | None) -> str | None:

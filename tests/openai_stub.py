@@ -191,6 +191,7 @@ class OpenAIStub:
         # a 400 (a model without shortened outputs, as vLLM answers); the 200 reply's JSON
         # passed through this first (a str return is sent as a text body).
         self.max_input_chars: int | None = None
+        self.max_batch: int | None = None  # more texts a request: 413 (TEI's batch limit)
         self.refuse_dimensions = False
         self.embedding_filter: Callable[[dict[str, Any]], Any] | None = None
         self._lock = threading.Lock()
@@ -477,6 +478,16 @@ class OpenAIStub:
                 texts = [x if isinstance(x, str) else " ".join(map(str, x)) for x in inp]
         else:
             self._bad_request(h, "'input' must be a non-empty string or array")
+            return
+        if self.max_batch is not None and len(texts) > self.max_batch:
+            self._send_json(
+                h,
+                413,
+                _error_json(
+                    f"batch size {len(texts)} > maximum allowed batch size {self.max_batch}",
+                    "invalid_request_error",
+                ),
+            )
             return
         too_long = [t for t in texts if self.max_input_chars and len(t) > self.max_input_chars]
         if too_long:

@@ -17,7 +17,7 @@ import pytest
 
 from hag.enrichment.proposers import OpenAIProposer, ProposerError, choose_proposer
 from hag.enrichment.validate import ReplyError, parse_reply
-from hag.errors import EmbedderMismatch, EmbedderRefused, EmbedderUnavailable
+from hag.errors import ConfigError, EmbedderMismatch, EmbedderRefused, EmbedderUnavailable
 from hag.session.outcome import Outcome, classify
 from hag.vectors import embeddings
 from tests.fix_embedder import forget_process_state, hag
@@ -114,8 +114,9 @@ def test_a_text_too_long_for_the_model_is_named_with_the_dial_that_cuts_it(stub)
     assert message.startswith("turn 3: observations[0].text: the embedding endpoint refused")
     assert "maximum context length is 40" in message and "embed_max_chars" in message
     assert caught.value.index == 1
-    # the batch, the probe, then the texts one by one up to the refused one
-    assert len(stub.requests_to("/v1/embeddings")) == 1 + 1 + 2
+    # the batch of 3, its halves (1 passes; 2 refused, split again), the text alone, a probe
+    sizes = [len(body["input"]) for _, body, _ in stub.requests_to("/v1/embeddings")]
+    assert sizes == [3, 1, 2, 1, 1]
 
 
 def _topic(text: str) -> dict[str, str]:
@@ -153,7 +154,19 @@ def test_a_refused_text_fails_its_session_and_the_queue_goes_on(
 
 def test_a_refused_text_is_a_kept_failure_not_a_rejection():
     assert classify(EmbedderRefused("too long", 0)) is Outcome.FAILED
-    assert classify(EmbedderUnavailable("down")) is Outcome.FAILED
+
+
+def test_a_server_taking_fewer_texts_a_request_gets_them_in_smaller_batches(stub):
+    """TEI answers 413 above its batch size: the batch is split until its parts pass, and
+    the rows are the texts' own, in order (not "unavailable", which would hold the queue)."""
+    texts = [f"text number {i}" for i in range(7)]
+    alone = _embedder().embed(texts)
+    stub.reset()
+    stub.max_batch = 2
+    split = _embedder().embed(texts)
+    assert (split == alone).all()
+    sizes = [len(body["input"]) for _, body, _ in stub.requests_to("/v1/embeddings")]
+    assert sizes[0] == 7 and max(sizes[1:]) <= 4 and sum(s for s in sizes if s <= 2) == 7
 
 
 # --- a 200 that is not a list of vectors ----------------------------------------------------
@@ -189,20 +202,21 @@ def test_a_bad_reply_is_the_servers_fault_named_in_one_line(stub, change, said):
 
 def test_a_nan_or_zero_row_from_a_server_names_the_text_and_keeps_it(own_memory, stub, monkeypatch):
     """Not the text's fault (the offline embedder's zero row for an empty text is): the
-    server's, so EmbedderUnavailable and a session waits instead of being rejected."""
+    server's, so the session is kept failed instead of rejected."""
     stub.embedding_filter = _replace_data(
         lambda d: [dict(d[0], embedding=[math.nan] * 1536), dict(d[1], embedding=[0.0] * 1536)]
     )
     forget_process_state()
     monkeypatch.setenv("HAG_EMBEDDING_PROVIDER", "openai")
-    with pytest.raises(EmbedderUnavailable) as caught:
+    with pytest.raises(EmbedderRefused) as caught:
         embeddings.embed_texts(["one text", "two text"], ["entries[0].instruction", "b"])
     assert str(caught.value).startswith(
         "entries[0].instruction: the embedding endpoint ("
     ) and "returned a vector that is not finite for 'one text': the server's fault" in str(
         caught.value
     )
-    assert classify(caught.value) is Outcome.FAILED  # and the queue leaves it pending
+    # the same text gives the same row again: kept failed, and the queue goes on
+    assert classify(caught.value) is Outcome.FAILED
 
 
 def test_replies_without_index_keep_their_order_and_a_wrong_size_is_another_embedder(stub):
@@ -242,6 +256,13 @@ def test_a_base_url_without_v1_gets_the_hint(stub, monkeypatch):
 def test_a_blank_key_is_no_key(stub, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "")
     assert isinstance(_embedder(), embeddings.OfflineEmbedder)
+    monkeypatch.setenv("HAG_OPENAI_API_KEY", "")  # a blank alias does not hide the other
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("HAG_EMBEDDING_SEND_DIMENSIONS", "")
+    assert isinstance(_embedder(), embeddings.OpenAIEmbedder)
+    monkeypatch.delenv("HAG_OPENAI_API_KEY")
+    monkeypatch.delenv("HAG_EMBEDDING_SEND_DIMENSIONS")
+    monkeypatch.setenv("OPENAI_API_KEY", "")
     assert "offline default: no API key set" in embeddings.describe(_embedder())
     monkeypatch.setenv("HAG_EMBEDDING_PROVIDER", "offline")
     monkeypatch.setenv("OPENAI_API_KEY", "a-key")
@@ -257,7 +278,14 @@ def test_the_embedder_and_the_model_each_reach_their_own_server(stub, monkeypatc
         monkeypatch.setenv("HAG_EMBEDDING_BASE_URL", stub.base_url)
         monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # the shared: unused
         forget_process_state()
+        # the shared key (OpenAI's, say) is never sent to another server: its own is needed
+        with pytest.raises(ConfigError, match="HAG_EMBEDDING_API_KEY too"):
+            embeddings.get_embedder()
+        monkeypatch.setenv("HAG_EMBEDDING_API_KEY", "embedding-key")
+        forget_process_state()
         embeddings.get_embedder().embed(["a"])
+        [(_, _, headers)] = stub.requests_to("/v1/embeddings")
+        assert headers["authorization"] == "Bearer embedding-key"
         proposer = choose_proposer(settings.defaults())
         assert isinstance(proposer, OpenAIProposer)
         chat.queue_chat('{"edges": []}')

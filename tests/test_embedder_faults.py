@@ -190,7 +190,7 @@ def test_load_corpus_refuses_a_text_the_embedder_gives_a_zero_vector(
     assert error_lines(loaded.stderr) == [
         f"hag: entries[0].instruction: the embedding endpoint ({openai_stub.base_url}) "
         "returned a zero vector for 'Say nothing.': the server's fault, so nothing was "
-        "written; the text is kept for when it answers properly"
+        "written from it"
     ]
 
 

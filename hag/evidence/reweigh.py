@@ -252,7 +252,12 @@ def _moving(
 
 
 def reweigh_every_edge(
-    conn: Conn, dials: Settings, *, at: datetime, reason: str = "profile: re-weighed"
+    conn: Conn,
+    dials: Settings,
+    *,
+    at: datetime,
+    reason: str = "profile: re-weighed",
+    locked: bool = False,
 ) -> tuple[int, int]:
     """Every edge whose rule the evidence model owns re-weighed under the rules `dials`
     select, in the caller's transaction, their rows locked in one sorted pass first: every
@@ -263,13 +268,11 @@ def reweigh_every_edge(
     settings.reweigh_paid(conn)  # whatever a dial move left owed is paid here
     prerequisites = model.lift_selected(dials)
     moves = sequences.units_selected(dials)
-    types = [
-        *(["prerequisite"] if prerequisites else []),
-        *(sequences.SEQUENCE_TYPES if moves else ()),
-    ]
+    types = owned_types(dials)
     if not types:
         return 0, 0
-    store.lock_every_edge_of(conn, types)
+    if not locked:  # (a dial write locked them with the edges it clamps: `lock_for_move`)
+        store.lock_every_edge_of(conn, types)
     return (
         reweigh_prerequisites(conn, store.prerequisite_sources(conn), dials, at=at, reason=reason)
         if prerequisites
@@ -301,7 +304,8 @@ def move_to_profile(conn: Conn, name: str, *, by: str, at: datetime) -> ProfileM
     if not changed:
         return ProfileMove(changed)
     dials = settings.load(conn)
-    counts = reweigh_every_edge(conn, dials, at=at)
+    lock_for_move(conn, dials)
+    counts = reweigh_every_edge(conn, dials, at=at, locked=True)
     reason = f"profile {name}: clamped to the edge bounds"
     return ProfileMove(changed, *counts, clamp_every_edge(conn, dials, at=at, reason=reason))
 
@@ -361,9 +365,27 @@ def move_dial(
         return DialMove(stored, not_reweighed=settings.invalid_message(first, *invalid[first]))
     why = f"dial {key}" if moved else f"dial {owed}, owed until every dial was valid"
     dials = settings.snapshot(values)
-    counts = reweigh_every_edge(conn, dials, at=at, reason=f"{why}: re-weighed")
+    lock_for_move(conn, dials)
+    counts = reweigh_every_edge(conn, dials, at=at, reason=f"{why}: re-weighed", locked=True)
     clamped = clamp_every_edge(conn, dials, at=at, reason=f"{why}: clamped to the edge bounds")
     return DialMove(stored, *counts, owed_for=None if moved else owed, clamped=clamped)
+
+
+def lock_for_move(conn: Conn, dials: Settings) -> None:
+    """The rows a dial write re-weighs (the types the model owns under `dials`) and those it
+    clamps (outside the edge bounds), locked in one sorted pass before either: two passes,
+    one a set, would take locks out of id order and could deadlock with a session."""
+    store.lock_edges_of_or_outside(
+        conn, owned_types(dials), dials.edge_confidence_floor, dials.edge_confidence_ceiling
+    )
+
+
+def owned_types(dials: Settings) -> list[str]:
+    """The edge types whose confidence the evidence model computes under `dials`."""
+    return [
+        *(["prerequisite"] if model.lift_selected(dials) else []),
+        *(sequences.SEQUENCE_TYPES if sequences.units_selected(dials) else ()),
+    ]
 
 
 def clamp_every_edge(conn: Conn, dials: Settings, *, at: datetime, reason: str) -> int:

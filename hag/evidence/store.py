@@ -131,6 +131,17 @@ def fold_graph_counts(conn: Conn) -> None:
     conn.execute(query("evidence", "fold_graph_counts"), {})
 
 
+def lock_edges_of_or_outside(
+    conn: Conn, edge_types: Sequence[str], floor: float, ceiling: float
+) -> None:
+    """Lock every edge of `edge_types` and every edge outside [floor, ceiling], in one
+    sorted pass (a dial write's re-weigh and clamp, in the order every edge writer uses)."""
+    conn.execute(
+        query("evidence", "lock_edges_of_or_outside"),
+        {"types": list(edge_types), "floor": floor, "ceiling": ceiling},
+    )
+
+
 def edges_outside(
     conn: Conn, floor: float, ceiling: float
 ) -> list[tuple[UUID, float, float | None]]:

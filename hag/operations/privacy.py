@@ -79,7 +79,7 @@ ERASE_STEPS = (
     ("erase_llm_calls", "hag_llm_calls", "deleted"),
     ("erase_private_edges", "hag_edges", "deleted"),
     ("erase_private_resume_pending", "hag_resume_pending", "deleted"),
-    ("count_erased_culls", "hag_erased_culls", "counted"),
+    ("count_erased_culls", "hag_erased_culls", "runs noted"),
     ("erase_private_audit", "hag_edge_audit", "deleted"),
     ("erase_private_withdrawn", "hag_pair_withdrawn", "deleted"),
     ("erase_private_entries", "hag_entries", "deleted"),

@@ -1,8 +1,8 @@
 """The concept ladder: which concept an extractor's name means (SPEC §4, seed: four steps).
 
 1. exact: the name is a canonical slug of the topic's catalogue;
-2. near: its normalised form equals a canonical slug, alias or title, or its embedding is
-   within `ladder_near_similarity` of a canonical concept's;
+2. near: its normalised form equals a canonical slug, alias or title, or its embedding's
+   cosine to a canonical concept's is above `ladder_near_similarity`;
 3. minted: a new slug in the topic, made from the name (drift residue);
 4. `_unanchored_`: no usable name at all.
 The step's quality (a dial) is recorded on the entry and scales its initial confidence.

@@ -85,8 +85,9 @@ def require_fit(
 ) -> np.ndarray:
     """The rows, unless one is zero or not finite (its similarity to anything would be NaN):
     then an EmbedderError naming the text's field (`labels`) or its place and its start. From
-    an endpoint (`embedder` an OpenAIEmbedder) that is the server's fault, not the text's:
-    EmbedderUnavailable, so a session waits for the server instead of being rejected."""
+    an endpoint (`embedder` an OpenAIEmbedder) that is the server's fault (fp16 overflow),
+    not the text's, and the same text gives it again: EmbedderRefused, so a session is kept
+    failed (retryable) instead of rejected, and the queue goes on."""
     finite = np.isfinite(matrix).all(axis=1)
     nonzero = np.abs(np.nan_to_num(matrix)).sum(axis=1) > 0
     bad = np.flatnonzero(~(finite & nonzero))
@@ -95,11 +96,11 @@ def require_fit(
         where = labels[i] if labels is not None else f"text {i + 1} of {len(texts)}"
         what = "a zero vector" if finite[i] else "a vector that is not finite"
         shown = repr(texts[i][:40]) + ("…" if len(texts[i]) > 40 else "")
-        if isinstance(embedder, OpenAIEmbedder):
-            raise EmbedderUnavailable(
+        if isinstance(embedder, OpenAIEmbedder):  # the same text gives it again: kept failed
+            raise EmbedderRefused(
                 f"{where}: the embedding endpoint ({embedder.where}) returned {what} for "
-                f"{shown}: the server's fault, so nothing was written; the text is kept for "
-                "when it answers properly"
+                f"{shown}: the server's fault, so nothing was written from it",
+                index=i,
             )
         raise EmbedderError(
             f"{where}: the embedder gave {what} for {shown}: nothing in it can be searched for"
@@ -164,12 +165,11 @@ class OpenAIEmbedder:
     """Any OpenAI-compatible embeddings endpoint through the official client.
 
     Its reply is checked before a row is used: one embedding per text, numbered 0..n-1 when
-    numbered at all, each `dim` finite numbers, none all zero; anything else is the server's
-    fault (EmbedderUnavailable naming it; a row of another size, EmbedderMismatch). A request
-    the server refuses as malformed (400, 413, 422) is tried once more with a short probe
-    text: refused too, the endpoint refuses every request (Unavailable); accepted, a text
-    was refused (EmbedderRefused, naming which). Only a failure that may pass (no answer, a
-    timeout, 408, 409, 429, 5xx) is tried again.
+    numbered at all, each of `dim` numbers; anything else is the server's fault
+    (EmbedderUnavailable naming it; a row of another size, EmbedderMismatch). A batch the
+    server refuses as malformed (400, 413, 422) is split in halves until its parts pass or
+    one text is left, which a one-word probe judges (`_batch`). Only a failure that may pass
+    (no answer, a timeout, 408, 409, 429, 5xx) is tried again.
     """
 
     def __init__(
@@ -211,17 +211,41 @@ class OpenAIEmbedder:
     ) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        rows: list[np.ndarray] = []
-        for start in range(0, len(texts), 256):
-            try:
-                rows.append(self._batch(texts[start : start + 256], deadline, retries))
-            except EmbedderRefused as exc:
-                raise EmbedderRefused(str(exc), index=start + exc.index) from None
+        rows = [
+            self._batch(texts, start, min(start + 256, len(texts)), deadline, retries)
+            for start in range(0, len(texts), 256)
+        ]
         return normalise_rows(np.vstack(rows))
 
-    def _batch(self, batch: list[str], deadline: float | None, retries: int | None) -> np.ndarray:
+    def _batch(
+        self, texts: list[str], start: int, end: int, deadline: float | None, retries: int | None
+    ) -> np.ndarray:
+        """The rows of texts[start:end]. A batch the server refuses as malformed is split in
+        halves until each part passes (a server that takes fewer texts a request) or one text
+        is left: then a one-word probe tells the text's fault (EmbedderRefused, its index in
+        `texts`) from the endpoint's (it refuses every request: EmbedderUnavailable)."""
+        try:
+            return self._tried(texts[start:end], deadline, retries)
+        except _Failed as exc:
+            if exc.status not in _MALFORMED:
+                raise EmbedderUnavailable(
+                    f"the embedding endpoint ({self.where}) refused the request: {exc.reason}"
+                    + _HINTS.get(exc.status or 0, "")
+                ) from None
+            if end - start > 1:
+                middle = (start + end) // 2
+                return np.vstack(
+                    [
+                        self._batch(texts, start, middle, deadline, retries),
+                        self._batch(texts, middle, end, deadline, retries),
+                    ]
+                )
+            raise self._one_refused(exc, start, deadline) from None
+
+    def _tried(self, batch: list[str], deadline: float | None, retries: int | None) -> np.ndarray:
         """One request; under a deadline, tried again (at most `retries` times) while time
-        remains, each try given only what remains, never the client's own retries."""
+        remains, each try given only what remains, never the client's own retries. A refusal
+        that will not pass by itself (`_Failed`, not transient) is raised at once."""
         tries = 1 if deadline is None else 1 + (retries or 0)
         failure = ""
         for _ in range(tries):
@@ -229,7 +253,7 @@ class OpenAIEmbedder:
                 return self._call(batch, deadline)
             except _Failed as exc:
                 if not exc.transient:
-                    raise self._refusal(batch, deadline, exc) from None
+                    raise
                 failure = exc.reason
             except _OutOfTime:
                 break
@@ -246,11 +270,13 @@ class OpenAIEmbedder:
             if left <= 0:
                 raise _OutOfTime
             client = client.with_options(timeout=left, max_retries=0)
-        dimensions = self.dim if self._send_dimensions else openai.omit
         try:
-            response = client.embeddings.create(
-                model=self.model, input=batch, dimensions=dimensions
-            )
+            if self._send_dimensions:
+                response = client.embeddings.create(
+                    model=self.model, input=batch, dimensions=self.dim
+                )
+            else:  # not even a "not given" marker: its name differs between client releases
+                response = client.embeddings.create(model=self.model, input=batch)
         except openai.APIStatusError as exc:
             raise _Failed(_first_line(exc), exc.status_code) from None
         except openai.APIError as exc:  # no answer: a connection refused, reset or timed out
@@ -266,7 +292,8 @@ class OpenAIEmbedder:
             raise self._bad_reply(f"{got} embeddings for {n} texts")
         numbers = [getattr(item, "index", None) for item in data]
         if any(i is not None for i in numbers):
-            if sorted(numbers, key=lambda i: -1 if i is None else i) != list(range(n)):
+            whole = all(isinstance(i, int) and not isinstance(i, bool) for i in numbers)
+            if not whole or sorted(numbers) != list(range(n)):  # type: ignore[type-var]
                 raise self._bad_reply(f"embeddings numbered {numbers[:8]}, not 0 to {n - 1}")
             data = sorted(data, key=lambda item: item.index)
         try:
@@ -291,16 +318,16 @@ class OpenAIEmbedder:
             "so nothing was written; the texts are kept for when it answers properly"
         )
 
-    def _refusal(self, batch: list[str], deadline: float | None, exc: _Failed) -> EmbedderError:
-        """What a refusal that will not pass by itself is: the endpoint's, or one text's."""
-        if exc.status not in (400, 413, 422):
-            return EmbedderUnavailable(
-                f"the embedding endpoint ({self.where}) refused the request: {exc.reason}"
-                + _HINTS.get(exc.status or 0, "")
-            )
+    def _one_refused(self, exc: _Failed, index: int, deadline: float | None) -> EmbedderError:
+        """One text refused as malformed: the text's fault when a one-word probe passes, the
+        endpoint's when the probe is refused too; unknown (unavailable) when it fails else."""
         try:
             self._call([_PROBE_TEXT], deadline)
-        except (_Failed, _OutOfTime):
+        except _Failed as probe:
+            if probe.transient:
+                return EmbedderUnavailable(
+                    f"the embedding endpoint ({self.where}) failed: {probe.reason}"
+                )
             dims = (
                 "; it may not take `dimensions`: set HAG_EMBEDDING_SEND_DIMENSIONS=false"
                 if self._send_dimensions
@@ -309,23 +336,14 @@ class OpenAIEmbedder:
             return EmbedderUnavailable(
                 f"the embedding endpoint ({self.where}) refuses every request: {exc.reason}" + dims
             )
-        if len(batch) == 1:
-            return EmbedderRefused(exc.reason, index=0)
-        for i, text in enumerate(batch):  # which text: rare, so one call each
-            try:
-                self._call([text], deadline)
-            except _Failed as one:
-                if one.transient:
-                    break
-                return EmbedderRefused(one.reason, index=i)
-            except _OutOfTime:
-                break
-        return EmbedderUnavailable(
-            f"the embedding endpoint ({self.where}) refused a batch of {len(batch)} texts: "
-            f"{exc.reason}"
-        )
+        except _OutOfTime:
+            return EmbedderUnavailable(
+                f"the embedding endpoint ({self.where}) failed: {exc.reason}"
+            )
+        return EmbedderRefused(exc.reason, index=index)
 
 
+_MALFORMED = (400, 413, 422)  # what a server answers a request (or a text) it will not take
 _PROBE_TEXT = "probe"
 _HINTS = {
     401: " (check the API key: HAG_EMBEDDING_API_KEY, else OPENAI_API_KEY)",

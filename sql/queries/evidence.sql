@@ -525,6 +525,15 @@ SELECT id, confidence, unlearned_from FROM hag_edges
 WHERE confidence < %(floor)s OR confidence > %(ceiling)s
 ORDER BY id FOR NO KEY UPDATE
 
+-- name: lock_edges_of_or_outside
+-- Row locks, in one sorted pass, on every edge of the given types and every edge outside
+-- the edge bounds: what a dial write takes before it re-weighs the first and clamps the
+-- second, so its locks come in the id order every edge writer uses (two passes, one per
+-- set, would not: a deadlock with a session holding one of each).
+SELECT id FROM hag_edges
+WHERE edge_type = ANY(%(types)s::text[]) OR confidence < %(floor)s OR confidence > %(ceiling)s
+ORDER BY id FOR NO KEY UPDATE
+
 -- name: lock_every_edge_of
 -- Row locks on every edge of the given types, in one sorted pass (the order every edge write
 -- uses): what `hag settings profile` takes before it re-weighs them all, so it queues behind
