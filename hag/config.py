@@ -79,9 +79,10 @@ class ProcessConfig(BaseSettings):
     llm_model: str = "gpt-4o-mini"
 
     # One OpenAI-compatible server for both, or each its own: HAG_EMBEDDING_BASE_URL /
-    # HAG_EMBEDDING_API_KEY and HAG_LLM_BASE_URL / HAG_LLM_API_KEY, each falling back to the
-    # shared pair (a server such as vLLM serves one model, so embeddings and chat are often
-    # two). A blank value is unset (a compose file's `${VAR}` with VAR undefined).
+    # HAG_EMBEDDING_API_KEY and HAG_LLM_BASE_URL / HAG_LLM_API_KEY (a server such as vLLM
+    # serves one model, so embeddings and chat are often two). A server of its own takes its
+    # own key only; without one, its own key or the shared one goes to the shared server
+    # (`_endpoint`). A blank value is unset (a compose file's `${VAR}` with VAR undefined).
     openai_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("HAG_OPENAI_API_KEY", "OPENAI_API_KEY")
     )
