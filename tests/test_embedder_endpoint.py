@@ -102,7 +102,7 @@ def test_a_server_refusing_dimensions_it_was_told_to_send_is_one_line_naming_the
 # --- a text the model refuses ---------------------------------------------------------------
 
 
-def test_a_text_too_long_for_the_model_is_named_with_the_dial_that_cuts_it(stub):
+def test_a_text_too_long_for_the_model_is_named_with_the_dial_that_cuts_it(own_memory, stub):
     """The endpoint refuses one text of three: that text is named by its field, not the
     endpoint called unavailable (which would hold every later session back)."""
     stub.max_input_chars = 40

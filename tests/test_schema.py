@@ -303,6 +303,10 @@ OTHER_CHECKS = [
         " VALUES (gen_random_uuid(), gen_random_uuid(), 'l', 1, 0)",
         "hag_pair_withdrawn_units_within_sessions",
     ),
+    (
+        "INSERT INTO hag_erased_culls (run_id, erased) VALUES (gen_random_uuid(), 0)",
+        "hag_erased_culls_erased_check",
+    ),
     ("INSERT INTO hag_runs (kind) VALUES ('Nightly Run')", "hag_runs_kind_check"),
     ("INSERT INTO hag_runs (kind, status) VALUES ('nightly', 'crashed')", "hag_runs_status_check"),
     (
