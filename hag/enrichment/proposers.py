@@ -89,6 +89,8 @@ class OpenAIProposer:
                 response_format=dict(prompt.response_format),
                 temperature=self.temperature,
             )
+            choices = response.choices
+            content = choices[0].message.content if choices else None
         except openai.APITimeoutError:
             raise ProposerError(f"timed out after {self.timeout:g} s", retryable=True) from None
         except openai.APIConnectionError as exc:
@@ -99,12 +101,7 @@ class OpenAIProposer:
             raise ProposerError(
                 f"HTTP {exc.status_code}: {_error_message(exc)}", retryable=retryable
             ) from None
-        except (AttributeError, TypeError, ValueError, KeyError):  # a 200 that is no completion
-            raise ProposerError("a reply that is not a chat completion", retryable=True) from None
-        try:
-            choices = response.choices
-            content = choices[0].message.content if choices else None
-        except (AttributeError, IndexError, TypeError):
+        except (AttributeError, IndexError, TypeError, ValueError, KeyError):  # a 200, no reply
             raise ProposerError("a reply that is not a chat completion", retryable=True) from None
         if content is not None and not isinstance(content, str):
             raise ProposerError("a reply whose content is not text", retryable=True)

@@ -148,37 +148,28 @@ def give_misconceptions(
     if count == 0:
         return []
     chosen = sorted(int(i) for i in rng.choice(len(learners), size=count, replace=False))
-    common: tuple[str, str] | None = None
-    if shared:
-        open_ = [
-            c
-            for c in world.slugs
-            if world.prerequisites_of(c) and extractor.wrong_candidates(world, c)
-        ]
-        if not open_:
-            return []
+    # concepts one can fail at (they rest on something) and the extractor could misname
+    misconceivable = [
+        c for c in world.slugs if world.prerequisites_of(c) and extractor.wrong_candidates(world, c)
+    ]
+
+    def drawn(open_: list[str]) -> tuple[str, str]:
         concept = _pick(rng, open_)
-        common = (concept, _pick(rng, extractor.wrong_candidates(world, concept)))
+        return concept, _pick(rng, extractor.wrong_candidates(world, concept))
+
+    common = drawn(misconceivable) if shared and misconceivable else None
+    if shared and common is None:
+        return []
     given = []
     for i in chosen:
         learner = learners[i]
-        if common is not None:
-            if common[0] in learner.mastered:
-                continue
+        open_ = [c for c in misconceivable if c not in learner.mastered]
+        if common is not None and common[0] not in learner.mastered:
             learner.misconception = common
-            given.append(learner)
+        elif common is None and open_:
+            learner.misconception = drawn(open_)
+        else:
             continue
-        open_ = [
-            c
-            for c in world.slugs
-            if c not in learner.mastered
-            and world.prerequisites_of(c)
-            and extractor.wrong_candidates(world, c)
-        ]
-        if not open_:
-            continue
-        concept = _pick(rng, open_)
-        learner.misconception = (concept, _pick(rng, extractor.wrong_candidates(world, concept)))
         given.append(learner)
     return given
 
